@@ -1,0 +1,41 @@
+"""Posterior approximations, one module each, all following `base.Posterior`.
+
+`POSTERIORS` maps the CLI name of each to "module:Class"; `resolve_posterior` imports it.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from activebayes.errors import ConfigError
+from activebayes.posteriors.base import Posterior, check_fitted
+
+POSTERIORS: dict[str, str] = {
+    "mc-dropout": "activebayes.posteriors.mc_dropout:MCDropout",
+    "deep-ensemble": "activebayes.posteriors.ensembles:DeepEnsemble",
+    "snapshot-ensemble": "activebayes.posteriors.ensembles:SnapshotEnsemble",
+    "laplace": "activebayes.posteriors.laplace:Laplace",
+    "swag": "activebayes.posteriors.swag:SWAG",
+    "gp": "activebayes.posteriors.gp:GaussianProcess",
+}
+
+
+def resolve_posterior(name: str) -> type:
+    """The posterior class registered under a CLI name such as "mc-dropout"."""
+    try:
+        target = POSTERIORS[name]
+    except KeyError:
+        raise ConfigError(f"posterior: unknown name {name!r}; choose one of {', '.join(POSTERIORS)}") from None
+    module, attr = target.split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def __getattr__(name: str):  # lazy access: activebayes.posteriors.MCDropout
+    for target in POSTERIORS.values():
+        module, attr = target.split(":")
+        if attr == name:
+            return getattr(importlib.import_module(module), attr)
+    raise AttributeError(name)
+
+
+__all__ = ["POSTERIORS", "Posterior", "check_fitted", "resolve_posterior"]

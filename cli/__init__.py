@@ -1,0 +1,1 @@
+"""The activebayes command line (installed as the import package `activebayes_cli`)."""
