@@ -9,7 +9,9 @@ the learning rate per step (snapshot ensembles, SWAG) or the weights after each 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -18,7 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from activebayes._device import resolve_device
-from activebayes.errors import ShapeError
+from activebayes.errors import ConfigError, ShapeError
 
 ProgressFn = Callable[[int, int], None]  # (epochs done, epochs total)
 
@@ -35,6 +37,9 @@ class TrainConfig:
         optimizer: "adam" or "sgd" (with `momentum`).
         validation_fraction: > 0 holds out this share of the data and stops when its loss has not
             improved for `patience` epochs, restoring the best weights.
+        schedule: "constant" keeps `lr`; "cosine" anneals it over the whole run,
+            lr_t = lr / 2 · (1 + cos(π t / T)) for optimiser step t of T (ignored when `train`
+            gets an explicit `lr_at`).
     """
 
     epochs: int = 50
@@ -45,6 +50,50 @@ class TrainConfig:
     momentum: float = 0.9
     validation_fraction: float = 0.0
     patience: int = 5
+    schedule: Literal["constant", "cosine"] = "constant"
+
+
+def as_tensor(name: str, value: object, dtype: torch.dtype | None = None) -> Tensor:
+    """`value` (a tensor, numpy array or nested sequence) as a tensor, cast to `dtype` when given."""
+    try:
+        tensor = torch.as_tensor(value)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise ShapeError(f"{name}: expected a tensor or array, got {type(value).__name__}") from exc
+    return tensor if dtype is None else tensor.to(dtype)
+
+
+def check_positive_int(name: str, value: object) -> None:
+    """Raise ConfigError unless `value` is an int >= 1 (bools refused)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(f"{name}: expected a positive integer, got {value!r}")
+
+
+def resolve_train_config(
+    config: TrainConfig | None = None,
+    *,
+    epochs: int | None = None,
+    lr: float | None = None,
+    weight_decay: float | None = None,
+    batch_size: int | None = None,
+) -> TrainConfig:
+    """`config` (or the defaults) with every override that is not None applied.
+
+    Posteriors take both a `config` and the four most used knobs as keywords; this merges them.
+    """
+    base = TrainConfig() if config is None else config
+    if not isinstance(base, TrainConfig):
+        raise ConfigError(f"config: expected a TrainConfig or None, got {type(base).__name__}")
+    overrides = {
+        name: value
+        for name, value in (("epochs", epochs), ("lr", lr), ("weight_decay", weight_decay), ("batch_size", batch_size))
+        if value is not None
+    }
+    merged = dataclasses.replace(base, **overrides)
+    if merged.epochs < 1 or merged.batch_size < 1:
+        raise ConfigError(f"config: expected epochs >= 1 and batch_size >= 1, got {merged.epochs} and {merged.batch_size}")
+    if merged.lr <= 0 or merged.weight_decay < 0:
+        raise ConfigError(f"config: expected lr > 0 and weight_decay >= 0, got {merged.lr} and {merged.weight_decay}")
+    return merged
 
 
 def build_model(model_fn: Callable[[], nn.Module], seed: int | None) -> nn.Module:
@@ -92,7 +141,7 @@ def train(
     if x.shape[0] == 0:
         raise ShapeError("x: expected at least one training example, got none")
     dev = resolve_device(device)
-    generator = torch.Generator().manual_seed(seed if seed is not None else int(torch.seed() % 2**63))
+    generator = torch.Generator().manual_seed(seed if seed is not None else secrets.randbits(62))
     model = model.to(dev)
     x, y = x.to(dev), y.to(dev)
 
@@ -101,6 +150,12 @@ def train(
     val_idx, train_idx = order[:n_val], order[n_val:]
     x_train, y_train = x[train_idx], y[train_idx]
     n = x_train.shape[0]
+
+    if lr_at is None and config.schedule == "cosine":
+        total_steps = config.epochs * math.ceil(n / config.batch_size)
+        lr_at = lambda step: config.lr / 2 * (1 + math.cos(math.pi * step / total_steps))  # noqa: E731
+    elif config.schedule not in ("constant", "cosine"):
+        raise ConfigError(f"config.schedule: expected 'constant' or 'cosine', got {config.schedule!r}")
 
     params = [p for p in model.parameters() if p.requires_grad]
     if config.optimizer == "adam":

@@ -1,18 +1,30 @@
-"""Entry point: `activebayes`. Each command group lives in its own module and is joined here."""
+"""Entry point: `activebayes`. Each command group lives in its own module and is joined here.
+
+Global options (before the command): --db URL (env ACTIVEBAYES_DB), --project NAME (env
+ACTIVEBAYES_PROJECT), --json, --quiet, --version. Errors are turned into one line and exit
+code 2 in one place, `activebayes_cli._app.ActiveBayesGroup`.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Annotated, Optional
 
 import typer
 
 from activebayes import __version__
+from activebayes_cli import demo, label, pool, project, report, round_
+from activebayes_cli._app import ActiveBayesGroup
+from activebayes_cli._context import DEFAULT_DB, CliState
+from activebayes_cli._output import Output
 
 app = typer.Typer(
     name="activebayes",
+    cls=ActiveBayesGroup,
     help="Bayesian active learning and experimental design: choose what to label or measure next.",
     no_args_is_help=True,
     add_completion=False,
+    pretty_exceptions_enable=False,
 )
 
 
@@ -24,14 +36,38 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main(
+    ctx: typer.Context,
+    db: Annotated[
+        str, typer.Option("--db", envvar="ACTIVEBAYES_DB", help="Database URL (sqlite:///file.db or postgresql+psycopg://…).")
+    ] = DEFAULT_DB,
+    project: Annotated[
+        Optional[str],
+        typer.Option("--project", envvar="ACTIVEBAYES_PROJECT", help="Project name (default: the only one in the database)."),
+    ] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or notes.")] = False,
     version: Annotated[
         Optional[bool], typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = None,
 ) -> None:
     """activebayes: choose what to label or measure next."""
+    cli_state = CliState(db=db, project=project, out=Output(json=json_output, quiet=quiet))
+    ctx.obj = cli_state
+    ctx.call_on_close(cli_state.close)
 
 
-@app.command()
-def demo(fast: Annotated[bool, typer.Option("--fast", help="Fewer rounds, for a quick look.")] = False) -> None:
-    """Run the main job end to end on the embedded default (not built yet)."""
-    typer.echo("activebayes demo: not built yet; the active-learning and memory-span demos land with the CLI issue.")
+app.add_typer(project.app)
+app.add_typer(pool.app, name="pool", help="Register data files as the pool of candidates.")
+app.add_typer(round_.app)
+app.add_typer(label.app)
+app.add_typer(report.app)
+app.add_typer(demo.app)
+
+if importlib.util.find_spec("activebayes_cli.design") is not None:  # cli/design.py: the design engineer's
+    from activebayes_cli import design
+
+    app.add_typer(getattr(design, "app", None) or design.design_app, name="design")
+
+
+if __name__ == "__main__":
+    app()

@@ -1,1 +1,33 @@
-"""(filled in by its issue)"""
+"""Loading pools (npy / npz / csv / MNIST IDX) and the bundled demo data (sklearn digits).
+
+    data = load_dataset("pool.csv", label_column="label", key_column="key", classes=range(10))
+    data.x  # [N, D] features;  data.y  # [N] labels or None;  data.keys  # list or None
+"""
+
+from activebayes.data.bundled import DIGITS_CLASSES, digits_arrays, write_digits
+from activebayes.data.loaders import (
+    FORMATS,
+    Dataset,
+    check_finite,
+    check_labels,
+    detect_format,
+    load_dataset,
+    load_labels,
+    read_idx,
+    sha256_file,
+)
+
+__all__ = [
+    "DIGITS_CLASSES",
+    "FORMATS",
+    "Dataset",
+    "check_finite",
+    "check_labels",
+    "detect_format",
+    "digits_arrays",
+    "load_dataset",
+    "load_labels",
+    "read_idx",
+    "sha256_file",
+    "write_digits",
+]

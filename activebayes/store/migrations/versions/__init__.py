@@ -1,1 +1,1 @@
-"""(filled in by its issue)"""
+"""Alembic revision scripts, one file per schema version, applied in order."""

@@ -1,0 +1,123 @@
+"""CLI names of the acquisition functions, each bound to its score and its batch selector.
+
+How a scorer uses an entry (`acq = resolve_acquisition(name)`):
+
+* `acq.needs_joint` False: stream the pool, `scores = cat([acq.score(pred_b) for each batch])`,
+  then `acq.select(scores, k, generator)`.
+* `acq.needs_joint` True (batch-bald): stream the pool with `acq.prefilter_score` (BALD), keep
+  `keep = bald_prefilter(scores, 2000)`, predict those candidates once more as one Predictive, and
+  `keep[acq.select(pred_keep, k, generator).indices]` are the queries.
+
+`select` always returns a `BatchSelection` (indices [K] long, scores [K]). It takes the scores
+[N] from `score` or, as a convenience, a Predictive / probs tensor [S, N, C] that it scores
+itself; batch-bald needs the Predictive. "random" ignores the scores and draws a uniformly random
+subset with the generator; its `score` is 0 for every candidate (a random number is no score to
+record). Stochastic entries use β = 1.
+
+>>> resolve_acquisition("power-bald").select(torch.tensor([0.0, 1.0, 0.0]), 1).indices
+tensor([1])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+import torch
+from torch import Tensor
+
+from activebayes.acquisition import scores as S
+from activebayes.acquisition.batch import BatchSelection, check_k, check_scores, stochastic_batch, top_k
+from activebayes.acquisition.batch_bald import batch_bald
+from activebayes.errors import ConfigError, ShapeError
+from activebayes.predictive import GaussianPredictive, Predictive
+
+Score = Callable[[Predictive | GaussianPredictive | Tensor], Tensor]
+Selector = Callable[[Tensor, int, "torch.Generator | None"], BatchSelection]
+
+
+def _zeros(pred: Predictive | GaussianPredictive | Tensor) -> Tensor:
+    """0 for every candidate, [N] (the score recorded for random acquisition)."""
+    return torch.zeros_like(S.random(pred))
+
+
+def _uniform(scores: Tensor, k: int, generator: torch.Generator | None) -> BatchSelection:
+    check_scores(scores)
+    check_k(k, scores.shape[0])
+    perm = torch.randperm(scores.shape[0], generator=generator, device=scores.device)[:k]
+    return BatchSelection(perm, scores[perm])
+
+
+def _greedy(scores: Tensor, k: int, generator: torch.Generator | None) -> BatchSelection:
+    return top_k(scores, k)
+
+
+def _stochastic(mode: str) -> Selector:
+    def select(scores: Tensor, k: int, generator: torch.Generator | None) -> BatchSelection:
+        return stochastic_batch(scores, k, mode=mode, generator=generator)
+
+    return select
+
+
+@dataclass(frozen=True)
+class Acquisition:
+    """One registered acquisition.
+
+    name: the CLI name. score: per-candidate score f(pred) -> [N] (None for batch-bald, which
+    needs the joint). needs_joint: select wants the Predictive of the (pre-filtered) candidates.
+    prefilter_score: for needs_joint entries, the score to pre-filter a large pool with.
+    """
+
+    name: str
+    score: Score | None
+    selector: Callable[..., BatchSelection]
+    needs_joint: bool = False
+    prefilter_score: Score | None = None
+
+    def select(
+        self, pred_or_scores: Predictive | GaussianPredictive | Tensor, k: int, generator: torch.Generator | None = None
+    ) -> BatchSelection:
+        """The k candidates to ask about, as a BatchSelection (see the module docstring)."""
+        if self.needs_joint:
+            if isinstance(pred_or_scores, Tensor) and pred_or_scores.dim() != 3:
+                raise ShapeError(
+                    f"{self.name}: expected a Predictive or probs [S, N, C] of the candidates, "
+                    f"got a tensor of shape {tuple(pred_or_scores.shape)} (scores are not enough)"
+                )
+            return self.selector(pred_or_scores, k, generator=generator)
+        if isinstance(pred_or_scores, Tensor) and pred_or_scores.dim() == 1:
+            scores = pred_or_scores
+        else:
+            scores = self.score(pred_or_scores)
+        return self.selector(scores, k, generator)
+
+
+ACQUISITIONS: dict[str, Acquisition] = {
+    acq.name: acq
+    for acq in [
+        Acquisition("random", _zeros, _uniform),
+        Acquisition("variance", partial(S.variance, part="total"), _greedy),
+        Acquisition("mean-std", S.mean_std, _greedy),
+        Acquisition("variation-ratio", S.variation_ratio, _greedy),
+        Acquisition("entropy", S.entropy, _greedy),
+        Acquisition("bald", S.bald, _greedy),
+        Acquisition("margin", S.margin, _greedy),
+        Acquisition("least-confidence", S.least_confidence, _greedy),
+        Acquisition("eig", S.eig, _greedy),
+        Acquisition("batch-bald", None, batch_bald, needs_joint=True, prefilter_score=S.bald),
+        Acquisition("power-bald", S.bald, _stochastic("power")),
+        Acquisition("softmax-bald", S.bald, _stochastic("softmax")),
+        Acquisition("softrank-bald", S.bald, _stochastic("softrank")),
+        Acquisition("power-entropy", S.entropy, _stochastic("power")),
+    ]
+}
+
+
+def resolve_acquisition(name: str) -> Acquisition:
+    """The entry registered under a CLI name ("bald", "batch-bald", ...; "_" reads as "-")."""
+    key = name.strip().lower().replace("_", "-") if isinstance(name, str) else name
+    try:
+        return ACQUISITIONS[key]
+    except (KeyError, TypeError):
+        raise ConfigError(f"acquisition: unknown name {name!r}; choose one of {', '.join(ACQUISITIONS)}") from None

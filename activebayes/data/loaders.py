@@ -1,0 +1,277 @@
+"""Loading a pool's features (and optional labels and keys) from a file.
+
+Formats (detected from the name, or given): `npy` (memory-mapped, x only), `npz` (arrays `x` and
+optional `y`, `keys`), `csv` (a header row; numeric feature columns; optional label and key
+columns by name), `idx` (MNIST IDX, raw or .gz; images become float32 in [0, 1], flattened to
+[N, H*W] or kept as [N, 1, H, W]). Every problem raises DataError naming the file and, for text
+files, the line.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from activebayes.errors import DataError
+
+FORMATS = ("npy", "npz", "csv", "idx")
+_IDX_DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+_FINITE_CHUNK = 65_536
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A loaded pool.
+
+    x: [N, D] features, or [N, 1, H, W] images (a read-only memory map for .npy files).
+    y: [N] labels as given in the file (numbers or text), or None.
+    keys: N stable item keys from the file's key column / `keys` array, or None (use row index).
+    """
+
+    x: np.ndarray
+    y: np.ndarray | None
+    keys: list[str] | None
+    path: Path
+    format: str
+
+    def __len__(self) -> int:
+        return int(self.x.shape[0])
+
+
+def sha256_file(path: str | Path, *, chunk_size: int = 1 << 20) -> str:
+    """Hex sha256 of a file, read in chunks (never the whole file in memory)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"data file {str(path)!r} does not exist")
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(chunk_size):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def detect_format(path: str | Path) -> str:
+    """The format of a data file from its name: npy, npz, csv or idx (MNIST `*-ubyte[.gz]`)."""
+    name = Path(path).name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    for ext in ("npy", "npz", "csv"):
+        if name.endswith("." + ext):
+            return ext
+    if name.endswith(".idx") or "-idx" in name or name.endswith("ubyte"):
+        return "idx"
+    raise DataError(f"data file {str(path)!r}: unknown format; expected .npy, .npz, .csv or MNIST IDX (*-ubyte[.gz])")
+
+
+def check_finite(x: np.ndarray, path: Path) -> None:
+    """DataError naming the first row with a NaN or infinite feature (chunked over rows)."""
+    if not np.issubdtype(x.dtype, np.floating):
+        return
+    for start in range(0, x.shape[0], _FINITE_CHUNK):
+        block = np.asarray(x[start : start + _FINITE_CHUNK]).reshape(min(_FINITE_CHUNK, x.shape[0] - start), -1)
+        bad = ~np.isfinite(block).all(axis=1)
+        if bad.any():
+            raise DataError(f"data file {str(path)!r}: row {start + int(np.argmax(bad))} has a NaN or infinite feature")
+
+
+def check_labels(y: np.ndarray, classes: Sequence[Any], path: Path) -> None:
+    """DataError naming the first label (and its row) that is not among `classes`."""
+    allowed = {str(c) for c in classes}
+    for i, value in enumerate(y.tolist()):
+        text = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+        if text not in allowed:
+            raise DataError(
+                f"data file {str(path)!r}: row {i} has label {value!r}, not one of the classes {sorted(allowed)[:20]}"
+            )
+
+
+def _open_maybe_gz(path: Path) -> io.BufferedIOBase:
+    return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else path.open("rb")
+
+
+def read_idx(path: str | Path) -> np.ndarray:
+    """An MNIST IDX array (raw or gzip): magic 0x0000 | dtype byte | ndim byte, then big-endian
+    uint32 sizes and the data. Returns the array in native byte order."""
+    path = Path(path)
+    try:
+        with _open_maybe_gz(path) as fh:
+            raw = fh.read()
+    except (OSError, EOFError) as exc:
+        raise DataError(f"data file {str(path)!r}: cannot read IDX data: {exc}") from exc
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_DTYPES:
+        raise DataError(f"data file {str(path)!r}: not an IDX file (bad magic number {raw[:4].hex()})")
+    ndim = raw[3]
+    header = 4 + 4 * ndim
+    shape = tuple(int(d) for d in np.frombuffer(raw[4:header], dtype=">u4"))
+    dtype = np.dtype(_IDX_DTYPES[raw[2]])
+    expected = int(np.prod(shape)) * dtype.itemsize
+    if len(raw) - header != expected:
+        raise DataError(f"data file {str(path)!r}: IDX header says shape {shape} ({expected} bytes), found {len(raw) - header}")
+    return np.frombuffer(raw, dtype=dtype, offset=header).reshape(shape).astype(dtype.newbyteorder("="))
+
+
+def _load_idx(path: Path, image_layout: str) -> Dataset:
+    arr = read_idx(path)
+    if arr.ndim == 1:
+        return Dataset(arr.astype(np.float32)[:, None], None, None, path, "idx")
+    x = arr.astype(np.float32)
+    if arr.dtype == np.uint8:
+        x /= 255.0
+    if arr.ndim == 3:
+        x = x[:, None] if image_layout == "chw" else x.reshape(x.shape[0], -1)
+    return Dataset(x, None, None, path, "idx")
+
+
+def _load_npz(path: Path) -> Dataset:
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            if "x" not in archive.files:
+                raise DataError(f"data file {str(path)!r}: expected an array named 'x', found {archive.files}")
+            x = archive["x"]
+            y = archive["y"] if "y" in archive.files else None
+            keys = [str(k) for k in archive["keys"].tolist()] if "keys" in archive.files else None
+    except (OSError, ValueError) as exc:
+        raise DataError(f"data file {str(path)!r}: cannot read .npz: {exc}") from exc
+    if y is not None and y.shape[0] != x.shape[0]:
+        raise DataError(f"data file {str(path)!r}: 'y' has {y.shape[0]} entries, 'x' has {x.shape[0]} rows")
+    if keys is not None and len(keys) != x.shape[0]:
+        raise DataError(f"data file {str(path)!r}: 'keys' has {len(keys)} entries, 'x' has {x.shape[0]} rows")
+    return Dataset(x, y, keys, path, "npz")
+
+
+def _load_csv(path: Path, label_column: str | None, key_column: str | None) -> Dataset:
+    with path.open(newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if not header:
+            raise DataError(f"data file {str(path)!r}: empty; expected a header row of column names")
+        header = [h.strip() for h in header]
+        for name, what in ((label_column, "label_column"), (key_column, "key_column")):
+            if name is not None and name not in header:
+                raise DataError(f"data file {str(path)!r}: {what} {name!r} is not a column; columns are {header}")
+        special = {label_column, key_column} - {None}
+        feature_idx = [i for i, h in enumerate(header) if h not in special]
+        if not feature_idx:
+            raise DataError(f"data file {str(path)!r}: no feature columns besides the label/key columns")
+        li = header.index(label_column) if label_column else None
+        ki = header.index(key_column) if key_column else None
+        feats: list[list[float]] = []
+        labels: list[str] = []
+        keys: list[str] = []
+        for line_no, row in enumerate(reader, start=2):
+            if not row:
+                continue
+            if len(row) != len(header):
+                raise DataError(f"{str(path)!r} line {line_no}: expected {len(header)} fields, got {len(row)}")
+            try:
+                values = [float(row[i]) for i in feature_idx]
+            except ValueError:
+                bad = next(header[i] for i in feature_idx if not _is_float(row[i]))
+                raise DataError(f"{str(path)!r} line {line_no}: column {bad!r} is not a number") from None
+            if not all(np.isfinite(values)):
+                raise DataError(f"{str(path)!r} line {line_no}: a feature is NaN or infinite")
+            feats.append(values)
+            if li is not None:
+                labels.append(row[li].strip())
+            if ki is not None:
+                keys.append(row[ki].strip())
+    x = np.asarray(feats, dtype=np.float32).reshape(len(feats), len(feature_idx))
+    y = np.asarray(labels) if li is not None else None
+    if ki is not None and len(set(keys)) != len(keys):
+        raise DataError(f"data file {str(path)!r}: key column {key_column!r} has duplicate keys")
+    return Dataset(x, y, keys if ki is not None else None, path, "csv")
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def load_dataset(
+    path: str | Path,
+    *,
+    format: str | None = None,
+    label_column: str | None = None,
+    key_column: str | None = None,
+    classes: Sequence[Any] | None = None,
+    image_layout: str = "flat",
+) -> Dataset:
+    """Load a data file; see the module docstring for formats.
+
+    Args:
+        path: the file.
+        format: one of FORMATS, or None to detect it from the name.
+        label_column, key_column: csv column names (ignored for other formats).
+        classes: when given, every label must be one of them (compared as text).
+        image_layout: "flat" ([N, H*W]) or "chw" ([N, 1, H, W]) for IDX images.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"data file {str(path)!r} does not exist")
+    fmt = format or detect_format(path)
+    if fmt not in FORMATS:
+        raise DataError(f"format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    if image_layout not in ("flat", "chw"):
+        raise DataError(f"image_layout: expected 'flat' or 'chw', got {image_layout!r}")
+    if fmt == "npy":
+        try:
+            x = np.load(path, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise DataError(f"data file {str(path)!r}: cannot read .npy: {exc}") from exc
+        data = Dataset(x, None, None, path, "npy")
+    elif fmt == "npz":
+        data = _load_npz(path)
+    elif fmt == "csv":
+        data = _load_csv(path, label_column, key_column)
+    else:
+        data = _load_idx(path, image_layout)
+    if data.x.ndim < 2 or data.x.shape[0] == 0:
+        raise DataError(f"data file {str(path)!r}: expected features [N, D] with N > 0, got shape {data.x.shape}")
+    if not (np.issubdtype(data.x.dtype, np.floating) or np.issubdtype(data.x.dtype, np.integer)):
+        raise DataError(f"data file {str(path)!r}: expected numeric features, got dtype {data.x.dtype}")
+    check_finite(data.x, path)
+    if classes is not None and data.y is not None:
+        check_labels(data.y, classes, path)
+    return data
+
+
+def load_labels(path: str | Path, *, format: str | None = None, label_column: str = "label", key_column: str | None = None) -> Dataset:
+    """A truth/labels file as a Dataset whose `y` holds the labels: .npy [N], IDX labels [N], .npz
+    with `y`, or a csv with a `label_column` (and optional `key_column`). `x` is the row index."""
+    path = Path(path)
+    fmt = format or detect_format(path)
+    if fmt == "csv":
+        with path.open(newline="", encoding="utf-8") as fh:
+            table = list(csv.reader(fh))
+        header = [h.strip() for h in (table[0] if table else [])]
+        if label_column not in header:
+            raise DataError(f"labels file {str(path)!r}: no column {label_column!r}; columns are {header}")
+        key_column = key_column if key_column is not None else ("key" if "key" in header else None)
+        rows = table[1:]
+        li, ki = header.index(label_column), (header.index(key_column) if key_column else None)
+        for n, row in enumerate(rows, start=2):
+            if row and len(row) != len(header):
+                raise DataError(f"{str(path)!r} line {n}: expected {len(header)} fields, got {len(row)}")
+        rows = [r for r in rows if r]
+        y = np.asarray([r[li].strip() for r in rows])
+        keys = [r[ki].strip() for r in rows] if ki is not None else None
+        return Dataset(np.arange(len(y))[:, None], y, keys, path, "csv")
+    if fmt == "npz":
+        data = _load_npz(path)
+        if data.y is None:
+            raise DataError(f"labels file {str(path)!r}: expected an array named 'y'")
+        return data
+    arr = read_idx(path) if fmt == "idx" else np.load(path, allow_pickle=False)
+    if arr.ndim != 1:
+        raise DataError(f"labels file {str(path)!r}: expected labels [N], got shape {arr.shape}")
+    return Dataset(np.arange(arr.shape[0])[:, None], arr, None, path, fmt)

@@ -1,0 +1,105 @@
+"""Persisting design sessions through `activebayes.store.PoolStore`.
+
+Layout in the store: one project (task "design", default name "memory-span") whose settings
+record the model and prior; one reusable item per design (key "digits=7", or "digits=7,rate=1.5"
+for 2-D designs; `consumable=False`, row = the design's index); one observation per trial, by
+`who` = the participant id, source "design:<strategy>", whose value is the JSON text
+
+    {"trial": t, "design": ξ, "outcome": y, "eig": EIG in nats}
+
+The trial number keeps repeated (design, outcome) pairs distinct (the store does not record an
+answer again when it equals the same person's latest answer to the same item), and resubmitting
+the latest trial is harmless. `replay` rebuilds a participant's posterior from their trials, so a
+session resumes where the last one stopped.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from activebayes.design.grid import GridPosterior
+from activebayes.design.session import Trial
+from activebayes.errors import DataError, StoreError
+from activebayes.store import PoolStore
+
+
+def design_key(design: float | list[float] | Tensor) -> str:
+    """"digits=7" for a digit count, "digits=7,rate=1.5" for (digits, rate)."""
+    values = torch.as_tensor(design, dtype=torch.float64).reshape(-1).tolist()
+    names = ("digits", "rate")
+    return ",".join(f"{names[i]}={v:g}" for i, v in enumerate(values))
+
+
+class DesignRecord:
+    """The trials of one participant in one design project of a store.
+
+    Args:
+        store: an open PoolStore.
+        designs: [D] or [D, 2], the designs of this session (missing items are added).
+        participant: the participant's id (the observations' `who`).
+        project: the project name; created with task "design" when absent.
+        settings: recorded in the project's settings when it is created (model, prior).
+    """
+
+    def __init__(
+        self,
+        store: PoolStore,
+        designs: Tensor,
+        *,
+        participant: str,
+        project: str = "memory-span",
+        settings: dict[str, Any] | None = None,
+    ) -> None:
+        self.store = store
+        self.project = project
+        self.participant = participant
+        if project not in store.projects():
+            store.create_project(project, task="design", settings=dict(settings or {}))
+        elif store.project(project).task != "design":
+            raise StoreError(f"project: {project!r} exists with task {store.project(project).task!r}, expected 'design'")
+        keys = [design_key(d) for d in torch.as_tensor(designs)]
+        known = {obs_key for obs_key in self._item_keys()}
+        rows = [i for i, k in enumerate(keys) if k not in known]
+        if rows:
+            store.add_items(project, rows=rows, keys=[keys[i] for i in rows], consumable=False)
+
+    def _item_keys(self) -> list[str]:
+        from sqlalchemy import select
+
+        from activebayes.store.access import get_project
+        from activebayes.store.models import Item
+
+        with self.store.transaction(write=False) as s:
+            pid = get_project(s, self.project).id
+            return list(s.scalars(select(Item.key).where(Item.project_id == pid)))
+
+    def trials(self) -> list[dict[str, Any]]:
+        """This participant's recorded trials, in order: dicts with trial, design, outcome, eig."""
+        out = []
+        for obs in self.store.observations(self.project):
+            if obs["who"] != self.participant:
+                continue
+            try:
+                value = json.loads(obs["value"])
+                out.append({k: value[k] for k in ("trial", "design", "outcome", "eig")})
+            except (ValueError, KeyError, TypeError) as exc:
+                raise DataError(f"observation {obs['id']}: expected a JSON trial record, got {obs['value']!r}") from exc
+        return out
+
+    def add(self, trial: Trial, *, offset: int = 0, strategy: str = "eig") -> None:
+        """Record one trial (its number shifted by `offset`, the trials recorded before)."""
+        value = {"trial": trial.index + offset, "design": trial.design, "outcome": trial.outcome, "eig": trial.eig}
+        self.store.record_observations(
+            self.project, [(design_key(trial.design), json.dumps(value))], who=self.participant, source=f"design:{strategy}"
+        )
+
+    def replay(self, posterior: GridPosterior) -> int:
+        """Condition `posterior` on this participant's recorded trials; returns how many."""
+        trials = self.trials()
+        for t in trials:
+            posterior.update(t["design"], int(t["outcome"]))
+        return len(trials)

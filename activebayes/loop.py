@@ -1,0 +1,366 @@
+"""The resumable active-learning round: fit → score → select → ask → record.
+
+    loop = ActiveLearningLoop(
+        lambda seed: MCDropout(mlp(64, 10), seed=seed),   # a posterior FACTORY (see below)
+        "bald", store, "digits", SimulatedOracle(truth, keys=keys), batch_size=10, seed=0)
+    loop.run(5)                     # five rounds; or run(None, until_labels=200)
+
+One round moves through statuses recorded in the store, each change one transaction:
+
+    started   round row created with its seed r_seed = derive(seed, number)
+    fitted    posterior fitted on the labelled pool items; test-split metrics recorded
+    scored    unlabelled candidates scored (streaming `score_pool`), the batch selected and the
+              queries (item, score, rank) recorded
+    queried   the oracle is being asked; with no oracle the round waits here for a human whose
+              answers arrive through `PoolStore.record_observations`
+    answered  the answers recorded (with the round's id), in the same transaction as this status
+    done      closed
+
+A process killed at any instant resumes on the next `step()`: a round in "started" or "fitted" is
+fitted again (nothing of the fit is stored; fitting is deterministic given the round seed and
+the labelled set), a round in "scored"/"queried" asks only the queries still without an answer
+(recorded queries are never re-drawn, so a round is never doubled), "answered" is closed. Hence
+the same `seed` gives the same queries, and a resumed run the same labelled set as an
+uninterrupted one.
+
+Posteriors: `posterior` is a factory `(seed: int) -> Posterior` called once per round with the
+round seed, giving a fresh unfitted posterior every round (e.g.
+`functools.partial(MCDropout, model_factory, epochs=50)` works as `factory(seed=...)`). An
+already-built Posterior instance is also accepted: it is deep-copied, unfitted, every round and
+keeps its own seed.
+
+Acquisition: a registry name ("bald", "batch-bald", ...), an `activebayes.acquisition.Acquisition`
+entry, or a plain score function `f(pred) -> [N]` (selected greedily, top-k). With no labels yet
+a round queries `batch_size` candidates uniformly at random (cold start, seeded).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from activebayes._device import resolve_device
+from activebayes.errors import ConfigError, StoreError
+
+HookFn = Callable[[str], None]
+STAGES = ("started", "fit", "fitted", "score", "scored", "ask", "answered", "done")
+
+
+def round_seed(seed: int, number: int) -> int:
+    """The seed of round `number`: a 31-bit hash of (seed, number) via numpy's SeedSequence."""
+    return int(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, int(number)]).generate_state(1)[0] & 0x7FFFFFFF)
+
+
+@dataclass(frozen=True)
+class RoundResult:
+    """What one `step()` did.
+
+    status: "done", or "queried" when the round waits for answers (no oracle, or the oracle
+    asked to stop). labelled: labelled pool items the round's posterior was fitted on.
+    queried/scores: the round's queries by rank. recorded: observations recorded by this call.
+    resumed: the round had been started by an earlier (possibly killed) run.
+    """
+
+    number: int
+    status: str
+    labelled: int
+    queried: list[str]
+    scores: list[float]
+    recorded: int
+    metrics: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    resumed: bool = False
+
+    @property
+    def waiting(self) -> bool:
+        return self.status == "queried"
+
+
+class ActiveLearningLoop:
+    """Binds a posterior factory, an acquisition, a store project and an oracle.
+
+    Args:
+        posterior: factory `(seed) -> Posterior`, or a Posterior instance (deep-copied per round).
+        acquisition: registry name, `Acquisition` entry, or score function `f(pred) -> [N]`.
+        store: an open `PoolStore`.
+        project: the project's name in the store.
+        oracle: answers queries (`ask(keys, candidates) -> list[Answer]`), or None to stop each
+            round in "queried" and wait for a human.
+        batch_size: K, queries per round.
+        seed: the study seed; round r uses `round_seed(seed, r)`.
+        device: "auto" (CUDA when present), "cpu" or "cuda[:i]", for scoring and evaluation.
+        score_batch_size: B, pool items per `predict` call while scoring.
+        n_samples: S for `predict` (None: the posterior's default).
+        prefilter_size: candidates kept by BALD before a joint (batch-bald) selection.
+        who: recorded as the observations' `who` (default: the oracle's class name).
+        posterior_name, posterior_settings: recorded in the round (default: the class name).
+        hook: called with each stage name in STAGES as the round passes it (for progress
+            display and for the kill tests).
+    """
+
+    def __init__(
+        self,
+        posterior: Callable[[int], Any] | Any,
+        acquisition: str | Any,
+        store: Any,
+        project: str,
+        oracle: Any = None,
+        *,
+        batch_size: int = 10,
+        seed: int = 0,
+        device: str | torch.device = "auto",
+        score_batch_size: int = 1024,
+        n_samples: int | None = None,
+        prefilter_size: int = 2000,
+        who: str | None = None,
+        posterior_name: str | None = None,
+        posterior_settings: dict[str, Any] | None = None,
+        hook: HookFn | None = None,
+    ) -> None:
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"batch_size: expected a positive integer, got {batch_size!r}")
+        if not isinstance(score_batch_size, int) or score_batch_size < 1:
+            raise ConfigError(f"score_batch_size: expected a positive integer, got {score_batch_size!r}")
+        if not (hasattr(posterior, "fit") or callable(posterior)):
+            raise ConfigError(f"posterior: expected a factory (seed) -> Posterior or a Posterior, got {posterior!r}")
+        self.posterior = posterior
+        self.acquisition, self.acquisition_name = _resolve_acquisition(acquisition)
+        self.store = store
+        self.project = project
+        self.oracle = oracle
+        self.batch_size = batch_size
+        self.seed = int(seed)
+        self.device = resolve_device(device)
+        self.score_batch_size = score_batch_size
+        self.n_samples = n_samples
+        self.prefilter_size = prefilter_size
+        self.who = who if who is not None else (type(oracle).__name__ if oracle is not None else "human")
+        self.posterior_name = posterior_name
+        self.posterior_settings = dict(posterior_settings or {})
+        self.hook = hook
+        self._data: Any = None
+        self._info = store.project(project)
+
+    # ---- helpers ------------------------------------------------------------------------
+    def _stage(self, name: str) -> None:
+        if self.hook is not None:
+            self.hook(name)
+
+    def _features(self, rows: np.ndarray) -> torch.Tensor:
+        if self._data is None:
+            from activebayes.data import load_dataset
+
+            path = self.store.verify_data(self.project)  # DataError when the file changed
+            settings = self._info.settings
+            self._data = load_dataset(
+                path, format=self._info.data_format, label_column=settings.get("label_column"),
+                key_column=settings.get("key_column"), image_layout=settings.get("image_layout", "flat"),
+            )  # fmt: skip
+        x = np.ascontiguousarray(self._data.x[np.asarray(rows, dtype=np.int64)])
+        return torch.from_numpy(x).float()
+
+    def _targets(self, values: list[str]) -> torch.Tensor:
+        if self._info.task == "classification":
+            index = {c: i for i, c in enumerate(self._info.classes or [])}
+            return torch.tensor([index[v] for v in values], dtype=torch.long)
+        return torch.tensor([float(v) for v in values], dtype=torch.float32)
+
+    def _new_posterior(self, seed: int) -> Any:
+        if hasattr(self.posterior, "fit"):
+            return copy.deepcopy(self.posterior)
+        return self.posterior(seed=seed)
+
+    # ---- the round ----------------------------------------------------------------------
+    def labelled_count(self) -> int:
+        """Labelled pool items now."""
+        return self.store.count_labelled(self.project)
+
+    def step(self) -> RoundResult:
+        """Run (or resume) one round; see the module docstring for the statuses."""
+        rnd = self.store.latest_round(self.project)
+        resumed = rnd is not None and rnd.status not in ("done", "failed")
+        if not resumed:
+            if self.store.count_candidates(self.project) == 0:
+                raise StoreError(f"project {self.project!r}: no unlabelled candidates left to query")
+            number = rnd.number + 1 if rnd is not None else 1
+            seed = round_seed(self.seed, number)
+            name = self.posterior_name or type(self._new_posterior(seed)).__name__
+            rnd = self.store.start_round(
+                self.project, posterior=name, acquisition=self.acquisition_name, seed=seed,
+                posterior_settings=self.posterior_settings,
+                acquisition_settings={"batch_size": self.batch_size, "n_samples": self.n_samples},
+            )  # fmt: skip
+        self._stage("started")
+        number = rnd.number
+        recorded = 0
+        self._ask_s: float | None = None
+        try:
+            if rnd.status in ("started", "fitted"):
+                rnd = self._fit_and_select(rnd)
+            if rnd.status == "scored":
+                rnd = self.store.advance_round(self.project, number, "queried")
+            if rnd.status == "queried":
+                recorded, waiting = self._ask(rnd)
+                if waiting:
+                    return self._result(number, resumed, recorded)
+                rnd = self.store.latest_round(self.project)
+            if rnd.status == "answered":
+                timings = {"ask_s": self._ask_s} if self._ask_s is not None else {}
+                self.store.advance_round(self.project, number, "done", timings=timings)
+                self._stage("done")
+        except (StoreError, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            self.store.advance_round(self.project, number, "failed", failure_reason=f"{type(exc).__name__}: {exc}")
+            raise
+        return self._result(number, resumed, recorded)
+
+    def _fit_and_select(self, rnd: Any) -> Any:
+        number, first_time = rnd.number, rnd.status == "started"
+        item_ids, cand_rows = self.store.candidates(self.project)
+        if len(item_ids) == 0:
+            raise StoreError(f"project {self.project!r}: no unlabelled candidates left to query")
+        k = min(self.batch_size, len(item_ids))
+        generator = torch.Generator().manual_seed(rnd.seed)
+        rows, _, values = self.store.labels(self.project)
+        timings: dict[str, float] = {}
+        self._stage("fit")
+        if len(rows) == 0:  # cold start: no posterior yet
+            posterior, metrics = None, {}
+        else:
+            t0 = time.perf_counter()
+            posterior = self._new_posterior(rnd.seed).fit(self._features(rows), self._targets(values))
+            timings["fit_s"] = time.perf_counter() - t0
+            metrics = self._evaluate(posterior) if first_time else None
+        if first_time:
+            rnd = self.store.advance_round(self.project, number, "fitted", metrics=metrics or {}, timings=timings)
+        self._stage("fitted")
+        self._stage("score")
+        t0 = time.perf_counter()
+        if posterior is None:
+            chosen = torch.randperm(len(item_ids), generator=generator)[:k]
+            scores = torch.zeros(k)
+        else:
+            chosen, scores = self._select(posterior, cand_rows, k, generator)
+        timings = {"score_s": time.perf_counter() - t0}
+        rnd = self.store.record_queries(
+            self.project, number, item_ids[chosen.numpy()].tolist(), scores.tolist(), timings=timings
+        )
+        self._stage("scored")
+        return rnd
+
+    def _scores(self, posterior: Any, rows: np.ndarray, score_fn: Callable) -> torch.Tensor:
+        from activebayes.scoring import score_pool
+
+        chunk = max(self.score_batch_size * 16, 1 << 16)  # features held in memory at once
+        parts = []
+        for start in range(0, len(rows), chunk):
+            pool = self._features(rows[start : start + chunk])
+            result = score_pool(
+                posterior, pool, score_fn, batch_size=self.score_batch_size, device=self.device,
+                n_samples=self.n_samples,
+            )  # fmt: skip
+            parts.append(result.scores)
+        return torch.cat(parts)
+
+    def _select(self, posterior: Any, rows: np.ndarray, k: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """(positions [k] into `rows`, their scores [k]) chosen by the acquisition."""
+        acq = self.acquisition
+        if getattr(acq, "needs_joint", False):
+            from activebayes.acquisition import bald_prefilter
+
+            keep = bald_prefilter(self._scores(posterior, rows, acq.prefilter_score), self.prefilter_size)
+            with torch.inference_mode():
+                pred = posterior.predict(self._features(rows[keep.numpy()]).to(self.device), n_samples=self.n_samples)
+            selection = acq.select(pred, k, gen)
+            return keep[selection.indices.cpu()], selection.scores.detach().cpu().float()
+        scores = self._scores(posterior, rows, acq.score)
+        selection = acq.select(scores, k, gen)
+        return selection.indices.cpu(), selection.scores.detach().cpu().float()
+
+    def _evaluate(self, posterior: Any) -> dict[str, Any]:
+        """accuracy and nll on the labelled test split (classification), {} without one."""
+        rows, _, values = self.store.labels(self.project, split="test")
+        if len(rows) == 0 or self._info.task != "classification":
+            return {}
+        from activebayes.metrics import accuracy, nll
+
+        probs = []
+        with torch.inference_mode():
+            for start in range(0, len(rows), self.score_batch_size):
+                x = self._features(rows[start : start + self.score_batch_size]).to(self.device)
+                probs.append(posterior.predict_proba(x).detach().cpu().float())
+        probs_t, labels = torch.cat(probs), self._targets(values)
+        return {"accuracy": float(accuracy(probs_t, labels)), "nll": float(nll(probs_t, labels)), "n_test": len(rows)}
+
+    def _ask(self, rnd: Any) -> tuple[int, bool]:
+        """Ask the oracle about the round's unanswered queries; (recorded, still waiting)."""
+        pending = [q for q in self.store.queries(self.project, rnd.number) if q.value is None]
+        if not pending:
+            self.store.advance_round(self.project, rnd.number, "answered")
+            self._stage("answered")
+            return 0, False
+        if self.oracle is None:
+            return 0, True
+        self._stage("ask")
+        t0 = time.perf_counter()
+        candidates = self._features(np.asarray([q.row for q in pending])).numpy()
+        answers = self.oracle.ask([q.key for q in pending], candidates)
+        stop = bool(getattr(self.oracle, "stop_requested", False))
+        pairs = [(a.key, a.value) for a in answers]
+        recorded = self.store.record_answers(
+            self.project, rnd.number, pairs, who=self.who, source="oracle", complete=not stop
+        )
+        self._ask_s = time.perf_counter() - t0
+        if not stop:
+            self._stage("answered")
+        return recorded, stop
+
+    def _result(self, number: int, resumed: bool, recorded: int) -> RoundResult:
+        rnd = next(r for r in reversed(self.store.rounds(self.project)) if r.number == number)
+        queries = self.store.queries(self.project, number)
+        return RoundResult(
+            number, "done" if rnd.status == "done" else rnd.status, rnd.labelled_count, [q.key for q in queries],
+            [q.score for q in queries], recorded, rnd.metrics, rnd.timings, resumed,
+        )  # fmt: skip
+
+    def run(self, rounds: int | None = None, *, until_labels: int | None = None) -> list[RoundResult]:
+        """Run rounds until `rounds` have finished in this call, the labelled pool reaches
+        `until_labels`, no candidate is left, or a round waits for answers. A round left
+        unfinished by an earlier run is finished first (and counts)."""
+        if rounds is not None and rounds < 0:
+            raise ConfigError(f"rounds: expected a non-negative integer or None, got {rounds!r}")
+        results: list[RoundResult] = []
+        while rounds is None or len(results) < rounds:
+            latest = self.store.latest_round(self.project)
+            if latest is None or latest.status in ("done", "failed"):
+                if until_labels is not None and self.labelled_count() >= until_labels:
+                    break
+                if self.store.count_candidates(self.project) == 0:
+                    break
+            result = self.step()
+            results.append(result)
+            if result.status != "done":
+                break
+        return results
+
+
+def _resolve_acquisition(acquisition: Any) -> tuple[Any, str]:
+    from activebayes.acquisition import Acquisition, resolve_acquisition
+    from activebayes.acquisition.registry import _greedy
+
+    if isinstance(acquisition, str):
+        entry = resolve_acquisition(acquisition)
+        return entry, entry.name
+    if isinstance(acquisition, Acquisition):
+        return acquisition, acquisition.name
+    if callable(acquisition):
+        name = getattr(acquisition, "__name__", type(acquisition).__name__)
+        return Acquisition(name, acquisition, _greedy), name
+    raise ConfigError(f"acquisition: expected a name, an Acquisition or a score function, got {acquisition!r}")

@@ -1,0 +1,144 @@
+"""Default networks with dropout, as model factories.
+
+Every function here returns a *model factory*: a zero-argument callable that builds a fresh,
+randomly initialised `nn.Sequential` each time it is called. Posteriors take such a factory
+(`model_fn`) because they build several networks (ensemble members) or rebuild one each round.
+The networks output logits [N, C]; posteriors apply the softmax.
+
+All of them are flat `nn.Sequential`s with `nn.Dropout` layers, so `MCDropout` can split them
+into a deterministic prefix, run once per input, and a stochastic tail batched over samples.
+
+>>> import torch
+>>> make = mlp(2, 3, hidden=(8,))
+>>> make()(torch.zeros(5, 2)).shape
+torch.Size([5, 3])
+>>> gal_cnn()()(torch.zeros(4, 1, 28, 28)).shape
+torch.Size([4, 10])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from enum import StrEnum
+
+from torch import nn
+
+from activebayes.errors import ConfigError
+
+ModelFn = Callable[[], nn.Module]
+
+
+class ModelKind(StrEnum):
+    """CLI names of the default networks."""
+
+    MLP = "mlp"
+    CNN = "cnn"
+
+
+def _check_positive(name: str, value: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(f"{name}: expected a positive integer, got {value!r}")
+
+
+def _check_probability(name: str, value: float) -> None:
+    if not 0.0 <= float(value) < 1.0:
+        raise ConfigError(f"{name}: expected a dropout probability in [0, 1), got {value!r}")
+
+
+def mlp(
+    in_features: int,
+    n_classes: int,
+    *,
+    hidden: Sequence[int] = (128, 128),
+    dropout: float = 0.5,
+) -> Callable[[], nn.Sequential]:
+    """Factory of a ReLU multi-layer perceptron with dropout after every hidden layer.
+
+    Flatten → [Linear(D, h_i) → ReLU → Dropout(p)] for each h_i in `hidden` → Linear(h_last, C).
+    Input [N, D] (or [N, ...] with D elements per item, flattened); output logits [N, C].
+    """
+    _check_positive("in_features", in_features)
+    _check_positive("n_classes", n_classes)
+    for width in hidden:
+        _check_positive("hidden", width)
+    _check_probability("dropout", dropout)
+    widths = [in_features, *hidden]
+
+    def build() -> nn.Sequential:
+        layers: list[nn.Module] = [nn.Flatten()]
+        for fan_in, fan_out in zip(widths[:-1], widths[1:]):
+            layers += [nn.Linear(fan_in, fan_out), nn.ReLU(), nn.Dropout(dropout)]
+        layers.append(nn.Linear(widths[-1], n_classes))
+        return nn.Sequential(*layers)
+
+    return build
+
+
+def gal_cnn(
+    in_shape: Sequence[int] = (1, 28, 28),
+    n_classes: int = 10,
+    *,
+    conv_dropout: float = 0.25,
+    dense_dropout: float = 0.5,
+) -> Callable[[], nn.Sequential]:
+    """Factory of the MNIST CNN of Gal, Islam & Ghahramani (2017), "Deep Bayesian Active Learning".
+
+    conv 32@4x4 → ReLU → conv 32@4x4 → ReLU → max-pool 2 → Dropout(0.25) → flatten →
+    dense 128 → ReLU → Dropout(0.5) → dense C. Input [N, c, h, w] = [N, *in_shape]; output [N, C].
+    For 28x28 images the flattened features number 32 · 11 · 11 = 3872.
+    """
+    if len(in_shape) != 3:
+        raise ConfigError(f"in_shape: expected (channels, height, width), got {tuple(in_shape)!r}")
+    channels, height, width = (int(v) for v in in_shape)
+    _check_positive("in_shape channels", channels)
+    _check_positive("n_classes", n_classes)
+    _check_probability("conv_dropout", conv_dropout)
+    _check_probability("dense_dropout", dense_dropout)
+    out_h, out_w = (height - 6) // 2, (width - 6) // 2  # two valid 4x4 convolutions, then a 2x2 pool
+    if out_h < 1 or out_w < 1:
+        raise ConfigError(f"in_shape: expected images of at least 8x8 pixels, got {height}x{width}")
+    flat = 32 * out_h * out_w
+
+    def build() -> nn.Sequential:
+        return nn.Sequential(
+            nn.Conv2d(channels, 32, kernel_size=4),
+            nn.ReLU(),
+            nn.Conv2d(32, 32, kernel_size=4),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Dropout(conv_dropout),
+            nn.Flatten(),
+            nn.Linear(flat, 128),
+            nn.ReLU(),
+            nn.Dropout(dense_dropout),
+            nn.Linear(128, n_classes),
+        )
+
+    return build
+
+
+def default_model(kind: ModelKind | str, input_shape: Sequence[int], n_classes: int) -> ModelFn:
+    """The factory the CLI uses for `--model mlp|cnn`.
+
+    Args:
+        kind: "mlp" (any input shape, flattened) or "cnn" (Gal's CNN; images [c, h, w]).
+        input_shape: the shape of one item, without the batch dimension.
+        n_classes: C, the number of outcome classes.
+    """
+    try:
+        kind = ModelKind(kind)
+    except ValueError:
+        raise ConfigError(f"model: expected one of {', '.join(k.value for k in ModelKind)}, got {kind!r}") from None
+    shape = tuple(int(v) for v in input_shape)
+    if kind is ModelKind.MLP:
+        return mlp(math.prod(shape), n_classes)
+    if len(shape) == 2:
+        raise ConfigError(
+            f"input_shape: the cnn expects images with a channel axis [c, h, w], got {shape}; "
+            "reshape the pool to [N, 1, h, w]"
+        )
+    return gal_cnn(shape, n_classes)
+
+
+__all__ = ["ModelFn", "ModelKind", "default_model", "gal_cnn", "mlp"]

@@ -1,0 +1,58 @@
+"""`SimulatedOracle`: answers from a held-back truth, for simulated studies."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from activebayes.errors import DataError
+from activebayes.oracles.base import Answer
+
+
+class SimulatedOracle:
+    """Answers each key with its held-back true label.
+
+    Args:
+        truth: a mapping key -> label, or a sequence/array of labels indexed by `keys`.
+        keys: the keys of `truth` when it is a sequence (default: "0", "1", ... its row indices).
+        missing: what to do with a key the truth lacks: "raise" (DataError) or "skip" (None).
+
+    >>> SimulatedOracle([3, 1, 4]).ask(["2", "0"])
+    [Answer(key='2', value=4), Answer(key='0', value=3)]
+    """
+
+    stop_requested = False
+
+    def __init__(self, truth: Mapping[str, Any] | Sequence[Any] | np.ndarray, *, keys: Sequence[str] | None = None,
+                 missing: str = "raise") -> None:  # fmt: skip
+        if missing not in ("raise", "skip"):
+            raise DataError(f"missing: expected 'raise' or 'skip', got {missing!r}")
+        if isinstance(truth, Mapping):
+            self.truth = {str(k): _plain(v) for k, v in truth.items()}
+        else:
+            values = np.asarray(truth).tolist()
+            keys = [str(k) for k in keys] if keys is not None else [str(i) for i in range(len(values))]
+            if len(keys) != len(values):
+                raise DataError(f"keys: expected one key per truth value ({len(values)}), got {len(keys)}")
+            self.truth = dict(zip(keys, values))
+        self.missing = missing
+        self.asked = 0
+
+    def ask(self, keys: Sequence[str], candidates: Any = None) -> list[Answer]:
+        answers = []
+        for key in keys:
+            key = str(key)
+            if key not in self.truth:
+                if self.missing == "raise":
+                    raise DataError(f"SimulatedOracle: no true label for key {key!r}")
+                answers.append(Answer(key, None))
+            else:
+                answers.append(Answer(key, self.truth[key]))
+        self.asked += len(answers)
+        return answers
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value

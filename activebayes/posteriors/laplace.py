@@ -1,0 +1,259 @@
+"""Last-layer Laplace approximation for softmax classifiers (MacKay 1992; Daxberger et al. 2021).
+
+Around the MAP network, the weights θ = [vec(W), b] of the LAST nn.Linear layer get the Gaussian
+posterior N(θ_MAP, (GGN + δI)⁻¹) (curvature maths in `_curvature.py`); everything before that
+layer stays at its MAP value and maps an input x to features φ(x) [D].
+
+Predictive (linearised / GLM; exact for the last layer, where logits are linear in θ):
+    f(x) ~ N(f_map(x), f_var(x)),  f_var = J Σ Jᵀ,  J = ∂f/∂θ = φ̃ᵀ ⊗ I_C,  φ̃ = [φ, 1].
+    predict_proba, link="probit":  p ≈ softmax(f_map / sqrt(1 + π/8 · diag f_var))
+        (the same as laplace-torch's `la(x, pred_type="glm", link_approx="probit")`).
+    predict: S weight samples θ_s ~ N(θ_MAP, Σ) are drawn ONCE per call from a generator seeded
+        with `seed`, and every candidate's logits are φ̃(x)ᵀθ_s. For the last layer this is
+        exactly the GLM predictive in distribution (each f(x) ~ N(f_map, J Σ Jᵀ), the full C×C
+        covariance), and one θ_s is shared by all candidates, so the samples are jointly
+        consistent across a pool (BatchBALD needs this) and do not depend on batching.
+    predict_proba, link="mc": the mean of `predict`'s S softmax samples.
+
+Prior precision δ: a float, or "marglik" to maximise the Laplace evidence
+    log p(D | δ) ≈ log p(D | θ_MAP) − ½ (log det(GGN + δI) − P log δ + δ ‖θ_MAP‖²)
+(laplace-torch's `log_marginal_likelihood`, log p(D | θ_MAP) = −Σ_n CE(f_map(x_n), y_n)).
+
+>>> import torch
+>>> from torch import nn
+>>> net = nn.Sequential(nn.Linear(2, 8), nn.Tanh(), nn.Linear(8, 3))
+>>> x, y = torch.randn(40, 2), torch.randint(0, 3, (40,))
+>>> la = Laplace(model=net, hessian="kron", prior_precision=1.0, seed=0).fit(x, y)
+>>> la.predict(x[:5], n_samples=10).probs.shape
+torch.Size([10, 5, 3])
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import secrets
+from collections.abc import Callable
+from enum import StrEnum
+
+import torch
+from torch import Tensor, nn
+
+from activebayes._device import resolve_device
+from activebayes.errors import ConfigError, ShapeError
+from activebayes.posteriors._curvature import (
+    LastLayerGaussian,
+    log_marginal_likelihood,
+    optimise_prior_precision,
+)
+from activebayes.posteriors.base import check_fitted
+from activebayes.predictive import Predictive
+from activebayes.training import TrainConfig, build_model, resolve_train_config, train
+
+_BATCH = 4096  # rows per forward pass when extracting features
+
+
+class Hessian(StrEnum):
+    KRON = "kron"
+    DIAG = "diag"
+    FULL = "full"
+
+
+class Link(StrEnum):
+    PROBIT = "probit"
+    MC = "mc"
+
+
+def _option(enum: type[StrEnum], name: str, value: object) -> StrEnum:
+    try:
+        return enum(value)
+    except ValueError:
+        choices = ", ".join(repr(m.value) for m in enum)
+        raise ConfigError(f"{name}: expected one of {choices}, got {value!r}") from None
+
+
+def last_linear(model: nn.Module) -> nn.Linear:
+    """The last nn.Linear registered in `model` (the layer the Laplace posterior covers)."""
+    linears = [m for m in model.modules() if isinstance(m, nn.Linear)]
+    if not linears:
+        raise ConfigError(f"model: expected a network whose output layer is an nn.Linear, got {type(model).__name__} with none")
+    return linears[-1]
+
+
+@torch.no_grad()
+def features_and_logits(model: nn.Module, layer: nn.Linear, x: Tensor) -> tuple[Tensor, Tensor]:
+    """φ [N, D] (the input of `layer`) and the logits [N, C], from one forward pass per chunk."""
+    captured: list[Tensor] = []
+    handle = layer.register_forward_hook(lambda _m, inputs, _out: captured.append(inputs[0]))
+    try:
+        logits = [model(chunk) for chunk in x.split(_BATCH)]
+    finally:
+        handle.remove()
+    if len(captured) != len(logits):
+        raise ConfigError("model: the last nn.Linear must run exactly once per forward pass")
+    return torch.cat(captured), torch.cat(logits)
+
+
+class Laplace:
+    """Last-layer Laplace posterior (see the module docstring for the maths).
+
+    Args:
+        model_fn: factory of a fresh network (trained by `fit` with the shared `train`).
+        model: an already-trained network to fit around post hoc (copied, never trained or
+            mutated). Exactly one of `model_fn` and `model`.
+        subset: "last_layer" (the only subset offered).
+        hessian: "kron" (KFAC), "diag" or "full" GGN.
+        link: "probit" or "mc" for `predict_proba`.
+        prior_precision: δ > 0, or "marglik" to maximise the evidence over δ.
+        n_samples: default S for `predict`.
+        config, epochs, lr, weight_decay, batch_size: how `fit` trains `model_fn`'s network
+            (a TrainConfig, and overrides of its most used knobs; ignored with `model`).
+        seed: seeds the network initialisation, training and the weight samples.
+        device: "auto", "cpu" or "cuda[:i]".
+    """
+
+    def __init__(
+        self,
+        model_fn: Callable[[], nn.Module] | None = None,
+        *,
+        model: nn.Module | None = None,
+        subset: str = "last_layer",
+        hessian: str = "kron",
+        link: str = "probit",
+        prior_precision: float | str = "marglik",
+        n_samples: int = 100,
+        config: TrainConfig | None = None,
+        epochs: int | None = None,
+        lr: float | None = None,
+        weight_decay: float | None = None,
+        batch_size: int | None = None,
+        seed: int | None = None,
+        device: str | torch.device = "auto",
+    ) -> None:
+        if (model_fn is None) == (model is None):
+            raise ConfigError("Laplace: expected exactly one of model_fn (to train) and model (trained), got "
+                              + ("both" if model_fn is not None else "neither"))
+        if subset != "last_layer":
+            raise ConfigError(f"subset: expected 'last_layer', got {subset!r}")
+        self.hessian = _option(Hessian, "hessian", hessian)
+        self.link = _option(Link, "link", link)
+        if isinstance(prior_precision, str):
+            if prior_precision != "marglik":
+                raise ConfigError(f"prior_precision: expected a positive float or 'marglik', got {prior_precision!r}")
+        elif not prior_precision > 0:
+            raise ConfigError(f"prior_precision: expected a positive float or 'marglik', got {prior_precision!r}")
+        if n_samples < 1:
+            raise ConfigError(f"n_samples: expected a positive integer, got {n_samples}")
+        self.model_fn = model_fn
+        self.model = model
+        self.subset = subset
+        self.prior_precision = prior_precision
+        self.n_samples = n_samples
+        self.config = config
+        self.epochs, self.lr, self.weight_decay, self.batch_size = epochs, lr, weight_decay, batch_size
+        self.seed = seed
+        self.device = device
+        self.model_: nn.Module | None = None
+        self.posterior_: LastLayerGaussian | None = None
+        self.prior_precision_: float | None = None
+        self.log_likelihood_: Tensor | None = None
+        self.layer_: nn.Linear | None = None
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, x: Tensor, y: Tensor) -> Laplace:
+        """Train (model_fn) or copy (model) the network, then fit the last-layer posterior.
+
+        Args:
+            x: inputs [N, ...]; y: integer labels [N].
+        """
+        if x.shape[0] != y.shape[0]:
+            raise ShapeError(f"y: expected {x.shape[0]} labels to match x, got {y.shape[0]}")
+        dev = resolve_device(self.device)
+        if self.model_fn is not None:
+            net = build_model(self.model_fn, self.seed)
+            config = resolve_train_config(self.config, epochs=self.epochs, lr=self.lr,
+                                          weight_decay=self.weight_decay, batch_size=self.batch_size)
+            net = train(net, x, y, config, seed=self.seed, device=dev)
+        else:
+            net = copy.deepcopy(self.model).to(dev)  # type: ignore[union-attr]
+        net.eval()
+        for p in net.parameters():
+            p.requires_grad_(False)
+        layer = last_linear(net)
+        phi, logits = features_and_logits(net, layer, x.to(dev))
+        if logits.dim() != 2 or not torch.allclose(logits, nn.functional.linear(phi, layer.weight, layer.bias), atol=1e-4, rtol=1e-4):
+            raise ConfigError("model: expected the last nn.Linear to produce the network's logits [N, C] "
+                              "(nothing may follow it)")
+        if layer.bias is None:
+            raise ConfigError("model: expected the last nn.Linear to have a bias")
+        work = torch.float64
+        y = y.to(dev).long()
+        if y.min() < 0 or y.max() >= logits.shape[1]:
+            raise ShapeError(f"y: expected labels in [0, {logits.shape[1] - 1}], got range [{int(y.min())}, {int(y.max())}]")
+        logits64 = logits.to(work)
+        probs = torch.softmax(logits64, dim=1)
+        mean = torch.cat([layer.weight.reshape(-1), layer.bias]).to(work)
+        self.posterior_ = LastLayerGaussian.fit(self.hessian.value, phi.to(work), probs, mean)
+        self.log_likelihood_ = -nn.functional.cross_entropy(logits64, y, reduction="sum")
+        self.model_, self.layer_ = net, layer
+        if self.prior_precision == "marglik":
+            self.prior_precision_ = optimise_prior_precision(self.posterior_)
+        else:
+            self.prior_precision_ = float(self.prior_precision)
+        self._sample_seed = self.seed if self.seed is not None else secrets.randbits(63)
+        self._samples: dict[int, tuple[Tensor, Tensor]] = {}
+        return self
+
+    def log_marginal_likelihood(self, prior_precision: float | None = None) -> Tensor:
+        """log p(D | δ) (module docstring) at δ = `prior_precision`, default the fitted δ."""
+        check_fitted(self, "posterior_")
+        delta = self.prior_precision_ if prior_precision is None else prior_precision
+        return log_marginal_likelihood(self.log_likelihood_, self.posterior_, delta)  # type: ignore[arg-type]
+
+    # --------------------------------------------------------------- prediction
+    def _features(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        check_fitted(self, "posterior_")
+        dev = next(self.model_.parameters()).device  # type: ignore[union-attr]
+        return features_and_logits(self.model_, self.layer_, x.to(dev))  # type: ignore[arg-type]
+
+    def functional_variance(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """(f_map [N, C], f_var [N, C, C]) of the linearised predictive."""
+        phi, logits = self._features(x)
+        f_var = self.posterior_.functional_variance(phi, self.prior_precision_)  # type: ignore[union-attr, arg-type]
+        return logits, f_var.to(logits.dtype)
+
+    def predict_proba(self, x: Tensor) -> Tensor:
+        """Posterior predictive mean [N, C]: probit approximation, or the MC mean for link="mc"."""
+        if self.link == Link.MC:
+            return self.predict(x).mean()
+        phi, logits = self._features(x)
+        var = self.posterior_.functional_variance(phi, self.prior_precision_, diagonal=True)  # type: ignore[union-attr, arg-type]
+        kappa = torch.rsqrt(1.0 + math.pi / 8.0 * var.to(logits.dtype))
+        return torch.softmax(kappa * logits, dim=-1)
+
+    def sample_weights(self, n_samples: int | None = None) -> tuple[Tensor, Tensor]:
+        """The call's weight samples (W_s [S, C, D], b_s [S, C]), the same for every call and batch.
+
+        z [S, P] is drawn on the CPU from torch.Generator().manual_seed(seed) and mapped to
+        θ_s = θ_MAP + Σ^{1/2} z_s (so CPU and CUDA see the same samples).
+        """
+        check_fitted(self, "posterior_")
+        s = self.n_samples if n_samples is None else n_samples
+        if s < 1:
+            raise ConfigError(f"n_samples: expected a positive integer, got {s}")
+        if s not in self._samples:
+            post = self.posterior_
+            generator = torch.Generator().manual_seed(self._sample_seed)
+            noise = torch.randn(s, post.n_params, generator=generator, dtype=torch.float64)  # type: ignore[union-attr]
+            theta = post.mean + post.sample_deviations(noise.to(post.mean.device), self.prior_precision_)  # type: ignore[union-attr, arg-type]
+            c, d = post.n_classes, post.n_features  # type: ignore[union-attr]
+            dtype = self.layer_.weight.dtype
+            self._samples = {s: (theta[:, : c * d].reshape(s, c, d).to(dtype), theta[:, c * d :].to(dtype))}
+        return self._samples[s]
+
+    def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive:
+        """Predictive [S, N, C]: softmax(W_s φ(x) + b_s) for S weight samples shared by all x."""
+        weight, bias = self.sample_weights(n_samples)
+        phi, _ = self._features(x)
+        logits = torch.einsum("nd,scd->snc", phi, weight) + bias.unsqueeze(1)  # [S, N, C]
+        return Predictive(torch.softmax(logits, dim=-1), check=False)

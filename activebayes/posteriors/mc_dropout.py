@@ -1,0 +1,305 @@
+"""Monte Carlo dropout (Gal & Ghahramani, 2016) with consistent masks and a cached prefix.
+
+A posterior sample θ_s is the trained network with one set of dropout masks m_s, drawn once per
+`predict` call from a generator seeded from (seed, S, layer index) and shared by every candidate
+(consistent MC dropout): a mask depends on the feature index only, never on the item, so the
+scores of a pool do not depend on how it is split into batches or in which order they come.
+
+    p(y | x_n, θ_s) = softmax(f(x_n; W, m_s)),   m_s[i] ~ Bernoulli(1 − p) / (1 − p)
+
+Fast path, for any `nn.Sequential` (nested ones are flattened):
+  * the layers before the first dropout (the deterministic prefix) run once per input;
+  * a mask on a Linear layer's input folds into its weights,
+        (h ⊙ m_s) Wᵀ + b = h (W ⊙ m_s)ᵀ + b,
+    so the S tails start with ONE wide matmul h [N, D] @ W_allᵀ [D, S·out] and each later masked
+    Linear is one batched matmul over S; no random numbers are drawn per item;
+  * a mask before any other layer (a Conv after Dropout2d, an activation) is applied by
+    broadcasting over the items, and the layer then runs on the S·N stacked inputs.
+Models that are not `nn.Sequential` run S full passes with the same masks applied through
+forward hooks (a warning says so once per fit); `prefix_cache=False` forces that reference path.
+
+>>> import torch
+>>> from activebayes.nets import mlp
+>>> x = torch.randn(64, 2); y = (x[:, 0] > 0).long()
+>>> post = MCDropout(mlp(2, 2, hidden=(16,)), n_samples=8, epochs=2, seed=0, device="cpu").fit(x, y)
+>>> post.predict(x[:5]).probs.shape
+torch.Size([8, 5, 2])
+"""
+
+from __future__ import annotations
+
+import secrets
+import warnings
+from collections.abc import Callable, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from activebayes._device import resolve_device
+from activebayes.errors import ConfigError, ShapeError
+from activebayes.posteriors.base import check_fitted
+from activebayes.predictive import Predictive
+from activebayes.training import (
+    TrainConfig,
+    as_tensor,
+    build_model,
+    check_positive_int,
+    resolve_train_config,
+    train,
+)
+
+_MASKED = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d)
+_ELEMENTWISE = (
+    nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.ELU, nn.SELU, nn.CELU, nn.GELU, nn.SiLU, nn.Mish,
+    nn.Tanh, nn.Sigmoid, nn.Softplus, nn.Hardtanh, nn.Hardswish, nn.Hardsigmoid, nn.Identity,
+)  # fmt: skip
+
+
+def _mix_seed(seed: int, n_samples: int, layer: int) -> int:
+    """A 63-bit seed for the masks of one dropout layer (splitmix-style odd multipliers)."""
+    mixed = seed * 0x9E3779B97F4A7C15 + n_samples * 0xBF58476D1CE4E5B9 + (layer + 1) * 0x94D049BB133111EB
+    return mixed % (2**63 - 1)
+
+
+class DropoutMasks:
+    """The S masks of every dropout layer for one predict call.
+
+    `mask(j, layer, feature_shape)` gives m [S, *mask_shape] for the j-th dropout applied in a
+    forward pass: mask_shape = feature_shape for `nn.Dropout`, (channels, 1, ...) for the
+    channel-wise Dropout1d/2d/3d. Entries are 0 or 1/(1 − p). Drawn on the CPU from a generator
+    seeded from (seed, S, j), so they are the same on every batch, device and call.
+    """
+
+    def __init__(self, seed: int, n_samples: int, *, device: torch.device, dtype: torch.dtype) -> None:
+        self.seed, self.n_samples, self.device, self.dtype = seed, n_samples, device, dtype
+        self._cache: dict[tuple[int, tuple[int, ...]], Tensor] = {}
+        # weights with the masks folded in, keyed by (tail position, features): see stochastic_tail
+        self.folded: dict[tuple[int, tuple[int, ...]], tuple[Tensor, Tensor | None]] = {}
+
+    def mask(self, j: int, layer: nn.Module, feature_shape: Sequence[int]) -> Tensor:
+        feature_shape = tuple(feature_shape)
+        key = (j, feature_shape)
+        if key not in self._cache:
+            if isinstance(layer, nn.Dropout):
+                shape = feature_shape
+            else:  # channel-wise: one draw per channel, broadcast over the spatial axes
+                shape = (feature_shape[0],) + (1,) * (len(feature_shape) - 1)
+            keep = 1.0 - float(layer.p)
+            generator = torch.Generator().manual_seed(_mix_seed(self.seed, self.n_samples, j))
+            if keep <= 0.0:
+                m = torch.zeros((self.n_samples, *shape))
+            else:
+                m = torch.bernoulli(torch.full((self.n_samples, *shape), keep), generator=generator) / keep
+            self._cache[key] = m.to(device=self.device, dtype=self.dtype)
+        return self._cache[key]
+
+
+def flatten_sequential(model: nn.Module) -> list[nn.Module] | None:
+    """The leaf layers of an `nn.Sequential` (nested Sequentials flattened), or None for other models."""
+    if not isinstance(model, nn.Sequential):
+        return None
+    layers: list[nn.Module] = []
+    for child in model:
+        inner = flatten_sequential(child)
+        layers.extend(inner if inner is not None else [child])
+    return layers
+
+
+def _is_full_flatten(layer: nn.Module, n_feature_dims: int) -> bool:
+    if not isinstance(layer, nn.Flatten) or layer.start_dim != 1:
+        return False
+    return layer.end_dim in (-1, n_feature_dims)
+
+
+def stochastic_tail(layers: Sequence[nn.Module], h: Tensor, masks: DropoutMasks) -> Tensor:
+    """Run the layers from the first dropout on, for all S mask sets at once.
+
+    Args:
+        layers: the tail of a flattened Sequential; dropouts are numbered from 0 in order.
+        h: [N, *F] the output of the deterministic prefix, shared by every sample.
+    Returns:
+        [S, N, *out] the network output for each mask set.
+    """
+    S, N = masks.n_samples, h.shape[0]
+    per_sample = False  # h is [N, *F] while False, [S, N, *F] once the samples have split
+    pending: Tensor | None = None  # a mask [S, *F or broadcastable] not yet applied to h
+    j = 0
+    for position, layer in enumerate(layers):
+        features = h.shape[2:] if per_sample else h.shape[1:]
+        if isinstance(layer, _MASKED):
+            m = masks.mask(j, layer, features)
+            j += 1
+            pending = m if pending is None else pending * m
+            continue
+        if pending is not None:
+            if _is_full_flatten(layer, len(features)):
+                pending = pending.expand(S, *features).reshape(S, -1)  # [S, D]
+                h = h.flatten(2) if per_sample else h.flatten(1)
+                continue
+            if isinstance(layer, nn.Linear) and len(features) == 1:
+                out = layer.out_features
+                key = (position, tuple(features))
+                if key not in masks.folded:  # fold once per DropoutMasks, reuse on every batch
+                    weight = layer.weight.unsqueeze(0) * pending.expand(S, features[0]).unsqueeze(1)  # [S, out, in]
+                    if per_sample:
+                        masks.folded[key] = (weight.transpose(1, 2), layer.bias)  # [S, in, out], [out]
+                    else:
+                        bias = None if layer.bias is None else layer.bias.repeat(S)  # [S·out]
+                        masks.folded[key] = (weight.reshape(S * out, features[0]).t(), bias)  # [in, S·out]
+                weight, bias = masks.folded[key]
+                if not per_sample:  # one wide matmul: [N, in] @ [in, S·out]
+                    h = h @ weight if bias is None else torch.addmm(bias, h, weight)
+                    h = h.view(N, S, out).transpose(0, 1)  # [S, N, out]
+                else:  # one batched matmul over S: [S, N, in] @ [S, in, out]
+                    h = torch.bmm(h, weight) if bias is None else torch.baddbmm(bias, h, weight)
+                per_sample, pending = True, None
+                continue
+            h = h * pending.unsqueeze(1) if per_sample else h.unsqueeze(0) * pending.unsqueeze(1)  # [S, N, *F]
+            per_sample, pending = True, None
+        if not per_sample or isinstance(layer, (nn.Linear, *_ELEMENTWISE)):
+            h = layer(h)  # elementwise layers and Linear act on the last axis whatever the leading ones
+        else:
+            out = layer(h.reshape(S * N, *h.shape[2:]))
+            h = out.reshape(S, N, *out.shape[1:])
+    if pending is not None:
+        h = h * pending.unsqueeze(1) if per_sample else h.unsqueeze(0) * pending.unsqueeze(1)
+    elif not per_sample:
+        h = h.unsqueeze(0).expand(S, *h.shape)
+    return h
+
+
+def full_passes(model: nn.Module, x: Tensor, masks: DropoutMasks) -> Tensor:
+    """The reference path: S complete forward passes, the j-th dropout call of pass s applying
+    masks.mask(j, ...)[s]. Works for any model; returns [S, N, *out]."""
+    state = {"s": 0, "j": 0}
+
+    def apply_mask(module: nn.Module, args: tuple, output: Tensor) -> Tensor:
+        inputs = args[0]
+        m = masks.mask(state["j"], module, inputs.shape[1:])[state["s"]]
+        state["j"] += 1
+        return inputs * m
+
+    handles = [module.register_forward_hook(apply_mask) for module in model.modules() if isinstance(module, _MASKED)]
+    try:
+        outputs = []
+        for s in range(masks.n_samples):
+            state.update(s=s, j=0)
+            outputs.append(model(x))
+    finally:
+        for handle in handles:
+            handle.remove()
+    return torch.stack(outputs)
+
+
+class MCDropout:
+    """MC dropout posterior: one trained network, S dropout mask sets at prediction.
+
+    Args:
+        model_fn: a zero-argument callable returning a fresh network with `nn.Dropout` (or
+            Dropout1d/2d/3d) layers, outputting logits [N, C]; see `activebayes.nets`.
+        n_samples: S, mask sets per prediction (overridable per `predict` call).
+        config: a `TrainConfig`; `epochs`, `lr`, `weight_decay`, `batch_size` override its fields.
+        seed: seeds the initialisation, the data order and the masks; None draws one at `fit`.
+        device: "auto" (CUDA when present), "cpu" or "cuda[:i]"; `to(device)` moves a fitted one.
+        prefix_cache: False runs S full passes (the reference path) instead of the fast path.
+
+    Fitted attributes: `model_` (eval mode), `seed_`, `device_`, `split_` (index of the first
+    dropout in the flattened Sequential, None when the fast path does not apply). The masks and
+    the weights with masks folded in are kept per (S, device) until the next `fit` or `to`.
+    """
+
+    def __init__(
+        self,
+        model_fn: Callable[[], nn.Module],
+        *,
+        n_samples: int = 20,
+        config: TrainConfig | None = None,
+        epochs: int | None = None,
+        lr: float | None = None,
+        weight_decay: float | None = None,
+        batch_size: int | None = None,
+        seed: int | None = None,
+        device: str | torch.device = "auto",
+        prefix_cache: bool = True,
+    ) -> None:
+        self.model_fn = model_fn
+        self.n_samples = n_samples
+        self.config = config
+        self.epochs, self.lr, self.weight_decay, self.batch_size = epochs, lr, weight_decay, batch_size
+        self.seed = seed
+        self.device = device
+        self.prefix_cache = prefix_cache
+        self.model_: nn.Module | None = None
+        self._masks: dict[tuple, DropoutMasks] = {}  # (S, device, dtype) -> masks and folded weights
+
+    def fit(self, x: Tensor, y: Tensor) -> MCDropout:
+        """Train the network once on (x [N, ...], y [N]) with `activebayes.training.train`."""
+        check_positive_int("n_samples", self.n_samples)
+        config = resolve_train_config(
+            self.config, epochs=self.epochs, lr=self.lr, weight_decay=self.weight_decay, batch_size=self.batch_size
+        )
+        seed = self.seed if self.seed is not None else secrets.randbits(62)
+        model = build_model(self.model_fn, seed)
+        if not any(isinstance(module, _MASKED) for module in model.modules()):
+            raise ConfigError(
+                "model_fn: MC dropout expects a network with nn.Dropout/Dropout1d/2d/3d layers, got one without any"
+            )
+        layers = flatten_sequential(model)
+        split = None if layers is None else next(i for i, layer in enumerate(layers) if isinstance(layer, _MASKED))
+        if split is None and self.prefix_cache:
+            warnings.warn(
+                f"MCDropout: {type(model).__name__} is not an nn.Sequential, so the deterministic prefix cannot be "
+                "cached; predicting with S full forward passes",
+                stacklevel=2,
+            )
+        x, y = as_tensor("x", x, torch.float32), as_tensor("y", y, None)
+        self.model_ = train(model, x, y, config, seed=seed, device=self.device)
+        self.seed_, self.split_ = seed, split
+        self._masks: dict[tuple, DropoutMasks] = {}
+        self.device_ = resolve_device(self.device)
+        return self
+
+    def to(self, device: str | torch.device) -> MCDropout:
+        """Move the fitted network to `device` ("auto", "cpu", "cuda[:i]"); returns self."""
+        check_fitted(self, "model_")
+        device = resolve_device(device)
+        if device != self.device_:
+            self.device_ = device
+            self.model_.to(device)
+            self._masks = {}
+        return self
+
+    def predict_logits(self, x: Tensor, n_samples: int | None = None) -> Tensor:
+        """Logits [S, N, C] of the network under S mask sets."""
+        check_fitted(self, "model_")
+        S = self.n_samples if n_samples is None else n_samples
+        check_positive_int("n_samples", S)
+        dtype = next(self.model_.parameters()).dtype
+        x = as_tensor("x", x, dtype).to(self.device_)
+        key = (S, self.device_, dtype)
+        masks = self._masks.get(key)
+        if masks is None:  # masks (and folded weights) depend on (seed, S) only: keep them
+            masks = self._masks[key] = DropoutMasks(self.seed_, S, device=self.device_, dtype=dtype)
+        with torch.no_grad():
+            if self.split_ is None or not self.prefix_cache:
+                logits = full_passes(self.model_, x, masks)
+            else:
+                layers = flatten_sequential(self.model_)
+                h = x
+                for layer in layers[: self.split_]:
+                    h = layer(h)
+                logits = stochastic_tail(layers[self.split_ :], h, masks)
+        if logits.dim() != 3:
+            raise ShapeError(f"model_fn: expected the network to output logits [N, C], got [N, ...] = {tuple(logits.shape[1:])}")
+        return logits
+
+    def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive:
+        """p(y | x_n, θ_s) for S mask sets: Predictive with probs [S, N, C]."""
+        return Predictive(torch.softmax(self.predict_logits(x, n_samples), dim=-1), check=False)
+
+    def predict_proba(self, x: Tensor) -> Tensor:
+        """Posterior predictive (1/S) Σ_s p(y | x_n, θ_s), [N, C]."""
+        return self.predict(x).mean()
+
+
+__all__ = ["DropoutMasks", "MCDropout", "flatten_sequential", "full_passes", "stochastic_tail"]

@@ -1,0 +1,261 @@
+"""SWAG: stochastic weight averaging Gaussian (Maddox et al. 2019).
+
+After pre-training (the shared `train`), SGD continues at a constant (or cyclic) learning rate
+and, at each of T snapshots θ_1..θ_T (one per epoch), updates
+
+    θ̄_t  = θ̄_{t-1} + (θ_t − θ̄_{t-1}) / t        (first moment, the SWA mean)
+    θ̄²_t = θ̄²_{t-1} + (θ_t² − θ̄²_{t-1}) / t      (second moment)
+    D    = [θ_i − θ̄_i]_{i = T−K+1..T}  [P, K]     (the last K deviations, each from the running
+                                                    mean after θ_i, as in the authors' code)
+
+and samples θ ~ N(θ̄, scale · (½ Σ_diag + D Dᵀ / (2(K − 1)))), Σ_diag = max(θ̄² − θ̄², eps):
+    θ = θ̄ + √scale · (√(Σ_diag/2) ⊙ z₁ + D z₂ / √(2(K − 1))),  z₁ ~ N(0, I_P), z₂ ~ N(0, I_K).
+`diag_only=True` samples θ ~ N(θ̄, scale · Σ_diag) (SWAG-Diagonal).
+
+S samples are drawn once per `predict` call from a generator seeded with `seed` (so batches and
+calls agree) and run as one vectorised call (torch.func.functional_call + vmap). A network with
+BatchNorm gets its running statistics recomputed for each sample (one pass over the training data
+in train mode with momentum=None, a cumulative average), after which the S networks run in turn.
+
+>>> import torch
+>>> from torch import nn
+>>> x, y = torch.randn(64, 2), torch.randint(0, 3, (64,))
+>>> swag = SWAG(lambda: nn.Sequential(nn.Linear(2, 8), nn.Tanh(), nn.Linear(8, 3)),
+...             rank=5, n_snapshots=6, swa_lr=0.05, seed=0).fit(x, y)
+>>> swag.predict(x[:4], n_samples=7).probs.shape
+torch.Size([7, 4, 3])
+"""
+
+from __future__ import annotations
+
+import copy
+import secrets
+from collections import deque
+from collections.abc import Callable
+from dataclasses import replace
+
+import torch
+from torch import Tensor, nn
+from torch.func import functional_call, vmap
+
+from activebayes._device import resolve_device
+from activebayes.errors import ConfigError, ShapeError
+from activebayes.posteriors.base import check_fitted
+from activebayes.predictive import Predictive
+from activebayes.training import TrainConfig, build_model, cosine_cycle_lr, resolve_train_config, train
+
+_BN_TYPES = (nn.modules.batchnorm._BatchNorm,)
+_BN_BATCH = 1024  # rows per forward pass when refreshing BatchNorm statistics
+
+
+class SWAGMoments:
+    """Running SWAG statistics over flattened parameter vectors θ_t [P] (formulas: module doc).
+
+    Attributes:
+        n: snapshots seen; mean θ̄ [P]; sq_mean θ̄² [P]; deviations: the last `rank` columns of D.
+    """
+
+    def __init__(self, n_params: int, *, rank: int, dtype: torch.dtype = torch.float64,
+                 device: torch.device | str = "cpu") -> None:
+        if rank < 0:
+            raise ConfigError(f"rank: expected a non-negative integer, got {rank}")
+        self.rank = rank
+        self.n = 0
+        self.mean = torch.zeros(n_params, dtype=dtype, device=device)
+        self.sq_mean = torch.zeros(n_params, dtype=dtype, device=device)
+        self.deviations: deque[Tensor] = deque(maxlen=rank) if rank > 0 else deque(maxlen=0)
+
+    def update(self, theta: Tensor) -> None:
+        """Add one snapshot θ_t [P]."""
+        if theta.shape != self.mean.shape:
+            raise ShapeError(f"theta: expected shape {tuple(self.mean.shape)}, got {tuple(theta.shape)}")
+        theta = theta.detach().to(self.mean)
+        self.n += 1
+        self.mean += (theta - self.mean) / self.n
+        self.sq_mean += (theta.square() - self.sq_mean) / self.n
+        if self.rank > 0:
+            self.deviations.append(theta - self.mean)
+
+    def variance(self, eps: float = 1e-30) -> Tensor:
+        """Σ_diag = max(θ̄² − θ̄², eps) [P]."""
+        return (self.sq_mean - self.mean.square()).clamp_min(eps)
+
+    def deviation_matrix(self) -> Tensor:
+        """D [P, K], oldest column first."""
+        if not self.deviations:
+            return self.mean.new_zeros(self.mean.shape[0], 0)
+        return torch.stack(list(self.deviations), dim=1)
+
+    def covariance(self, *, scale: float = 1.0, diag_only: bool = False, eps: float = 1e-30) -> Tensor:
+        """The dense sampling covariance [P, P] (for tests and small models)."""
+        var = self.variance(eps)
+        if diag_only:
+            return scale * torch.diag(var)
+        dev = self.deviation_matrix()
+        k = dev.shape[1]
+        return scale * (torch.diag(var) / 2 + dev @ dev.T / (2 * (k - 1)))
+
+    def sample(self, n_samples: int, generator: torch.Generator, *, scale: float = 1.0,
+               diag_only: bool = False, eps: float = 1e-30) -> Tensor:
+        """θ_s [S, P]; noise is drawn on the CPU from `generator` (z₁ [S, P] then z₂ [S, K])."""
+        if self.n == 0:
+            raise ConfigError("SWAGMoments: expected at least one snapshot before sampling, got none")
+        var = self.variance(eps)
+        p = var.shape[0]
+        z1 = torch.randn(n_samples, p, generator=generator, dtype=torch.float64).to(var)
+        if diag_only:
+            return self.mean + scale**0.5 * var.sqrt() * z1
+        dev = self.deviation_matrix()
+        k = dev.shape[1]
+        if k < 2:
+            raise ConfigError(f"SWAG: the low-rank part needs at least 2 snapshots, got {k}; collect more or use diag_only")
+        z2 = torch.randn(n_samples, k, generator=generator, dtype=torch.float64).to(var)
+        return self.mean + scale**0.5 * ((var / 2).sqrt() * z1 + z2 @ dev.T / (2 * (k - 1)) ** 0.5)
+
+
+def _flat_params(model: nn.Module) -> Tensor:
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+
+def _unflatten(model: nn.Module, thetas: Tensor) -> dict[str, Tensor]:
+    """Split θ [S, P] into {name: [S, *shape]} in model.named_parameters() order."""
+    out, start = {}, 0
+    for name, p in model.named_parameters():
+        out[name] = thetas[:, start : start + p.numel()].reshape(thetas.shape[0], *p.shape).to(p.dtype)
+        start += p.numel()
+    return out
+
+
+class SWAG:
+    """SWAG posterior over all weights of a network.
+
+    Args:
+        model_fn: factory of a fresh network.
+        rank: K, the number of deviation columns kept.
+        n_snapshots: T, SWA epochs (one snapshot at the end of each).
+        swa_lr: SGD learning rate after pre-training (the peak of each cycle when cyclic).
+        schedule: "constant", or "cyclic" (a cosine cycle per epoch, snapshots at its end).
+        scale: multiplies the covariance (0.5 as in the paper's experiments).
+        diag_only: sample from the diagonal part alone.
+        n_samples: default S for `predict`.
+        config, epochs, lr, weight_decay, batch_size: pre-training (a TrainConfig and overrides of
+            its most used knobs); the SWA epochs reuse its batch size, momentum and weight decay.
+        var_clamp: eps under Σ_diag.
+        seed, device: as for every posterior.
+    """
+
+    def __init__(
+        self,
+        model_fn: Callable[[], nn.Module],
+        *,
+        rank: int = 20,
+        n_snapshots: int = 20,
+        swa_lr: float = 0.01,
+        schedule: str = "constant",
+        scale: float = 0.5,
+        diag_only: bool = False,
+        n_samples: int = 30,
+        config: TrainConfig | None = None,
+        epochs: int | None = None,
+        lr: float | None = None,
+        weight_decay: float | None = None,
+        batch_size: int | None = None,
+        var_clamp: float = 1e-30,
+        seed: int | None = None,
+        device: str | torch.device = "auto",
+    ) -> None:
+        if schedule not in ("constant", "cyclic"):
+            raise ConfigError(f"schedule: expected 'constant' or 'cyclic', got {schedule!r}")
+        if n_snapshots < 1 or (not diag_only and min(rank, n_snapshots) < 2):
+            raise ConfigError(f"n_snapshots: expected >= 2 snapshots and rank >= 2 (or diag_only=True), "
+                              f"got n_snapshots={n_snapshots}, rank={rank}")
+        if scale <= 0 or swa_lr <= 0 or n_samples < 1:
+            raise ConfigError(f"scale, swa_lr, n_samples: expected positive values, got {scale}, {swa_lr}, {n_samples}")
+        self.model_fn = model_fn
+        self.rank = rank
+        self.n_snapshots = n_snapshots
+        self.swa_lr = swa_lr
+        self.schedule = schedule
+        self.scale = scale
+        self.diag_only = diag_only
+        self.n_samples = n_samples
+        self.config = config
+        self.epochs, self.lr, self.weight_decay, self.batch_size = epochs, lr, weight_decay, batch_size
+        self.var_clamp = var_clamp
+        self.seed = seed
+        self.device = device
+        self.moments_: SWAGMoments | None = None
+        self.model_: nn.Module | None = None
+
+    def fit(self, x: Tensor, y: Tensor) -> SWAG:
+        """Pre-train, run T SWA epochs of SGD collecting the moments, keep x for BN refreshes."""
+        if x.shape[0] != y.shape[0]:
+            raise ShapeError(f"y: expected {x.shape[0]} labels to match x, got {y.shape[0]}")
+        dev = resolve_device(self.device)
+        seed = self.seed if self.seed is not None else secrets.randbits(62)
+        seeds = torch.Generator().manual_seed(seed)
+        swa_seed, self._sample_seed = (int(s) for s in torch.randint(0, 2**62, (2,), generator=seeds))
+        config = resolve_train_config(self.config, epochs=self.epochs, lr=self.lr,
+                                      weight_decay=self.weight_decay, batch_size=self.batch_size)
+        net = train(build_model(self.model_fn, seed), x, y, config, seed=seed, device=dev)
+        moments = SWAGMoments(sum(p.numel() for p in net.parameters()), rank=self.rank, device=dev)
+        swa_config = replace(config, epochs=self.n_snapshots, lr=self.swa_lr, optimizer="sgd",
+                             validation_fraction=0.0)
+        lr_at = None
+        if self.schedule == "cyclic":
+            steps = -(-x.shape[0] // swa_config.batch_size)
+            lr_at = lambda step: cosine_cycle_lr(step, steps, self.swa_lr)  # noqa: E731
+        train(net, x, y, swa_config, seed=swa_seed, device=dev, lr_at=lr_at,
+              on_epoch_end=lambda _epoch, model: moments.update(_flat_params(model)))
+        self.moments_, self.model_ = moments, net.eval()
+        self._has_bn = any(isinstance(m, _BN_TYPES) for m in net.modules())
+        self._x_train = x.to(dev) if self._has_bn else None
+        self._cache: dict[int, tuple[dict[str, Tensor], list[dict[str, Tensor]] | None]] = {}
+        return self
+
+    def _samples(self, n_samples: int) -> tuple[dict[str, Tensor], list[dict[str, Tensor]] | None]:
+        """Parameters {name: [S, ...]} and, with BatchNorm, each sample's refreshed buffers."""
+        if n_samples not in self._cache:
+            generator = torch.Generator().manual_seed(self._sample_seed)
+            thetas = self.moments_.sample(n_samples, generator, scale=self.scale,  # type: ignore[union-attr]
+                                          diag_only=self.diag_only, eps=self.var_clamp)
+            params = _unflatten(self.model_, thetas)  # type: ignore[arg-type]
+            buffers = [self._refresh_bn({k: v[s] for k, v in params.items()}) for s in range(n_samples)] if self._has_bn else None
+            self._cache = {n_samples: (params, buffers)}
+        return self._cache[n_samples]
+
+    @torch.no_grad()
+    def _refresh_bn(self, params: dict[str, Tensor]) -> dict[str, Tensor]:
+        """BatchNorm running statistics of the network with `params` over the training data."""
+        net = copy.deepcopy(self.model_)
+        net.load_state_dict(params, strict=False)  # type: ignore[union-attr]
+        for m in net.modules():  # type: ignore[union-attr]
+            if isinstance(m, _BN_TYPES):
+                m.reset_running_stats()
+                m.momentum = None
+        net.train()  # type: ignore[union-attr]
+        for chunk in self._x_train.split(_BN_BATCH):  # type: ignore[union-attr]
+            net(chunk)  # type: ignore[misc]
+        return {k: v.clone() for k, v in net.named_buffers()}  # type: ignore[union-attr]
+
+    def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive:
+        """Predictive [S, N, C] of S weight samples shared by every x."""
+        check_fitted(self, "moments_")
+        s = self.n_samples if n_samples is None else n_samples
+        if s < 1:
+            raise ConfigError(f"n_samples: expected a positive integer, got {s}")
+        params, buffers = self._samples(s)
+        net = self.model_
+        x = x.to(next(net.parameters()).device)  # type: ignore[union-attr]
+        with torch.no_grad():
+            if buffers is None:
+                fixed = dict(net.named_buffers())  # type: ignore[union-attr]
+                logits = vmap(lambda p: functional_call(net, (p, fixed), (x,)))(params)
+            else:
+                logits = torch.stack([functional_call(net, ({k: v[i] for k, v in params.items()}, buffers[i]), (x,))
+                                      for i in range(s)])
+        return Predictive(torch.softmax(logits, dim=-1), check=False)  # [S, N, C]
+
+    def predict_proba(self, x: Tensor) -> Tensor:
+        """Posterior predictive mean [N, C] = mean over the S samples of `predict`."""
+        return self.predict(x).mean()

@@ -1,0 +1,340 @@
+"""Data-access functions. Each takes an open `Session` inside a transaction and never commits:
+`PoolStore` owns the one `with session.begin():` and calls these inside it.
+
+Labels are stored as text: for classification the class name (one of the project's `classes`),
+for regression the float's `repr`, for design whatever string the outcome is. An item's label is
+its latest observation (largest id).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from sqlalchemy import and_, exists, func, insert, select, update
+from sqlalchemy.orm import Session
+
+from activebayes.errors import DataError, StoreError
+from activebayes.store.models import TRANSITIONS, Item, Observation, Project, Query, Round, utcnow
+
+CHUNK = 10_000  # rows per executemany batch
+KEY_CHUNK = 900  # keys per IN (...) list (SQLite allows 32766 variables, PG 65535)
+
+
+def get_project(session: Session, name: str) -> Project:
+    """The project called `name`; StoreError listing the names that exist otherwise."""
+    project = session.scalar(select(Project).where(Project.name == name))
+    if project is None:
+        names = session.scalars(select(Project.name).order_by(Project.name)).all()
+        known = ", ".join(repr(n) for n in names) if names else "none yet (create one with `activebayes init`)"
+        raise StoreError(f"project: no project named {name!r}; the database has {known}")
+    return project
+
+
+def normalize_value(project: Project, value: Any) -> str:
+    """The stored text of a label `value` for `project`; DataError when it is not allowed.
+
+    classification: `str(value)` must be one of `project.classes` (ints 3 and "3" are the same);
+    regression: a finite number, stored as `repr(float(value))`; design: `str(value)`.
+    """
+    if project.task == "classification":
+        text = str(value).strip()
+        if isinstance(value, float) and value.is_integer():
+            text = str(int(value))
+        classes = [str(c) for c in (project.classes or [])]
+        if text not in classes:
+            shown = ", ".join(classes[:20]) + (" ..." if len(classes) > 20 else "")
+            raise DataError(f"label: expected one of the classes of project {project.name!r} ({shown}), got {value!r}")
+        return text
+    if project.task == "regression":
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise DataError(f"label: expected a number for regression project {project.name!r}, got {value!r}") from None
+        if not math.isfinite(number):
+            raise DataError(f"label: expected a finite number, got {value!r}")
+        return repr(number)
+    return str(value)
+
+
+def insert_items(
+    session: Session,
+    project_id: int,
+    rows: Sequence[int] | np.ndarray,
+    keys: Sequence[str] | None = None,
+    *,
+    split: str = "pool",
+    consumable: bool = True,
+) -> int:
+    """Insert one item per row with Core executemany in chunks of `CHUNK` (no ORM objects).
+
+    `keys` default to the row index as text. Returns the number inserted.
+    """
+    rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+    if keys is not None and len(keys) != len(rows):
+        raise DataError(f"keys: expected one key per row ({len(rows)}), got {len(keys)}")
+    if split not in ("pool", "test"):
+        raise DataError(f"split: expected 'pool' or 'test', got {split!r}")
+    row_list = rows.tolist()
+    key_list = [str(r) for r in row_list] if keys is None else [str(k) for k in keys]
+    values = {"project_id": project_id, "key": key_list, "row": row_list, "consumable": bool(consumable), "split": split}
+    bulk_insert(session, Item.__table__, values, len(row_list))
+    return len(row_list)
+
+
+def bulk_insert(session: Session, table: Any, values: dict[str, Any], n: int) -> None:
+    """Insert `n` rows into `table`; `values` maps each column to a list of n values or to one
+    scalar shared by every row.
+
+    The Core `insert(table)` is compiled once for the session's dialect and run as one DBAPI
+    executemany per chunk of `CHUNK` rows, skipping SQLAlchemy's per-row parameter processing
+    (which costs more than SQLite's own insert). Only plain int/str/bool/float/None values.
+    """
+    conn = session.connection()
+    names = list(values)
+    if conn.dialect.name == "postgresql" and conn.dialect.driver == "psycopg":
+        _copy_rows(conn, table, values, n)
+        return
+    compiled = insert(table).compile(dialect=conn.dialect, column_keys=names)
+    sql = str(compiled)
+    order = list(compiled.positiontup) if compiled.positional else names
+    for start in range(0, n, CHUNK):
+        stop = min(n, start + CHUNK)
+        cols = [
+            values[name][start:stop] if isinstance(values[name], list) else itertools.repeat(values[name], stop - start)
+            for name in order
+        ]
+        if compiled.positional:
+            conn.exec_driver_sql(sql, list(zip(*cols)))
+        else:
+            conn.exec_driver_sql(sql, [dict(zip(order, r)) for r in zip(*cols)])
+
+
+def _copy_rows(conn: Any, table: Any, values: dict[str, Any], n: int) -> None:
+    """PostgreSQL + psycopg 3: the same rows through COPY ... FROM STDIN (about 3x faster than a
+    pipelined executemany), on the session's connection, so inside its transaction."""
+    names = list(values)
+    prep = conn.dialect.identifier_preparer
+    columns = ", ".join(prep.quote(name) for name in names)
+    cols = [values[name] if isinstance(values[name], list) else itertools.repeat(values[name], n) for name in names]
+    import psycopg
+
+    cursor = conn.connection.driver_connection.cursor()
+    try:
+        with cursor.copy(f"COPY {prep.format_table(table)} ({columns}) FROM STDIN") as copy:
+            for row in zip(*cols):
+                copy.write_row(row)
+    except psycopg.IntegrityError as exc:
+        raise StoreError(f"database refused a duplicate or dangling reference: {exc}") from exc
+    except psycopg.Error as exc:
+        raise StoreError(f"database error: {exc}") from exc
+    finally:
+        cursor.close()
+
+
+def item_ids_for_keys(session: Session, project_id: int, keys: Sequence[str]) -> dict[str, int]:
+    """Map each known key to its item id (unknown keys are absent from the result)."""
+    found: dict[str, int] = {}
+    unique = list(dict.fromkeys(keys))
+    for start in range(0, len(unique), KEY_CHUNK):
+        chunk = unique[start : start + KEY_CHUNK]
+        stmt = select(Item.key, Item.id).where(Item.project_id == project_id, Item.key.in_(chunk))
+        found.update({k: i for k, i in session.execute(stmt)})
+    return found
+
+
+def latest_values(
+    session: Session, item_ids: Sequence[int], who: str | None = None, round_id: int | None = None
+) -> dict[int, str]:
+    """The latest observation's value for each item (by `who`, in round `round_id`, when given)."""
+    out: dict[int, str] = {}
+    ids = list(item_ids)
+    for start in range(0, len(ids), KEY_CHUNK):
+        chunk = ids[start : start + KEY_CHUNK]
+        inner = select(func.max(Observation.id)).where(Observation.item_id.in_(chunk))
+        if who is not None:
+            inner = inner.where(Observation.who == who)
+        if round_id is not None:
+            inner = inner.where(Observation.round_id == round_id)
+        inner = inner.group_by(Observation.item_id)
+        stmt = select(Observation.item_id, Observation.value).where(Observation.id.in_(inner))
+        out.update({i: v for i, v in session.execute(stmt)})
+    return out
+
+
+def record_observations(
+    session: Session,
+    project: Project,
+    answers: Iterable[tuple[str, Any]],
+    *,
+    who: str,
+    source: str,
+    round_id: int | None = None,
+) -> int:
+    """Append observations; return how many were recorded.
+
+    Every pair is validated before anything is written (unknown key, label outside the classes,
+    one key given two different labels). A pair whose value equals the latest observation of the
+    same item by the same `who` (within round `round_id` when one is given, so that a design
+    asked again in a later round records its new answer) is not recorded again, so resubmitting
+    is harmless. On PostgreSQL
+    the items' rows are locked (FOR UPDATE) so that concurrent submitters serialise per item; on
+    SQLite the store's write transactions are BEGIN IMMEDIATE, which serialises writers.
+    """
+    pairs: dict[str, str] = {}
+    for key, value in answers:
+        key = str(key)
+        text = normalize_value(project, value)
+        if key in pairs and pairs[key] != text:
+            raise DataError(f"answers: key {key!r} was given two different labels, {pairs[key]!r} and {text!r}")
+        pairs[key] = text
+    if not pairs:
+        return 0
+    ids = item_ids_for_keys(session, project.id, list(pairs))
+    unknown = [k for k in pairs if k not in ids]
+    if unknown:
+        shown = ", ".join(repr(k) for k in unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+        raise DataError(f"answers: {len(unknown)} key(s) are not items of project {project.name!r}: {shown}")
+    if session.get_bind().dialect.name == "postgresql":
+        id_list = sorted(ids.values())
+        for start in range(0, len(id_list), KEY_CHUNK):
+            lock = select(Item.id).where(Item.id.in_(id_list[start : start + KEY_CHUNK])).order_by(Item.id)
+            session.execute(lock.with_for_update()).all()
+    previous = latest_values(session, list(ids.values()), who=who, round_id=round_id)
+    now = utcnow()
+    new = [
+        {"item_id": ids[k], "value": v, "who": who, "source": source, "round_id": round_id, "created_at": now}
+        for k, v in pairs.items()
+        if previous.get(ids[k]) != v
+    ]
+    for start in range(0, len(new), CHUNK):
+        session.execute(insert(Observation.__table__), new[start : start + CHUNK])
+    return len(new)
+
+
+def _latest_observation_ids():
+    return select(func.max(Observation.id).label("oid")).group_by(Observation.item_id).subquery()
+
+
+def labelled(session: Session, project_id: int, split: str = "pool") -> tuple[np.ndarray, list[str], list[str]]:
+    """(rows [L] int64, keys, values) of the items of `split` that have a label, by item id."""
+    latest = _latest_observation_ids()
+    stmt = (
+        select(Item.row, Item.key, Observation.value)
+        .join(Observation, Observation.item_id == Item.id)
+        .join(latest, latest.c.oid == Observation.id)
+        .where(Item.project_id == project_id, Item.split == split)
+        .order_by(Item.id)
+    )
+    result = _core_rows(session, stmt)
+    rows = np.fromiter((r[0] for r in result), dtype=np.int64, count=len(result))
+    return rows, [r[1] for r in result], [r[2] for r in result]
+
+
+def count_labelled(session: Session, project_id: int, split: str = "pool") -> int:
+    has_obs = exists().where(Observation.item_id == Item.id)
+    stmt = select(func.count(Item.id)).where(Item.project_id == project_id, Item.split == split, has_obs)
+    return int(session.scalar(stmt) or 0)
+
+
+def _candidate_filter(project_id: int) -> Any:
+    has_obs = exists().where(Observation.item_id == Item.id)
+    return and_(Item.project_id == project_id, Item.split == "pool", (Item.consumable.is_(False)) | ~has_obs)
+
+
+def count_candidates(session: Session, project_id: int) -> int:
+    """How many items a round may query (see `candidates`)."""
+    return int(session.scalar(select(func.count(Item.id)).where(_candidate_filter(project_id))) or 0)
+
+
+def candidates(session: Session, project_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """(item ids [N], rows [N]) of the pool's candidates, by item id: consumable items without an
+    observation, and every reusable (non-consumable) item."""
+    stmt = select(Item.id, Item.row).where(_candidate_filter(project_id)).order_by(Item.id)
+    result = _core_rows(session, stmt)
+    flat = np.fromiter(itertools.chain.from_iterable(result), dtype=np.int64, count=2 * len(result))
+    return flat[0::2].copy(), flat[1::2].copy()
+
+
+def _core_rows(session: Session, stmt: Any) -> list[tuple]:
+    """All rows of a select of plain int/str columns, as DBAPI tuples.
+
+    The statement is compiled by SQLAlchemy and run on the session's own DBAPI connection (so in
+    its transaction); skipping SQLAlchemy's Row objects makes reading a 1M-item pool ~3x faster.
+    Only for statements without expanding (IN-list) parameters or type-converted columns.
+    """
+    conn = session.connection()
+    compiled = stmt.compile(dialect=conn.dialect)
+    params = compiled.params
+    args = [params[name] for name in compiled.positiontup] if compiled.positional else params
+    cursor = conn.connection.driver_connection.cursor()
+    try:
+        cursor.execute(str(compiled), args)
+        return cursor.fetchall()
+    finally:
+        cursor.close()
+
+
+def latest_round(session: Session, project_id: int) -> Round | None:
+    stmt = select(Round).where(Round.project_id == project_id).order_by(Round.number.desc()).limit(1)
+    return session.scalar(stmt)
+
+
+def get_round(session: Session, project: Project, number: int) -> Round:
+    found = session.scalar(select(Round).where(Round.project_id == project.id, Round.number == number))
+    if found is None:
+        raise StoreError(f"round: project {project.name!r} has no round {number}")
+    return found
+
+
+def set_status(session: Session, rnd: Round, status: str, **fields: Any) -> None:
+    """Move `rnd` to `status` (checked against TRANSITIONS) and update the given columns.
+
+    The UPDATE is guarded by the old status, so two processes cannot both make the same move.
+    """
+    if status not in TRANSITIONS.get(rnd.status, frozenset()):
+        raise StoreError(f"round {rnd.number}: cannot go from status {rnd.status!r} to {status!r}")
+    values = {"status": status, "updated_at": utcnow(), **fields}
+    stmt = update(Round).where(and_(Round.id == rnd.id, Round.status == rnd.status)).values(**values)
+    if session.execute(stmt.execution_options(synchronize_session=False)).rowcount != 1:
+        raise StoreError(f"round {rnd.number}: another process changed its status meanwhile; run again")
+    session.expire(rnd)
+
+
+def insert_queries(session: Session, round_id: int, item_ids: Sequence[int], scores: Sequence[float]) -> None:
+    """Record a round's queries; rank 0 is the first selected."""
+    values = [
+        {"round_id": round_id, "item_id": int(i), "score": float(s) if math.isfinite(float(s)) else 0.0, "rank": r}
+        for r, (i, s) in enumerate(zip(item_ids, scores))
+    ]
+    if values:
+        session.execute(insert(Query.__table__), values)
+
+
+def round_queries(session: Session, round_id: int) -> list[tuple[int, str, int, float, int, str | None]]:
+    """(item id, key, row, score, rank, answer or None) of a round's queries, by rank.
+
+    The answer of a consumable item is its latest observation; a reusable item (a design asked
+    again and again) counts as answered only by an observation recorded for this round.
+    """
+    stmt = (
+        select(Query.item_id, Item.key, Item.row, Query.score, Query.rank, Item.consumable)
+        .join(Item, Item.id == Query.item_id)
+        .where(Query.round_id == round_id)
+        .order_by(Query.rank)
+    )
+    result = session.execute(stmt).all()
+    values = latest_values(session, [r[0] for r in result if r[5]])
+    reusable = [r[0] for r in result if not r[5]]
+    if reusable:
+        inner = (
+            select(func.max(Observation.id))
+            .where(Observation.item_id.in_(reusable), Observation.round_id == round_id)
+            .group_by(Observation.item_id)
+        )
+        stmt = select(Observation.item_id, Observation.value).where(Observation.id.in_(inner))
+        values.update({item: value for item, value in session.execute(stmt)})
+    return [(r[0], r[1], r[2], r[3], r[4], values.get(r[0])) for r in result]

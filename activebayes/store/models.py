@@ -1,0 +1,154 @@
+"""The schema: SQLAlchemy 2.0 typed declarative models.
+
+    projects      one study: task, classes, the data file (path, format, sha256), settings
+    items         one candidate: stable key, row index into the data file, pool|test split
+    rounds        one fit → score → query → answer cycle and its status, metrics, timings
+    queries       what a round asked: item, acquisition score, rank (0 = best)
+    observations  append-only answers: item, value, who, source, round (nullable), time
+
+An item's label is its latest observation (largest id). Features never live in the database:
+the project references its data file by path and checksum. Schema changes go through the
+Alembic migrations in `activebayes/store/migrations/versions`; never call `create_all` on a
+store.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(timezone.utc)
+
+
+class Task(str, enum.Enum):
+    classification = "classification"
+    regression = "regression"
+    design = "design"
+
+
+class Split(str, enum.Enum):
+    pool = "pool"
+    test = "test"
+
+
+class RoundStatus(str, enum.Enum):
+    """started → fitted → scored → queried → answered → done, or failed (with a reason)."""
+
+    started = "started"
+    fitted = "fitted"
+    scored = "scored"
+    queried = "queried"
+    answered = "answered"
+    done = "done"
+    failed = "failed"
+
+
+#: Allowed status changes. A round may fail from any unfinished state.
+TRANSITIONS: dict[str, frozenset[str]] = {
+    "started": frozenset({"fitted", "failed"}),
+    "fitted": frozenset({"scored", "failed"}),
+    "scored": frozenset({"queried", "failed"}),
+    "queried": frozenset({"answered", "failed"}),
+    "answered": frozenset({"done", "failed"}),
+    "done": frozenset(),
+    "failed": frozenset(),
+}
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class Project(Base):
+    __tablename__ = "projects"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    task: Mapped[str] = mapped_column(String(32))
+    classes: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)
+    data_path: Mapped[str | None] = mapped_column(Text, nullable=True)
+    data_format: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    data_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
+class Item(Base):
+    __tablename__ = "items"
+    __table_args__ = (
+        UniqueConstraint("project_id", "key", name="uq_items_project_key"),
+        Index("ix_items_project_split", "project_id", "split"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    key: Mapped[str] = mapped_column(String(200))
+    row: Mapped[int] = mapped_column(Integer)
+    consumable: Mapped[bool] = mapped_column(Boolean, default=True)
+    split: Mapped[str] = mapped_column(String(8), default="pool")
+
+
+class Round(Base):
+    __tablename__ = "rounds"
+    __table_args__ = (UniqueConstraint("project_id", "number", name="uq_rounds_project_number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    number: Mapped[int] = mapped_column(Integer)
+    posterior: Mapped[str] = mapped_column(String(200))
+    posterior_settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    acquisition: Mapped[str] = mapped_column(String(200))
+    acquisition_settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    status: Mapped[str] = mapped_column(String(16), default="started")
+    failure_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    labelled_count: Mapped[int] = mapped_column(Integer, default=0)
+    metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    seed: Mapped[int] = mapped_column(Integer, default=0)
+    timings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Query(Base):
+    __tablename__ = "queries"
+    __table_args__ = (
+        UniqueConstraint("round_id", "item_id", name="uq_queries_round_item"),
+        UniqueConstraint("round_id", "rank", name="uq_queries_round_rank"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    round_id: Mapped[int] = mapped_column(ForeignKey("rounds.id", ondelete="CASCADE"))
+    item_id: Mapped[int] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"))
+    score: Mapped[float] = mapped_column(Float)
+    rank: Mapped[int] = mapped_column(Integer)
+
+
+class Observation(Base):
+    __tablename__ = "observations"
+    __table_args__ = (Index("ix_observations_item", "item_id", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    item_id: Mapped[int] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"))
+    value: Mapped[str] = mapped_column(Text)
+    who: Mapped[str] = mapped_column(String(200), default="")
+    source: Mapped[str] = mapped_column(String(64), default="")
+    round_id: Mapped[int | None] = mapped_column(ForeignKey("rounds.id", ondelete="SET NULL"), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -1,0 +1,450 @@
+"""`PoolStore`: the one class that opens, migrates, reads and writes the activebayes database.
+
+    store = PoolStore("sqlite:///study.db")          # embedded default
+    store = PoolStore("postgresql+psycopg://user@host/db")
+    store.create_project("digits", task="classification", classes=range(10),
+                         data_path="digits.npz")
+    store.add_items("digits", rows=range(1797))
+    store.record_observations("digits", [("0", 3), ("1", 7)], who="ann", source="cli")
+
+Every public method is one transaction (`PoolStore.transaction`, the only `session.begin()`), so a
+process killed at any instant leaves the database as it was before or after a whole change.
+
+SQLite: WAL journal, `foreign_keys=ON`, `busy_timeout` (writers wait for each other instead of
+failing), `synchronous=NORMAL` (durable against a killed process; a power cut may lose the last
+commits). Write transactions start with BEGIN IMMEDIATE so concurrent writers serialise.
+
+Schema versions (Alembic, `activebayes/store/migrations`): on open, an empty database is created
+at the newest revision; a database at an OLDER revision is upgraded automatically, in one
+transaction, before anything else runs (pass `upgrade=False` to get a StoreError instead); a
+database at a revision this activebayes does not know (written by a newer version) is refused
+with a StoreError that says to upgrade activebayes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, create_engine, delete, event, inspect, select, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import StaticPool
+
+from activebayes.errors import DataError, StoreError
+from activebayes.store import access
+from activebayes.store.models import Item, Project, Round
+from activebayes.store.records import ProjectInfo, QueryInfo, RoundInfo, _project_info, _round_info
+
+BUSY_TIMEOUT_MS = 60_000
+_PG_MIGRATION_LOCK = 74_261_007  # pg_advisory_xact_lock key while migrating
+
+
+def alembic_config() -> Config:
+    """An Alembic Config pointing at the packaged migrations (no alembic.ini needed)."""
+    cfg = Config()
+    location = str(Path(__file__).resolve().parent / "migrations")
+    cfg.set_main_option("script_location", location.replace("%", "%%"))
+    return cfg
+
+
+def _make_engine(url: str) -> Engine:
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return create_engine(parsed, pool_pre_ping=True)
+    database = parsed.database or ""
+    memory = database in ("", ":memory:") or "mode=memory" in str(parsed)
+    if not memory and not Path(database).parent.exists():
+        raise StoreError(f"url: the folder of the SQLite file {database!r} does not exist")
+    kwargs: dict[str, Any] = {"poolclass": StaticPool} if memory else {}
+    engine = create_engine(parsed, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000}, **kwargs)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we emit BEGIN ourselves, below
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        if not memory:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        immediate = conn.get_execution_options().get("activebayes_write", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+class PoolStore:
+    """The activebayes database at a SQLAlchemy `url` (see the module docstring).
+
+    Args:
+        url: `sqlite:///path.db` (embedded default) or `postgresql+psycopg://...`; a bare path is
+            taken as a SQLite file.
+        upgrade: upgrade an older schema on open (default); False raises StoreError instead.
+    """
+
+    def __init__(self, url: str | Path = "sqlite:///activebayes.db", *, upgrade: bool = True) -> None:
+        url = str(url)
+        if "://" not in url:
+            url = f"sqlite:///{url}"
+        self.url = url
+        try:
+            self.engine = _make_engine(url)
+            self._write_engine = self.engine.execution_options(activebayes_write=True)
+            self._sessions = sessionmaker(self._write_engine, expire_on_commit=False)
+            self._read_sessions = sessionmaker(self.engine, expire_on_commit=False)
+            self._migrate(upgrade)
+        except SQLAlchemyError as exc:
+            raise StoreError(f"url: cannot open the database {make_url(url).render_as_string()!r}: {exc}") from exc
+
+    # ---- schema -------------------------------------------------------------------------
+    def _revision_state(self, conn: Any, script: ScriptDirectory) -> tuple[str | None, str]:
+        current = MigrationContext.configure(conn).get_current_revision()
+        head = script.get_current_head()
+        if current is not None and current != head:
+            try:
+                script.get_revision(current)
+            except Exception:  # alembic raises several kinds for an unknown revision
+                raise StoreError(
+                    f"database: schema revision {current!r} is newer than this activebayes knows "
+                    f"(newest {head!r}); upgrade activebayes to open {self.url!r}"
+                ) from None
+        return current, head
+
+    def _migrate(self, upgrade: bool) -> None:
+        cfg = alembic_config()
+        script = ScriptDirectory.from_config(cfg)
+        with self.engine.connect() as conn, conn.begin():
+            current, head = self._revision_state(conn, script)
+        if current == head:
+            return
+        with self._write_engine.connect() as conn, conn.begin():
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
+            current, head = self._revision_state(conn, script)  # again, under the lock
+            if current == head:
+                return
+            if current is None and inspect(conn).has_table("projects"):
+                raise StoreError("database: has a 'projects' table but no activebayes schema version; use another database")
+            older = current is not None or inspect(conn).has_table("alembic_version")  # base = downgraded
+            if older and not upgrade:
+                raise StoreError(f"database: schema revision {current or 'base'!r} is older than {head!r}; open with upgrade=True")
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+
+    def schema_revision(self) -> str | None:
+        with self.engine.connect() as conn, conn.begin():
+            return MigrationContext.configure(conn).get_current_revision()
+
+    # ---- transactions -------------------------------------------------------------------
+    @contextmanager
+    def transaction(self, *, write: bool = True) -> Iterator[Session]:
+        """The one place a transaction begins: commit on success, roll back on any error.
+
+        Database errors surface as StoreError (a unique-key clash names the constraint).
+        """
+        factory = self._sessions if write else self._read_sessions
+        try:
+            with factory() as session, session.begin():
+                yield session
+        except IntegrityError as exc:
+            raise StoreError(f"database refused a duplicate or dangling reference: {exc.orig}") from exc
+        except OperationalError as exc:
+            raise StoreError(f"database error: {exc.orig}") from exc
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> PoolStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- projects -----------------------------------------------------------------------
+    def create_project(
+        self,
+        name: str,
+        *,
+        task: str = "classification",
+        classes: Iterable[Any] | None = None,
+        data_path: str | Path | None = None,
+        data_format: str | None = None,
+        settings: dict[str, Any] | None = None,
+    ) -> ProjectInfo:
+        """Create a project; `classes` are stored as text ("0".."9" for range(10))."""
+        if task not in ("classification", "regression", "design"):
+            raise StoreError(f"task: expected classification, regression or design, got {task!r}")
+        class_list = [str(c) for c in classes] if classes is not None else None
+        if task == "classification" and not class_list:
+            raise StoreError("classes: a classification project needs its class names (e.g. range(10))")
+        if class_list is not None and len(set(class_list)) != len(class_list):
+            raise StoreError(f"classes: expected distinct names, got {class_list}")
+        with self.transaction() as s:
+            if s.scalar(select(Project.id).where(Project.name == name)) is not None:
+                raise StoreError(f"project: {name!r} already exists in {self.url!r}")
+            project = Project(name=name, task=task, classes=class_list, settings=dict(settings or {}))
+            s.add(project)
+            s.flush()
+            if data_path is not None:
+                self._attach(project, data_path, data_format)
+            return _project_info(project)
+
+    @staticmethod
+    def _attach(project: Project, data_path: str | Path, data_format: str | None) -> None:
+        from activebayes.data import detect_format, sha256_file
+
+        path = Path(data_path).resolve()
+        project.data_path = str(path)
+        project.data_format = data_format or detect_format(path)
+        project.data_sha256 = sha256_file(path)
+
+    def attach_data(
+        self, name: str, data_path: str | Path, *, data_format: str | None = None, settings: dict[str, Any] | None = None
+    ) -> ProjectInfo:
+        """Record the project's data file (path, format, sha256) and merge `settings` (the loader
+        options the loop reads: `label_column`, `key_column`, `image_layout`) into the project's;
+        refused once items exist."""
+        with self.transaction() as s:
+            project = access.get_project(s, name)
+            self._attach_checked(s, project, data_path, data_format, settings)
+            return _project_info(project)
+
+    def _attach_checked(self, s: Session, project: Project, data_path: str | Path, data_format: str | None,
+                        settings: dict[str, Any] | None) -> None:  # fmt: skip
+        if project.data_path is not None and s.scalar(select(Item.id).where(Item.project_id == project.id).limit(1)):
+            raise StoreError(f"project {project.name!r}: already has items from {project.data_path!r}; create a new project")
+        self._attach(project, data_path, data_format)
+        if settings:
+            project.settings = {**(project.settings or {}), **settings}
+
+    def import_pool(
+        self,
+        name: str,
+        data_path: str | Path,
+        *,
+        pool_rows: Sequence[int] | np.ndarray,
+        pool_keys: Sequence[str] | None = None,
+        test_rows: Sequence[int] | np.ndarray | None = None,
+        test_keys: Sequence[str] | None = None,
+        observations: Sequence[tuple[str, Any]] = (),
+        who: str = "",
+        source: str = "import",
+        data_format: str | None = None,
+        settings: dict[str, Any] | None = None,
+    ) -> int:
+        """`attach_data` + `add_items` (pool, then test split) + `record_observations`, all in ONE
+        transaction: a failure anywhere leaves the project as it was. Returns the items added."""
+        with self.transaction() as s:
+            project = access.get_project(s, name)
+            self._attach_checked(s, project, data_path, data_format, settings)
+            added = access.insert_items(s, project.id, pool_rows, pool_keys)
+            if test_rows is not None and len(test_rows):
+                added += access.insert_items(s, project.id, test_rows, test_keys, split="test")
+            if observations:
+                access.record_observations(s, project, observations, who=who, source=source)
+            return added
+
+    def project(self, name: str) -> ProjectInfo:
+        with self.transaction(write=False) as s:
+            return _project_info(access.get_project(s, name))
+
+    def projects(self) -> list[str]:
+        with self.transaction(write=False) as s:
+            return list(s.scalars(select(Project.name).order_by(Project.name)))
+
+    def delete_project(self, name: str) -> None:
+        """Delete a project and everything recorded for it."""
+        with self.transaction() as s:
+            project = access.get_project(s, name)
+            s.execute(delete(Project).where(Project.id == project.id))
+
+    def verify_data(self, name: str) -> Path:
+        """The project's data file, after checking it still has the recorded sha256."""
+        from activebayes.data import sha256_file
+
+        info = self.project(name)
+        if info.data_path is None:
+            raise DataError(f"project {name!r}: has no data file; add one with `activebayes pool add FILE`")
+        path = Path(info.data_path)
+        if not path.exists():
+            raise DataError(f"data file {str(path)!r} of project {name!r} is missing")
+        digest = sha256_file(path)
+        if digest != info.data_sha256:
+            raise DataError(
+                f"data file {str(path)!r} changed since project {name!r} recorded it "
+                f"(sha256 {info.data_sha256[:12]}... now {digest[:12]}...); restore it or create a new project"
+            )
+        return path
+
+    # ---- items and labels ---------------------------------------------------------------
+    def add_items(
+        self,
+        name: str,
+        *,
+        rows: Sequence[int] | np.ndarray,
+        keys: Sequence[str] | None = None,
+        split: str = "pool",
+        consumable: bool = True,
+    ) -> int:
+        """Add one item per data-file row, in one transaction (Core executemany in chunks)."""
+        with self.transaction() as s:
+            project = access.get_project(s, name)
+            return access.insert_items(s, project.id, rows, keys, split=split, consumable=consumable)
+
+    def count_items(self, name: str, *, split: str | None = None) -> int:
+        from sqlalchemy import func
+
+        with self.transaction(write=False) as s:
+            project = access.get_project(s, name)
+            stmt = select(func.count(Item.id)).where(Item.project_id == project.id)
+            if split is not None:
+                stmt = stmt.where(Item.split == split)
+            return int(s.scalar(stmt) or 0)
+
+    def record_observations(
+        self,
+        name: str,
+        answers: Iterable[tuple[str, Any]] | Any,
+        *,
+        who: str = "",
+        source: str = "",
+        round_number: int | None = None,
+    ) -> int:
+        """Append answers `(key, value)` (or `Answer`s; skipped ones, value None, are ignored) in one
+        transaction; returns how many were recorded. See `access.record_observations`."""
+        pairs = [(a.key, a.value) if hasattr(a, "key") else (a[0], a[1]) for a in answers]
+        pairs = [(k, v) for k, v in pairs if v is not None]
+        with self.transaction() as s:
+            project = access.get_project(s, name)
+            round_id = access.get_round(s, project, round_number).id if round_number is not None else None
+            return access.record_observations(s, project, pairs, who=who, source=source, round_id=round_id)
+
+    def labels(self, name: str, *, split: str = "pool") -> tuple[np.ndarray, list[str], list[str]]:
+        """(rows [L], keys, values) of the labelled items of `split`, in item order."""
+        with self.transaction(write=False) as s:
+            return access.labelled(s, access.get_project(s, name).id, split)
+
+    def candidates(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(item ids [N], rows [N]) of the items a round may query (see `access.candidates`)."""
+        with self.transaction(write=False) as s:
+            return access.candidates(s, access.get_project(s, name).id)
+
+    def item_keys(self, name: str) -> set[str]:
+        """Every item key of the project (e.g. for `FileOracle(..., keys=store.item_keys(name))`)."""
+        with self.transaction(write=False) as s:
+            stmt = select(Item.key).where(Item.project_id == access.get_project(s, name).id)
+            return {row[0] for row in access._core_rows(s, stmt)}
+
+    def count_candidates(self, name: str) -> int:
+        """How many items a round may still query."""
+        with self.transaction(write=False) as s:
+            return access.count_candidates(s, access.get_project(s, name).id)
+
+    def count_labelled(self, name: str, *, split: str = "pool") -> int:
+        """How many items of `split` have at least one observation."""
+        with self.transaction(write=False) as s:
+            return access.count_labelled(s, access.get_project(s, name).id, split)
+
+    def observations(self, name: str) -> list[dict[str, Any]]:
+        """Every observation of the project in recording order (for export and checks)."""
+        from activebayes.store.models import Observation
+
+        with self.transaction(write=False) as s:
+            project = access.get_project(s, name)
+            stmt = (
+                select(Observation.id, Item.key, Observation.value, Observation.who, Observation.source,
+                       Observation.round_id, Observation.created_at)
+                .join(Item, Item.id == Observation.item_id)
+                .where(Item.project_id == project.id)
+                .order_by(Observation.id)
+            )  # fmt: skip
+            cols = ("id", "key", "value", "who", "source", "round_id", "created_at")
+            return [dict(zip(cols, r)) for r in s.execute(stmt)]
+
+    # ---- rounds -------------------------------------------------------------------------
+    def rounds(self, name: str) -> list[RoundInfo]:
+        with self.transaction(write=False) as s:
+            project = access.get_project(s, name)
+            stmt = select(Round).where(Round.project_id == project.id).order_by(Round.number)
+            return [_round_info(r) for r in s.scalars(stmt)]
+
+    def latest_round(self, name: str) -> RoundInfo | None:
+        with self.transaction(write=False) as s:
+            found = access.latest_round(s, access.get_project(s, name).id)
+            return _round_info(found) if found is not None else None
+
+    def start_round(
+        self,
+        name: str,
+        *,
+        posterior: str,
+        acquisition: str,
+        seed: int,
+        posterior_settings: dict[str, Any] | None = None,
+        acquisition_settings: dict[str, Any] | None = None,
+    ) -> RoundInfo:
+        """Create the next round (status "started"); StoreError while the latest is unfinished."""
+        with self.transaction() as s:
+            project = access.get_project(s, name)
+            last = access.latest_round(s, project.id)
+            if last is not None and last.status not in ("done", "failed"):
+                raise StoreError(f"project {name!r}: round {last.number} is still {last.status!r}; finish it first")
+            rnd = Round(
+                project_id=project.id, number=(last.number + 1) if last else 1, posterior=posterior,
+                posterior_settings=dict(posterior_settings or {}), acquisition=acquisition,
+                acquisition_settings=dict(acquisition_settings or {}), status="started",
+                labelled_count=access.count_labelled(s, project.id), seed=int(seed), metrics={}, timings={},
+            )  # fmt: skip
+            s.add(rnd)
+            s.flush()
+            return _round_info(rnd)
+
+    def advance_round(self, name: str, number: int, status: str, **fields: Any) -> RoundInfo:
+        """Move round `number` to `status`, updating `metrics`, `timings` (merged) or `failure_reason`."""
+        with self.transaction() as s:
+            rnd = access.get_round(s, access.get_project(s, name), number)
+            if "timings" in fields:
+                fields["timings"] = {**(rnd.timings or {}), **fields["timings"]}
+            access.set_status(s, rnd, status, **fields)
+            return _round_info(rnd)
+
+    def record_queries(
+        self, name: str, number: int, item_ids: Sequence[int], scores: Sequence[float], *, timings: dict[str, float]
+    ) -> RoundInfo:
+        """Record a round's queries (rank = position) and move it to "scored", in one transaction."""
+        with self.transaction() as s:
+            rnd = access.get_round(s, access.get_project(s, name), number)
+            access.insert_queries(s, rnd.id, item_ids, scores)
+            access.set_status(s, rnd, "scored", timings={**(rnd.timings or {}), **timings})
+            return _round_info(rnd)
+
+    def queries(self, name: str, number: int) -> list[QueryInfo]:
+        with self.transaction(write=False) as s:
+            rnd = access.get_round(s, access.get_project(s, name), number)
+            return [QueryInfo(*q) for q in access.round_queries(s, rnd.id)]
+
+    def record_answers(
+        self, name: str, number: int, answers: Iterable[tuple[str, Any]], *, who: str, source: str, complete: bool
+    ) -> int:
+        """Record a round's answers and, when `complete`, move it to "answered" — one transaction."""
+        pairs = [(k, v) for k, v in answers if v is not None]
+        with self.transaction() as s:
+            project = access.get_project(s, name)
+            rnd = access.get_round(s, project, number)
+            recorded = access.record_observations(s, project, pairs, who=who, source=source, round_id=rnd.id)
+            if complete:
+                access.set_status(s, rnd, "answered")
+            return recorded

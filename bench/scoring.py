@@ -1,0 +1,209 @@
+"""Pool scoring throughput: MC dropout (S=20) + BALD on Gal's MNIST CNN, ours against BaaL 2.1.
+
+    .venv/bin/python bench/scoring.py [--pool 20000] [--baal-pool 2000] [--batch-size 512] [--threads 2]
+
+Measures, in one process and on the same weights:
+  * plain: one deterministic forward pass over the pool (no sampling), the speed of light;
+  * ours: activebayes.scoring.score_pool(MCDropout(...), pool, bald) at S=20;
+  * BaaL default: ModelWrapper(MCDropoutModule(model), replicate_in_memory=True)
+    .predict_on_dataset(iterations=20) + baal.active.heuristics.BALD;
+  * BaaL fastest: MCCachingModule(MCDropoutModule(model)) with replicate_in_memory=False.
+Prints items/s, ratios (ours against the plain pass also timed alternating on quarters of the
+pool, as other processes' load drifts), and peak resident memory above the process's baseline (Linux VmHWM,
+reset before each run through /proc/self/clear_refs), and ours at a 10x smaller pool to show
+that memory does not grow with the pool. BaaL is timed on the first --baal-pool items (its
+default path runs S full passes and would take many minutes on 20,000); items/s is a rate,
+and BaaL's memory is reported at both sizes it ran. The pool is MNIST's training images when
+../shared/data/mnist exists, else random images of the same shape (the output says which).
+The weights are a Gal CNN trained for one epoch on 256 images: throughput does not depend on them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import gzip
+import logging
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from activebayes.nets import gal_cnn  # noqa: E402
+from activebayes.posteriors import MCDropout  # noqa: E402
+from activebayes.scoring import score_pool  # noqa: E402
+
+MNIST = ROOT.parent / "shared" / "data" / "mnist" / "train-images-idx3-ubyte.gz"
+S = 20
+
+
+def bald(pred) -> torch.Tensor:
+    """activebayes.acquisition.bald when present, else the same formula inline."""
+    try:
+        from activebayes.acquisition import bald as library_bald
+
+        return library_bald(pred)
+    except ImportError:
+        probs = pred.probs
+        mean = probs.mean(0)
+        return -(mean * mean.clamp_min(1e-12).log()).sum(-1) + (probs * probs.clamp_min(1e-12).log()).sum(-1).mean(0)
+
+
+def load_pool(n: int) -> tuple[torch.Tensor, str]:
+    if MNIST.is_file():
+        with gzip.open(MNIST, "rb") as handle:
+            data = handle.read()
+        images = np.frombuffer(data, dtype=np.uint8, offset=16).reshape(-1, 1, 28, 28)[:n]
+        return torch.from_numpy(images.astype(np.float32) / 255.0), f"MNIST training images ({MNIST.parent})"
+    generator = torch.Generator().manual_seed(0)
+    return torch.rand(n, 1, 28, 28, generator=generator), "RANDOM images 1x28x28 (MNIST not found at ../shared/data/mnist)"
+
+
+def rss_kib(field: str) -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def measure(fn):
+    """(seconds, peak resident MiB above the resident size at the start, result)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")  # reset VmHWM to the current resident size
+        can_reset = True
+    except OSError:
+        can_reset = False
+    before = rss_kib("VmRSS")
+    start = time.perf_counter()
+    result = fn()
+    seconds = time.perf_counter() - start
+    peak = (rss_kib("VmHWM") - before) / 1024 if can_reset else float("nan")
+    return seconds, peak, result
+
+
+class Images(Dataset):
+    """BaaL reads a torch Dataset of (x, y)."""
+
+    def __init__(self, x: torch.Tensor) -> None:
+        self.x = x
+
+    def __len__(self) -> int:
+        return self.x.shape[0]
+
+    def __getitem__(self, i: int):
+        return self.x[i], 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pool", type=int, default=20_000)
+    parser.add_argument("--baal-pool", type=int, default=2_000)
+    parser.add_argument("--batch-size", type=int, default=512)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--skip-baal", action="store_true")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    pool, source = load_pool(args.pool)
+    print(f"pool: {pool.shape[0]} x {tuple(pool.shape[1:])} {source}")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch {args.batch_size}, S={S}, "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+    labels = torch.arange(256) % 10
+    posterior = MCDropout(gal_cnn(), n_samples=S, epochs=1, batch_size=64, seed=0, device="cpu")
+    posterior.fit(pool[:256], labels)
+    model = posterior.model_
+    B = args.batch_size
+
+    def plain(x: torch.Tensor) -> torch.Tensor:
+        with torch.inference_mode():
+            return torch.cat([model(x[i : i + B]).softmax(-1).max(-1).values for i in range(0, x.shape[0], B)])
+
+    def ours(x: torch.Tensor) -> torch.Tensor:
+        return score_pool(posterior, x, bald, batch_size=B, device="cpu").scores
+
+    results: dict[str, tuple[float, float, int]] = {}
+    ours(pool[:B])  # warm-up: draws the masks and folds them into the weights once
+    ours_small = measure(lambda: ours(pool[: args.pool // 10]))
+    t, mem, scores = measure(lambda: ours(pool))
+    results["ours"] = (t, mem, pool.shape[0])
+    t, mem, _ = measure(lambda: plain(pool))
+    results["plain deterministic pass"] = (t, mem, pool.shape[0])
+    # the machine is shared: time ours and the plain pass again, alternating on quarters of the pool
+    alternating = {"ours": 0.0, "plain": 0.0}
+    for part in pool.chunk(4):
+        for name, fn in (("ours", ours), ("plain", plain)):
+            start = time.perf_counter()
+            fn(part)
+            alternating[name] += time.perf_counter() - start
+
+    baal_rows = []
+    if args.skip_baal:
+        print("BaaL: skipped (--skip-baal)")
+    else:
+        try:
+            import structlog
+
+            structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))  # BaaL's info lines
+            from baal.active.heuristics import BALD
+            from baal.bayesian.caching_utils import MCCachingModule
+            from baal.bayesian.dropout import MCDropoutModule
+            from baal.modelwrapper import ModelWrapper, TrainingArgs
+        except ImportError as exc:
+            print(f"BaaL: not importable ({exc}); install baal==2.1.0 to compare. Skipping BaaL.")
+        else:
+            n = min(args.baal_pool, pool.shape[0])
+            criterion = torch.nn.CrossEntropyLoss()
+
+            def baal_run(wrapped: torch.nn.Module, replicate: bool, x: torch.Tensor) -> np.ndarray:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    wrapper = ModelWrapper(
+                        wrapped,
+                        TrainingArgs(criterion=criterion, batch_size=B, use_cuda=False, replicate_in_memory=replicate, workers=0),
+                    )
+                    logits = wrapper.predict_on_dataset(Images(x), iterations=S, verbose=False)  # [N, C, S]
+                return BALD().compute_score(logits)
+
+            default = MCDropoutModule(copy.deepcopy(model))
+            fastest = MCCachingModule(MCDropoutModule(copy.deepcopy(model)))
+            for name, wrapped, replicate in (
+                ("BaaL default (MCDropoutModule, replicate_in_memory=True)", default, True),
+                ("BaaL fastest (MCCachingModule, replicate_in_memory=False)", fastest, False),
+            ):
+                small = measure(lambda: baal_run(wrapped, replicate, pool[: max(n // 10, B)]))
+                t, mem, baal_scores = measure(lambda: baal_run(wrapped, replicate, pool[:n]))
+                results[name] = (t, mem, n)
+                baal_rows.append((name, small[1], mem))
+                ours_bald = scores[:n].numpy()
+                print(f"  {name}: BALD corr with ours {np.corrcoef(ours_bald, baal_scores)[0, 1]:.3f} "
+                      f"(different masks, so not equal; same weights)")
+
+    print(f"\n{'method':<62}{'items':>7}{'seconds':>9}{'items/s':>10}{'peak MiB':>10}")
+    rate = {}
+    for name, (t, mem, n) in results.items():
+        rate[name] = n / t
+        print(f"{name:<62}{n:>7}{t:>9.2f}{n / t:>10.0f}{mem:>10.1f}")
+    print(f"\nours / plain deterministic pass: {rate['ours'] / rate['plain deterministic pass']:.2f} of its throughput "
+          f"(alternating quarters of the pool: {alternating['plain'] / alternating['ours']:.2f})")
+    for name in results:
+        if name.startswith("BaaL"):
+            print(f"ours / {name}: {rate['ours'] / rate[name]:.1f}x")
+    print(f"\nours, peak MiB above baseline: {ours_small[1]:.1f} at {args.pool // 10} items, "
+          f"{results['ours'][1]:.1f} at {args.pool} items (flat = does not grow with the pool)")
+    for name, small_mem, mem in baal_rows:
+        print(f"{name}, peak MiB: {small_mem:.1f} at {max(min(args.baal_pool, args.pool) // 10, B)} items, {mem:.1f} at "
+              f"{min(args.baal_pool, args.pool)} items")
+
+
+if __name__ == "__main__":
+    main()

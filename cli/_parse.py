@@ -1,0 +1,55 @@
+"""Parsing and checking of command-line values; each failure is a CliError (one line, exit 2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from activebayes_cli._app import CliError
+
+
+def parse_classes(text: str) -> list[str]:
+    """`--classes`: "N" -> ["0", …, "N-1"]; "a,b,c" -> ["a", "b", "c"] (distinct, at least two)."""
+    text = text.strip()
+    if text.isdigit():
+        n = int(text)
+        if n < 2:
+            raise CliError(f"--classes: expected at least 2 classes, got {n}", "pass e.g. --classes 10 or --classes cat,dog")
+        return [str(i) for i in range(n)]
+    names = [part.strip() for part in text.split(",")]
+    if len(names) < 2 or any(not name for name in names):
+        raise CliError(
+            f"--classes: expected a count or a comma-separated list of at least 2 names, got {text!r}",
+            "pass e.g. --classes 10 or --classes cat,dog",
+        )
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise CliError(f"--classes: {', '.join(duplicates)} given more than once", "list each class once")
+    return names
+
+
+def existing_file(path: Path, option: str) -> Path:
+    """A file that must exist and be readable."""
+    if not path.exists():
+        raise CliError(f"{option}: no file at {path}", "check the path")
+    if not path.is_file():
+        raise CliError(f"{option}: {path} is not a file", "pass a file, not a folder")
+    return path
+
+
+def writable_target(path: Path, option: str, suffixes: tuple[str, ...]) -> str:
+    """An output file whose folder exists and whose suffix is one of `suffixes`; returns the format."""
+    suffix = path.suffix.lower()
+    if suffix not in suffixes:
+        raise CliError(
+            f"{option}: unknown file type {suffix or '(none)'!r} for {path}",
+            f"use a name ending in {' or '.join(suffixes)}",
+        )
+    if not path.parent.exists():
+        raise CliError(f"{option}: the folder {path.parent} does not exist", "create it first or choose another path")
+    return suffix.lstrip(".")
+
+
+def fraction(value: float, option: str) -> float:
+    if not 0.0 <= value < 1.0:
+        raise CliError(f"{option}: expected a fraction in [0, 1), got {value}", f"pass e.g. {option} 0.2")
+    return value

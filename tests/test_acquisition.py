@@ -1,0 +1,241 @@
+"""Per-candidate acquisition scores: closed forms, hand-computed cases, weights, edge cases."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from activebayes import ConfigError, GaussianPredictive, Predictive, ShapeError
+from activebayes.acquisition import (
+    MixtureEntropy,
+    bald,
+    eig,
+    entropy,
+    least_confidence,
+    margin,
+    mean_std,
+    random,
+    variance,
+    variation_ratio,
+)
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+CATEGORICAL = [bald, eig, entropy, least_confidence, margin, mean_std, variation_ratio, variance]
+
+
+def H(*p: float) -> float:
+    return -sum(x * math.log(x) for x in p if x > 0)
+
+
+def dirichlet(S: int, N: int, C: int, seed: int, concentration: float = 1.0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    alpha = torch.full((S, N, C), concentration)
+    return torch._sample_dirichlet(alpha, generator=g)
+
+
+# Two samples, one candidate: p = (0.9, 0.1) and (0.1, 0.9).
+TWO = torch.tensor([[[0.9, 0.1]], [[0.1, 0.9]]])
+
+
+def test_hand_computed_unweighted():
+    assert entropy(TWO).item() == pytest.approx(math.log(2), abs=1e-6)
+    assert bald(TWO).item() == pytest.approx(math.log(2) - H(0.9, 0.1), abs=1e-6)
+    assert eig(TWO).item() == pytest.approx(bald(TWO).item(), abs=1e-7)
+    assert variance(TWO, "total").item() == pytest.approx(0.5, abs=1e-6)  # 1 − 0.5² − 0.5²
+    assert variance(TWO, "aleatoric").item() == pytest.approx(2 * 0.9 * 0.1, abs=1e-6)
+    assert variance(TWO, "epistemic").item() == pytest.approx(2 * 0.4**2, abs=1e-6)
+    assert mean_std(TWO).item() == pytest.approx(0.4, abs=1e-6)  # σ_c = 0.4 for both classes
+    assert variation_ratio(TWO).item() == pytest.approx(0.5, abs=1e-7)
+    assert margin(TWO).item() == pytest.approx(1.0, abs=1e-6)
+    assert least_confidence(TWO).item() == pytest.approx(0.5, abs=1e-6)
+
+
+def test_hand_computed_weighted():
+    pred = Predictive(TWO, torch.tensor([0.75, 0.25]))  # p̄ = (0.7, 0.3)
+    assert entropy(pred).item() == pytest.approx(H(0.7, 0.3), abs=1e-6)
+    assert bald(pred).item() == pytest.approx(H(0.7, 0.3) - H(0.9, 0.1), abs=1e-6)
+    assert variance(pred).item() == pytest.approx(1 - 0.7**2 - 0.3**2, abs=1e-6)
+    assert variance(pred, "aleatoric").item() == pytest.approx(0.18, abs=1e-6)
+    epistemic = 2 * (0.75 * 0.2**2 + 0.25 * 0.6**2)  # Σ_c Σ_s w_s (p_sc − p̄_c)²
+    assert variance(pred, "epistemic").item() == pytest.approx(epistemic, abs=1e-6)
+    assert mean_std(pred).item() == pytest.approx(math.sqrt(0.75 * 0.2**2 + 0.25 * 0.6**2), abs=1e-6)
+    assert variation_ratio(pred).item() == pytest.approx(0.25, abs=1e-7)
+    assert margin(pred).item() == pytest.approx(1 - 0.4, abs=1e-6)
+    assert least_confidence(pred).item() == pytest.approx(0.3, abs=1e-6)
+
+
+def test_variation_ratio_of_votes():
+    votes = [1, 2, 1, 1, 4]  # the modal class 1 gets 3 of 5 votes
+    probs = torch.full((5, 1, 5), 0.1)
+    for s, c in enumerate(votes):
+        probs[s, 0, c] = 0.6
+    assert variation_ratio(probs).item() == pytest.approx(0.4, abs=1e-6)
+    weights = torch.tensor([0.1, 0.5, 0.1, 0.1, 0.2])  # class 2 now holds half the weight
+    assert variation_ratio(Predictive(probs, weights)).item() == pytest.approx(0.5, abs=1e-6)
+
+
+@pytest.mark.parametrize("fn", CATEGORICAL)
+def test_weights_equal_replicated_samples(fn):
+    probs = dirichlet(3, 7, 4, seed=1)
+    weighted = Predictive(probs, torch.tensor([0.25, 0.5, 0.25]))
+    replicated = probs[[0, 1, 1, 2]]
+    torch.testing.assert_close(fn(weighted), fn(replicated), atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("fn", CATEGORICAL)
+def test_bare_tensor_equals_predictive(fn):
+    probs = dirichlet(4, 6, 3, seed=2)
+    torch.testing.assert_close(fn(probs), fn(Predictive(probs)))
+
+
+def test_law_of_total_variance_and_bald_bounds():
+    probs = dirichlet(16, 200, 10, seed=3, concentration=0.3)
+    probs[:, :20] = torch.nn.functional.one_hot(torch.randint(0, 10, (16, 20), generator=torch.Generator().manual_seed(0)), 10).float()
+    for pred in (Predictive(probs), Predictive(probs, torch.softmax(torch.arange(16.0), 0))):
+        total = variance(pred, "total")
+        torch.testing.assert_close(total, variance(pred, "epistemic") + variance(pred, "aleatoric"), atol=1e-6, rtol=0)
+        b, h = bald(pred), entropy(pred)
+        assert bool((b >= 0).all()) and bool((b <= h + 1e-6).all())
+        assert bool((h <= math.log(10) + 1e-6).all())
+
+
+def test_exact_zero_and_one_probabilities_are_finite():
+    disagree = torch.tensor([[[1.0, 0.0, 0.0]], [[0.0, 1.0, 0.0]]])  # sure but disagreeing
+    agree = torch.tensor([[[1.0, 0.0, 0.0]], [[1.0, 0.0, 0.0]]])
+    for fn in CATEGORICAL:
+        for probs in (disagree, agree):
+            assert bool(torch.isfinite(fn(probs)).all()), fn.__name__
+    assert bald(disagree).item() == pytest.approx(math.log(2), abs=1e-6)  # the label settles θ
+    assert bald(agree).item() == 0.0 and entropy(agree).item() == 0.0
+    assert mean_std(agree).item() == 0.0 and variance(agree).item() == 0.0
+
+
+def test_identical_samples_have_no_epistemic_uncertainty():
+    probs = dirichlet(1, 30, 5, seed=4).expand(8, 30, 5).contiguous()
+    assert float(bald(probs).max()) < 1e-6
+    assert float(variance(probs, "epistemic").max()) < 1e-7
+    assert float(mean_std(probs).max()) < 1e-3  # sqrt of a rounding-level variance
+    assert float(variation_ratio(probs).max()) == 0.0
+
+
+def test_float64_and_dtype_kept():
+    probs = dirichlet(4, 5, 3, seed=5).double()
+    for fn in CATEGORICAL:
+        assert fn(probs).dtype == torch.float64
+        assert fn(probs.float()).dtype == torch.float32
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_scores_run_on_device_without_host_sync(device):
+    probs = dirichlet(8, 50, 10, seed=6).to(device)
+    pred = Predictive(probs, check=False)
+    gauss = GaussianPredictive(torch.randn(8, 50, device=device), torch.rand(8, 50, device=device) + 0.1, check=False)
+    eig(gauss)  # the first call per device copies the quadrature nodes over once
+    if device == "cuda":
+        torch.cuda.set_sync_debug_mode("error")
+    try:
+        outs = [fn(pred) for fn in CATEGORICAL] + [eig(gauss), variance(gauss, "epistemic"), entropy(gauss)]
+    finally:
+        if device == "cuda":
+            torch.cuda.set_sync_debug_mode("default")
+    for out in outs:
+        assert out.shape == (50,) and out.device.type == device
+
+
+def test_random_is_seeded_and_uniform():
+    probs = dirichlet(2, 1000, 3, seed=7)
+    a = random(probs, torch.Generator().manual_seed(3))
+    b = random(probs, torch.Generator().manual_seed(3))
+    c = random(probs, torch.Generator().manual_seed(4))
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    assert a.shape == (1000,) and 0.0 <= float(a.min()) and float(a.max()) < 1.0
+    assert abs(float(a.mean()) - 0.5) < 0.05
+    gauss = GaussianPredictive(torch.zeros(2, 10), torch.ones(2, 10))
+    assert random(gauss, torch.Generator().manual_seed(0)).shape == (10,)
+
+
+def test_options_and_wrong_inputs_raise():
+    with pytest.raises(ConfigError, match="part"):
+        variance(TWO, "both")
+    with pytest.raises(ConfigError, match="estimator"):
+        eig(GaussianPredictive(torch.zeros(2, 1), torch.ones(2, 1)), estimator="sampling")
+    with pytest.raises(ShapeError, match="C=2"):
+        margin(torch.ones(2, 3, 1))
+    gauss = GaussianPredictive(torch.zeros(2, 3), torch.ones(2, 3))
+    for fn in (mean_std, variation_ratio, margin, least_confidence):
+        with pytest.raises(ShapeError, match="GaussianPredictive"):
+            fn(gauss)
+    with pytest.raises(ShapeError):
+        bald(torch.rand(3, 4))
+
+
+# ---------------------------------------------------------------- Gaussian (regression) -------
+
+
+def test_gaussian_variance_parts():
+    mean = torch.tensor([[0.0, 1.0], [2.0, 1.0]])
+    var = torch.tensor([[1.0, 0.5], [3.0, 0.5]])
+    pred = GaussianPredictive(mean, var, torch.tensor([0.5, 0.5]))
+    torch.testing.assert_close(variance(pred, "aleatoric"), torch.tensor([2.0, 0.5]))
+    torch.testing.assert_close(variance(pred, "epistemic"), torch.tensor([1.0, 0.0]))
+    torch.testing.assert_close(variance(pred), torch.tensor([3.0, 0.5]))
+    weighted = GaussianPredictive(mean, var, torch.tensor([0.25, 0.75]))  # μ̄ = 1.5
+    torch.testing.assert_close(variance(weighted, "epistemic"), torch.tensor([0.25 * 2.25 + 0.75 * 0.25, 0.0]))
+
+
+@pytest.mark.parametrize("estimator", list(MixtureEntropy))
+def test_eig_of_equal_components_is_zero(estimator):
+    mean = torch.tensor([0.3, -2.0, 5.0]).expand(6, 3)
+    var = torch.tensor([0.5, 2.0, 1e-3]).expand(6, 3)
+    pred = GaussianPredictive(mean.contiguous(), var.contiguous())
+    assert float(eig(pred, estimator=estimator).abs().max()) < 1e-5
+    single = GaussianPredictive(torch.randn(1, 4), torch.rand(1, 4) + 0.1)
+    assert float(eig(single, estimator=estimator).abs().max()) < 1e-5
+    torch.testing.assert_close(entropy(single), 0.5 * torch.log(2 * math.pi * math.e * single.var[0]), atol=1e-5, rtol=0)
+
+
+def test_eig_of_separated_components_is_log_two():
+    pred = GaussianPredictive(torch.tensor([[-50.0], [50.0]]), torch.ones(2, 1))
+    assert eig(pred).item() == pytest.approx(math.log(2), abs=1e-4)
+    weighted = GaussianPredictive(pred.mean, pred.var, torch.tensor([0.2, 0.8]))
+    assert eig(weighted).item() == pytest.approx(H(0.2, 0.8), abs=1e-4)
+
+
+def test_moment_matched_closed_form_and_upper_bound():
+    g = torch.Generator().manual_seed(8)
+    mean = 2.0 * torch.randn(5, 40, generator=g)
+    var = torch.full((5, 40), 0.7)
+    pred = GaussianPredictive(mean, var)
+    moment = eig(pred, estimator="moment-matched")
+    closed = 0.5 * torch.log(1 + mean.var(0, unbiased=False) / 0.7)  # equal σ²
+    torch.testing.assert_close(moment, closed, atol=1e-5, rtol=1e-5)
+    assert bool((moment >= eig(pred) - 1e-5).all())
+
+
+def test_quadrature_eig_matches_monte_carlo():
+    g = torch.Generator().manual_seed(9)
+    S, N = 4, 6
+    mean = 1.5 * torch.randn(S, N, generator=g, dtype=torch.float64)
+    var = 0.2 + torch.rand(S, N, generator=g, dtype=torch.float64)
+    weights = torch.softmax(torch.randn(S, generator=g, dtype=torch.float64), 0)
+    pred = GaussianPredictive(mean, var, weights)
+    # Monte Carlo: y ~ mixture, H ≈ mean of −log p(y).
+    draws = 200_000
+    comp = torch.multinomial(weights.expand(N, S), draws, replacement=True, generator=g).T  # [draws, N]
+    cols = torch.arange(N)
+    y = mean[comp, cols] + var[comp, cols].sqrt() * torch.randn(draws, N, generator=g, dtype=torch.float64)
+    log_comp = torch.log(weights)[None, :, None] - 0.5 * torch.log(2 * math.pi * var)[None] - (y[:, None, :] - mean[None]) ** 2 / (2 * var[None])
+    neg_log = -torch.logsumexp(log_comp, dim=1)  # [draws, N]
+    mc_eig = neg_log.mean(0) - (weights[:, None] * 0.5 * torch.log(2 * math.pi * math.e * var)).sum(0)
+    se = neg_log.std(0) / math.sqrt(draws)
+    quad = eig(pred)
+    assert bool(((quad - mc_eig).abs() < 4 * se + 2e-3).all()), (quad, mc_eig, se)
+
+
+def test_noise_free_gaussian_samples_stay_finite():
+    pred = GaussianPredictive(torch.tensor([[0.0, 1.0], [0.0, 2.0]]), torch.zeros(2, 2))
+    out = eig(pred)
+    assert bool(torch.isfinite(out).all())
+    assert out[0].item() == pytest.approx(0.0, abs=1e-5) and out[1].item() == pytest.approx(math.log(2), abs=1e-4)

@@ -1,0 +1,174 @@
+"""activebayes.data: npy/npz/csv/IDX loading, validation errors, sha256, the bundled digits."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from activebayes.data import (
+    detect_format,
+    digits_arrays,
+    load_dataset,
+    load_labels,
+    read_idx,
+    sha256_file,
+    write_digits,
+)
+from activebayes.errors import DataError
+
+MNIST_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mnist"
+
+
+def _write_idx(path: Path, arr: np.ndarray, code: int = 0x08) -> Path:
+    header = struct.pack(">BBBB", 0, 0, code, arr.ndim) + struct.pack(f">{arr.ndim}I", *arr.shape)
+    payload = header + arr.astype(arr.dtype.newbyteorder(">")).tobytes()
+    if path.suffix == ".gz":
+        with gzip.open(path, "wb") as fh:
+            fh.write(payload)
+    else:
+        path.write_bytes(payload)
+    return path
+
+
+def test_npy_is_memory_mapped(tmp_path):
+    x = np.random.default_rng(0).normal(size=(20, 3)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    data = load_dataset(tmp_path / "x.npy")
+    assert isinstance(data.x, np.memmap) and data.format == "npy" and len(data) == 20
+    np.testing.assert_array_equal(data.x, x)
+    assert data.y is None and data.keys is None
+
+
+def test_npz_with_labels_and_keys(tmp_path):
+    path = tmp_path / "d.npz"
+    np.savez(path, x=np.ones((3, 2)), y=np.array([0, 1, 1]), keys=np.array(["a", "b", "c"]))
+    data = load_dataset(path, classes=[0, 1])
+    assert data.y.tolist() == [0, 1, 1] and data.keys == ["a", "b", "c"]
+    with pytest.raises(DataError, match=r"row 1 has label 1, not one of the classes"):
+        load_dataset(path, classes=["0", "2"])
+    np.savez(tmp_path / "bad.npz", features=np.ones((3, 2)))
+    with pytest.raises(DataError, match="expected an array named 'x'"):
+        load_dataset(tmp_path / "bad.npz")
+
+
+def test_csv_label_and_key_columns(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("id,a,b,label\nr1,1.5,2,cat\nr2,-1,0.25,dog\n")
+    data = load_dataset(path, label_column="label", key_column="id", classes=["cat", "dog"])
+    np.testing.assert_array_equal(data.x, np.array([[1.5, 2.0], [-1.0, 0.25]], dtype=np.float32))
+    assert data.y.tolist() == ["cat", "dog"] and data.keys == ["r1", "r2"]
+    with pytest.raises(DataError, match="row 1 has label 'dog'"):
+        load_dataset(path, label_column="label", key_column="id", classes=["cat"])
+    with pytest.raises(DataError, match="label_column 'y' is not a column"):
+        load_dataset(path, label_column="y")
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("a,b\n1,2\n3\n", "line 3: expected 2 fields, got 1"),
+        ("a,b\n1,2\n3,x\n", "line 3: column 'b' is not a number"),
+        ("a,b\n1,nan\n", "line 2: a feature is NaN or infinite"),
+        ("a,b\n1,inf\n", "line 2: a feature is NaN or infinite"),
+        ("", "empty"),
+    ],
+)
+def test_csv_errors_name_the_line(tmp_path, body, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(body)
+    with pytest.raises(DataError, match=message):
+        load_dataset(path)
+
+
+def test_nan_in_array_file_names_the_row(tmp_path):
+    x = np.zeros((5, 2), dtype=np.float32)
+    x[3, 1] = np.inf
+    np.save(tmp_path / "x.npy", x)
+    with pytest.raises(DataError, match="row 3 has a NaN or infinite feature"):
+        load_dataset(tmp_path / "x.npy")
+
+
+def test_unknown_format_and_missing_file(tmp_path):
+    (tmp_path / "x.parquet").write_bytes(b"1")
+    with pytest.raises(DataError, match="unknown format"):
+        load_dataset(tmp_path / "x.parquet")
+    with pytest.raises(DataError, match="does not exist"):
+        load_dataset(tmp_path / "nope.npy")
+    with pytest.raises(DataError, match="format: expected one of"):
+        load_dataset(tmp_path / "x.parquet", format="parquet")
+
+
+@pytest.mark.parametrize("name", ["imgs-idx3-ubyte", "imgs-idx3-ubyte.gz"])
+def test_idx_images_flat_and_chw(tmp_path, name):
+    images = np.arange(3 * 4 * 4, dtype=np.uint8).reshape(3, 4, 4) * 5
+    path = _write_idx(tmp_path / name, images)
+    assert detect_format(path) == "idx"
+    flat = load_dataset(path)
+    assert flat.x.shape == (3, 16) and flat.x.dtype == np.float32
+    np.testing.assert_allclose(flat.x, images.reshape(3, 16) / 255.0)
+    chw = load_dataset(path, image_layout="chw")
+    assert chw.x.shape == (3, 1, 4, 4)
+    labels = _write_idx(tmp_path / "l-idx1-ubyte", np.array([7, 0, 3], dtype=np.uint8))
+    assert load_labels(labels).y.tolist() == [7, 0, 3]
+    ints = _write_idx(tmp_path / "i-idx1-ubyte", np.array([-5, 70000], dtype=np.int32), code=0x0C)
+    assert read_idx(ints).tolist() == [-5, 70000]
+
+
+def test_idx_corrupt(tmp_path):
+    (tmp_path / "x-idx3-ubyte").write_bytes(b"\x01\x02\x03\x04")
+    with pytest.raises(DataError, match="bad magic"):
+        load_dataset(tmp_path / "x-idx3-ubyte")
+    path = _write_idx(tmp_path / "y-idx3-ubyte", np.zeros((2, 2, 2), dtype=np.uint8))
+    path.write_bytes(path.read_bytes()[:-1])
+    with pytest.raises(DataError, match="IDX header says shape"):
+        load_dataset(path)
+
+
+def test_real_mnist_test_images():
+    images = MNIST_DIR / "t10k-images-idx3-ubyte.gz"
+    if not images.exists():
+        pytest.skip(f"MNIST not found at {MNIST_DIR}")
+    data = load_dataset(images, image_layout="chw")
+    assert data.x.shape == (10_000, 1, 28, 28) and 0.0 <= data.x.min() and data.x.max() <= 1.0
+    labels = load_labels(MNIST_DIR / "t10k-labels-idx1-ubyte.gz").y
+    assert labels.shape == (10_000,) and set(labels.tolist()) == set(range(10))
+
+
+def test_sha256_is_streamed_and_correct(tmp_path):
+    path = tmp_path / "blob.bin"
+    payload = np.random.default_rng(1).bytes(3 * 1024 + 17)
+    path.write_bytes(payload)
+    assert sha256_file(path, chunk_size=1000) == hashlib.sha256(payload).hexdigest()
+    with pytest.raises(DataError, match="does not exist"):
+        sha256_file(tmp_path / "none")
+
+
+def test_bundled_digits_npz_and_csv(tmp_path):
+    x, y = digits_arrays()
+    assert x.shape == (1797, 64) and y.shape == (1797,) and set(y.tolist()) == set(range(10))
+    assert 0.0 <= x.min() and x.max() <= 1.0
+    npz = load_dataset(write_digits(tmp_path / "digits.npz"), classes=range(10))
+    np.testing.assert_array_equal(npz.x, x)
+    assert npz.y.tolist() == y.tolist() and npz.keys[:2] == ["digit-0000", "digit-0001"]
+    csv = load_dataset(write_digits(tmp_path / "digits.csv"), label_column="label", key_column="key", classes=range(10))
+    np.testing.assert_allclose(csv.x, x, atol=5e-4)
+    assert csv.y.tolist() == [str(v) for v in y.tolist()] and csv.keys == npz.keys
+    with pytest.raises(DataError, match="already exists"):
+        write_digits(tmp_path / "digits.npz")
+    with pytest.raises(DataError, match="expected 'npz' or 'csv'"):
+        write_digits(tmp_path / "digits.txt")
+
+
+def test_labels_csv(tmp_path):
+    path = tmp_path / "truth.csv"
+    path.write_text("key,label\na,1\nb,0\n")
+    data = load_labels(path)
+    assert data.keys == ["a", "b"] and data.y.tolist() == ["1", "0"]
+    path.write_text("key,label\na,1,9\n")
+    with pytest.raises(DataError, match="line 2: expected 2 fields"):
+        load_labels(path)

@@ -1,0 +1,80 @@
+"""`activebayes design memory-span` through typer's CliRunner."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Console
+from typer.testing import CliRunner
+
+from activebayes_cli.design import memory_span_demo
+from activebayes_cli.main import app
+
+runner = CliRunner()
+
+
+def test_simulated_json_session_is_reproducible_and_well_formed():
+    args = ["design", "memory-span", "--simulate-span", "6.5", "--trials", "12", "--seed", "3", "--json"]
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    out = json.loads(first.stdout)
+    assert len(out["trials"]) == 12
+    assert set(out["trials"][0]) == {"design", "outcome", "eig"}
+    assert out["trials"][0]["design"] == 7.0 and abs(out["trials"][0]["eig"] - 0.2311) < 1e-3
+    assert all(t["outcome"] in (0, 1) and 1 <= t["design"] <= 15 for t in out["trials"])
+    post = out["posterior"]
+    assert post["interval"][0] < post["mean"] < post["interval"][1] and 0 < post["sd"] < 2
+    assert json.loads(runner.invoke(app, args).stdout) == out
+
+
+def test_target_sd_stops_early_and_text_output():
+    result = runner.invoke(app, ["design", "memory-span", "--simulate-span", "8", "--trials", "60", "--target-sd", "0.8"])
+    assert result.exit_code == 0, result.output
+    assert "span estimate" in result.stdout and "trial  60" not in result.stdout
+
+
+def test_bad_arguments_print_one_line_and_exit_2(tmp_path):
+    for args in (
+        ["--trials", "0"],
+        ["--trials", "many"],
+        ["--max-digits", "1"],
+        ["--target-sd", "-1"],
+        ["--simulate-span", "nan"],
+        ["--plot", str(tmp_path / "missing" / "x.png")],
+    ):
+        result = runner.invoke(app, ["design", "memory-span", *args])
+        assert result.exit_code == 2, (args, result.output)
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith("error:"), (args, result.stderr)
+
+
+def test_interactive_session_records_and_resumes(tmp_path):
+    db = f"sqlite:///{tmp_path / 'span.db'}"
+    first = runner.invoke(app, ["--db", db, "design", "memory-span", "--participant", "ann", "--trials", "3"], input="y\nmaybe\nn\ny\n")
+    assert first.exit_code == 0, first.output
+    assert first.stdout.count("digits:") == 3 and "please answer y or n" in first.stdout
+    assert "Show 7 digits" in first.stdout  # the first list is the prior mean
+    second = runner.invoke(
+        app, ["design", "memory-span", "--db", db, "--participant", "ann", "--trials", "2", "--json"], input="n\nn\n"
+    )
+    assert second.exit_code == 0, second.output
+    assert "resumed 'ann': 3 earlier trials" in second.stderr
+    from activebayes.design.record import DesignRecord
+    from activebayes.store import PoolStore
+
+    import torch
+
+    record = DesignRecord(PoolStore(db), torch.arange(1.0, 16.0), participant="ann")
+    trials = record.trials()
+    assert [t["trial"] for t in trials] == [0, 1, 2, 3, 4]
+    assert [t["outcome"] for t in trials] == [1, 0, 1, 0, 0]
+
+
+def test_plot_and_demo(tmp_path):
+    path = tmp_path / "span.png"
+    result = runner.invoke(app, ["design", "memory-span", "--simulate-span", "5", "--trials", "6", "--plot", str(path)])
+    assert result.exit_code == 0, result.output
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    console = Console(record=True, width=120)
+    trace = memory_span_demo(console, seed=1, trials=5)
+    assert len(trace.trials) == 5 and "span estimate" in console.export_text()

@@ -1,0 +1,260 @@
+"""ActiveLearningLoop: rounds, seeds, waiting for a human, failures, and the real posteriors.
+
+A tiny closed-form posterior (`TinySoftmax`, ridge regression on one-hot targets with seeded
+weight noise) keeps these tests fast; test_loop_kill.py reuses it.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from activebayes.data import write_digits
+from activebayes.errors import DataError, StoreError
+from activebayes.loop import ActiveLearningLoop, round_seed
+from activebayes.oracles import PromptOracle, SimulatedOracle
+from activebayes.predictive import Predictive
+from activebayes.store import PoolStore
+
+POOL, TEST = 300, 100
+
+
+class TinySoftmax:
+    """Ridge regression on centred one-hot targets, W = (XᵀX + λI)⁻¹ Xᵀ(Y − 1/C), then
+    p(y | x, W_s) = softmax(τ X W_s) with W_s = W + σ ε_s, ε_s ~ N(0, I) drawn from `seed`, so the
+    same seed gives the same S samples for every batch."""
+
+    def __init__(self, *, n_classes: int = 10, n_samples: int = 8, ridge: float = 1.0, seed: int = 0) -> None:
+        self.n_classes, self.n_samples, self.ridge, self.seed = n_classes, n_samples, ridge, seed
+        self.w_: torch.Tensor | None = None
+
+    @staticmethod
+    def _design(x: torch.Tensor) -> torch.Tensor:
+        x = x.reshape(x.shape[0], -1).double()
+        return torch.cat([x, torch.ones(x.shape[0], 1, dtype=x.dtype)], 1)
+
+    def fit(self, x: torch.Tensor, y: torch.Tensor) -> TinySoftmax:
+        design = self._design(x)
+        targets = torch.nn.functional.one_hot(y.long(), self.n_classes).double() - 1.0 / self.n_classes
+        gram = design.T @ design + self.ridge * torch.eye(design.shape[1], dtype=design.dtype)
+        self.w_ = torch.linalg.solve(gram, design.T @ targets)
+        return self
+
+    def predict(self, x: torch.Tensor, n_samples: int | None = None) -> Predictive:
+        s = n_samples or self.n_samples
+        gen = torch.Generator().manual_seed(self.seed)
+        noise = torch.randn((s, *self.w_.shape), generator=gen, dtype=torch.float64) * 0.05
+        logits = 8.0 * torch.einsum("nd,sdc->snc", self._design(x), self.w_ + noise)
+        return Predictive(torch.softmax(logits, -1).float())
+
+    def predict_proba(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(8.0 * self._design(x) @ self.w_, -1).float()
+
+
+def tiny_factory(seed: int) -> TinySoftmax:
+    return TinySoftmax(seed=seed)
+
+
+def make_project(store: PoolStore, folder: Path, name: str = "digits", pool: int = POOL, test: int = TEST) -> np.ndarray:
+    """A digits project: rows 0..pool-1 the pool, the next `test` rows the labelled test split.
+    Returns the truth labels of all rows."""
+    path = folder / "digits.npz"
+    if not path.exists():
+        write_digits(path)
+    store.create_project(name, task="classification", classes=range(10), data_path=path)
+    store.add_items(name, rows=np.arange(pool))
+    store.add_items(name, rows=np.arange(pool, pool + test), split="test")
+    truth = np.load(path)["y"]
+    store.record_observations(name, [(str(r), int(truth[r])) for r in range(pool, pool + test)], who="truth", source="import")
+    return truth
+
+
+def check_consistent(store: PoolStore, name: str, batch_size: int) -> None:
+    """The invariants every resumed database must keep."""
+    rounds = store.rounds(name)
+    assert [r.number for r in rounds] == list(range(1, len(rounds) + 1))
+    assert all(r.status in ("done", "failed") for r in rounds[:-1])
+    seen: set[str] = set()
+    for r in rounds:
+        queries = store.queries(name, r.number)
+        if r.status in ("scored", "queried", "answered", "done"):
+            assert [q.rank for q in queries] == list(range(len(queries)))
+            assert len(queries) == batch_size
+        else:
+            assert queries == []
+        keys = [q.key for q in queries]
+        assert not seen & set(keys), "an item was queried by two rounds"
+        seen |= set(keys)
+        if r.status in ("answered", "done"):
+            assert all(q.value is not None for q in queries)
+        assert r.labelled_count == batch_size * (r.number - 1)
+    counts: dict[str, int] = {}
+    for obs in store.observations(name):
+        counts[obs["key"]] = counts.get(obs["key"], 0) + 1
+    assert max(counts.values()) == 1, "an observation was recorded twice"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def store(request, tmp_path):
+    if request.param == "sqlite":
+        s = PoolStore(f"sqlite:///{tmp_path / 'loop.db'}")
+        yield s
+        s.close()
+        return
+    base = os.environ.get("ACTIVEBAYES_TEST_PG_URL")
+    if not base:
+        pytest.skip("ACTIVEBAYES_TEST_PG_URL is not set")
+    admin = create_engine(base)
+    schema = f"ab_loop_{uuid.uuid4().hex[:12]}"
+    try:
+        with admin.begin() as conn:
+            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    except Exception as exc:  # noqa: BLE001 - any connection failure means "no server here"
+        admin.dispose()
+        pytest.skip(f"PostgreSQL at ACTIVEBAYES_TEST_PG_URL is unreachable: {exc}")
+    s = PoolStore(make_url(base).update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(False))
+    yield s
+    s.close()
+    with admin.begin() as conn:
+        conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+    admin.dispose()
+
+
+def test_rounds_label_new_items_and_record_metrics(store, tmp_path):
+    truth = make_project(store, tmp_path)
+    oracle = SimulatedOracle(truth)
+    loop = ActiveLearningLoop(tiny_factory, "bald", store, "digits", oracle, batch_size=8, seed=3, device="cpu")
+    results = loop.run(4)
+    assert [r.number for r in results] == [1, 2, 3, 4]
+    assert all(r.status == "done" and not r.resumed for r in results)
+    assert [r.labelled for r in results] == [0, 8, 16, 24]
+    assert results[0].metrics == {}  # cold start: random queries, no posterior yet
+    for r in results[1:]:
+        assert 0.0 <= r.metrics["accuracy"] <= 1.0 and r.metrics["nll"] > 0 and r.metrics["n_test"] == TEST
+    queried = [k for r in results for k in r.queried]
+    assert len(set(queried)) == 32 and all(int(k) < POOL for k in queried)
+    rows, keys, values = store.labels("digits")
+    assert sorted(keys) == sorted(queried)
+    assert values == [str(truth[r]) for r in rows]
+    # BALD rounds record their scores in descending order (top-k)
+    assert results[2].scores == sorted(results[2].scores, reverse=True) and results[2].scores[0] > 0
+    assert [r.seed for r in store.rounds("digits")] == [round_seed(3, n) for n in (1, 2, 3, 4)]
+    assert store.rounds("digits")[1].acquisition == "bald" and store.rounds("digits")[1].posterior == "TinySoftmax"
+    check_consistent(store, "digits", 8)
+    # accuracy grows with labels on digits
+    assert results[-1].metrics["accuracy"] > results[1].metrics["accuracy"]
+
+
+def test_same_seed_same_queries_other_seed_differs(tmp_path):
+    runs = []
+    for i, seed in enumerate((5, 5, 6)):
+        with PoolStore(f"sqlite:///{tmp_path / f'{i}.db'}") as store:
+            truth = make_project(store, tmp_path)
+            loop = ActiveLearningLoop(tiny_factory, "entropy", store, "digits", SimulatedOracle(truth), batch_size=5, seed=seed)
+            runs.append([r.queried for r in loop.run(3)])
+    assert runs[0] == runs[1]
+    assert runs[0] != runs[2]
+
+
+def test_until_labels_and_exhausted_pool(store, tmp_path):
+    truth = make_project(store, tmp_path, pool=23, test=0)
+    loop = ActiveLearningLoop(tiny_factory, "margin", store, "digits", SimulatedOracle(truth), batch_size=5)
+    assert len(loop.run(None, until_labels=12)) == 3  # 0 -> 5 -> 10 -> 15 >= 12
+    results = loop.run(None)  # to the end of the pool: 15 -> 20 -> 23
+    assert [len(r.queried) for r in results] == [5, 3]
+    assert loop.labelled_count() == 23
+    assert loop.run(None) == []
+    with pytest.raises(StoreError, match="no unlabelled candidates"):
+        loop.step()
+    assert [r.status for r in store.rounds("digits")] == ["done"] * 5  # no round left dangling
+
+
+def test_without_oracle_round_waits_for_human_answers(store, tmp_path):
+    truth = make_project(store, tmp_path)
+    loop = ActiveLearningLoop(tiny_factory, "bald", store, "digits", None, batch_size=4)
+    first = loop.run(3)
+    assert len(first) == 1 and first[0].status == "queried" and first[0].waiting
+    assert store.latest_round("digits").status == "queried"
+    assert loop.run(3)[0].queried == first[0].queried  # asking again does not re-draw the queries
+    keys = first[0].queried
+    store.record_observations("digits", [(k, int(truth[int(k)])) for k in keys[:2]], who="ann", source="cli")
+    assert loop.step().status == "queried"  # half answered: still waiting
+    store.record_observations("digits", [(k, int(truth[int(k)])) for k in keys[2:]], who="ann", source="cli")
+    again = loop.step()
+    assert again.number == 1 and again.status == "done" and again.resumed
+    nxt = loop.step()
+    assert nxt.number == 2 and nxt.labelled == 4 and nxt.status == "queried"
+
+
+def test_prompt_oracle_quit_leaves_round_queried(store, tmp_path):
+    make_project(store, tmp_path)
+    out = io.StringIO()
+    oracle = PromptOracle(classes=range(10), input=io.StringIO("3\ns\nq\n"), output=out)
+    loop = ActiveLearningLoop(tiny_factory, "bald", store, "digits", oracle, batch_size=4, who="ann")
+    result = loop.step()
+    assert result.status == "queried" and result.recorded == 1
+    queries = store.queries("digits", 1)
+    assert queries[0].value == "3" and all(q.value is None for q in queries[1:])
+    shown = out.getvalue()
+    assert "item 1/4" in shown and "item 3/4" in shown and "item 4/4" not in shown
+    assert any(shade in shown for shade in "░▒▓█")  # the 8x8 digit drawn with shade characters
+    oracle2 = PromptOracle(classes=range(10), input=io.StringIO("1\n2\n4\n"), output=io.StringIO())
+    done = ActiveLearningLoop(tiny_factory, "bald", store, "digits", oracle2, batch_size=4, who="ann").step()
+    assert done.number == 1 and done.status == "done" and done.recorded == 3
+
+
+def test_changed_data_file_refused_by_the_loop(tmp_path):
+    with PoolStore(f"sqlite:///{tmp_path / 'x.db'}") as store:
+        truth = make_project(store, tmp_path)
+        loop = ActiveLearningLoop(tiny_factory, "bald", store, "digits", SimulatedOracle(truth), batch_size=4)
+        loop.step()  # cold start reads no features
+        with (tmp_path / "digits.npz").open("ab") as fh:
+            fh.write(b"\0")
+        fresh = ActiveLearningLoop(tiny_factory, "bald", store, "digits", SimulatedOracle(truth), batch_size=4)
+        with pytest.raises(DataError, match="digits.npz"):
+            fresh.step()
+        assert store.latest_round("digits").status == "failed"
+        assert "changed" in store.latest_round("digits").failure_reason
+
+
+def test_plain_score_function_and_random_acquisition(tmp_path):
+    with PoolStore(f"sqlite:///{tmp_path / 'x.db'}") as store:
+        truth = make_project(store, tmp_path)
+
+        def first_class_prob(pred):
+            return pred.probs.mean(0)[:, 0]
+
+        loop = ActiveLearningLoop(tiny_factory, first_class_prob, store, "digits", SimulatedOracle(truth), batch_size=6)
+        results = loop.run(2)
+        assert store.rounds("digits")[1].acquisition == "first_class_prob"
+        assert results[1].scores == sorted(results[1].scores, reverse=True)
+        rand = ActiveLearningLoop(tiny_factory, "random", store, "digits", SimulatedOracle(truth), batch_size=6).step()
+        assert rand.scores == [0.0] * 6
+
+
+@pytest.mark.parametrize("acquisition", ["batch-bald"])
+def test_with_mc_dropout_posterior(tmp_path, acquisition):
+    from activebayes.nets import mlp
+    from activebayes.posteriors.mc_dropout import MCDropout
+
+    with PoolStore(f"sqlite:///{tmp_path / 'x.db'}") as store:
+        truth = make_project(store, tmp_path, pool=120, test=40)
+
+        def factory(seed: int) -> MCDropout:
+            return MCDropout(mlp(64, 10, hidden=(32,)), n_samples=6, epochs=3, seed=seed, device="cpu")
+
+        loop = ActiveLearningLoop(factory, acquisition, store, "digits", SimulatedOracle(truth), batch_size=4,
+                                  score_batch_size=32, prefilter_size=20)  # fmt: skip
+        results = loop.run(2)
+        assert [r.status for r in results] == ["done", "done"]
+        assert len(set(results[1].queried)) == 4 and results[1].metrics["n_test"] == 40
+        assert store.rounds("digits")[1].posterior == "MCDropout"
+        torch.testing.assert_close(torch.tensor(results[1].scores) >= 0, torch.ones(4, dtype=torch.bool))

@@ -1,0 +1,287 @@
+"""PoolStore on SQLite and (when ACTIVEBAYES_TEST_PG_URL is set) PostgreSQL: every table round
+trip, migrations, version checks, labels, changed data files, concurrency."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import uuid
+
+import numpy as np
+import pytest
+from alembic import command
+from sqlalchemy import create_engine, inspect, select, text
+from sqlalchemy.engine import make_url
+
+from activebayes.data import sha256_file
+from activebayes.errors import DataError, StoreError
+from activebayes.store import PoolStore, alembic_config
+from activebayes.store.models import Item, Observation, Project, Query, Round
+
+TABLES = {"projects", "items", "rounds", "queries", "observations", "alembic_version"}
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def store_url(request, tmp_path):
+    """A URL to an empty database: a SQLite file, or a fresh PostgreSQL schema dropped afterwards."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'store.db'}"
+        return
+    base = os.environ.get("ACTIVEBAYES_TEST_PG_URL")
+    if not base:
+        pytest.skip("ACTIVEBAYES_TEST_PG_URL is not set")
+    admin = create_engine(base)
+    schema = f"ab_store_{uuid.uuid4().hex[:12]}"
+    try:
+        with admin.begin() as conn:
+            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    except Exception as exc:  # noqa: BLE001 - any connection failure means "no server here"
+        admin.dispose()
+        pytest.skip(f"PostgreSQL at ACTIVEBAYES_TEST_PG_URL is unreachable: {exc}")
+    yield make_url(base).update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(False)
+    with admin.begin() as conn:
+        conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+    admin.dispose()
+
+
+@pytest.fixture
+def store(store_url):
+    s = PoolStore(store_url)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def data_file(tmp_path):
+    path = tmp_path / "pool.npy"
+    np.save(path, np.arange(40, dtype=np.float32).reshape(10, 4))
+    return path
+
+
+def _alembic(store: PoolStore, action, revision: str) -> None:
+    cfg = alembic_config()
+    with store._write_engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        action(cfg, revision)
+
+
+def test_migration_from_empty_creates_every_table(store_url):
+    with PoolStore(store_url) as store:
+        assert store.schema_revision() == "0001"
+        with store.engine.connect() as conn:
+            assert TABLES <= set(inspect(conn).get_table_names())
+            if conn.dialect.name == "sqlite":
+                assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+                assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+                assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 1000
+    with PoolStore(store_url) as again:  # opening an up-to-date database changes nothing
+        assert again.schema_revision() == "0001" and again.projects() == []
+
+
+def test_older_schema_is_upgraded_on_open_and_newer_refused(store_url):
+    store = PoolStore(store_url)
+    _alembic(store, command.downgrade, "base")  # an "older" database: no tables, version base
+    store.close()
+    with pytest.raises(StoreError, match="older"):
+        PoolStore(store_url, upgrade=False)
+    with PoolStore(store_url) as store:
+        assert store.schema_revision() == "0001"
+        store.create_project("p", classes=["a", "b"])
+        with store.transaction() as s:
+            s.execute(text("UPDATE alembic_version SET version_num = 'ffff9999'"))
+    with pytest.raises(StoreError, match="newer than this activebayes knows.*upgrade activebayes"):
+        PoolStore(store_url)
+
+
+def test_round_trip_of_every_table(store, data_file):
+    info = store.create_project("p", task="classification", classes=range(3), data_path=data_file,
+                                settings={"label_column": None, "note": "é"})  # fmt: skip
+    assert info.classes == ["0", "1", "2"] and info.data_format == "npy"
+    assert info.data_sha256 == sha256_file(data_file) and info.settings == {"label_column": None, "note": "é"}
+    assert store.project("p") == info
+    assert store.add_items("p", rows=range(8), keys=[f"k{i}" for i in range(8)]) == 8
+    assert store.add_items("p", rows=[8, 9], split="test", consumable=False) == 2
+    assert store.count_items("p") == 10 and store.count_items("p", split="test") == 2
+    ids, rows = store.candidates("p")
+    assert rows.tolist() == list(range(8))
+    assert store.record_observations("p", [("k0", 1), ("k1", "2")], who="ann", source="cli") == 2
+    rnd = store.start_round("p", posterior="mc-dropout", acquisition="bald", seed=7,
+                            posterior_settings={"epochs": 3}, acquisition_settings={"k": 2})  # fmt: skip
+    assert (rnd.number, rnd.status, rnd.labelled_count, rnd.seed) == (1, "started", 2, 7)
+    store.advance_round("p", 1, "fitted", metrics={"accuracy": 0.5}, timings={"fit_s": 1.5})
+    store.record_queries("p", 1, ids[2:4].tolist(), [0.9, 0.4], timings={"score_s": 0.25})
+    store.advance_round("p", 1, "queried")
+    assert store.record_answers("p", 1, [("k2", 0), ("k3", None)], who="bob", source="oracle", complete=True) == 1
+    store.advance_round("p", 1, "done")
+    (got,) = store.rounds("p")
+    assert (got.posterior, got.posterior_settings, got.acquisition, got.acquisition_settings) == (
+        "mc-dropout", {"epochs": 3}, "bald", {"k": 2})  # fmt: skip
+    assert got.status == "done" and got.metrics == {"accuracy": 0.5}
+    assert got.timings == {"fit_s": 1.5, "score_s": 0.25}
+    queries = store.queries("p", 1)
+    assert [(q.key, q.row, q.score, q.rank, q.value) for q in queries] == [("k2", 2, 0.9, 0, "0"), ("k3", 3, 0.4, 1, None)]
+    obs = store.observations("p")
+    assert [(o["key"], o["value"], o["who"], o["source"], o["round_id"] is not None) for o in obs] == [
+        ("k0", "1", "ann", "cli", False), ("k1", "2", "ann", "cli", False), ("k2", "0", "bob", "oracle", True)]  # fmt: skip
+    assert all(o["created_at"] is not None for o in obs)
+    rows, keys, values = store.labels("p")
+    assert (rows.tolist(), keys, values) == ([0, 1, 2], ["k0", "k1", "k2"], ["1", "2", "0"])
+    with store.transaction(write=False) as s:  # the ORM models read the same rows
+        assert s.scalar(select(Project.task)) == "classification"
+        assert s.scalars(select(Item.split).where(Item.row == 9)).one() == "test"
+        assert s.scalars(select(Item.consumable).where(Item.row == 9)).one() is False
+        assert s.scalar(select(Round.failure_reason)) is None and s.scalar(select(Query.rank).limit(1)) == 0
+        assert len(s.scalars(select(Observation)).all()) == 3
+    store.delete_project("p")
+    assert store.projects() == []
+
+
+def test_duplicate_and_conflicting_labels(store):
+    store.create_project("p", classes=["cat", "dog"])
+    store.add_items("p", rows=range(4))
+    assert store.record_observations("p", [("0", "cat")], who="ann") == 1
+    assert store.record_observations("p", [("0", "cat"), ("0", "cat")], who="ann") == 0  # same again: harmless
+    assert store.record_observations("p", [("0", "cat")], who="bob") == 1  # another person's vote is kept
+    assert store.record_observations("p", [("0", "dog")], who="ann") == 1  # a changed mind: latest wins
+    assert store.labels("p")[2] == ["dog"]
+    assert store.record_observations("p", [("0", "cat")], who="ann") == 1  # and can change back
+    assert store.labels("p")[2] == ["cat"]
+    before = store.observations("p")
+    with pytest.raises(DataError, match="'1' was given two different labels"):
+        store.record_observations("p", [("2", "cat"), ("1", "cat"), ("1", "dog")], who="ann")
+    with pytest.raises(DataError, match="not items of project 'p': 'nine'"):
+        store.record_observations("p", [("2", "cat"), ("nine", "cat")], who="ann")
+    with pytest.raises(DataError, match="expected one of the classes.*got 'cow'"):
+        store.record_observations("p", [("2", "cat"), ("3", "cow")], who="ann")
+    assert store.observations("p") == before  # a refused batch writes nothing
+
+
+def test_regression_and_design_values(store):
+    store.create_project("r", task="regression")
+    store.add_items("r", rows=range(2))
+    store.record_observations("r", [("0", 1.5), ("1", "2")])
+    assert store.labels("r")[2] == ["1.5", "2.0"]
+    with pytest.raises(DataError, match="finite"):
+        store.record_observations("r", [("0", float("nan"))])
+    store.create_project("d", task="design")
+    store.add_items("d", rows=range(3), consumable=False)
+    store.record_observations("d", [("1", 1)])
+    assert store.candidates("d")[1].tolist() == [0, 1, 2]  # reusable designs stay candidates
+    store.start_round("d", posterior="grid", acquisition="eig", seed=0)
+    store.advance_round("d", 1, "fitted")
+    ids = store.candidates("d")[0]
+    store.record_queries("d", 1, [int(ids[1])], [0.3], timings={})
+    assert store.queries("d", 1)[0].value is None  # the earlier answer to design "1" is not this round's
+    store.advance_round("d", 1, "queried")
+    store.record_answers("d", 1, [("1", 0)], who="p1", source="oracle", complete=True)
+    assert store.queries("d", 1)[0].value == "0"
+    assert store.record_observations("d", [("1", 0)], who="p1", round_number=1) == 0  # same round: once
+    store.advance_round("d", 1, "done")
+    store.start_round("d", posterior="grid", acquisition="eig", seed=1)
+    assert store.record_observations("d", [("1", 0)], who="p1", round_number=2) == 1  # a new trial counts
+
+
+def test_changed_data_file_is_refused_naming_it(store, data_file):
+    store.create_project("p", classes=range(2), data_path=data_file)
+    assert store.verify_data("p") == data_file.resolve()
+    np.save(data_file, np.zeros((10, 4), dtype=np.float32))
+    with pytest.raises(DataError, match=r"pool\.npy.*changed since project 'p'"):
+        store.verify_data("p")
+    data_file.unlink()
+    with pytest.raises(DataError, match=r"pool\.npy.*missing"):
+        store.verify_data("p")
+
+
+def test_projects_names_and_errors(store):
+    with pytest.raises(StoreError, match="no project named 'x'; the database has none yet"):
+        store.project("x")
+    store.create_project("b", classes=[0, 1])
+    store.create_project("a", task="regression")
+    assert store.projects() == ["a", "b"]
+    with pytest.raises(StoreError, match="no project named 'x'; the database has 'a', 'b'"):
+        store.add_items("x", rows=[0])
+    with pytest.raises(StoreError, match="already exists"):
+        store.create_project("a", task="regression")
+    with pytest.raises(StoreError, match="needs its class names"):
+        store.create_project("c", task="classification")
+    store.add_items("a", rows=range(3))
+    store.add_items("b", rows=range(3))  # the same keys in another project are fine
+    with pytest.raises(StoreError, match="duplicate"):
+        store.add_items("a", rows=[1])
+    assert store.count_items("a") == 3
+
+
+def test_round_status_rules(store):
+    store.create_project("p", classes=[0, 1])
+    store.add_items("p", rows=range(4))
+    store.start_round("p", posterior="x", acquisition="y", seed=0)
+    with pytest.raises(StoreError, match="still 'started'"):
+        store.start_round("p", posterior="x", acquisition="y", seed=0)
+    with pytest.raises(StoreError, match="cannot go from status 'started' to 'done'"):
+        store.advance_round("p", 1, "done")
+    store.advance_round("p", 1, "failed", failure_reason="boom")
+    assert store.latest_round("p").failure_reason == "boom"
+    assert store.start_round("p", posterior="x", acquisition="y", seed=0).number == 2
+    with pytest.raises(StoreError, match="has no round 9"):
+        store.queries("p", 9)
+
+
+def test_bulk_import_in_one_transaction(store):
+    store.create_project("big", classes=[0, 1])
+    n = 30_000
+    store.add_items("big", rows=np.arange(n))
+    ids, rows = store.candidates("big")
+    assert len(ids) == n and rows[-1] == n - 1 and np.all(np.diff(ids) > 0)
+    with pytest.raises(StoreError):  # the last row clashes: nothing of this batch stays
+        store.add_items("big", rows=np.r_[np.arange(n, n + 100), 0])
+    assert store.count_items("big") == n
+
+
+def _submit(url: str, worker: int, per_worker: int) -> None:
+    store = PoolStore(url)
+    for i in range(per_worker):
+        key = str(worker * per_worker + i)
+        store.record_observations("p", [(key, (worker + i) % 2)], who=f"w{worker}", source="test")
+    store.close()
+
+
+def test_eight_processes_label_one_sqlite_file_at_once(tmp_path):
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    per_worker = 25
+    with PoolStore(url) as store:
+        store.create_project("p", classes=[0, 1])
+        store.add_items("p", rows=range(8 * per_worker))
+    ctx = mp.get_context("fork")
+    procs = [ctx.Process(target=_submit, args=(url, w, per_worker)) for w in range(8)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0] * 8
+    with PoolStore(url) as store:
+        rows, keys, values = store.labels("p")
+        assert len(keys) == 8 * per_worker
+        expected = {str(w * per_worker + i): str((w + i) % 2) for w in range(8) for i in range(per_worker)}
+        assert dict(zip(keys, values)) == expected
+        assert len(store.observations("p")) == 8 * per_worker
+
+
+def test_bare_path_and_missing_folder(tmp_path):
+    with PoolStore(tmp_path / "plain.db") as store:
+        assert store.url.startswith("sqlite:///") and store.projects() == []
+    with pytest.raises(StoreError, match="does not exist"):
+        PoolStore(f"sqlite:///{tmp_path / 'nope' / 'x.db'}")
+
+
+def test_import_pool_is_one_transaction(store, data_file):
+    store.create_project("p", classes=["0", "1"])
+    with pytest.raises(DataError, match="not items of project 'p': 'zz'"):
+        store.import_pool("p", data_file, pool_rows=range(8), test_rows=[8, 9], observations=[("8", 1), ("zz", 0)])
+    info = store.project("p")
+    assert info.data_path is None and store.count_items("p") == 0  # nothing of the failed import stays
+    added = store.import_pool("p", data_file, pool_rows=range(8), test_rows=[8, 9], observations=[("8", 1), ("9", 0)],
+                              who="truth", settings={"image_layout": "flat"})  # fmt: skip
+    assert added == 10 and store.count_items("p", split="test") == 2 and store.count_labelled("p", split="test") == 2
+    assert store.project("p").settings == {"image_layout": "flat"} and store.count_candidates("p") == 8
+    with pytest.raises(StoreError, match="already has items"):
+        store.attach_data("p", data_file)

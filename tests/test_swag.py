@@ -1,0 +1,139 @@
+"""SWAG: moments on a known sequence of iterates, sampling covariance, BatchNorm refresh, seeding."""
+
+import pytest
+import torch
+from torch import nn
+
+from activebayes.errors import ConfigError, NotFittedError, ShapeError
+from activebayes.posteriors.swag import SWAG, SWAGMoments
+from activebayes.predictive import Predictive
+
+
+def iterates(t=7, p=5, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(t, p, generator=g, dtype=torch.float64) + torch.arange(p, dtype=torch.float64)
+
+
+def test_moments_equal_the_formulas():
+    thetas = iterates()
+    moments = SWAGMoments(5, rank=3)
+    for theta in thetas:
+        moments.update(theta)
+    assert moments.n == 7
+    torch.testing.assert_close(moments.mean, thetas.mean(0))
+    torch.testing.assert_close(moments.sq_mean, thetas.square().mean(0))
+    torch.testing.assert_close(moments.variance(), thetas.var(0, unbiased=False))
+    # the last K = 3 deviations, each from the running mean including its own iterate
+    running = torch.cumsum(thetas, 0) / torch.arange(1, 8, dtype=torch.float64).unsqueeze(1)
+    expected_d = (thetas[4:] - running[4:]).T  # [P, K]
+    torch.testing.assert_close(moments.deviation_matrix(), expected_d)
+    cov = moments.covariance(scale=0.5)
+    expected_cov = 0.5 * (torch.diag(thetas.var(0, unbiased=False)) / 2 + expected_d @ expected_d.T / (2 * 2))
+    torch.testing.assert_close(cov, expected_cov)
+    torch.testing.assert_close(moments.covariance(scale=2.0, diag_only=True), 2.0 * torch.diag(thetas.var(0, unbiased=False)))
+
+
+def test_variance_is_clamped():
+    moments = SWAGMoments(3, rank=2)
+    for _ in range(3):
+        moments.update(torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64))
+    assert torch.all(moments.variance(eps=1e-12) == 1e-12)
+
+
+@pytest.mark.parametrize("diag_only", [False, True])
+def test_sample_covariance_converges_to_the_formula(diag_only):
+    moments = SWAGMoments(5, rank=4)
+    for theta in iterates(t=9, seed=1):
+        moments.update(theta)
+    g = torch.Generator().manual_seed(0)
+    samples = moments.sample(200_000, g, scale=0.5, diag_only=diag_only)
+    assert samples.shape == (200_000, 5)
+    expected = moments.covariance(scale=0.5, diag_only=diag_only)
+    empirical = torch.cov(samples.T)
+    torch.testing.assert_close(samples.mean(0), moments.mean, atol=0.02 * float(expected.diagonal().max()) ** 0.5, rtol=0)
+    torch.testing.assert_close(empirical, expected, atol=0.02 * float(expected.abs().max()), rtol=0)
+
+
+def test_moments_errors():
+    moments = SWAGMoments(4, rank=2)
+    with pytest.raises(ConfigError):
+        moments.sample(3, torch.Generator())
+    with pytest.raises(ShapeError, match="theta"):
+        moments.update(torch.zeros(5))
+    moments.update(torch.zeros(4))
+    with pytest.raises(ConfigError, match="2 snapshots"):
+        moments.sample(3, torch.Generator())
+
+
+def toy(n=96, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 2, generator=g)
+    y = (x[:, 0] > 0).long() + (x[:, 1] > 0.5).long()
+    return x, y
+
+
+def small_mlp():
+    return nn.Sequential(nn.Linear(2, 16), nn.Tanh(), nn.Linear(16, 3))
+
+
+def bn_mlp():
+    return nn.Sequential(nn.Linear(2, 16), nn.BatchNorm1d(16), nn.Tanh(), nn.Linear(16, 3))
+
+
+def test_fit_collects_one_snapshot_per_epoch_and_predicts():
+    x, y = toy()
+    swag = SWAG(small_mlp, rank=4, n_snapshots=6, swa_lr=0.05, n_samples=9, epochs=8, lr=1e-2, seed=0,
+                device="cpu").fit(x, y)
+    assert swag.moments_.n == 6 and swag.moments_.deviation_matrix().shape == (sum(p.numel() for p in small_mlp().parameters()), 4)
+    pred = swag.predict(x)
+    assert isinstance(pred, Predictive) and pred.probs.shape == (9, 96, 3)
+    torch.testing.assert_close(pred.probs.sum(-1), torch.ones(9, 96))
+    torch.testing.assert_close(swag.predict_proba(x), pred.mean())
+    # batch independence and seeding
+    torch.testing.assert_close(swag.predict(x[10:20]).probs, pred.probs[:, 10:20], atol=1e-6, rtol=0)
+    same = SWAG(small_mlp, rank=4, n_snapshots=6, swa_lr=0.05, n_samples=9, epochs=8, lr=1e-2, seed=0,
+                device="cpu").fit(x, y)
+    assert torch.equal(same.predict(x).probs, pred.probs)
+    other = SWAG(small_mlp, rank=4, n_snapshots=6, swa_lr=0.05, n_samples=9, epochs=8, lr=1e-2, seed=1,
+                 device="cpu").fit(x, y)
+    assert not torch.allclose(other.predict(x).probs, pred.probs)
+
+
+def test_vectorised_predict_equals_a_loop_over_samples():
+    x, y = toy()
+    swag = SWAG(small_mlp, rank=3, n_snapshots=4, swa_lr=0.05, epochs=5, seed=2, device="cpu", schedule="cyclic").fit(x, y)
+    params, _ = swag._samples(5)
+    probs = swag.predict(x, n_samples=5).probs
+    for s in range(5):
+        net = small_mlp()
+        net.load_state_dict({k: v[s] for k, v in params.items()})
+        torch.testing.assert_close(probs[s], torch.softmax(net(x), -1), atol=1e-6, rtol=0)
+
+
+def test_batchnorm_statistics_are_refreshed_per_sample():
+    x, y = toy()
+    swag = SWAG(bn_mlp, rank=3, n_snapshots=4, swa_lr=0.05, epochs=5, seed=3, device="cpu").fit(x, y)
+    params, buffers = swag._samples(4)
+    assert buffers is not None and len(buffers) == 4
+    for s in range(4):
+        pre_bn = x @ params["0.weight"][s].T + params["0.bias"][s]  # [N, 16], the BatchNorm's input
+        torch.testing.assert_close(buffers[s]["1.running_mean"], pre_bn.mean(0), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(buffers[s]["1.running_var"], pre_bn.var(0, unbiased=True), atol=1e-4, rtol=1e-4)
+    assert not torch.allclose(buffers[0]["1.running_mean"], buffers[1]["1.running_mean"])
+    pred = swag.predict(x[:7], n_samples=4)
+    assert pred.probs.shape == (4, 7, 3)
+    torch.testing.assert_close(swag.predict(x, n_samples=4).probs[:, :7], pred.probs, atol=1e-6, rtol=0)
+
+
+def test_diag_only_and_errors():
+    x, y = toy(48)
+    swag = SWAG(small_mlp, diag_only=True, rank=0, n_snapshots=3, swa_lr=0.05, epochs=3, seed=0, device="cpu").fit(x, y)
+    assert swag.predict(x[:2], n_samples=3).probs.shape == (3, 2, 3)
+    with pytest.raises(NotFittedError):
+        SWAG(small_mlp).predict(x)
+    with pytest.raises(ConfigError, match="n_snapshots"):
+        SWAG(small_mlp, n_snapshots=1)
+    with pytest.raises(ConfigError, match="schedule"):
+        SWAG(small_mlp, schedule="step")
+    with pytest.raises(ShapeError, match="y"):
+        SWAG(small_mlp, device="cpu").fit(x, y[:3])
