@@ -147,6 +147,7 @@ def main() -> None:
             alternating[name] += time.perf_counter() - start
 
     baal_rows = []
+    side_by_side: dict[str, float] = {}  # BaaL's time over ours on the same items, timed just before and after
     if args.skip_baal:
         print("BaaL: skipped (--skip-baal)")
     else:
@@ -181,8 +182,11 @@ def main() -> None:
                 ("BaaL fastest (MCCachingModule, replicate_in_memory=False)", fastest, False),
             ):
                 small = measure(lambda: baal_run(wrapped, replicate, pool[: max(n // 10, B)]))
+                ours_before = measure(lambda: ours(pool[:n]))[0]
                 t, mem, baal_scores = measure(lambda: baal_run(wrapped, replicate, pool[:n]))
+                ours_after = measure(lambda: ours(pool[:n]))[0]
                 results[name] = (t, mem, n)
+                side_by_side[name] = t / ((ours_before + ours_after) / 2)
                 baal_rows.append((name, small[1], mem))
                 ours_bald = scores[:n].numpy()
                 print(f"  {name}: BALD corr with ours {np.corrcoef(ours_bald, baal_scores)[0, 1]:.3f} "
@@ -197,7 +201,8 @@ def main() -> None:
           f"(alternating quarters of the pool: {alternating['plain'] / alternating['ours']:.2f})")
     for name in results:
         if name.startswith("BaaL"):
-            print(f"ours / {name}: {rate['ours'] / rate[name]:.1f}x")
+            print(f"ours / {name}: {rate['ours'] / rate[name]:.1f}x "
+                  f"(ours on the same {results[name][2]} items just before and after: {side_by_side[name]:.1f}x)")
     print(f"\nours, peak MiB above baseline: {ours_small[1]:.1f} at {args.pool // 10} items, "
           f"{results['ours'][1]:.1f} at {args.pool} items (flat = does not grow with the pool)")
     for name, small_mem, mem in baal_rows:

@@ -31,6 +31,9 @@ def test_file_oracle_reads_and_answers(tmp_path):
     oracle = FileOracle(path, classes=["cat", "dog"], keys={"a", "b", "c"})
     assert oracle.answers() == [Answer("a", "cat"), Answer("b", "dog")]
     assert oracle.ask(["b", "c"]) == [Answer("b", "dog"), Answer("c", None)]
+    partly_filled = tmp_path / "round-2.csv"
+    partly_filled.write_text("key,label\na,cat\nb,\nc, \n")
+    assert FileOracle(partly_filled, classes=["cat", "dog"]).answers() == [Answer("a", "cat")]
     headerless = tmp_path / "plain.csv"
     headerless.write_text("a,cat\n")
     assert FileOracle(headerless).answers() == [Answer("a", "cat")]
@@ -41,7 +44,7 @@ def test_file_oracle_reads_and_answers(tmp_path):
     [
         ("key,label\na,cat\nb\n", "line 3: expected 2 fields"),
         ("key,label\na,cat\nb,dog,x\n", "line 3: expected 2 fields"),
-        ("key,label\n,cat\n", "line 2: expected a key and a label"),
+        ("key,label\n,cat\n", "line 2: expected a key before the label"),
         ("key,label\na,cat\nb,cow\n", "line 3: label 'cow' is not one of the classes"),
         ("key,label\na,cat\nzz,dog\n", "line 3: key 'zz' is not an item"),
         ("key,label\na,cat\nb,dog\na,dog\n", "line 4: key 'a' has label 'dog' but line 2 gave 'cat'"),

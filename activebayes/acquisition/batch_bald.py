@@ -19,10 +19,10 @@ batchbald-redux's joint entropy H[y_B, y_n] = H[y_B] + H[y_n | y_B] and avoids i
 tiny joint probabilities.
 
 Exact: the M = C^t configurations are enumerated while C^t <= `max_joint_configs`.
-Sampled: beyond that, `num_samples` configurations are drawn from p(y_B) (by the exact weights q
-once, then extended one label at a time, y_new ~ r_m,new). This is the estimator of
-batchbald-redux's SampledJointEntropy with its proposal q = p(y_B), so every importance weight
-p/q is 1.
+Sampled: beyond that, `num_samples` configurations are drawn afresh at every step from p(y_B),
+stratified over the posterior samples (M·w_s configurations from θ_s, then y_i ~ p(y_i | θ_s)).
+This is batchbald-redux's SampledJointEntropy: the same draws, and its importance-weighted
+estimator with proposal q = p(y_B), so every importance weight p/q is 1.
 
 Lazy greedy (Minoux 1978): the gains never grow as B grows (the joint MI is submodular), so the
 last computed gain of a candidate bounds its next one. Each step evaluates candidates in chunks
@@ -81,23 +81,29 @@ class _Joint:
             return post, torch.exp(log_q)
         return post, torch.full_like(log_q, 1.0 / log_q.shape[0])
 
-    def extend(
-        self, p_new: Tensor, post: Tensor, v: Tensor, *, max_configs: int, num_samples: int, generator: torch.Generator | None
-    ) -> None:
-        """Add one chosen candidate with per-sample probabilities p_new [S, C]."""
-        log_p = _log_probs(p_new)  # [S, C]
+    def extend(self, p_new: Tensor) -> None:
+        """Enumerate one more chosen candidate exactly: p_new [S, C], M -> M·C configurations."""
         S, M = self.log_joint.shape
-        C = p_new.shape[-1]
-        if self.exact and M * C <= max_configs:
-            self.log_joint = (self.log_joint[:, :, None] + log_p[:, None, :]).reshape(S, M * C)
-            return
-        if self.exact:  # switch: draw configurations from the exact p(y_B) = v
-            pick = torch.multinomial(v, num_samples, replacement=True, generator=generator)
-            self.log_joint, post = self.log_joint[:, pick], post[:, pick]
-            self.exact = False
-        r = post.T @ p_new.to(torch.float64)  # [M, C]: p(y_new | Y_m)
-        y = torch.multinomial(r, 1, replacement=True, generator=generator)[:, 0]  # [M]
-        self.log_joint = self.log_joint + log_p[:, y]
+        log_p = _log_probs(p_new)  # [S, C]
+        self.log_joint = (self.log_joint[:, :, None] + log_p[:, None, :]).reshape(S, M * p_new.shape[-1])
+
+    def resample(self, chosen: Tensor, weights: Tensor, num_samples: int, generator: torch.Generator | None) -> None:
+        """Draw num_samples configurations of all chosen candidates afresh: chosen [S, t, C].
+
+        Stratified over the posterior samples like batchbald-redux's SampledJointEntropy: the
+        sample of configuration m is θ_s(m) by systematic sampling of the weights (exactly M/S
+        per sample when equally weighted), then y_mi ~ p(y_i | θ_s(m)) for each chosen i.
+        """
+        S, t, C = chosen.shape
+        positions = (torch.rand((), generator=generator, dtype=torch.float64, device=chosen.device)
+                     + torch.arange(num_samples, dtype=torch.float64, device=chosen.device)) / num_samples
+        theta = torch.searchsorted(torch.cumsum(weights.to(torch.float64), 0), positions).clamp_max_(S - 1)  # [M]
+        log_p = _log_probs(chosen)  # [S, t, C]
+        log_joint = torch.zeros(S, num_samples, dtype=torch.float64, device=chosen.device)
+        for i in range(t):
+            y = torch.multinomial(chosen[theta, i].to(torch.float64), 1, generator=generator)[:, 0]  # [M]
+            log_joint += log_p[:, i, y]
+        self.log_joint, self.exact = log_joint, False
 
 
 def _gains(post_t: Tensor, v: Tensor, probs: Tensor, cond: Tensor, idx: Tensor, buffers: tuple[Tensor, Tensor]) -> Tensor:
@@ -209,9 +215,10 @@ def batch_bald(
         gains.append(gain)
         bounds[j] = -torch.inf
         if step + 1 < k:
-            joint.extend(
-                probs[:, j], post, v, max_configs=max_joint_configs, num_samples=num_samples, generator=generator
-            )
+            if joint.exact and joint.log_joint.shape[1] * C <= max_joint_configs:
+                joint.extend(probs[:, j])
+            else:
+                joint.resample(probs[:, chosen], weights, num_samples, generator)
     indices = torch.tensor(chosen, dtype=torch.long, device=probs.device)
     scores = torch.stack(gains) if gains else probs.new_zeros(0)
     return BatchSelection(indices, scores)

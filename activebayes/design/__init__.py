@@ -11,20 +11,21 @@
 """
 
 from activebayes.design.baselines import Strategy, make_strategy
-from activebayes.design.eig import (
-    EIGAcquisition,
-    EIGTable,
-    best_design,
-    exact_eig,
-    grid_eig,
-    nmc_eig,
-    normal_prior_sampler,
-    optimize_design,
-    theta_eig,
-)
+from activebayes.design.eig import EIGTable, exact_eig, grid_eig, nmc_eig, normal_prior_sampler, theta_eig
 from activebayes.design.grid import GridPosterior
 from activebayes.design.model import Link, MemorySpanModel, binary_entropy, recall_probability
 from activebayes.design.session import SessionTrace, Trial, run_design_session, summarise
+
+_BOTORCH = ("EIGAcquisition", "best_design", "optimize_design")
+
+
+def __getattr__(name: str):  # BoTorch is imported only when its optimisers are used
+    if name in _BOTORCH:
+        from activebayes.design import optimize
+
+        return getattr(optimize, name)
+    raise AttributeError(name)
+
 
 __all__ = [
     "EIGAcquisition",

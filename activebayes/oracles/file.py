@@ -15,9 +15,10 @@ class FileOracle:
     """Answers read from a CSV of `key,label` rows (a `key,label` header line is optional).
 
     The whole file is read and EVERY row validated on construction, before anything can be
-    recorded: malformed rows (wrong number of fields, empty key or label), a key given two
-    different labels, a label not among `classes`, a key not in `keys`. Each error is a DataError
-    naming the file and line. Repeated rows with the same label are kept once.
+    recorded: malformed rows (wrong number of fields, empty key), a key given two different
+    labels, a label not among `classes`, a key not in `keys`. Each error is a DataError naming
+    the file and line. Repeated rows with the same label are kept once. A row whose label is
+    empty is a question not answered yet (a partly filled `round-N.csv`): it is skipped.
 
     Args:
         path: the CSV file.
@@ -49,8 +50,10 @@ class FileOracle:
                 if len(fields) != 2:
                     raise DataError(f"{at}: expected 2 fields 'key,label', got {len(fields)}: {','.join(row)!r}")
                 key, label = fields
-                if not key or not label:
-                    raise DataError(f"{at}: expected a key and a label, got {','.join(row)!r}")
+                if not key:
+                    raise DataError(f"{at}: expected a key before the label, got {','.join(row)!r}")
+                if not label:
+                    continue  # not answered yet
                 if allowed is not None and label not in allowed:
                     raise DataError(f"{at}: label {label!r} is not one of the classes {sorted(allowed)}")
                 if known is not None and key not in known:
