@@ -102,6 +102,7 @@ class ActiveLearningLoop:
         posterior_name, posterior_settings: recorded in the round (default: the class name).
         hook: called with each stage name in STAGES as the round passes it (for progress
             display and for the kill tests).
+        progress: called as progress(items_scored, items_total) while the pool is scored.
     """
 
     def __init__(
@@ -122,6 +123,7 @@ class ActiveLearningLoop:
         posterior_name: str | None = None,
         posterior_settings: dict[str, Any] | None = None,
         hook: HookFn | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> None:
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size: expected a positive integer, got {batch_size!r}")
@@ -144,6 +146,7 @@ class ActiveLearningLoop:
         self.posterior_name = posterior_name
         self.posterior_settings = dict(posterior_settings or {})
         self.hook = hook
+        self.progress = progress
         self._data: Any = None
         self._info = store.project(project)
 
@@ -264,10 +267,17 @@ class ActiveLearningLoop:
             pool = self._features(rows[start : start + chunk])
             result = score_pool(
                 posterior, pool, score_fn, batch_size=self.score_batch_size, device=self.device,
-                n_samples=self.n_samples,
+                n_samples=self.n_samples, progress=self._chunk_progress(start, len(rows)),
             )  # fmt: skip
             parts.append(result.scores)
         return torch.cat(parts)
+
+    def _chunk_progress(self, offset: int, total: int) -> Callable[[int, int], None] | None:
+        """progress(done, _) of one chunk, reported as progress(offset + done, total) of the pool."""
+        if self.progress is None:
+            return None
+        report = self.progress
+        return lambda done, _: report(offset + done, total)
 
     def _select(self, posterior: Any, rows: np.ndarray, k: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         """(positions [k] into `rows`, their scores [k]) chosen by the acquisition."""

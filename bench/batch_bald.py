@@ -12,15 +12,25 @@ not. Probabilities are float32 [S, N, C]; batchbald-redux gets the same as log_p
 Both use the same number of sampled configurations (`--num-samples`, batchbald-redux's
 num_samples): exact joint entropies while C^t <= num_samples, sampled configurations beyond.
 
-Wall time: time.perf_counter around each call, all in this process, inputs prepared beforehand.
-Each method first runs once on a tiny pool (warm-up). Peak memory: the resident-set high-water mark (VmHWM) of this process, reset to the current RSS
-by writing 5 to /proc/self/clear_refs before each call (after gc and malloc_trim), minus the RSS
-before the call, i.e. the extra resident memory the call needed at its peak (torch CPU
-allocations included). Runs in one process can still share freed-but-resident heap pages; for an
-isolated figure run each method in a fresh process with --only lazy|full|redux.
+Wall time: time.perf_counter around each call, all in this process, inputs prepared beforehand;
+each method first runs once on a tiny pool (warm-up). Peak memory: the resident-set high-water
+mark (VmHWM) of this process, reset to the current RSS by writing 5 to /proc/self/clear_refs
+before each call (after gc and malloc_trim), minus the RSS before the call: the extra resident
+memory the call needed at its peak, torch CPU allocations included. Runs in one process can still
+share freed-but-resident heap pages; for an isolated figure run each method in a fresh process
+with --only lazy|full|redux.
 Quality: the joint mutual information I[y_B; θ] of each selected batch, by one estimator for all
-(the Monte-Carlo branch of `joint_mutual_information`: exact p(Y) per configuration, Monte Carlo over 200,000 ancestral
-draws with common random numbers), with its standard error.
+(the Monte-Carlo branch of `joint_mutual_information`: exact p(Y) per configuration, averaged over
+--mi-samples ancestral draws with common random numbers), with its standard error.
+
+Measured 2026-11-25, shared 2-core CPU machine, torch 2.13 CPU, load ~1-2, command
+`.venv/bin/python bench/batch_bald.py --mi-samples 1000000`:
+    ours (lazy)        10.3 s   +143 MiB   joint MI 4.4565 ± 0.0035 nats
+    ours (lazy=False)  19.2 s   +149 MiB   4.4565 ± 0.0035 (same batch)
+    batchbald-redux   134.6 s  +1270 MiB   4.4569 ± 0.0036
+    top-k BALD                             4.2095 ± 0.0046
+i.e. 13.0x (lazy) and 7.0x (full evaluation) faster, 8.5x less peak memory, equal joint MI
+within its standard error. Timings on that machine move 2-5x with other users' load.
 """
 
 from __future__ import annotations

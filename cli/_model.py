@@ -96,38 +96,3 @@ def posterior_factory(
         kwargs[target] = epochs
     settings = {k: v for k, v in kwargs.items() if k != "device"}
     return functools.partial(cls, model_fn, **kwargs), settings
-
-
-class CountingPosterior:
-    """A posterior that reports how many items each `predict` call saw (for a progress bar).
-
-    Delegates everything to the wrapped posterior; `fit` returns the wrapper so the loop keeps
-    predicting through it.
-    """
-
-    def __init__(self, inner: Any, on_predict: Callable[[int], None]) -> None:
-        self._inner = inner
-        self._on_predict = on_predict
-
-    def fit(self, x: Any, y: Any) -> CountingPosterior:
-        self._inner.fit(x, y)
-        return self
-
-    def predict(self, x: Any, n_samples: int | None = None) -> Any:
-        out = self._inner.predict(x, n_samples=n_samples)
-        self._on_predict(int(x.shape[0]))
-        return out
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("_inner", "_on_predict"):
-            raise AttributeError(name)
-        return getattr(self._inner, name)
-
-
-def counting_factory(factory: Callable[..., Any], on_predict: Callable[[int], None]) -> Callable[..., Any]:
-    """Wrap a posterior factory `(seed=...) -> posterior` so that its posteriors count predictions."""
-
-    def build(seed: int) -> CountingPosterior:
-        return CountingPosterior(factory(seed=seed), on_predict)
-
-    return build

@@ -136,7 +136,7 @@ def round_(
     """Fit on the labelled items, score the pool, record the round and show what to label next."""
     from activebayes.acquisition import resolve_acquisition
     from activebayes.loop import ActiveLearningLoop
-    from activebayes_cli._model import counting_factory, model_factory, posterior_factory
+    from activebayes_cli._model import model_factory, posterior_factory
 
     st = state(ctx)
     if k < 1:
@@ -186,14 +186,14 @@ def round_(
             if stage == "score":
                 bar.update(tasks["score"], visible=True)
 
-    def on_predict(n: int) -> None:
-        if bar is not None and "score" in tasks and tasks["stage"] == "score":
-            bar.advance(tasks["score"], n)
+    def on_scored(done: int, total: int) -> None:
+        if bar is not None and "score" in tasks:
+            bar.update(tasks["score"], completed=done, total=total)
 
     loop = ActiveLearningLoop(
-        counting_factory(factory, on_predict), acquisition, store, name, answerer, batch_size=k, seed=seed,
+        factory, acquisition, store, name, answerer, batch_size=k, seed=seed,
         device=device, who="truth" if answerer is not None else None, posterior_name=posterior,
-        posterior_settings=settings, hook=hook,
+        posterior_settings=settings, hook=hook, progress=on_scored,
     )  # fmt: skip
     if latest is not None and (latest.status == "answered" or (latest.status == "queried" and not pending)):
         loop.step()  # every answer is in: close that round, then run a new one

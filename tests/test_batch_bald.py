@@ -64,7 +64,8 @@ def brute_force_joint_mi(probs: torch.Tensor, weights: torch.Tensor, indices: li
 @pytest.mark.parametrize("weighted", [False, True])
 def test_k_one_is_argmax_bald(weighted):
     probs = dirichlet(12, 80, 5, seed=0)
-    pred = Predictive(probs, torch.softmax(torch.randn(12, generator=torch.Generator().manual_seed(1), dtype=torch.float64), 0) if weighted else None)
+    weights = torch.softmax(torch.randn(12, generator=torch.Generator().manual_seed(1), dtype=torch.float64), 0)
+    pred = Predictive(probs, weights if weighted else None)
     sel = batch_bald(pred, 1)
     scores = bald(pred)
     assert sel.indices.tolist() == [int(scores.argmax())]
@@ -75,15 +76,16 @@ def test_k_one_is_argmax_bald(weighted):
 def test_matches_batchbald_redux_where_both_are_exact(redux, seed):
     probs = dirichlet(20, 60, 10, seed=seed)
     ref = redux(probs.log().permute(1, 0, 2).contiguous(), 3, 1000, dtype=torch.float64)
+    reference = torch.tensor(ref.scores, dtype=torch.float64)
     for lazy in (True, False):
         ours = batch_bald(probs, 3, lazy=lazy, max_joint_configs=1000)
         assert ours.indices.tolist() == ref.indices
         # batchbald-redux reports the joint MI of the batch so far: the cumulative sum of our gains.
-        torch.testing.assert_close(ours.scores.cumsum(0), torch.tensor(ref.scores, dtype=torch.float64), atol=1e-9, rtol=0)
+        torch.testing.assert_close(ours.scores.cumsum(0), reference, atol=1e-9, rtol=0)
     # float32 input: the same batch, scores to float32 accuracy.
     ours32 = batch_bald(probs.float(), 3, max_joint_configs=1000)
     assert ours32.indices.tolist() == ref.indices
-    torch.testing.assert_close(ours32.scores.cumsum(0).double(), torch.tensor(ref.scores, dtype=torch.float64), atol=1e-5, rtol=0)
+    torch.testing.assert_close(ours32.scores.cumsum(0).double(), reference, atol=1e-5, rtol=0)
 
 
 @pytest.mark.parametrize("seed", range(2))
@@ -116,14 +118,19 @@ def test_gains_sum_to_the_brute_force_joint_information():
     assert sel.scores.sum().item() == pytest.approx(expected, abs=1e-10)
     assert joint_mutual_information(pred, sel.indices).item() == pytest.approx(expected, abs=1e-10)
     # Monte-Carlo branch of joint_mutual_information agrees with the enumeration.
-    mc = joint_mutual_information(pred, sel.indices, max_joint_configs=1, num_samples=100_000, generator=torch.Generator().manual_seed(0))
+    g = torch.Generator().manual_seed(0)
+    mc = joint_mutual_information(pred, sel.indices, max_joint_configs=1, num_samples=100_000, generator=g)
     assert mc.item() == pytest.approx(expected, abs=0.02)
 
 
 def test_duplicates_closed_form():
     # S=3 equally weighted samples; item 1 repeats item 0, item 2 separates samples 1 and 2.
     probs = torch.tensor(
-        [[[1.0, 0.0], [1.0, 0.0], [1.0, 0.0]], [[0.0, 1.0], [0.0, 1.0], [1.0, 0.0]], [[0.0, 1.0], [0.0, 1.0], [0.1, 0.9]]]
+        [
+            [[1.0, 0.0], [1.0, 0.0], [1.0, 0.0]],
+            [[0.0, 1.0], [0.0, 1.0], [1.0, 0.0]],
+            [[0.0, 1.0], [0.0, 1.0], [0.1, 0.9]],
+        ]
     )
     assert top_k(bald(probs), 2).indices.tolist() == [0, 1]
     sel = batch_bald(probs, 3)
@@ -143,7 +150,8 @@ def test_lazy_equals_full_greedy_and_chunking_does_not_matter():
     torch.testing.assert_close(full.scores, tiny_chunks.scores)
     assert bool((full.scores[1:] <= full.scores[:-1] + 1e-12).all())  # submodular: gains never grow
     # and it beats top-k BALD, which piles into one cluster.
-    assert joint_mutual_information(probs, full.indices) > joint_mutual_information(probs, top_k(bald(probs), 5).indices) + 0.1
+    greedy_top = top_k(bald(probs), 5).indices
+    assert joint_mutual_information(probs, full.indices) > joint_mutual_information(probs, greedy_top) + 0.1
 
 
 def test_sampled_configurations_are_seeded_and_close_to_exact():
@@ -164,7 +172,8 @@ def test_float32_one_hot_probabilities_stay_finite():
     labels = torch.randint(0, 10, (8, 50), generator=torch.Generator().manual_seed(60))
     probs = torch.nn.functional.one_hot(labels, 10).float()  # exact 0 and 1
     for max_configs in (10_000, 1):
-        sel = batch_bald(probs, 6, max_joint_configs=max_configs, num_samples=500, generator=torch.Generator().manual_seed(0))
+        g = torch.Generator().manual_seed(0)
+        sel = batch_bald(probs, 6, max_joint_configs=max_configs, num_samples=500, generator=g)
         assert bool(torch.isfinite(sel.scores).all()) and len(set(sel.indices.tolist())) == 6
         assert sel.scores.dtype == torch.float32
     # 8 samples are told apart by 3 binary-ish questions at most: the joint MI is log 8.

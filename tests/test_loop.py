@@ -258,3 +258,18 @@ def test_with_mc_dropout_posterior(tmp_path, acquisition):
         assert len(set(results[1].queried)) == 4 and results[1].metrics["n_test"] == 40
         assert store.rounds("digits")[1].posterior == "MCDropout"
         torch.testing.assert_close(torch.tensor(results[1].scores) >= 0, torch.ones(4, dtype=torch.bool))
+
+
+def test_progress_reports_every_scored_candidate(tmp_path):
+    with PoolStore(f"sqlite:///{tmp_path / 'x.db'}") as store:
+        truth = make_project(store, tmp_path)
+        seen: list[tuple[int, int]] = []
+        loop = ActiveLearningLoop(
+            tiny_factory, "bald", store, "digits", SimulatedOracle(truth), batch_size=5, score_batch_size=7,
+            progress=lambda done, total: seen.append((done, total)),
+        )  # fmt: skip
+        loop.run(2)  # round 1 is the random cold start; round 2 scores the pool
+        candidates = POOL - 5
+        assert seen[-1] == (candidates, candidates)
+        assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+        assert len(seen) == -(-candidates // 7)

@@ -39,6 +39,12 @@ def parse_option(enum: type[StrEnum], value: str, argument: str) -> StrEnum:
         raise ConfigError(f"{argument}: expected one of {valid}, got {value!r}") from None
 
 
+def draw_device(generator: torch.Generator | None, data: Tensor) -> torch.device:
+    """Where random numbers are drawn: the generator's device (a CPU generator also serves CUDA
+    data; the draws are then copied over), or the data's device without a generator."""
+    return generator.device if generator is not None else data.device
+
+
 def categorical(pred: Predictive | GaussianPredictive | Tensor, function: str) -> Predictive:
     """The argument as a categorical Predictive; a GaussianPredictive raises ShapeError."""
     pred = as_predictive(pred)

@@ -15,7 +15,7 @@ from enum import StrEnum
 import torch
 from torch import Tensor
 
-from activebayes.acquisition._entropy import parse_option
+from activebayes.acquisition._entropy import draw_device, parse_option
 from activebayes.acquisition.scores import bald
 from activebayes.errors import ConfigError, ShapeError
 from activebayes.predictive import GaussianPredictive, Predictive
@@ -65,7 +65,7 @@ def top_k(scores: Tensor, k: int) -> BatchSelection:
 
 
 def _gumbel(n: int, like: Tensor, generator: torch.Generator | None) -> Tensor:
-    u = torch.rand(n, generator=generator, device=like.device, dtype=like.dtype)
+    u = torch.rand(n, generator=generator, device=draw_device(generator, like), dtype=like.dtype).to(like.device)
     tiny = torch.finfo(like.dtype).tiny
     return -torch.log(-torch.log(u.clamp_min(tiny)))
 
@@ -88,7 +88,7 @@ def stochastic_batch(
     i.e. β·log s_i + g_i, β·s_i + g_i and −β·log r_i + g_i (the paper's Gumbel noise of scale
     1/β, rescaled). "power" needs s_i >= 0: scores are clamped at the dtype's smallest positive
     number (BALD can come out at −1e−7 from rounding), so zero scores are drawn last. β = 0 gives
-    a uniformly random batch; β -> ∞ gives `top_k`. `generator` must live on scores' device.
+    a uniformly random batch; β -> ∞ gives `top_k`. The noise is drawn on `generator`'s device.
     """
     check_scores(scores)
     check_k(k, scores.shape[0])

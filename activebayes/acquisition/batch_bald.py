@@ -41,7 +41,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from activebayes.acquisition._entropy import categorical, entropy, expected_entropy, working_probs
+from activebayes.acquisition._entropy import categorical, draw_device, entropy, expected_entropy, working_probs
 from activebayes.acquisition.batch import BatchSelection, check_k
 from activebayes.errors import ShapeError
 from activebayes.predictive import Predictive
@@ -95,18 +95,23 @@ class _Joint:
         per sample when equally weighted), then y_mi ~ p(y_i | θ_s(m)) for each chosen i.
         """
         S, t, C = chosen.shape
-        positions = (torch.rand((), generator=generator, dtype=torch.float64, device=chosen.device)
-                     + torch.arange(num_samples, dtype=torch.float64, device=chosen.device)) / num_samples
-        theta = torch.searchsorted(torch.cumsum(weights.to(torch.float64), 0), positions).clamp_max_(S - 1)  # [M]
+        here = draw_device(generator, chosen)  # draw where the generator lives, index where data is
+        positions = (torch.rand((), generator=generator, dtype=torch.float64, device=here)
+                     + torch.arange(num_samples, dtype=torch.float64, device=here)) / num_samples
+        cdf = torch.cumsum(weights.to(device=here, dtype=torch.float64), 0)
+        theta = torch.searchsorted(cdf, positions).clamp_max_(S - 1)  # [M]
+        drawn = chosen.to(device=here, dtype=torch.float64)
         log_p = _log_probs(chosen)  # [S, t, C]
         log_joint = torch.zeros(S, num_samples, dtype=torch.float64, device=chosen.device)
         for i in range(t):
-            y = torch.multinomial(chosen[theta, i].to(torch.float64), 1, generator=generator)[:, 0]  # [M]
+            y = torch.multinomial(drawn[theta, i], 1, generator=generator)[:, 0].to(chosen.device)  # [M]
             log_joint += log_p[:, i, y]
         self.log_joint, self.exact = log_joint, False
 
 
-def _gains(post_t: Tensor, v: Tensor, probs: Tensor, cond: Tensor, idx: Tensor, buffers: tuple[Tensor, Tensor]) -> Tensor:
+def _gains(
+    post_t: Tensor, v: Tensor, probs: Tensor, cond: Tensor, idx: Tensor, buffers: tuple[Tensor, Tensor]
+) -> Tensor:
     """I[y_n; θ | y_B] for candidates idx [b]: post_t [M, S], v [M], probs [S, N, C] -> [b].
 
     The candidates' probabilities are clamped at 1e−30 so that r > 0 and log r is finite (r ≥ 1e−30
@@ -171,7 +176,8 @@ def batch_bald(
         chunk_size: candidates per matmul; None sizes the [M, chunk·C] buffers (and the gathered
             [S, chunk, C] probabilities) at 2^22 elements.
         lazy: lazy greedy evaluation (see the module docstring); False evaluates every candidate.
-        generator: draws the sampled configurations (on probs' device); unused while exact.
+        generator: draws the sampled configurations (on its own device; the draws move to probs'
+            device); unused while exact.
 
     Returns:
         BatchSelection: indices [K] in the order chosen, scores [K] the marginal gains
@@ -235,11 +241,14 @@ def _sampled_joint_entropy_terms(
     log_p = _log_probs(probs_b)  # [S, K, C]
     log_w = torch.log(weights.to(torch.float64))
     slots = torch.arange(K, device=probs_b.device)
+    here = draw_device(generator, probs_b)
+    drawn = probs_b.to(device=here, dtype=torch.float64)
     terms = []
     for start in range(0, num_samples, _SAMPLE_CHUNK):
         b = min(_SAMPLE_CHUNK, num_samples - start)
-        theta = torch.multinomial(weights.to(torch.float64), b, replacement=True, generator=generator)  # [b]
-        y = torch.multinomial(probs_b[theta].reshape(b * K, C).double(), 1, generator=generator).view(b, K)
+        w_here = weights.to(device=here, dtype=torch.float64)
+        theta = torch.multinomial(w_here, b, replacement=True, generator=generator)  # [b]
+        y = torch.multinomial(drawn[theta].reshape(b * K, C), 1, generator=generator).view(b, K).to(probs_b.device)
         log_joint = log_p[:, slots[None, :], y].sum(-1)  # [S, b]
         terms.append(-torch.logsumexp(log_w[:, None] + log_joint, dim=0))
     return torch.cat(terms)

@@ -28,6 +28,7 @@ import torch
 from torch import Tensor
 
 from activebayes.acquisition import scores as S
+from activebayes.acquisition._entropy import draw_device
 from activebayes.acquisition.batch import BatchSelection, check_k, check_scores, stochastic_batch, top_k
 from activebayes.acquisition.batch_bald import batch_bald
 from activebayes.errors import ConfigError, ShapeError
@@ -45,7 +46,8 @@ def _zeros(pred: Predictive | GaussianPredictive | Tensor) -> Tensor:
 def _uniform(scores: Tensor, k: int, generator: torch.Generator | None) -> BatchSelection:
     check_scores(scores)
     check_k(k, scores.shape[0])
-    perm = torch.randperm(scores.shape[0], generator=generator, device=scores.device)[:k]
+    perm = torch.randperm(scores.shape[0], generator=generator, device=draw_device(generator, scores))[:k]
+    perm = perm.to(scores.device)
     return BatchSelection(perm, scores[perm])
 
 

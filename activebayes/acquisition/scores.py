@@ -43,12 +43,14 @@ def _reference(pred: Predictive | GaussianPredictive) -> Tensor:
 def random(pred: AnyPredictive, generator: torch.Generator | None = None) -> Tensor:
     """Uniform scores u_n ~ U[0, 1), [N]: top-k of them is a uniformly random subset.
 
-    `generator` must live on the predictive's device; None uses torch's global generator.
+    Drawn on `generator`'s device and moved to the predictive's; None uses torch's global
+    generator.
     """
     pred = as_predictive(pred)
     ref = _reference(pred)
     dtype = ref.dtype if ref.dtype in (torch.float32, torch.float64) else torch.float32
-    return torch.rand(pred.n_candidates, generator=generator, device=ref.device, dtype=dtype)
+    u = torch.rand(pred.n_candidates, generator=generator, device=E.draw_device(generator, ref), dtype=dtype)
+    return u.to(ref.device)
 
 
 def variance(pred: AnyPredictive, part: VariancePart | str = VariancePart.TOTAL) -> Tensor:

@@ -23,7 +23,7 @@ def digits_arrays() -> tuple[np.ndarray, np.ndarray]:
 
 def write_digits(path: str | Path, *, format: str | None = None, overwrite: bool = False) -> Path:
     """Write the digits to `path` as .npz (arrays x, y, keys) or .csv (columns key, p0..p63,
-    label); returns the path. An existing file is kept unless it differs and `overwrite`."""
+    label); returns the path. An existing file is refused (DataError) unless `overwrite`."""
     path = Path(path)
     fmt = format or path.suffix.lstrip(".").lower()
     if fmt not in ("npz", "csv"):
