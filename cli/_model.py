@@ -83,6 +83,11 @@ def posterior_factory(
 
     cls = resolve_posterior(name)
     accepted = set(inspect.signature(cls).parameters)
+    if "model_fn" not in accepted:
+        raise CliError(
+            f"--posterior: {name!r} is a regression posterior without a network",
+            "choose one of mc-dropout, deep-ensemble, snapshot-ensemble, laplace, swag",
+        )
     kwargs: dict[str, Any] = {"device": device} if "device" in accepted else {}
     if samples is not None:
         target = next((p for p in ("n_samples", "n_members", "n_snapshots") if p in accepted), None)

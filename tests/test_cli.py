@@ -255,6 +255,7 @@ def test_round_before_any_data(project):
         (["--model", "json:dumps"], ["--model", "failed"]),
         (["--model", "cnn"], ["--model"]),
         (["--posterior", "nope"], ["posterior", "nope"]),
+        (["--posterior", "gp"], ["regression", "mc-dropout"]),
         (["--acquisition", "nope"], ["acquisition", "nope"]),
         (["--k", "0"], ["--k"]),
         (["--device", "tpu"], ["device"]),
