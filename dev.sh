@@ -48,7 +48,7 @@ ensure_env() {  # $1: which extras (base|test|bench)
     bench)
       pip_ install -c "$constraints" -e ".[test]"
       pip_ install -c "$constraints" --no-deps "laplace-torch==0.3" "batchbald-redux==2.0.5" "baal==2.1.0"
-      pip_ install -c "$constraints" "structlog>=22,<23" "torchmetrics" "tqdm"
+      pip_ install -c "$constraints" "structlog>=22,<23" "torchmetrics" "tqdm" "psutil"
       "$VENV/bin/python" -m pip uninstall -y -q torchvision 2>/dev/null || true
       ;;
   esac
