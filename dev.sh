@@ -12,7 +12,10 @@ VENV=.venv
 PYTHON=${PYTHON:-python3}
 TORCH_PIN=2.13.0   # the CPU wheel these machines serve; pyproject.toml keeps a range
 
-pip_() { "$VENV/bin/python" -m pip --disable-pip-version-check -q "$@"; }
+pip_() {  # quiet pip; drops the notes about package folders this machine's pip config names but lacks
+  "$VENV/bin/python" -m pip --disable-pip-version-check -q "$@" 2>&1 | grep -v "^WARNING: Location 'file://" >&2 || true
+  return "${PIPESTATUS[0]}"
+}
 
 ensure_env() {  # $1: which extras (base|test|bench)
   local want="$1"
@@ -26,7 +29,7 @@ ensure_env() {  # $1: which extras (base|test|bench)
     pip_ install "torch==$TORCH_PIN"
   fi
   local torch_version
-  torch_version=$("$VENV/bin/python" -c "import torch; print(torch.__version__.split('+')[0])")
+  torch_version=$("$VENV/bin/python" -c "import torch; print(torch.__version__.split('+')[0])" 2>/dev/null)
   local constraints="$VENV/constraints.txt"
   echo "torch==$torch_version" > "$constraints"
 
