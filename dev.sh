@@ -13,7 +13,7 @@ PYTHON=${PYTHON:-python3}
 TORCH_PIN=2.13.0   # the CPU wheel these machines serve; pyproject.toml keeps a range
 
 pip_() {  # quiet pip; drops the notes about package folders this machine's pip config names but lacks
-  "$VENV/bin/python" -m pip --disable-pip-version-check -q "$@" 2>&1 | grep -v "^WARNING: Location 'file://" >&2 || true
+  "$VENV/bin/python" -m pip --disable-pip-version-check -q "$@" 2>&1 | { grep -v "^WARNING: Location 'file://" >&2 || true; }
   return "${PIPESTATUS[0]}"
 }
 

@@ -363,7 +363,7 @@ class ActiveLearningLoop:
 
 def _resolve_acquisition(acquisition: Any) -> tuple[Any, str]:
     from activebayes.acquisition import Acquisition, resolve_acquisition
-    from activebayes.acquisition.registry import _greedy
+    from activebayes.acquisition.registry import greedy
 
     if isinstance(acquisition, str):
         entry = resolve_acquisition(acquisition)
@@ -372,5 +372,5 @@ def _resolve_acquisition(acquisition: Any) -> tuple[Any, str]:
         return acquisition, acquisition.name
     if callable(acquisition):
         name = getattr(acquisition, "__name__", type(acquisition).__name__)
-        return Acquisition(name, acquisition, _greedy), name
+        return Acquisition(name, acquisition, greedy), name
     raise ConfigError(f"acquisition: expected a name, an Acquisition or a score function, got {acquisition!r}")

@@ -51,7 +51,8 @@ def _uniform(scores: Tensor, k: int, generator: torch.Generator | None) -> Batch
     return BatchSelection(perm, scores[perm])
 
 
-def _greedy(scores: Tensor, k: int, generator: torch.Generator | None) -> BatchSelection:
+def greedy(scores: Tensor, k: int, generator: torch.Generator | None = None) -> BatchSelection:
+    """The selector of plain score functions: the k best scores (`generator` is unused)."""
     return top_k(scores, k)
 
 
@@ -99,14 +100,14 @@ ACQUISITIONS: dict[str, Acquisition] = {
     acq.name: acq
     for acq in [
         Acquisition("random", _zeros, _uniform),
-        Acquisition("variance", partial(S.variance, part="total"), _greedy),
-        Acquisition("mean-std", S.mean_std, _greedy),
-        Acquisition("variation-ratio", S.variation_ratio, _greedy),
-        Acquisition("entropy", S.entropy, _greedy),
-        Acquisition("bald", S.bald, _greedy),
-        Acquisition("margin", S.margin, _greedy),
-        Acquisition("least-confidence", S.least_confidence, _greedy),
-        Acquisition("eig", S.eig, _greedy),
+        Acquisition("variance", partial(S.variance, part="total"), greedy),
+        Acquisition("mean-std", S.mean_std, greedy),
+        Acquisition("variation-ratio", S.variation_ratio, greedy),
+        Acquisition("entropy", S.entropy, greedy),
+        Acquisition("bald", S.bald, greedy),
+        Acquisition("margin", S.margin, greedy),
+        Acquisition("least-confidence", S.least_confidence, greedy),
+        Acquisition("eig", S.eig, greedy),
         Acquisition("batch-bald", None, batch_bald, needs_joint=True, prefilter_score=S.bald),
         Acquisition("power-bald", S.bald, _stochastic("power")),
         Acquisition("softmax-bald", S.bald, _stochastic("softmax")),
