@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import gzip
+import os
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,25 +18,12 @@ torch.set_num_threads(1)
 MNIST_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mnist"
 
 
-def _bald(pred) -> Tensor:
-    """BALD [N] = H[mean_s p] − mean_s H[p_s] for probs [S, N, C] (equal weights), in nats."""
-    try:
-        from activebayes.acquisition import bald
-    except ImportError:
-        bald = None
-    if bald is not None:
-        return bald(pred)
-    probs = pred.probs if hasattr(pred, "probs") else pred
-    mean = probs.mean(0)
-    total = -(mean * mean.clamp_min(1e-12).log()).sum(-1)
-    expected = -(probs * probs.clamp_min(1e-12).log()).sum(-1).mean(0)
-    return total - expected
-
-
 @pytest.fixture
 def bald() -> Callable:
-    """BALD scores of a Predictive: activebayes.acquisition.bald when present, else inline."""
-    return _bald
+    """BALD scores [N] of a Predictive, in nats."""
+    from activebayes.acquisition import bald
+
+    return bald
 
 
 @pytest.fixture(scope="session")
@@ -55,20 +43,12 @@ def mnist_dir() -> Path:
     return MNIST_DIR
 
 
-def read_idx(path: Path) -> np.ndarray:
-    """An IDX file (gzipped or not) as a numpy array of its stored shape."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as handle:
-        data = handle.read()
-    n_dims = data[3]
-    shape = tuple(int.from_bytes(data[4 + 4 * i : 8 + 4 * i], "big") for i in range(n_dims))
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * n_dims).reshape(shape)
-
-
 @pytest.fixture(scope="session")
 def mnist(mnist_dir: Path) -> dict[str, Tensor]:
     """MNIST as tensors: train_x [60000, 1, 28, 28] and test_x [10000, 1, 28, 28] float32 in
     [0, 1], train_y and test_y long. Skips when the data are absent."""
+    from activebayes.data import read_idx
+
     out = {}
     for split, prefix in (("train", "train"), ("test", "t10k")):
         images = read_idx(mnist_dir / f"{prefix}-images-idx3-ubyte.gz")
@@ -76,3 +56,35 @@ def mnist(mnist_dir: Path) -> dict[str, Tensor]:
         out[f"{split}_x"] = torch.from_numpy(images.astype(np.float32) / 255.0).unsqueeze(1)
         out[f"{split}_y"] = torch.from_numpy(labels.astype(np.int64))
     return out
+
+
+@pytest.fixture
+def pg_url():
+    """A URL to a fresh, empty PostgreSQL schema on ACTIVEBAYES_TEST_PG_URL, dropped afterwards;
+    skips when the variable is unset or the server unreachable."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    base = os.environ.get("ACTIVEBAYES_TEST_PG_URL")
+    if not base:
+        pytest.skip("ACTIVEBAYES_TEST_PG_URL is not set")
+    admin = create_engine(base)
+    schema = f"ab_test_{uuid.uuid4().hex[:12]}"
+    try:
+        with admin.begin() as conn:
+            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    except Exception as exc:  # noqa: BLE001 - any connection failure means "no server here"
+        admin.dispose()
+        pytest.skip(f"PostgreSQL at ACTIVEBAYES_TEST_PG_URL is unreachable: {exc}")
+    yield make_url(base).update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(False)
+    with admin.begin() as conn:
+        conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+    admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def db_url(request, tmp_path):
+    """An empty database: a SQLite file, then (when reachable) a fresh PostgreSQL schema."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'test.db'}"
+    return request.getfixturevalue("pg_url")

@@ -452,29 +452,8 @@ def test_demo_mistakes_fail_before_any_work(env):
 
 
 # ---- PostgreSQL through the same URL option ------------------------------------------------------
-@pytest.fixture
-def pg_url():
-    import os
-    import uuid
 
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
 
-    base = os.environ.get("ACTIVEBAYES_TEST_PG_URL")
-    if not base:
-        pytest.skip("ACTIVEBAYES_TEST_PG_URL is not set")
-    admin = create_engine(base)
-    schema = f"ab_cli_{uuid.uuid4().hex[:12]}"
-    try:
-        with admin.begin() as conn:
-            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    except Exception as exc:  # noqa: BLE001 - any connection failure means "no server here"
-        admin.dispose()
-        pytest.skip(f"PostgreSQL at ACTIVEBAYES_TEST_PG_URL is unreachable: {exc}")
-    yield make_url(base).update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(False)
-    with admin.begin() as conn:
-        conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-    admin.dispose()
 
 
 def pg_dump(url: str) -> dict[str, list]:

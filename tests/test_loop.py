@@ -7,15 +7,11 @@ weight noise) keeps these tests fast; test_loop_kill.py reuses it.
 from __future__ import annotations
 
 import io
-import os
-import uuid
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
 from activebayes.data import write_digits
 from activebayes.errors import DataError, StoreError
@@ -102,30 +98,11 @@ def check_consistent(store: PoolStore, name: str, batch_size: int) -> None:
     assert max(counts.values()) == 1, "an observation was recorded twice"
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def store(request, tmp_path):
-    if request.param == "sqlite":
-        s = PoolStore(f"sqlite:///{tmp_path / 'loop.db'}")
-        yield s
-        s.close()
-        return
-    base = os.environ.get("ACTIVEBAYES_TEST_PG_URL")
-    if not base:
-        pytest.skip("ACTIVEBAYES_TEST_PG_URL is not set")
-    admin = create_engine(base)
-    schema = f"ab_loop_{uuid.uuid4().hex[:12]}"
-    try:
-        with admin.begin() as conn:
-            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    except Exception as exc:  # noqa: BLE001 - any connection failure means "no server here"
-        admin.dispose()
-        pytest.skip(f"PostgreSQL at ACTIVEBAYES_TEST_PG_URL is unreachable: {exc}")
-    s = PoolStore(make_url(base).update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(False))
+@pytest.fixture
+def store(db_url):
+    s = PoolStore(db_url)
     yield s
     s.close()
-    with admin.begin() as conn:
-        conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-    admin.dispose()
 
 
 def test_rounds_label_new_items_and_record_metrics(store, tmp_path):

@@ -4,14 +4,11 @@ trip, migrations, version checks, labels, changed data files, concurrency."""
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
-import uuid
 
 import numpy as np
 import pytest
 from alembic import command
-from sqlalchemy import create_engine, inspect, select, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import inspect, select, text
 
 from activebayes.data import sha256_file
 from activebayes.errors import DataError, StoreError
@@ -21,27 +18,9 @@ from activebayes.store.models import Item, Observation, Project, Query, Round
 TABLES = {"projects", "items", "rounds", "queries", "observations", "alembic_version"}
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def store_url(request, tmp_path):
-    """A URL to an empty database: a SQLite file, or a fresh PostgreSQL schema dropped afterwards."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'store.db'}"
-        return
-    base = os.environ.get("ACTIVEBAYES_TEST_PG_URL")
-    if not base:
-        pytest.skip("ACTIVEBAYES_TEST_PG_URL is not set")
-    admin = create_engine(base)
-    schema = f"ab_store_{uuid.uuid4().hex[:12]}"
-    try:
-        with admin.begin() as conn:
-            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    except Exception as exc:  # noqa: BLE001 - any connection failure means "no server here"
-        admin.dispose()
-        pytest.skip(f"PostgreSQL at ACTIVEBAYES_TEST_PG_URL is unreachable: {exc}")
-    yield make_url(base).update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(False)
-    with admin.begin() as conn:
-        conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-    admin.dispose()
+@pytest.fixture
+def store_url(db_url):
+    return db_url
 
 
 @pytest.fixture
