@@ -182,16 +182,13 @@ def _run_demo(st: Any, config: DemoConfig, out: Path | None, seed: int, device: 
     if not st.out.json:
         st.out.console.print(accuracy_table(curves, config.repeats))
         st.out.console.print(f"learning curve: {plot}")
-    span: dict[str, Any] | None = None
-    design = _design_module()
-    if design is not None:
-        console = st.out.console
-        if st.out.json:  # stdout carries the JSON only: the span table goes to stderr (or nowhere)
-            console = Console(file=io.StringIO()) if st.out.quiet else st.out.err
-        trials = list(getattr(design.memory_span_demo(console, seed, trials=config.span_trials), "trials", []))
-        span = {"trials": len(trials)}
-        if trials:
-            span.update(mean=float(trials[-1].mean), sd=float(trials[-1].sd))
+    from activebayes_cli.design import memory_span_demo
+
+    console = st.out.console
+    if st.out.json:  # stdout carries the JSON only: the span table goes to stderr (or nowhere)
+        console = Console(file=io.StringIO()) if st.out.quiet else st.out.err
+    trials = memory_span_demo(console, seed, trials=config.span_trials).trials
+    span = {"trials": len(trials), "mean": float(trials[-1].mean), "sd": float(trials[-1].sd)}
     elapsed = time.perf_counter() - started
     summary = {
         "folder": str(folder),
@@ -205,13 +202,3 @@ def _run_demo(st: Any, config: DemoConfig, out: Path | None, seed: int, device: 
     }
     st.out.result(summary, lambda c: c.print(f"demo finished in {elapsed:.1f} s (active learning {active_s:.1f} s); files in {folder}"))
 
-
-def _design_module() -> Any:
-    """cli/design.py (the memory-span CLI) when it is installed, else None."""
-    import importlib.util
-
-    if importlib.util.find_spec("activebayes_cli.design") is None:
-        return None
-    from activebayes_cli import design
-
-    return design if hasattr(design, "memory_span_demo") else None

@@ -7,13 +7,12 @@ code 2 in one place, `activebayes_cli._app.ActiveBayesGroup`.
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Annotated, Optional
 
 import typer
 
 from activebayes import __version__
-from activebayes_cli import demo, label, pool, project, report, round_
+from activebayes_cli import demo, design, label, pool, project, report, round_
 from activebayes_cli._app import ActiveBayesGroup
 from activebayes_cli._context import DEFAULT_DB, CliState
 from activebayes_cli._output import Output
@@ -62,11 +61,7 @@ app.add_typer(round_.app)
 app.add_typer(label.app)
 app.add_typer(report.app)
 app.add_typer(demo.app)
-
-if importlib.util.find_spec("activebayes_cli.design") is not None:  # cli/design.py: the design engineer's
-    from activebayes_cli import design
-
-    app.add_typer(getattr(design, "app", None) or design.design_app, name="design")
+app.add_typer(design.design_app, name="design")
 
 
 if __name__ == "__main__":
