@@ -37,7 +37,7 @@ def moons() -> tuple[Tensor, Tensor]:
 
 @pytest.fixture(scope="session")
 def mnist_dir() -> Path:
-    """/work/shared/data/mnist (../shared/data/mnist from the project root); skips when absent."""
+    """../shared/data/mnist from the project root; skips when absent."""
     if not (MNIST_DIR / "train-images-idx3-ubyte.gz").is_file():
         pytest.skip(f"MNIST not found at {MNIST_DIR}")
     return MNIST_DIR
