@@ -50,6 +50,8 @@ _LAZY = {
     "EIGTable": "activebayes.design",
     "nmc_eig": "activebayes.design",
     "run_design_session": "activebayes.design",
+    "StudyConfig": "activebayes.study",
+    "run_study": "activebayes.study",
 }
 
 

@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 import typer
 
 from activebayes import __version__
-from activebayes_cli import demo, design, label, pool, project, report, round_
+from activebayes_cli import demo, design, label, pool, project, report, round_, study
 from activebayes_cli._app import ActiveBayesGroup
 from activebayes_cli._context import DEFAULT_DB, CliState
 from activebayes_cli._output import Output
@@ -62,6 +62,7 @@ app.add_typer(label.app)
 app.add_typer(report.app)
 app.add_typer(demo.app)
 app.add_typer(design.design_app, name="design")
+app.add_typer(study.app, name="study")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,522 @@
+"""Simulated active-learning studies from a TOML file: `StudyConfig` + `run_study`.
+
+    config = StudyConfig.from_toml("studies/gal2017/mnist-small.toml")
+    result = run_study(config, "out/mnist-small")     # results.json, learning-curve.png, study.db
+
+A study runs every acquisition in `acquisitions` `repeats` times. Repeat r (seed_r = seed + r)
+fixes the pool, the test split, the initial labelled set (`initial` items, balanced across the
+classes when `balanced_initial`) and the loop seed, so within a repeat every acquisition starts
+from the same labels and trains with the same round seeds. Each (acquisition, repeat) is one
+project "<acquisition>-r<r+1>" in ONE SQLite database `out_dir/study.db`, driven by
+`ActiveLearningLoop` with a `SimulatedOracle` answering from the held-back labels, `batch_size`
+queries per round, until a round has been fitted on `max_labels` labels. The test accuracy of
+every round (recorded by the loop) gives one learning curve per project; results.json holds the
+mean and the sd (ddof=1; 0 for one repeat) over repeats at each label count.
+
+Resuming: the database is the state. Rerunning with the same `out_dir` and the same config
+continues each project from its last recorded round (the loop resumes a round left unfinished);
+a finished study adds nothing. A different config for an existing `out_dir` is refused.
+
+TOML layout (every key optional except `acquisitions`; unknown keys are refused):
+
+    name = "gal2017-mnist-small"     seed = 0     repeats = 2
+    acquisitions = ["bald", "entropy", "random"]
+    [data]   dataset = "digits" | "mnist"; path (mnist folder, relative to the TOML file);
+             pool_size (subset of the training pool); test_size (mnist subset of the test set);
+             test_fraction (digits: held-back share)
+    [loop]   initial, balanced_initial, batch_size, max_labels, score_batch_size
+    [model]  posterior ("mc-dropout", ...), network ("mlp" | "cnn"), hidden, dropout,
+             conv_dropout, epochs, lr, weight_decay, train_batch_size, n_samples
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from activebayes.errors import ConfigError, DataError
+
+DATASETS = ("digits", "mnist")
+NETWORKS = ("mlp", "cnn")
+MNIST_FILES = {
+    "train_x": "train-images-idx3-ubyte",
+    "train_y": "train-labels-idx1-ubyte",
+    "test_x": "t10k-images-idx3-ubyte",
+    "test_y": "t10k-labels-idx1-ubyte",
+}
+# TOML table -> {key: (field name, kind)}; kind checks the value (see `_check`).
+_SCHEMA: dict[str | None, dict[str, tuple[str, str]]] = {
+    None: {"name": ("name", "str"), "seed": ("seed", "int>=0"), "repeats": ("repeats", "int>0"),
+           "acquisitions": ("acquisitions", "list[str]")},
+    "data": {"dataset": ("dataset", "str"), "path": ("data_path", "str"), "pool_size": ("pool_size", "int>0"),
+             "test_size": ("test_size", "int>0"), "test_fraction": ("test_fraction", "fraction")},
+    "loop": {"initial": ("initial", "int>0"), "balanced_initial": ("balanced_initial", "bool"),
+             "batch_size": ("batch_size", "int>0"), "max_labels": ("max_labels", "int>0"),
+             "score_batch_size": ("score_batch_size", "int>0")},
+    "model": {"posterior": ("posterior", "str"), "network": ("network", "str"), "hidden": ("hidden", "list[int>0]"),
+              "dropout": ("dropout", "fraction"), "conv_dropout": ("conv_dropout", "fraction"),
+              "epochs": ("epochs", "int>0"), "lr": ("lr", "float>0"), "weight_decay": ("weight_decay", "float>=0"),
+              "train_batch_size": ("train_batch_size", "int>0"), "n_samples": ("n_samples", "int>0")},
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """One simulated study (see the module docstring for the TOML keys). `data_path` is absolute."""
+
+    acquisitions: tuple[str, ...]
+    name: str = "study"
+    seed: int = 0
+    repeats: int = 1
+    dataset: str = "digits"
+    data_path: str | None = None
+    pool_size: int | None = None
+    test_size: int | None = None
+    test_fraction: float = 0.3
+    initial: int = 20
+    balanced_initial: bool = True
+    batch_size: int = 10
+    max_labels: int = 100
+    score_batch_size: int = 1024
+    posterior: str = "mc-dropout"
+    network: str = "mlp"
+    hidden: tuple[int, ...] = (128,)
+    dropout: float = 0.5
+    conv_dropout: float = 0.25
+    epochs: int | None = None
+    lr: float | None = None
+    weight_decay: float | None = None
+    train_batch_size: int | None = None
+    n_samples: int | None = None
+    source: str | None = field(default=None, compare=False)  # the TOML file it came from
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> StudyConfig:
+        """Parse and validate a TOML file; ConfigError naming the file and the key on a mistake."""
+        try:
+            import tomllib
+        except ModuleNotFoundError:  # Python 3.10
+            raise ConfigError("config: reading TOML needs Python 3.11 (tomllib); run activebayes on Python >= 3.11") from None
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"config: {str(path)!r} does not exist; pass the path of a study .toml file")
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"config: {str(path)!r} is not valid TOML ({exc}); fix the file") from None
+        return cls.from_dict(raw, base_dir=path.resolve().parent, source=str(path))
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any], *, base_dir: str | Path = ".", source: str | None = None) -> StudyConfig:
+        """Validate a parsed TOML document; relative `data.path` is taken from `base_dir`."""
+        where = f"{source}: " if source else ""
+        values: dict[str, Any] = {}
+        for key, value in raw.items():
+            if key in _SCHEMA and key is not None:
+                if not isinstance(value, Mapping):
+                    raise ConfigError(f"{where}[{key}]: expected a table, got {value!r}")
+                for sub, sub_value in value.items():
+                    if sub not in _SCHEMA[key]:
+                        raise ConfigError(f"{where}{key}.{sub}: unknown key; known keys in [{key}]: {', '.join(_SCHEMA[key])}")
+                    name, kind = _SCHEMA[key][sub]
+                    values[name] = _check(f"{where}{key}.{sub}", sub_value, kind)
+            elif key in _SCHEMA[None]:
+                name, kind = _SCHEMA[None][key]
+                values[name] = _check(f"{where}{key}", value, kind)
+            else:
+                known = ", ".join([*_SCHEMA[None], *(f"[{t}]" for t in _SCHEMA if t)])
+                raise ConfigError(f"{where}{key}: unknown key; known top-level keys and tables: {known}")
+        if "acquisitions" not in values:
+            raise ConfigError(f"{where}acquisitions: missing; list at least one, e.g. acquisitions = [\"bald\", \"random\"]")
+        for name in ("acquisitions", "hidden"):
+            if name in values:
+                values[name] = tuple(values[name])
+        if values.get("data_path") is not None:
+            values["data_path"] = str((Path(base_dir) / values["data_path"]).resolve())
+        config = cls(**values, source=source)
+        config.validate()
+        return config
+
+    def validate(self) -> None:
+        """Cross-field checks and name lookups (acquisitions, posterior, data files)."""
+        from activebayes.acquisition import resolve_acquisition
+
+        where = f"{self.source}: " if self.source else ""
+        if not self.acquisitions:
+            raise ConfigError(f"{where}acquisitions: expected at least one name, got []")
+        names = []
+        for name in self.acquisitions:
+            try:
+                names.append(resolve_acquisition(name).name)
+            except ConfigError as exc:
+                raise ConfigError(f"{where}{exc}") from None
+        if len(set(names)) != len(names):
+            raise ConfigError(f"{where}acquisitions: expected distinct names, got {list(self.acquisitions)}")
+        object.__setattr__(self, "acquisitions", tuple(names))
+        posterior_class(self.posterior, where)
+        if self.dataset not in DATASETS:
+            raise ConfigError(f"{where}data.dataset: expected one of {', '.join(DATASETS)}, got {self.dataset!r}")
+        if self.network not in NETWORKS:
+            raise ConfigError(f"{where}model.network: expected one of {', '.join(NETWORKS)}, got {self.network!r}")
+        if self.network == "cnn" and self.dataset != "mnist":
+            raise ConfigError(f"{where}model.network: 'cnn' needs images (data.dataset = \"mnist\"), got {self.dataset!r}")
+        if self.dataset == "mnist":
+            if self.data_path is None:
+                raise ConfigError(f"{where}data.path: missing; give the MNIST folder (relative to the config file)")
+            mnist_files(Path(self.data_path), where)
+        elif self.data_path is not None or self.test_size is not None:
+            key = "data.path" if self.data_path is not None else "data.test_size"
+            raise ConfigError(f"{where}{key}: only used with data.dataset = \"mnist\"; leave it out (digits use test_fraction)")
+        if not 0 < self.test_fraction < 1:
+            raise ConfigError(f"{where}data.test_fraction: expected a number in (0, 1), got {self.test_fraction!r}")
+        if self.max_labels <= self.initial:
+            raise ConfigError(f"{where}loop.max_labels: expected more than loop.initial ({self.initial}), got {self.max_labels}")
+        available = 60_000 if self.dataset == "mnist" else 1797 - round(self.test_fraction * 1797)
+        if self.pool_size is not None and self.pool_size > available:
+            raise ConfigError(f"{where}data.pool_size: {self.dataset} leaves {available} pool items, got {self.pool_size}")
+        pool = self.pool_size or available
+        if self.test_size is not None and self.test_size > 10_000:
+            raise ConfigError(f"{where}data.test_size: MNIST has 10000 test images, got {self.test_size}")
+        if pool < self.max_labels + self.batch_size:
+            raise ConfigError(f"{where}loop.max_labels: {self.max_labels} (+ one batch of {self.batch_size}) exceeds the pool of {pool} items")
+        if self.balanced_initial and self.initial < 10:
+            raise ConfigError(f"{where}loop.initial: a balanced start needs at least one item per class (10), got {self.initial}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as plain JSON values (recorded in results.json and checked on resume)."""
+        out = dataclasses.asdict(self)
+        out.pop("source")
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
+
+    @property
+    def rounds_per_run(self) -> int:
+        """Fitted rounds per (acquisition, repeat): label counts initial, initial + K, ... up to max_labels."""
+        return math.ceil((self.max_labels - self.initial) / self.batch_size) + 1
+
+
+def _check(key: str, value: Any, kind: str) -> Any:
+    def bad(expected: str) -> ConfigError:
+        return ConfigError(f"{key}: expected {expected}, got {value!r}")
+
+    is_int = isinstance(value, int) and not isinstance(value, bool)
+    if kind == "str":
+        if not isinstance(value, str) or not value.strip():
+            raise bad("a non-empty string")
+    elif kind == "bool":
+        if not isinstance(value, bool):
+            raise bad("true or false")
+    elif kind in ("int>0", "int>=0"):
+        if not is_int or value < (1 if kind == "int>0" else 0):
+            raise bad("a positive integer" if kind == "int>0" else "a non-negative integer")
+    elif kind in ("float>0", "float>=0", "fraction"):
+        if not (is_int or isinstance(value, float)) or not math.isfinite(value):
+            raise bad("a number")
+        value = float(value)
+        if (kind == "float>0" and value <= 0) or (kind == "float>=0" and value < 0):
+            raise bad("a positive number" if kind == "float>0" else "a non-negative number")
+        if kind == "fraction" and not 0 <= value < 1:
+            raise bad("a number in [0, 1)")
+    elif kind == "list[str]":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise bad("a list of names")
+    elif kind == "list[int>0]":
+        if not isinstance(value, list) or not value or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value):
+            raise bad("a non-empty list of positive integers")
+    return value
+
+
+def posterior_class(name: str, where: str = "") -> type:
+    """The registered posterior class `name`; it must build its networks from a `model_fn`."""
+    from activebayes.posteriors import resolve_posterior
+
+    try:
+        cls = resolve_posterior(name)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}model.{exc}") from None
+    if "model_fn" not in inspect.signature(cls).parameters:
+        raise ConfigError(f"{where}model.posterior: {name!r} does not train a network from model_fn; use e.g. mc-dropout")
+    return cls
+
+
+def mnist_files(folder: Path, where: str = "") -> dict[str, Path]:
+    """The four MNIST IDX files in `folder` (raw or .gz); ConfigError naming a missing one."""
+    if not folder.is_dir():
+        raise ConfigError(f"{where}data.path: the MNIST folder {str(folder)!r} does not exist; fix the path (relative to the config file)")
+    found = {}
+    for role, stem in MNIST_FILES.items():
+        path = next((p for p in (folder / stem, folder / f"{stem}.gz") if p.is_file()), None)
+        if path is None:
+            raise ConfigError(f"{where}data.path: {str(folder)!r} has no {stem}[.gz]; put the four MNIST IDX files there")
+        found[role] = path
+    return found
+
+
+# ---- data -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Split:
+    pool: np.ndarray  # data-file rows of the candidate pool
+    test: np.ndarray  # data-file rows of the test split
+    initial: np.ndarray  # data-file rows labelled before the first round
+
+
+@dataclass(frozen=True)
+class _Data:
+    path: Path
+    labels: list[str]  # per data-file row
+    keys: list[str]
+    shape: tuple[int, ...]  # one item
+    splits: list[_Split]  # per repeat
+
+
+def _rng(config: StudyConfig, repeat: int, purpose: int) -> np.random.Generator:
+    return np.random.default_rng([config.seed, repeat, purpose])
+
+
+def initial_rows(pool: np.ndarray, labels: np.ndarray, n: int, *, balanced: bool, rng: np.random.Generator) -> np.ndarray:
+    """`n` rows of `pool`: uniformly at random, or balanced: n // C per class and the remainder
+    one each to randomly chosen classes (C = the classes present in the pool)."""
+    if not balanced:
+        return np.sort(rng.choice(pool, size=n, replace=False))
+    classes = np.unique(labels[pool])
+    counts = np.full(len(classes), n // len(classes))
+    counts[rng.choice(len(classes), size=n % len(classes), replace=False)] += 1
+    chosen = []
+    for c, k in zip(classes, counts):
+        members = pool[labels[pool] == c]
+        if len(members) < k:
+            raise DataError(f"initial: class {c!r} has {len(members)} pool items, a balanced start needs {k}")
+        chosen.append(rng.choice(members, size=k, replace=False))
+    return np.sort(np.concatenate(chosen))
+
+
+def _atomic_savez(path: Path, **arrays: np.ndarray) -> None:
+    tmp = path.with_name(path.name + ".partial")
+    with tmp.open("wb") as fh:
+        np.savez(fh, **arrays)
+    os.replace(tmp, path)
+
+
+def prepare_data(config: StudyConfig, out_dir: Path) -> _Data:
+    """Write (once) the study's data file under `out_dir` and draw each repeat's split."""
+    from activebayes.data import digits_arrays, write_digits
+
+    splits = []
+    if config.dataset == "digits":
+        path = out_dir / "digits.npz"
+        if not path.exists():
+            write_digits(path)
+        _, y = digits_arrays()
+        keys = [f"digit-{i:04d}" for i in range(len(y))]
+        shape: tuple[int, ...] = (64,)
+        n_test = round(config.test_fraction * len(y))
+        for r in range(config.repeats):
+            order = _rng(config, r, 0).permutation(len(y))
+            pool = order[n_test:]
+            if config.pool_size is not None:
+                pool = pool[: config.pool_size]
+            splits.append((np.sort(pool), np.sort(order[:n_test])))
+    else:
+        from activebayes.data import read_idx
+
+        files = mnist_files(Path(config.data_path or ""))
+        train_y, test_y = read_idx(files["train_y"]).astype(np.int64), read_idx(files["test_y"]).astype(np.int64)
+        pools = [np.arange(len(train_y)) if config.pool_size is None else
+                 np.sort(_rng(config, r, 0).choice(len(train_y), size=config.pool_size, replace=False))
+                 for r in range(config.repeats)]  # fmt: skip
+        test = np.arange(len(test_y))
+        if config.test_size is not None:
+            test = np.sort(np.random.default_rng([config.seed, 7]).choice(len(test_y), size=config.test_size, replace=False))
+        union = np.unique(np.concatenate(pools))
+        y = np.concatenate([train_y[union], test_y[test]])
+        keys = [f"train-{i:05d}" for i in union] + [f"test-{i:05d}" for i in test]
+        shape = (1, 28, 28)
+        path = out_dir / "mnist.npz"
+        if not path.exists():
+            images = np.concatenate([read_idx(files["train_x"])[union], read_idx(files["test_x"])[test]])
+            _atomic_savez(path, x=(images.astype(np.float32) / 255.0)[:, None], y=y, keys=np.asarray(keys))
+        test_rows = np.arange(len(union), len(y))
+        splits = [(np.searchsorted(union, p), test_rows) for p in pools]
+    out = []
+    for r, (pool, test) in enumerate(splits):
+        init = initial_rows(pool, y, config.initial, balanced=config.balanced_initial, rng=_rng(config, r, 1))
+        out.append(_Split(pool=pool, test=test, initial=init))
+    return _Data(path=path, labels=[str(int(v)) for v in y], keys=keys, shape=shape, splits=out)
+
+
+# ---- running --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StudyResult:
+    """What `run_study` produced.
+
+    runs: acquisition -> one curve per repeat, [(labels, test accuracy), ...].
+    curves: acquisition -> [{"labels", "mean", "sd", "n"}] over repeats (label counts every
+    finished repeat reached).
+    """
+
+    config: StudyConfig
+    out_dir: Path
+    database: Path
+    results: Path
+    plot: Path
+    runs: dict[str, list[list[tuple[int, float]]]]
+    curves: dict[str, list[dict[str, float]]]
+    rounds_run: int
+    elapsed_s: float
+
+
+def summarise(runs: Sequence[Sequence[tuple[int, float]]]) -> list[dict[str, float]]:
+    """Mean and sd (ddof=1; 0 for one run) of the metric at each label count all runs share."""
+    shared = set.intersection(*({n for n, _ in run} for run in runs)) if runs else set()
+    out = []
+    for n in sorted(shared):
+        values = np.asarray([dict(run)[n] for run in runs], dtype=np.float64)
+        sd = float(values.std(ddof=1)) if len(values) > 1 else 0.0
+        out.append({"labels": int(n), "mean": float(values.mean()), "sd": sd, "n": len(values)})
+    return out
+
+
+def _posterior_factory(config: StudyConfig, shape: tuple[int, ...], device: str) -> tuple[Callable, dict[str, Any]]:
+    from functools import partial
+
+    from activebayes.nets import gal_cnn, mlp
+
+    cls = posterior_class(config.posterior)
+    if config.network == "cnn":
+        model_fn = gal_cnn(shape, 10, conv_dropout=config.conv_dropout, dense_dropout=config.dropout)
+    else:
+        model_fn = mlp(math.prod(shape), 10, hidden=config.hidden, dropout=config.dropout)
+    options = {"epochs": config.epochs, "lr": config.lr, "weight_decay": config.weight_decay,
+               "batch_size": config.train_batch_size, "n_samples": config.n_samples}  # fmt: skip
+    accepted = inspect.signature(cls).parameters
+    kwargs = {k: v for k, v in options.items() if v is not None and k in accepted}
+    if "device" in accepted:
+        kwargs["device"] = device
+    settings = {k: v for k, v in kwargs.items() if k != "device"} | {"network": config.network}
+    return partial(cls, model_fn, **kwargs), settings
+
+
+def _check_resumable(config: StudyConfig, out_dir: Path) -> None:
+    record = out_dir / "study-config.json"
+    if record.exists():
+        try:
+            previous = json.loads(record.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            previous = None
+        if previous != config.to_dict():
+            raise ConfigError(
+                f"out_dir: {str(out_dir)!r} holds a study with a different config ({record.name}); "
+                "use another --out folder, or the same config to resume"
+            )
+    else:
+        record.write_text(json.dumps(config.to_dict(), indent=2) + "\n", encoding="utf-8")
+
+
+def run_study(
+    config: StudyConfig,
+    out_dir: str | Path,
+    *,
+    device: str = "auto",
+    progress: Callable[[int, int, str], None] | None = None,
+) -> StudyResult:
+    """Run (or resume) the study into `out_dir`; see the module docstring.
+
+    Args:
+        config: a validated StudyConfig.
+        out_dir: folder for study.db, the data file, results.json and learning-curve.png
+            (created; an existing one is resumed when it holds the same config).
+        device: "auto" (CUDA when present), "cpu" or "cuda[:i]": training, scoring, evaluation.
+        progress: called as progress(rounds_done, rounds_total, text) after each round.
+    """
+    from activebayes._device import resolve_device
+    from activebayes.loop import ActiveLearningLoop
+    from activebayes.oracles import SimulatedOracle
+    from activebayes.report import plot_learning_curves
+    from activebayes.store import PoolStore
+
+    resolve_device(device)  # a bad device fails before anything is written
+    started = time.perf_counter()
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"out_dir: {str(out_dir)!r} is a file; pass a folder")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _check_resumable(config, out_dir)
+    data = prepare_data(config, out_dir)
+    factory, settings = _posterior_factory(config, data.shape, device)
+    oracle = SimulatedOracle(dict(zip(data.keys, data.labels)))
+    db = out_dir / "study.db"
+    total = config.repeats * len(config.acquisitions) * config.rounds_per_run
+    done = rounds_run = 0
+    runs: dict[str, list[list[tuple[int, float]]]] = {a: [] for a in config.acquisitions}
+    with PoolStore(f"sqlite:///{db}") as store:
+        for repeat, split in enumerate(data.splits):
+            for acquisition in config.acquisitions:
+                name = f"{acquisition}-r{repeat + 1}"
+                _import(store, name, data, split)
+                loop = ActiveLearningLoop(
+                    factory, acquisition, store, name, oracle, batch_size=config.batch_size,
+                    seed=config.seed + repeat, device=device, score_batch_size=config.score_batch_size,
+                    who="simulated", posterior_name=config.posterior, posterior_settings=settings,
+                )  # fmt: skip
+                finished = sum(1 for r in store.rounds(name) if r.status == "done" and "accuracy" in r.metrics)
+                done += min(finished, config.rounds_per_run)
+                while not _finished(store, name, config.max_labels):
+                    loop.step()
+                    rounds_run += 1
+                    done += 1
+                    if progress is not None:
+                        progress(min(done, total), total, f"{acquisition}, repeat {repeat + 1}/{config.repeats}")
+                runs[acquisition].append(
+                    [(r.labelled_count, float(r.metrics["accuracy"])) for r in store.rounds(name)
+                     if r.status == "done" and "accuracy" in r.metrics and r.labelled_count <= config.max_labels]
+                )  # fmt: skip
+    curves = {a: summarise(points) for a, points in runs.items()}
+    plot = plot_learning_curves(
+        {a: [(c["labels"], c["mean"]) for c in points] for a, points in curves.items()},
+        out_dir / "learning-curve.png",
+        title=f"{config.name}: {config.posterior}, mean of {config.repeats} repeat(s)",
+    )  # fmt: skip
+    elapsed = time.perf_counter() - started
+    results = out_dir / "results.json"
+    document = {"config": config.to_dict(), "curves": curves,
+                "runs": {a: [[list(p) for p in run] for run in rs] for a, rs in runs.items()},
+                "database": str(db), "plot": str(plot)}  # fmt: skip
+    results.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    return StudyResult(config, out_dir, db, results, plot, runs, curves, rounds_run, elapsed)
+
+
+def _finished(store: Any, name: str, max_labels: int) -> bool:
+    latest = store.latest_round(name)
+    if latest is not None and latest.status not in ("done", "failed"):
+        return False  # an interrupted round is finished first
+    return any(r.status == "done" and r.labelled_count >= max_labels for r in store.rounds(name))
+
+
+def _import(store: Any, name: str, data: _Data, split: _Split) -> None:
+    """Create the project with its pool, test split (labels known) and initial labels, once."""
+    from activebayes.data import DIGITS_CLASSES
+
+    if name not in store.projects():
+        store.create_project(name, task="classification", classes=DIGITS_CLASSES,
+                             settings={"truth": "held-back", "image_layout": "flat"})  # fmt: skip
+    if store.count_items(name) > 0:
+        return
+    known = np.concatenate([split.test, split.initial])
+    store.import_pool(
+        name, data.path, data_format="npz",
+        pool_rows=split.pool, pool_keys=[data.keys[i] for i in split.pool],
+        test_rows=split.test, test_keys=[data.keys[i] for i in split.test],
+        observations=[(data.keys[i], data.labels[i]) for i in known], who="simulated", source="import",
+    )  # fmt: skip
+
+
+__all__ = ["StudyConfig", "StudyResult", "initial_rows", "prepare_data", "run_study", "summarise"]

@@ -1,0 +1,216 @@
+"""`activebayes study run` and activebayes.study: a tiny digits study end to end, determinism,
+resuming, the balanced initial set, the summary statistics, and every config mistake."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from activebayes.errors import ConfigError, DataError
+from activebayes.study import StudyConfig, initial_rows, prepare_data, run_study, summarise
+from activebayes_cli.main import app
+
+ROOT = Path(__file__).resolve().parents[1]
+DIGITS_TOML = ROOT / "studies" / "gal2017" / "digits.toml"
+MNIST_DIR = ROOT.parent / "shared" / "data" / "mnist"
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, list(args), catch_exceptions=False)
+
+
+def assert_mistake(result, *words: str) -> None:
+    """Exit 2, exactly one 'error: ...; fix' line on stderr, no traceback, naming `words`."""
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ") and "; " in lines[0], lines[0]
+    assert "Traceback" not in result.output
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+
+
+def initial_keys(db: Path) -> dict[str, set[str]]:
+    """project -> keys labelled at import in the pool split (the initial set)."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        rows = conn.execute(
+            "SELECT p.name, i.key FROM observations o JOIN items i ON i.id = o.item_id "
+            "JOIN projects p ON p.id = i.project_id WHERE o.source = 'import' AND i.split = 'pool'"
+        ).fetchall()
+    out: dict[str, set[str]] = {}
+    for name, key in rows:
+        out.setdefault(name, set()).add(key)
+    return out
+
+
+class Interrupt(Exception):
+    pass
+
+
+def test_digits_study_end_to_end_deterministic_and_resumable(tmp_path):
+    first = tmp_path / "a"
+    result = run("study", "run", str(DIGITS_TOML), "--out", str(first))
+    assert result.exit_code == 0, result.output
+    assert "labels" in result.stdout and "bald" in result.stdout and "random" in result.stdout
+    doc = json.loads((first / "results.json").read_text())
+    assert doc["config"]["name"] == "digits-tiny" and doc["config"]["acquisitions"] == ["bald", "random"]
+    assert set(doc["curves"]) == {"bald", "random"}
+    for name, points in doc["curves"].items():
+        assert [p["labels"] for p in points] == [20, 30, 40]
+        runs = doc["runs"][name]
+        assert len(runs) == 2
+        for i, p in enumerate(points):  # mean and sd (ddof=1) of the two repeats' accuracies
+            values = [run_[i][1] for run_ in runs]
+            assert p["n"] == 2 and 0.0 <= p["mean"] <= 1.0
+            assert p["mean"] == pytest.approx(np.mean(values)) and p["sd"] == pytest.approx(np.std(values, ddof=1))
+    # Within a repeat every acquisition starts from the same labels and the same round-1 seed.
+    for r in range(2):
+        assert doc["runs"]["bald"][r][0] == doc["runs"]["random"][r][0]
+    png = first / "learning-curve.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    keys = initial_keys(first / "study.db")
+    assert keys["bald-r1"] == keys["random-r1"] and keys["bald-r2"] == keys["random-r2"]
+    assert keys["bald-r1"] != keys["bald-r2"]
+    from activebayes.data import digits_arrays
+
+    _, digit_labels = digits_arrays()
+    for chosen in keys.values():  # 20 balanced: two of each digit
+        assert Counter(int(digit_labels[int(k.split("-")[1])]) for k in chosen) == {c: 2 for c in range(10)}
+
+    # The same seed, interrupted after 5 rounds and resumed, gives identical curves.
+    second = tmp_path / "b"
+    config = StudyConfig.from_toml(DIGITS_TOML)
+
+    def stop(done, total, text):
+        if done == 5:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        run_study(config, second, progress=stop)
+    resumed = run("--json", "study", "run", str(DIGITS_TOML), "--out", str(second))
+    assert resumed.exit_code == 0, resumed.output
+    summary = json.loads(resumed.stdout)
+    assert summary["rounds_run"] == 12 - 5
+    assert summary["curves"] == doc["curves"]
+    assert json.loads((second / "results.json").read_text())["runs"] == doc["runs"]
+
+    # Resuming a finished study adds nothing.
+    with sqlite3.connect(first / "study.db") as conn:
+        before = conn.execute("SELECT count(*) FROM rounds").fetchone()[0]
+    again = run("--json", "study", "run", str(DIGITS_TOML), "--out", str(first))
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["rounds_run"] == 0
+    with sqlite3.connect(first / "study.db") as conn:
+        assert conn.execute("SELECT count(*) FROM rounds").fetchone()[0] == before == 12
+    assert json.loads((first / "results.json").read_text())["curves"] == doc["curves"]
+
+
+def test_resume_with_another_config_is_refused(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "study-config.json").write_text(json.dumps({"name": "something else"}))
+    assert_mistake(run("study", "run", str(DIGITS_TOML), "--out", str(out)), "different config")
+    assert sorted(p.name for p in out.iterdir()) == ["study-config.json"]
+
+
+BASE = DIGITS_TOML.read_text()
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("name = [", ["not valid TOML"]),
+        (BASE + "\ncolour = 3\n", ["colour: unknown key"]),
+        (BASE.replace("batch_size = 10", "batch_size = 10\nbatchsize = 3"), ["loop.batchsize: unknown key"]),
+        (BASE.replace('["bald", "random"]', '["bald", "maximum-fun"]'), ["acquisition", "maximum-fun"]),
+        (BASE.replace('"mc-dropout"', '"dropout-magic"'), ["model.posterior", "dropout-magic"]),
+        (BASE.replace('"mc-dropout"', '"gp"'), ["model.posterior", "model_fn"]),
+        (BASE.replace("batch_size = 10", "batch_size = 0"), ["loop.batch_size", "positive integer"]),
+        (BASE.replace("max_labels = 40", "max_labels = 20"), ["loop.max_labels"]),
+        (BASE.replace("balanced_initial = true", "balanced_initial = 1"), ["loop.balanced_initial"]),
+        (BASE.replace('network = "mlp"', 'network = "cnn"'), ["model.network", "cnn"]),
+        (BASE.replace('dataset = "digits"', 'dataset = "mnist"\npath = "no/such/folder"'), ["data.path", "does not exist"]),
+        (BASE.replace('acquisitions = ["bald", "random"]', ""), ["acquisitions: missing"]),
+    ],
+)
+def test_config_mistakes_exit_2_with_one_line_and_write_nothing(tmp_path, text, words):
+    config = tmp_path / "study.toml"
+    config.write_text(text)
+    out = tmp_path / "out"
+    assert_mistake(run("study", "run", str(config), "--out", str(out)), *words)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["study.toml"]
+
+
+def test_missing_config_file_and_bad_device(tmp_path):
+    assert_mistake(run("study", "run", str(tmp_path / "nope.toml"), "--out", str(tmp_path / "o")), "does not exist")
+    assert_mistake(run("study", "run", str(DIGITS_TOML), "--out", str(tmp_path / "o"), "--device", "tpu"), "tpu")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_initial_rows_balanced_and_seeded():
+    labels = np.repeat(np.arange(10), 30)
+    pool = np.arange(0, 300, 2)  # 15 of each class
+    rows = initial_rows(pool, labels, 23, balanced=True, rng=np.random.default_rng(3))
+    counts = Counter(labels[rows].tolist())
+    assert sorted(counts.values()) == [2] * 7 + [3] * 3  # 23 = 10 * 2 + 3 extra
+    assert set(rows) <= set(pool) and len(set(rows)) == 23
+    again = initial_rows(pool, labels, 23, balanced=True, rng=np.random.default_rng(3))
+    assert np.array_equal(rows, again)
+    plain = initial_rows(pool, labels, 23, balanced=False, rng=np.random.default_rng(3))
+    assert len(set(plain)) == 23 and set(plain) <= set(pool)
+    with pytest.raises(DataError, match="class"):
+        initial_rows(pool[:12], labels, 20, balanced=True, rng=np.random.default_rng(0))
+
+
+def test_summarise_hand_computed():
+    runs = [[(20, 0.5), (30, 0.7)], [(20, 0.7), (30, 0.9), (40, 1.0)]]
+    out = summarise(runs)
+    assert [p["labels"] for p in out] == [20, 30]  # only the label counts both runs reached
+    assert out[0]["mean"] == pytest.approx(0.6) and out[0]["sd"] == pytest.approx(np.sqrt(0.02))
+    assert summarise([[(20, 0.4)]]) == [{"labels": 20, "mean": 0.4, "sd": 0.0, "n": 1}]
+
+
+def test_config_errors_name_the_key():
+    with pytest.raises(ConfigError, match="model.epochs"):
+        StudyConfig.from_dict({"acquisitions": ["bald"], "model": {"epochs": -1}})
+    with pytest.raises(ConfigError, match=r"\[loop\]: expected a table"):
+        StudyConfig.from_dict({"acquisitions": ["bald"], "loop": 3})
+    assert StudyConfig.from_dict({"acquisitions": ["BALD", "mean_std"]}).acquisitions == ("bald", "mean-std")
+
+
+def test_gal2017_configs_resolve_the_shared_mnist_folder():
+    if not MNIST_DIR.is_dir():
+        pytest.skip(f"MNIST not found at {MNIST_DIR}")
+    config = StudyConfig.from_toml(ROOT / "studies" / "gal2017" / "mnist.toml")
+    assert Path(config.data_path) == MNIST_DIR.resolve()  # data paths are relative to the config file
+    assert config.acquisitions == ("bald", "variation-ratio", "entropy", "mean-std", "random")
+    assert (config.initial, config.batch_size, config.max_labels, config.repeats) == (20, 10, 1000, 3)
+    assert config.rounds_per_run == 99  # 20, 30, ..., 1000 labels
+    small = StudyConfig.from_toml(ROOT / "studies" / "gal2017" / "mnist-small.toml")
+    assert Path(small.data_path) == MNIST_DIR.resolve() and small.network == "cnn"
+
+
+def test_mnist_data_file(tmp_path):
+    if not MNIST_DIR.is_dir():
+        pytest.skip(f"MNIST not found at {MNIST_DIR}")
+    config = StudyConfig.from_dict(
+        {"acquisitions": ["bald"], "repeats": 2, "data": {"dataset": "mnist", "path": str(MNIST_DIR), "pool_size": 100,
+                                                          "test_size": 50},
+         "loop": {"max_labels": 40}, "model": {"network": "cnn"}}  # fmt: skip
+    )
+    data = prepare_data(config, tmp_path)
+    with np.load(data.path) as archive:
+        x, y = archive["x"], archive["y"]
+    assert x.dtype == np.float32 and x.shape[1:] == (1, 28, 28) and 0.0 <= x.min() and x.max() <= 1.0
+    for split in data.splits:
+        assert len(split.pool) == 100 and len(split.test) == 50 and len(split.initial) == 20
+        assert Counter(y[split.initial].tolist()) == {c: 2 for c in range(10)}
+        assert all(data.keys[i].startswith("train-") for i in split.pool)
+        assert all(data.keys[i].startswith("test-") for i in split.test)
+    assert not np.array_equal(data.splits[0].pool, data.splits[1].pool)
