@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from activebayes_cli.main import app
+from cli_checks import assert_mistake
 
 CLASSES = ("a", "b", "c")
 
@@ -28,17 +29,6 @@ def dump(db: Path) -> list[str]:
     """Every row of every table (read-only), to compare a database before and after a command."""
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
         return list(conn.iterdump())
-
-
-def assert_mistake(result, *words: str) -> None:
-    """A user mistake: exit code 2, exactly one line on stderr, no traceback, naming `words`."""
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ") and "; " in lines[0], lines[0]
-    assert "Traceback" not in result.output
-    for word in words:
-        assert word in lines[0], (word, lines[0])
 
 
 def write_pool_csv(path: Path, n: int = 60, seed: int = 0) -> Path:

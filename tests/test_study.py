@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from activebayes.errors import ConfigError, DataError
 from activebayes.study import StudyConfig, initial_rows, prepare_data, run_study, summarise
 from activebayes_cli.main import app
+from cli_checks import assert_mistake
 
 ROOT = Path(__file__).resolve().parents[1]
 DIGITS_TOML = ROOT / "studies" / "gal2017" / "digits.toml"
@@ -23,17 +24,6 @@ MNIST_DIR = ROOT.parent / "shared" / "data" / "mnist"
 
 def run(*args: str):
     return CliRunner().invoke(app, list(args), catch_exceptions=False)
-
-
-def assert_mistake(result, *words: str) -> None:
-    """Exit 2, exactly one 'error: ...; fix' line on stderr, no traceback, naming `words`."""
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ") and "; " in lines[0], lines[0]
-    assert "Traceback" not in result.output
-    for word in words:
-        assert word in lines[0], (word, lines[0])
 
 
 def initial_keys(db: Path) -> dict[str, set[str]]:
