@@ -99,22 +99,40 @@ class MemberStack:
         return torch.stack([member(x) for member in self.members[:m]])
 
 
-def _predict(posterior: DeepEnsemble | SnapshotEnsemble, x: Tensor, n_samples: int | None) -> Predictive:
-    check_fitted(posterior, "stack_")
-    stack = posterior.stack_
-    m = len(stack) if n_samples is None else n_samples
-    if not isinstance(m, int) or isinstance(m, bool) or not 1 <= m <= len(stack):
-        raise ConfigError(f"n_samples: expected an integer from 1 to the {len(stack)} members, got {n_samples!r}")
-    dtype = next(stack.members[0].parameters()).dtype
-    x = as_tensor("x", x, dtype).to(posterior.device_)
-    with torch.no_grad():
-        logits = stack.logits(x, m)
-    if logits.dim() != 3:
-        raise ShapeError(f"model_fn: expected the network to output logits [N, C], got [N, ...] = {tuple(logits.shape[1:])}")
-    return Predictive(torch.softmax(logits, dim=-1), check=False)
+class _StackedEnsemble:
+    """Prediction for ensembles whose members live in a fitted `stack_` (a `MemberStack`)."""
+
+    stack_: MemberStack | None
+    device_: torch.device
+
+    def to(self, device: str | torch.device) -> _StackedEnsemble:
+        """Move the fitted members to `device`; returns self."""
+        check_fitted(self, "stack_")
+        self.device_ = resolve_device(device)
+        self.stack_.to(self.device_)
+        return self
+
+    def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive:
+        """p(y | x_n, θ_s) for the first S members (all M by default): probs [S, N, C]."""
+        check_fitted(self, "stack_")
+        stack = self.stack_
+        m = len(stack) if n_samples is None else n_samples
+        if not isinstance(m, int) or isinstance(m, bool) or not 1 <= m <= len(stack):
+            raise ConfigError(f"n_samples: expected an integer from 1 to the {len(stack)} members, got {n_samples!r}")
+        dtype = next(stack.members[0].parameters()).dtype
+        x = as_tensor("x", x, dtype).to(self.device_)
+        with torch.no_grad():
+            logits = stack.logits(x, m)
+        if logits.dim() != 3:
+            raise ShapeError(f"model_fn: expected the network to output logits [N, C], got [N, ...] = {tuple(logits.shape[1:])}")
+        return Predictive(torch.softmax(logits, dim=-1), check=False)
+
+    def predict_proba(self, x: Tensor) -> Tensor:
+        """(1/M) Σ_m p(y | x_n, θ_m), [N, C]."""
+        return self.predict(x).mean()
 
 
-class DeepEnsemble:
+class DeepEnsemble(_StackedEnsemble):
     """M networks trained independently, differing by initialisation and data order.
 
     Args:
@@ -167,23 +185,8 @@ class DeepEnsemble:
         self.device_ = resolve_device(self.device)
         return self
 
-    def to(self, device: str | torch.device) -> DeepEnsemble:
-        """Move the fitted members to `device`; returns self."""
-        check_fitted(self, "stack_")
-        self.device_ = resolve_device(device)
-        self.stack_.to(self.device_)
-        return self
 
-    def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive:
-        """p(y | x_n, θ_s) for the first S members (all M by default): probs [S, N, C]."""
-        return _predict(self, x, n_samples)
-
-    def predict_proba(self, x: Tensor) -> Tensor:
-        """(1/M) Σ_m p(y | x_n, θ_m), [N, C]."""
-        return self.predict(x).mean()
-
-
-class SnapshotEnsemble:
+class SnapshotEnsemble(_StackedEnsemble):
     """Snapshots of ONE training run with a cyclic cosine learning rate (Huang et al., 2017).
 
     The run lasts n_snapshots · epochs_per_cycle epochs; at step t the learning rate is
@@ -273,20 +276,10 @@ class SnapshotEnsemble:
         return self
 
     def to(self, device: str | torch.device) -> SnapshotEnsemble:
-        """Move the fitted snapshots to `device`; returns self."""
-        check_fitted(self, "stack_")
-        self.device_ = resolve_device(device)
-        self.stack_.to(self.device_)
+        """Move the fitted snapshots and the final weights (for a warm start) to `device`."""
+        super().to(device)
         self.model_.to(self.device_)
         return self
-
-    def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive:
-        """p(y | x_n, θ_s) for the first S snapshots (all by default): probs [S, N, C]."""
-        return _predict(self, x, n_samples)
-
-    def predict_proba(self, x: Tensor) -> Tensor:
-        """(1/M) Σ_m p(y | x_n, θ_m), [N, C]."""
-        return self.predict(x).mean()
 
 
 __all__ = ["DeepEnsemble", "MemberStack", "SnapshotEnsemble"]
