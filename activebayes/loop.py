@@ -52,6 +52,20 @@ HookFn = Callable[[str], None]
 STAGES = ("started", "fit", "fitted", "score", "scored", "ask", "answered", "done")
 
 
+def load_project_data(store: Any, project: str) -> Any:
+    """The project's data file as an `activebayes.data.Dataset`, loaded with the project's
+    settings after checking its sha256 (DataError naming the file when it changed)."""
+    from activebayes.data import load_dataset
+
+    info = store.project(project)
+    path = store.verify_data(project)
+    settings = info.settings
+    return load_dataset(
+        path, format=info.data_format, label_column=settings.get("label_column"),
+        key_column=settings.get("key_column"), image_layout=settings.get("image_layout", "flat"),
+    )  # fmt: skip
+
+
 def round_seed(seed: int, number: int) -> int:
     """The seed of round `number`: a 31-bit hash of (seed, number) via numpy's SeedSequence."""
     return int(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, int(number)]).generate_state(1)[0] & 0x7FFFFFFF)
@@ -103,6 +117,8 @@ class ActiveLearningLoop:
         hook: called with each stage name in STAGES as the round passes it (for progress
             display and for the kill tests).
         progress: called as progress(items_scored, items_total) while the pool is scored.
+        data: the project's data already loaded by `load_project_data` (checked against its
+            sha256 by the caller); None loads and checks it on first use.
     """
 
     def __init__(
@@ -124,6 +140,7 @@ class ActiveLearningLoop:
         posterior_settings: dict[str, Any] | None = None,
         hook: HookFn | None = None,
         progress: Callable[[int, int], None] | None = None,
+        data: Any = None,
     ) -> None:
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size: expected a positive integer, got {batch_size!r}")
@@ -147,7 +164,7 @@ class ActiveLearningLoop:
         self.posterior_settings = dict(posterior_settings or {})
         self.hook = hook
         self.progress = progress
-        self._data: Any = None
+        self._data: Any = data
         self._info = store.project(project)
 
     # ---- helpers ------------------------------------------------------------------------
@@ -157,14 +174,7 @@ class ActiveLearningLoop:
 
     def _features(self, rows: np.ndarray) -> torch.Tensor:
         if self._data is None:
-            from activebayes.data import load_dataset
-
-            path = self.store.verify_data(self.project)  # DataError when the file changed
-            settings = self._info.settings
-            self._data = load_dataset(
-                path, format=self._info.data_format, label_column=settings.get("label_column"),
-                key_column=settings.get("key_column"), image_layout=settings.get("image_layout", "flat"),
-            )  # fmt: skip
+            self._data = load_project_data(self.store, self.project)
         x = np.ascontiguousarray(self._data.x[np.asarray(rows, dtype=np.int64)])
         return torch.from_numpy(x).float()
 

@@ -438,7 +438,7 @@ def run_study(
         progress: called as progress(rounds_done, rounds_total, text) after each round.
     """
     from activebayes._device import resolve_device
-    from activebayes.loop import ActiveLearningLoop
+    from activebayes.loop import ActiveLearningLoop, load_project_data
     from activebayes.oracles import SimulatedOracle
     from activebayes.report import plot_learning_curves
     from activebayes.store import PoolStore
@@ -457,15 +457,17 @@ def run_study(
     total = config.repeats * len(config.acquisitions) * config.rounds_per_run
     done = rounds_run = 0
     runs: dict[str, list[list[tuple[int, float]]]] = {a: [] for a in config.acquisitions}
+    dataset = None  # every project shares the one data file: load (and checksum) it once
     with PoolStore(f"sqlite:///{db}") as store:
         for repeat, split in enumerate(data.splits):
             for acquisition in config.acquisitions:
                 name = f"{acquisition}-r{repeat + 1}"
                 _import(store, name, data, split)
+                dataset = dataset if dataset is not None else load_project_data(store, name)
                 loop = ActiveLearningLoop(
                     factory, acquisition, store, name, oracle, batch_size=config.batch_size,
                     seed=config.seed + repeat, device=device, score_batch_size=config.score_batch_size,
-                    who="simulated", posterior_name=config.posterior, posterior_settings=settings,
+                    who="simulated", posterior_name=config.posterior, posterior_settings=settings, data=dataset,
                 )  # fmt: skip
                 finished = sum(1 for r in store.rounds(name) if r.status == "done" and "accuracy" in r.metrics)
                 done += min(finished, config.rounds_per_run)

@@ -76,20 +76,21 @@ def run_strategy(
     """One project: cold start of `config.initial` random labels, then `config.rounds` rounds.
     Returns [(labelled items, test accuracy)] per fitted round."""
     from activebayes.data import DIGITS_CLASSES
-    from activebayes.loop import ActiveLearningLoop
+    from activebayes.loop import ActiveLearningLoop, load_project_data
     from activebayes.nets import mlp
     from activebayes.posteriors import resolve_posterior
     from activebayes_cli.pool import register_pool
-    from activebayes_cli.round_ import load_project_data, truth_oracle
+    from activebayes_cli.round_ import truth_oracle
 
     store.create_project(name, task="classification", classes=DIGITS_CLASSES)
     register_pool(store, name, digits, test_fraction=config.test_fraction, seed=seed)
-    oracle = truth_oracle(store, name, load_project_data(store, name))
+    data = load_project_data(store, name)
+    oracle = truth_oracle(store, name, data)
     posterior = functools.partial(
         resolve_posterior("mc-dropout"), mlp(64, 10, hidden=config.hidden), n_samples=config.samples,
         epochs=config.epochs, lr=config.lr, device=device,
     )  # fmt: skip
-    common = dict(seed=seed, device=device, posterior_name="mc-dropout", who="simulated")
+    common = dict(seed=seed, device=device, posterior_name="mc-dropout", who="simulated", data=data)
     settings = {"n_samples": config.samples, "epochs": config.epochs, "lr": config.lr, "hidden": list(config.hidden)}
     cold = ActiveLearningLoop(posterior, acquisition, store, name, oracle, batch_size=config.initial,
                               posterior_settings=settings, **common)  # fmt: skip

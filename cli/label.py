@@ -75,7 +75,7 @@ def label(
             st.out.note(f"round {target} has all its answers. Next: activebayes round")
             st.out.result({"project": name, "round": target, "recorded": 0, "skipped": 0, "remaining": 0})
             return
-        from activebayes_cli.round_ import load_project_data
+        from activebayes.loop import load_project_data
 
         data = load_project_data(store, name)
         candidates = data.x[[q.row for q in pending]]

@@ -44,19 +44,6 @@ class OracleKind(str, Enum):
     truth = "truth"
 
 
-def load_project_data(store: Any, name: str) -> Any:
-    """The project's data file as a Dataset, after checking its sha256 (DataError if changed)."""
-    from activebayes.data import load_dataset
-
-    info = store.project(name)
-    path = store.verify_data(name)
-    settings = info.settings
-    return load_dataset(
-        path, format=info.data_format, label_column=settings.get("label_column"),
-        key_column=settings.get("key_column"), image_layout=settings.get("image_layout", "flat"),
-    )  # fmt: skip
-
-
 def truth_oracle(store: Any, name: str, data: Any) -> Any:
     """A SimulatedOracle answering from the labels held back at `pool add` (the data file's
     labels, or its --truth file, checked against its recorded sha256)."""
@@ -135,7 +122,7 @@ def round_(
 ) -> None:
     """Fit on the labelled items, score the pool, record the round and show what to label next."""
     from activebayes.acquisition import resolve_acquisition
-    from activebayes.loop import ActiveLearningLoop
+    from activebayes.loop import ActiveLearningLoop, load_project_data
     from activebayes_cli._model import model_factory, posterior_factory
 
     st = state(ctx)
@@ -193,7 +180,7 @@ def round_(
     loop = ActiveLearningLoop(
         factory, acquisition, store, name, answerer, batch_size=k, seed=seed,
         device=device, who="truth" if answerer is not None else None, posterior_name=posterior,
-        posterior_settings=settings, hook=hook, progress=on_scored,
+        posterior_settings=settings, hook=hook, progress=on_scored, data=data,
     )  # fmt: skip
     if latest is not None and (latest.status == "answered" or (latest.status == "queried" and not pending)):
         loop.step()  # every answer is in: close that round, then run a new one
