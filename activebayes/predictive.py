@@ -5,7 +5,10 @@ D features, K batch size.
 
 A `Predictive` holds p(y | x_n, θ_s) for S posterior samples θ_s with weights w_s (equal when
 `weights` is None), so the posterior predictive is p(y | x_n) = Σ_s w_s p(y | x_n, θ_s).
-A `GaussianPredictive` holds, for regression, y | x_n, θ_s ~ N(mean[s, n], var[s, n]).
+A `GaussianPredictive` holds, for regression, y | x_n, θ_s ~ N(mean[s, n], var[s, n]); when its
+optional `latent_mean`, `latent_var` [N] are set, the samples are quadrature nodes of a Gaussian
+latent f(x_n) ~ N(latent_mean[n], latent_var[n]) and the predictive is exactly
+N(latent_mean[n], latent_var[n] + var[·, n]), which the acquisition scores then use in closed form.
 
 >>> import torch
 >>> pred = Predictive(torch.tensor([[[0.9, 0.1]], [[0.1, 0.9]]]))
@@ -15,7 +18,7 @@ tensor([[0.5000, 0.5000]])
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
@@ -123,12 +126,23 @@ class GaussianPredictive:
         mean: [S, N], the mean of y | x_n, θ_s.
         var: [S, N], its variance (>= 0; noise-free samples may be 0).
         weights: [S] summing to 1, or None for equal weights.
+        check: validate on construction (posteriors pass False to stay free of host syncs).
+        latent_mean, latent_var: [N] each (keyword-only; both or neither, None by default). They
+            declare a Gaussian latent: f_n ~ N(latent_mean[n], latent_var[n]) and
+            y_n | f_n ~ N(f_n, σ²_n) with σ²_n = var[s, n] the same for every sample s, the S
+            samples (mean[s, n], weights w_s) being quadrature nodes of f_n (e.g. Gauss–Hermite:
+            Σ_s w_s mean[s, n] = latent_mean[n], Σ_s w_s (mean[s, n] − latent_mean[n])² =
+            latent_var[n]). The predictive is then exactly N(latent_mean, latent_var + σ²) and the
+            scores use closed forms (`acquisition.scores`: eig = ½ log(1 + latent_var / σ²)).
+            Checked: rank 1 with N entries, finite, latent_var >= 0, var equal across samples.
     """
 
     mean: Tensor
     var: Tensor
     weights: Tensor | None = None
     check: bool = True
+    latent_mean: Tensor | None = field(default=None, kw_only=True)
+    latent_var: Tensor | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         if not self.check:
@@ -142,6 +156,26 @@ class GaussianPredictive:
         if bool((self.var < 0).any()):
             raise ShapeError("var: expected variances >= 0, got a negative entry")
         object.__setattr__(self, "weights", _check_weights(self.weights, self.mean.shape[0], self.mean))
+        self._check_latent()
+
+    def _check_latent(self) -> None:
+        if (self.latent_mean is None) != (self.latent_var is None):
+            given, missing = ("latent_mean", "latent_var") if self.latent_var is None else ("latent_var", "latent_mean")
+            raise ShapeError(f"{missing}: expected it together with {given} (both or neither), got None")
+        if self.latent_mean is None:
+            return
+        n = self.mean.shape[1]
+        for name in ("latent_mean", "latent_var"):
+            tensor = getattr(self, name)
+            _check_rank(name, tensor, 1, "[N]")
+            if tensor.shape[0] != n:
+                raise ShapeError(f"{name}: expected N={n} entries to match the candidates, got {tensor.shape[0]}")
+            _check_finite(name, tensor)
+            object.__setattr__(self, name, tensor.to(self.mean.device))
+        if bool((self.latent_var < 0).any()):
+            raise ShapeError("latent_var: expected variances >= 0, got a negative entry")
+        if self.var.numel() and not torch.allclose(self.var, self.var[:1].expand_as(self.var), rtol=1e-5, atol=0.0):
+            raise ShapeError("var: with latent_mean/latent_var, expected the same noise variance var[s, n] for every sample s")
 
     @property
     def n_samples(self) -> int:
@@ -151,6 +185,11 @@ class GaussianPredictive:
     def n_candidates(self) -> int:
         return self.mean.shape[1]
 
+    @property
+    def has_latent(self) -> bool:
+        """Whether `latent_mean`, `latent_var` declare an exactly Gaussian predictive."""
+        return self.latent_var is not None
+
     def sample_weights(self) -> Tensor:
         """w [S]: the given weights, or 1/S each."""
         if self.weights is not None:
@@ -158,11 +197,24 @@ class GaussianPredictive:
         return torch.full((self.n_samples,), 1.0 / self.n_samples, dtype=self.mean.dtype, device=self.mean.device)
 
     def to(self, device: torch.device | str) -> GaussianPredictive:
-        weights = None if self.weights is None else self.weights.to(device)
-        return GaussianPredictive(self.mean.to(device), self.var.to(device), weights, check=False)
+        def move(tensor: Tensor | None) -> Tensor | None:
+            return None if tensor is None else tensor.to(device)
+
+        return GaussianPredictive(
+            self.mean.to(device), self.var.to(device), move(self.weights), check=False,
+            latent_mean=move(self.latent_mean), latent_var=move(self.latent_var),
+        )  # fmt: skip
 
     def candidates(self, index: Tensor | slice) -> GaussianPredictive:
-        return GaussianPredictive(self.mean[:, index], self.var[:, index], self.weights, check=False)
+        """The same samples restricted to some candidates: mean[:, index], latent_mean[index], ..."""
+
+        def pick(tensor: Tensor | None) -> Tensor | None:
+            return None if tensor is None else tensor[index]
+
+        return GaussianPredictive(
+            self.mean[:, index], self.var[:, index], self.weights, check=False,
+            latent_mean=pick(self.latent_mean), latent_var=pick(self.latent_var),
+        )  # fmt: skip
 
 
 def as_predictive(pred: Predictive | GaussianPredictive | Tensor) -> Predictive | GaussianPredictive:

@@ -127,6 +127,7 @@ def train(
     device: str | torch.device = "auto",
     lr_at: Callable[[int], float] | None = None,
     on_epoch_end: Callable[[int, nn.Module], None] | None = None,
+    on_epoch_loss: Callable[[int, float], None] | None = None,
     progress: ProgressFn | None = None,
 ) -> nn.Module:
     """Train `model` in place on (x [N, ...], y [N]) and return it (on `device`, in eval mode).
@@ -134,6 +135,9 @@ def train(
     Args:
         lr_at: learning rate for each optimiser step (global step index), overriding `config.lr`.
         on_epoch_end: called as on_epoch_end(epoch, model) after every epoch.
+        on_epoch_loss: called as on_epoch_loss(epoch, loss) after every epoch with the epoch's
+            mean training loss (the mini-batch losses weighted by batch size; one host sync per
+            epoch, only when given). It may raise to stop training.
         progress: called as progress(epochs_done, epochs_total).
     """
     if x.shape[0] != y.shape[0]:
@@ -170,6 +174,7 @@ def train(
         for epoch in range(config.epochs):
             model.train()
             perm = torch.randperm(n, generator=generator).to(dev)
+            epoch_loss = torch.zeros((), device=dev)
             for start in range(0, n, config.batch_size):
                 batch = perm[start : start + config.batch_size]
                 if lr_at is not None:
@@ -180,8 +185,12 @@ def train(
                 loss.backward()
                 optimizer.step()
                 step += 1
+                if on_epoch_loss is not None:
+                    epoch_loss += loss.detach() * batch.shape[0]
             if on_epoch_end is not None:
                 on_epoch_end(epoch, model)
+            if on_epoch_loss is not None:
+                on_epoch_loss(epoch, float(epoch_loss) / n)
             if progress is not None:
                 progress(epoch + 1, config.epochs)
             if n_val:

@@ -13,7 +13,8 @@ import torch
 from torch import Tensor
 
 # The tests' tensors are small and the machines shared: one intra-op thread avoids contention.
-torch.set_num_threads(1)
+# ACTIVEBAYES_TEST_THREADS re-runs the suite at another thread count (results must not move).
+torch.set_num_threads(int(os.environ.get("ACTIVEBAYES_TEST_THREADS", "1")))
 
 MNIST_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mnist"
 
@@ -88,3 +89,19 @@ def db_url(request, tmp_path):
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'test.db'}"
     return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
+def device(request) -> str:
+    """Each device a tensor test runs on: "cpu", then "cuda" (marked `cuda`, the GPU lane run by
+    `./dev.sh test -m cuda`), which is skipped where torch sees no CUDA device."""
+    if request.param == "cuda" and not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def test_seed() -> int:
+    """The seed of the slow training tests, from ACTIVEBAYES_TEST_SEED (default 0), so their
+    assertions can be re-run at other seeds: a test must hold whatever the seed."""
+    return int(os.environ.get("ACTIVEBAYES_TEST_SEED", "0"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -133,11 +134,13 @@ def test_scores_run_on_device_without_host_sync(device):
     probs = dirichlet(8, 50, 10, seed=6).to(device)
     pred = Predictive(probs, check=False)
     gauss = GaussianPredictive(torch.randn(8, 50, device=device), torch.rand(8, 50, device=device) + 0.1, check=False)
+    latent = _latent(torch.randn(50).tolist(), (torch.rand(50) * 1e4).tolist(), [1e-4] * 50).to(device)
     eig(gauss)  # the first call per device copies the quadrature nodes over once
     if device == "cuda":
         torch.cuda.set_sync_debug_mode("error")
     try:
         outs = [fn(pred) for fn in CATEGORICAL] + [eig(gauss), variance(gauss, "epistemic"), entropy(gauss)]
+        outs += [eig(latent), bald(latent), entropy(latent), variance(latent, "epistemic")]
     finally:
         if device == "cuda":
             torch.cuda.set_sync_debug_mode("default")
@@ -242,3 +245,131 @@ def test_noise_free_gaussian_samples_stay_finite():
     out = eig(pred)
     assert bool(torch.isfinite(out).all())
     assert out[0].item() == pytest.approx(0.0, abs=1e-5) and out[1].item() == pytest.approx(math.log(2), abs=1e-4)
+
+
+def _mixture_entropy_reference(mean, var, weights, points=400_001):
+    """−∫ p log p dy by a float64 trapezoid on a grid 100x finer than the estimator's (numpy)."""
+    mean, sd, weights = np.asarray(mean, float), np.sqrt(np.asarray(var, float)), np.asarray(weights, float)
+    y = np.linspace((mean - 12 * sd).min(), (mean + 12 * sd).max(), points)
+    p = (weights[:, None] * np.exp(-0.5 * ((y - mean[:, None]) / sd[:, None]) ** 2) / (sd[:, None] * math.sqrt(2 * math.pi))).sum(0)
+    f = -p * np.log(np.where(p > 0, p, 1.0))
+    return float(np.trapezoid(f, y))
+
+
+def _mixture(mean, var, weights=None):
+    """A GaussianPredictive of one candidate per column: mean, var [S, N] (float64)."""
+    as64 = lambda v: torch.tensor(v, dtype=torch.float64)  # noqa: E731
+    return GaussianPredictive(as64(mean), as64(var), None if weights is None else as64(weights))
+
+
+def test_mixture_entropy_of_overlapping_components_of_different_widths():
+    """½N(0, 0.01) + ½N(0, 1): H = 0.7010 nats. The former per-component 32-node Gauss–Hermite
+    estimate gave 0.820 (log p has a spike of width 0.1 that the wide component's nodes miss)."""
+    reference = _mixture_entropy_reference([0.0, 0.0], [0.01, 1.0], [0.5, 0.5])
+    assert reference == pytest.approx(0.7009567, abs=1e-6)
+    pred = _mixture([[0.0], [0.0]], [[0.01], [1.0]])
+    assert entropy(pred).item() == pytest.approx(reference, abs=1e-6)
+    assert entropy(GaussianPredictive(pred.mean.float(), pred.var.float())).item() == pytest.approx(reference, abs=1e-6)
+    # EIG = H − Σ_s w_s ½ log(2πe σ_s²)
+    expected = reference - 0.5 * (0.5 * math.log(2 * math.pi * math.e * 0.01) + 0.5 * math.log(2 * math.pi * math.e))
+    assert eig(pred).item() == pytest.approx(expected, abs=1e-6)
+
+
+def test_mixture_entropy_matches_reference_on_random_mixtures():
+    g = np.random.default_rng(3)
+    S, N = 5, 8
+    mean = g.normal(size=(S, N)) * g.uniform(0.1, 4.0, size=N)
+    var = np.exp(g.uniform(-4.0, 1.0, size=(S, N)))
+    weights = g.dirichlet(np.ones(S))
+    got = entropy(_mixture(mean, var, weights)).numpy()
+    reference = [_mixture_entropy_reference(mean[:, n], var[:, n], weights) for n in range(N)]
+    np.testing.assert_allclose(got, reference, atol=1e-4, rtol=0)
+
+
+def test_mixture_entropy_of_equal_components_is_the_gaussian_entropy():
+    var = [0.3, 5e-3, 40.0]
+    pred = _mixture([[1.0, -7.0, 100.0]] * 4, [var] * 4, [0.1, 0.2, 0.3, 0.4])
+    closed = [0.5 * math.log(2 * math.pi * math.e * v) for v in var]
+    np.testing.assert_allclose(entropy(pred).numpy(), closed, atol=1e-7, rtol=0)
+
+
+def test_mixture_entropy_of_separated_components():
+    """H = Σ_s w_s ½ log(2πe σ_s²) + H[w] when the components do not overlap: one candidate on
+    the grid (spread 60 ≪ 255 σ_min), one on the Gauss–Hermite fallback (spread 1e4 ≫ 255 σ_min),
+    in one call."""
+    weights = [0.2, 0.3, 0.5]
+    var = [[0.5, 1.0], [1.0, 1.0], [2.0, 1.0]]
+    pred = _mixture([[-30.0, 0.0], [0.0, 1e4], [30.0, -1e4]], var, weights)
+    expected = [
+        sum(w * 0.5 * math.log(2 * math.pi * math.e * var[s][n]) for s, w in enumerate(weights)) + H(*weights)
+        for n in range(2)
+    ]
+    np.testing.assert_allclose(entropy(pred).numpy(), expected, atol=1e-6, rtol=0)
+    np.testing.assert_allclose(eig(pred).numpy(), [H(*weights)] * 2, atol=1e-6, rtol=0)
+
+
+def test_mixture_options_raise():
+    pred = _mixture([[0.0], [1.0]], [[1.0], [1.0]])
+    with pytest.raises(ConfigError, match="n_grid"):
+        eig(pred, n_grid=1)
+    with pytest.raises(ConfigError, match="n_nodes"):
+        eig(pred, n_nodes=0)
+    coarse, fine = eig(pred, n_grid=40), eig(pred, n_grid=4000)  # the grid size is a real knob
+    assert coarse.item() == pytest.approx(fine.item(), abs=1e-6)
+
+
+# ---------------------------------------------------------------- exactly Gaussian (latent) ---
+
+
+def _latent(latent_mean, latent_var, noise, dtype=torch.float32, nodes=4):
+    """A latent-Gaussian predictive whose `nodes` samples are Gauss–Hermite nodes of f."""
+    t, w = np.polynomial.hermite.hermgauss(nodes)
+    latent_mean = torch.tensor(latent_mean, dtype=torch.float64)
+    latent_var = torch.tensor(latent_var, dtype=torch.float64)
+    mean = latent_mean + math.sqrt(2) * latent_var.sqrt() * torch.tensor(t)[:, None]
+    var = torch.tensor(noise, dtype=torch.float64).expand_as(mean)
+    return GaussianPredictive(
+        mean.to(dtype), var.to(dtype), torch.tensor(w / math.sqrt(math.pi), dtype=dtype),
+        latent_mean=latent_mean.to(dtype), latent_var=latent_var.to(dtype),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_latent_gaussian_scores_are_closed_forms(dtype):
+    f_var = [0.0, 1e-8, 0.3, 1.0, 1e4, 1e8]
+    noise = [0.5, 1e-4, 0.3, 1e-4, 1.0, 1e-2]
+    pred = _latent([0.0, 1.0, -2.0, 3.0, 0.0, 5.0], f_var, noise, dtype)
+    info = torch.tensor([0.5 * math.log1p(f / n) for f, n in zip(f_var, noise)], dtype=torch.float64)
+    ent = torch.tensor([0.5 * math.log(2 * math.pi * math.e * (f + n)) for f, n in zip(f_var, noise)], dtype=torch.float64)
+    for estimator in MixtureEntropy:  # the closed form replaces both estimators
+        out = eig(pred, estimator=estimator)
+        assert out.dtype == dtype
+        torch.testing.assert_close(out.double(), info, rtol=1e-6, atol=1e-12)
+    torch.testing.assert_close(bald(pred), eig(pred), rtol=0, atol=0)
+    assert entropy(pred).dtype == dtype
+    torch.testing.assert_close(entropy(pred).double(), ent, rtol=1e-6, atol=1e-12)
+    torch.testing.assert_close(variance(pred, "epistemic").double(), torch.tensor(f_var, dtype=torch.float64), rtol=1e-6, atol=0)
+    torch.testing.assert_close(variance(pred, "aleatoric").double(), torch.tensor(noise, dtype=torch.float64), rtol=1e-6, atol=0)
+    total = torch.tensor([f + n for f, n in zip(f_var, noise)], dtype=torch.float64)
+    torch.testing.assert_close(variance(pred).double(), total, rtol=1e-6, atol=0)
+
+
+def test_latent_scores_do_not_saturate_where_the_node_mixture_does():
+    """Read as a 4-component mixture, the nodes' EIG is capped by H[w] (the information about a
+    discrete θ is at most its entropy); the latent closed form keeps growing with σ_f²/σ_ε²."""
+    ratios = [1e2, 1e4, 1e6]
+    pred = _latent([0.0] * 3, ratios, [1.0] * 3, torch.float64)
+    nodes_only = GaussianPredictive(pred.mean, pred.var, pred.weights)
+    cap = H(*pred.weights.tolist())
+    assert bool((eig(nodes_only) <= cap + 1e-6).all())
+    torch.testing.assert_close(eig(pred), 0.5 * torch.log1p(torch.tensor(ratios, dtype=torch.float64)), rtol=1e-12, atol=0)
+    assert bool((eig(pred).diff() > 2.0).all())
+
+
+def test_latent_scores_follow_candidates_and_noise_free_samples_stay_finite():
+    pred = _latent([0.0, 1.0, 2.0], [1.0, 2.0, 3.0], [0.5] * 3)
+    torch.testing.assert_close(eig(pred.candidates(torch.tensor([2, 0]))), eig(pred)[[2, 0]])
+    noise_free = _latent([0.0, 0.0], [1.0, 0.0], [0.0, 0.0])
+    out = eig(noise_free)
+    assert bool(torch.isfinite(out).all()) and out[1].item() == 0.0
+    assert out[0].item() == pytest.approx(0.5 * math.log1p(1.0 / 1e-12), rel=1e-6)  # σ_ε² clamped at min_var

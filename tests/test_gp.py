@@ -8,7 +8,8 @@ import torch
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
 
-from activebayes.acquisition.scores import eig, variance
+from activebayes.acquisition.registry import greedy, resolve_acquisition
+from activebayes.acquisition.scores import bald, eig, entropy, variance
 from activebayes.errors import ConfigError, NotFittedError, ShapeError
 from activebayes.posteriors import resolve_posterior
 from activebayes.posteriors.gp import GaussianProcess
@@ -109,20 +110,81 @@ def test_predict_is_independent_of_batching():
 
 
 def test_eig_matches_half_log_one_plus_snr():
-    """True I[y; f(x)] = ½ log(1 + σ²/σ_ε²). Moment matching is exact for this representation; the
-    default S-node quadrature is biased low once σ/σ_ε is large (here SNR <= ~10 at S=16)."""
+    """True I[y; f(x)] = ½ log(1 + σ²/σ_ε²), from `predict_mean_var`, at σ/σ_ε from ~0 to 100.
+
+    This used to hold only for the moment-matched estimator: the default quadrature read the 16
+    Gauss–Hermite nodes as a 16-component mixture, whose EIG is capped by the entropy of the node
+    weights (1.668 nats) and fell below the truth as σ/σ_ε grew. `predict` now declares the latent
+    Gaussian, so every estimator returns the closed form."""
     x = torch.linspace(0, 1, 10).unsqueeze(-1)
     gp = GaussianProcess(lengthscale=0.2, outputscale=1.0, noise=0.1, device="cpu").fit(x, torch.sin(6 * x[:, 0]))
-    xq = torch.tensor([[0.05], [0.5], [0.8], [1.3], [3.0]])
+    xq = torch.tensor([[0.05], [0.5], [0.8], [1.3], [3.0], [50.0]])
     _, sigma2 = gp.predict_mean_var(xq)
-    truth = 0.5 * torch.log1p(sigma2.double() / 0.1)
+    truth = 0.5 * torch.log1p(sigma2.double() / gp.noise_)
     pred = gp.predict(xq, n_samples=16)
-    torch.testing.assert_close(eig(pred, estimator="moment-matched").double(), truth, atol=1e-5, rtol=0)
-    quad = eig(pred).double()
-    assert float((quad - truth).abs().max()) < 5e-3
-    assert bool((quad <= truth + 1e-5).all())
-    # Where the ratio is small the quadrature is exact to float precision.
-    assert float((quad - truth).abs()[:3].max()) < 1e-4
+    for estimator in ("quadrature", "moment-matched"):
+        torch.testing.assert_close(eig(pred, estimator=estimator).double(), truth, atol=1e-7, rtol=1e-6)
+    torch.testing.assert_close(bald(pred).double(), truth, atol=1e-7, rtol=1e-6)
+    entropy_truth = 0.5 * torch.log(2 * math.pi * math.e * (sigma2.double() + gp.noise_))
+    torch.testing.assert_close(entropy(pred).double(), entropy_truth, atol=1e-7, rtol=1e-6)
+
+
+def test_eig_does_not_saturate_at_high_signal_to_noise():
+    """σ_f/σ_ε = 100 (prior variance 1, noise 1e-4): I = ½ log(1 + 10⁴) = 4.605 nats far from the data,
+    where the 16-node mixture reading was capped at H[w] = 1.668."""
+    x = torch.tensor([[0.0], [1.0]])
+    gp = GaussianProcess(lengthscale=0.1, outputscale=1.0, noise=1e-4, device="cpu").fit(x, torch.tensor([0.0, 1.0]))
+    xq = torch.tensor([[100.0], [0.5], [0.9], [0.99]])
+    _, sigma2 = gp.predict_mean_var(xq)
+    assert float(sigma2[0]) == pytest.approx(1.0, rel=1e-6)  # the prior variance, far away
+    truth = 0.5 * torch.log1p(sigma2.double() / gp.noise_)
+    pred = gp.predict(xq)
+    got = eig(pred).double()
+    assert float(got[0]) == pytest.approx(0.5 * math.log1p(1e4), rel=1e-6)
+    torch.testing.assert_close(got, truth, atol=1e-7, rtol=1e-6)
+    cap = float(-(pred.weights.double() * pred.weights.double().log()).sum())
+    assert cap == pytest.approx(1.668, abs=1e-3)
+    nodes_only = GaussianPredictive(pred.mean, pred.var, pred.weights)  # the old reading of predict
+    assert float(eig(nodes_only)[0]) <= cap + 1e-4  # I[y; θ] <= H[θ] for a discrete θ
+    assert float(got[0]) > cap + 2.9
+
+
+@pytest.mark.parametrize("name", ["eig", "bald", "entropy", "power-bald", "power-entropy", "softmax-bald"])
+def test_four_points_at_the_ends_pick_the_middle(name):
+    """Training points at 0, 0.02, 0.98, 1 and noise 1e-4: the posterior variance, and so every
+    information score, peaks at x = 0.5 and falls strictly towards the data on each side. With
+    the mixture reading of the nodes, 81 of the 101 candidates tied at the 1.668-nat cap and
+    `eig` picked 0.57. The layout is mirror-symmetric, so x and 1 − x score the same; the
+    candidates on each side are strictly ordered."""
+    x = torch.tensor([[0.0], [0.02], [0.98], [1.0]])
+    gp = GaussianProcess(lengthscale=0.2, outputscale=1.0, noise=1e-4, device="cpu").fit(x, torch.sin(6 * x[:, 0]))
+    xq = torch.linspace(0, 1, 101, dtype=torch.float64).unsqueeze(-1)
+    pred = gp.predict(xq)
+    acq = resolve_acquisition(name)
+    scores = acq.score(pred)
+    _, sigma2 = gp.predict_mean_var(xq)
+    if name.endswith("entropy"):
+        truth = 0.5 * torch.log(2 * math.pi * math.e * (sigma2.double() + gp.noise_))
+    else:
+        truth = 0.5 * torch.log1p(sigma2.double() / gp.noise_)
+    torch.testing.assert_close(scores.double(), truth, atol=1e-6, rtol=1e-6)
+    assert int(scores.argmax()) == 50 and int((scores == scores.max()).sum()) == 1
+    assert bool((scores[50:99].diff() < 0).all()) and bool((scores[2:51].diff() > 0).all())  # 0.5 -> 0.98, 0.02 -> 0.5
+    if acq.selector is greedy:
+        assert acq.select(pred, 1).indices.tolist() == [50]
+
+
+def test_predict_declares_the_latent_gaussian():
+    x, y, xq = _data()
+    gp = _fixed().fit(x, y)
+    pred = gp.predict(xq)
+    mu, sigma2 = gp.predict_mean_var(xq)
+    assert torch.equal(pred.latent_mean, mu) and torch.equal(pred.latent_var, sigma2)
+    full = GaussianPredictive(pred.mean, pred.var, pred.weights, latent_mean=pred.latent_mean, latent_var=pred.latent_var)
+    assert full.has_latent  # passes full validation
+    picked = pred.candidates(torch.tensor([4, 1]))
+    assert torch.equal(picked.latent_var, sigma2[[4, 1]]) and torch.equal(pred.to("cpu").latent_mean, mu)
+    torch.testing.assert_close(eig(picked), eig(pred)[[4, 1]], atol=0, rtol=0)
 
 
 def test_learnt_hyperparameters_on_noisy_sine():

@@ -161,18 +161,18 @@ def test_bad_n_samples_is_refused(fitted_mlp):
 
 
 @pytest.mark.slow
-def test_gal_cnn_on_1000_mnist_images_is_95_percent_accurate(mnist):
+def test_gal_cnn_on_1000_mnist_images_is_95_percent_accurate(mnist, test_seed):
     """100 images of each digit, 15 epochs (about 30 s on one loaded core), the full test set.
 
     Measured: 95.9% on the 10,000 test images (93.7% on the harder first 5,000, 98.1% on the rest).
     """
-    generator = torch.Generator().manual_seed(0)
+    generator = torch.Generator().manual_seed(test_seed)
     train_y = mnist["train_y"]
     per_class = [torch.nonzero(train_y == c).squeeze(1) for c in range(10)]
     idx = torch.cat([rows[torch.randperm(rows.numel(), generator=generator)[:100]] for rows in per_class])
     mean, std = 0.1307, 0.3081  # MNIST's pixel mean and standard deviation
     config = TrainConfig(epochs=15, lr=2e-3, batch_size=32, schedule="cosine")
-    posterior = MCDropout(gal_cnn(), n_samples=20, config=config, seed=0, device="cpu")
+    posterior = MCDropout(gal_cnn(), n_samples=20, config=config, seed=test_seed, device="cpu")
     posterior.fit((mnist["train_x"][idx] - mean) / std, train_y[idx])
     probs = torch.cat([posterior.predict_proba((x - mean) / std) for x in mnist["test_x"].split(2000)])
     accuracy = (probs.argmax(-1) == mnist["test_y"]).float().mean()

@@ -41,7 +41,7 @@ POSTERIOR_CASES = [
     ),
     pytest.param(
         lambda seed: SWAG(
-            _NET, rank=10, n_snapshots=20, swa_lr=0.05, n_samples=16, epochs=100, lr=1e-2, batch_size=100, seed=seed,
+            _NET, rank=10, n_snapshots=20, n_samples=16, epochs=100, lr=1e-2, batch_size=100, seed=seed,
             device="cpu",
         ),
         id="swag",
@@ -109,6 +109,22 @@ def test_fit_returns_self_and_same_seed_gives_identical_predictions(case, fitted
     x = torch.cat([moons[0][:20], _far_points()])
     assert torch.equal(fitted.predict(x).probs, again.predict(x).probs)
     assert torch.equal(fitted.predict(x).probs, fitted.predict(x).probs)  # predict itself is repeatable
+
+
+def test_to_device_keeps_the_predictions(case, moons):
+    """Every posterior has to(device) -> self; moving a fitted posterior (here to the CPU it is on;
+    tests/test_devices.py moves them to CUDA when present) keeps its samples."""
+    _, factory = case
+    posterior = factory(0)
+    with pytest.raises(NotFittedError):
+        posterior.to("cpu")
+    posterior.fit(*moons)
+    x = moons[0][:11]
+    before = posterior.predict(x).probs
+    assert posterior.to("cpu") is posterior
+    after = posterior.predict(x).probs
+    assert after.device.type == "cpu"
+    torch.testing.assert_close(after, before)
 
 
 def test_predictions_independent_of_batch_split(fitted, moons):

@@ -46,3 +46,52 @@ def test_bare_tensor_becomes_equal_weight_predictive():
     assert torch.allclose(pred.sample_weights(), torch.full((4,), 0.25))
     with pytest.raises(ShapeError, match="Predictive"):
         as_predictive([1, 2])
+
+
+def _latent_pred(**kw):
+    mean = torch.tensor([[0.0, 1.0, 2.0], [1.0, 2.0, 3.0]])
+    var = torch.full((2, 3), 0.25)
+    latent = {"latent_mean": torch.tensor([0.5, 1.5, 2.5]), "latent_var": torch.tensor([0.25, 0.0, 4.0])}
+    return GaussianPredictive(mean, var, torch.tensor([0.5, 0.5]), **{**latent, **kw})
+
+
+def test_gaussian_latent_fields_default_to_none_and_are_carried():
+    plain = GaussianPredictive(torch.zeros(2, 3), torch.ones(2, 3))
+    assert plain.latent_mean is None and plain.latent_var is None and not plain.has_latent
+    assert not plain.to("cpu").has_latent and not plain.candidates([0]).has_latent
+    pred = _latent_pred()
+    assert pred.has_latent
+    moved = pred.to("cpu")
+    assert torch.equal(moved.latent_mean, pred.latent_mean) and torch.equal(moved.latent_var, pred.latent_var)
+    picked = pred.candidates(torch.tensor([2, 0]))
+    assert torch.equal(picked.latent_mean, torch.tensor([2.5, 0.5]))
+    assert torch.equal(picked.latent_var, torch.tensor([4.0, 0.25]))
+    assert torch.equal(picked.mean, pred.mean[:, [2, 0]])
+    sliced = pred.candidates(slice(1, 3))
+    assert torch.equal(sliced.latent_var, torch.tensor([0.0, 4.0]))
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"latent_var": None}, "latent_var: expected it together with latent_mean"),
+        ({"latent_mean": None}, "latent_mean: expected it together with latent_var"),
+        ({"latent_mean": torch.zeros(3, 1)}, "latent_mean: expected 1 dimensions"),
+        ({"latent_var": torch.ones(4)}, "latent_var: expected N=3"),
+        ({"latent_mean": torch.tensor([0.0, float("nan"), 0.0])}, "latent_mean: contains NaN"),
+        ({"latent_var": torch.tensor([1.0, float("inf"), 1.0])}, "latent_var: contains NaN"),
+        ({"latent_var": torch.tensor([1.0, -1e-3, 1.0])}, "latent_var: expected variances >= 0"),
+        ({"latent_mean": torch.zeros(3, dtype=torch.long)}, "latent_mean: expected a floating-point"),
+        ({"latent_var": [1.0, 1.0, 1.0]}, "latent_var: expected a torch.Tensor"),
+    ],
+)
+def test_gaussian_bad_latent_fields_raise(fields, message):
+    with pytest.raises(ShapeError, match=message):
+        _latent_pred(**fields)
+
+
+def test_gaussian_latent_fields_need_equal_noise_across_samples():
+    latent = {"latent_mean": torch.zeros(2), "latent_var": torch.ones(2)}
+    with pytest.raises(ShapeError, match="same noise variance"):
+        GaussianPredictive(torch.zeros(2, 2), torch.tensor([[1.0, 1.0], [1.0, 2.0]]), **latent)
+    GaussianPredictive(torch.zeros(2, 2), torch.tensor([[1.0, 2.0], [1.0, 2.0]]), **latent)  # may vary over n

@@ -28,9 +28,48 @@ def test_moments_equal_the_formulas():
     expected_d = (thetas[4:] - running[4:]).T  # [P, K]
     torch.testing.assert_close(moments.deviation_matrix(), expected_d)
     cov = moments.covariance(scale=0.5)
-    expected_cov = 0.5 * (torch.diag(thetas.var(0, unbiased=False)) / 2 + expected_d @ expected_d.T / (2 * 2))
+    expected_cov = 0.5 * (torch.diag(thetas.var(0, unbiased=False)) + expected_d @ expected_d.T / (3 - 1))
     torch.testing.assert_close(cov, expected_cov)
     torch.testing.assert_close(moments.covariance(scale=2.0, diag_only=True), 2.0 * torch.diag(thetas.var(0, unbiased=False)))
+
+
+def reference_swag_sample(iterates: torch.Tensor, max_num_models: int, scale: float, z1, z2) -> torch.Tensor:
+    """One draw of Maddox et al.'s swa_gaussian `SWAG.collect_model` + `SWAG.sample(scale, cov=True)`,
+    transcribed on flat vectors: running moments, deviations from the mean updated with the new
+    iterate (the oldest dropped beyond max_num_models), then
+    mean + sqrt(scale) * (sqrt(clamp(sq_mean - mean², 1e-30)) * z1 + cov_mat_sqrt.t() @ z2 / sqrt(max_num_models - 1))."""
+    mean = torch.zeros_like(iterates[0])
+    sq_mean = torch.zeros_like(iterates[0])
+    cov_mat_sqrt = iterates.new_zeros(0, iterates.shape[1])  # rows are deviations
+    for n, param in enumerate(iterates):
+        mean = mean * n / (n + 1.0) + param / (n + 1.0)
+        sq_mean = sq_mean * n / (n + 1.0) + param**2 / (n + 1.0)
+        cov_mat_sqrt = torch.cat((cov_mat_sqrt, (param - mean).view(1, -1)), dim=0)
+        if n + 1 > max_num_models:
+            cov_mat_sqrt = cov_mat_sqrt[1:, :]
+    var = torch.clamp(sq_mean - mean**2, 1e-30)
+    var_sample = var.sqrt() * z1
+    cov_sample = cov_mat_sqrt.t().matmul(z2) / (max_num_models - 1) ** 0.5
+    return mean + scale**0.5 * (var_sample + cov_sample)
+
+
+@pytest.mark.parametrize("scale", [0.5, 1.0])
+def test_sampler_equals_the_reference_code(scale):
+    """Given the same iterates and the same standard-normal draws, our sampler gives the
+    reference's θ: the default scale=0.5 is the paper's ½, with no further halving inside."""
+    thetas = iterates(t=12, p=6, seed=3)
+    moments = SWAGMoments(6, rank=5)
+    for theta in thetas:
+        moments.update(theta)
+    ours = moments.sample(4, torch.Generator().manual_seed(7), scale=scale)
+    g = torch.Generator().manual_seed(7)  # our draw order: z1 [S, P] then z2 [S, K]
+    z1 = torch.randn(4, 6, generator=g, dtype=torch.float64)
+    z2 = torch.randn(4, 5, generator=g, dtype=torch.float64)
+    for s in range(4):
+        torch.testing.assert_close(ours[s], reference_swag_sample(thetas, 5, scale, z1[s], z2[s]), rtol=1e-12, atol=1e-12)
+    # and the dense covariance is the reference's scale · (Σ_diag + D Dᵀ / (K − 1))
+    d = moments.deviation_matrix()
+    torch.testing.assert_close(moments.covariance(scale=scale), scale * (torch.diag(moments.variance()) + d @ d.T / 4))
 
 
 def test_variance_is_clamped():
@@ -125,6 +164,64 @@ def test_batchnorm_statistics_are_refreshed_per_sample():
     torch.testing.assert_close(swag.predict(x, n_samples=4).probs[:, :7], pred.probs, atol=1e-6, rtol=0)
 
 
+def test_swa_phase_keeps_its_own_constant_learning_rate(monkeypatch):
+    """A cosine pre-training schedule does not anneal the SWA phase; the default swa_lr is
+    swa_lr_ratio × the training lr, with the training optimizer unless swa_optimizer is given."""
+    from activebayes.posteriors import swag as swag_module
+    from activebayes.training import TrainConfig
+
+    seen = []
+    real_train = swag_module.train
+
+    def spy(model, x, y, config, **kwargs):
+        seen.append((config, kwargs.get("lr_at")))
+        return real_train(model, x, y, config, **kwargs)
+
+    monkeypatch.setattr(swag_module, "train", spy)
+    x, y = toy(48)
+    config = TrainConfig(epochs=3, lr=0.02, schedule="cosine", optimizer="sgd")
+    swag = SWAG(small_mlp, config=config, rank=2, n_snapshots=3, seed=0, device="cpu").fit(x, y)
+    (pre, _), (swa, lr_at) = seen
+    assert pre.schedule == "cosine"
+    assert swa.schedule == "constant" and lr_at is None and swa.optimizer == "sgd"
+    assert swa.lr == pytest.approx(0.3 * 0.02) and swag.swa_lr_ == pytest.approx(0.006)
+    seen.clear()
+    SWAG(small_mlp, config=config, rank=2, n_snapshots=3, swa_lr=0.01, swa_optimizer="adam", seed=0, device="cpu").fit(x, y)
+    assert seen[1][0].lr == 0.01 and seen[1][0].optimizer == "adam"
+
+
+def test_divergence_guard_stops_fit_with_one_line():
+    """SGD at a learning rate far too large for the network blows the loss up: fit refuses to
+    return the snapshots of a diverged run, naming swa_lr and the loss it saw."""
+    x, y = toy()
+    with pytest.raises(ConfigError, match=r"swa_lr: the SWA phase \(sgd, swa_lr=50\) diverged in SWA epoch \d+: training loss") as info:
+        SWAG(small_mlp, rank=2, n_snapshots=5, swa_lr=50.0, swa_optimizer="sgd", epochs=30, lr=1e-2, seed=0,
+             device="cpu").fit(x, y)
+    assert "\n" not in str(info.value)
+
+
+def test_divergence_limit_and_check():
+    from activebayes.posteriors.swag import check_swa_loss, divergence_limit
+
+    assert divergence_limit([2.3, 1.0, 0.1]) == pytest.approx(0.1 + 0.5 * 2.2)
+    assert divergence_limit([0.5, 0.7]) == pytest.approx(1.0)  # no gain in pre-training: twice the first loss
+    check_swa_loss(0, 1.2, limit=1.2, swa_lr=0.1, optimizer="adam")  # at the limit: fine
+    for bad in (1.3, float("nan"), float("inf")):
+        with pytest.raises(ConfigError, match="swa_lr=0.1"):
+            check_swa_loss(3, bad, limit=1.2, swa_lr=0.1, optimizer="adam")
+
+
+def test_to_moves_the_fitted_posterior_and_keeps_its_samples():
+    x, y = toy()
+    swag = SWAG(bn_mlp, rank=3, n_snapshots=4, swa_lr=0.05, epochs=5, seed=3, device="cpu").fit(x, y)
+    before = swag.predict(x[:9], n_samples=4).probs
+    assert swag.to("cpu") is swag
+    assert swag.moments_.mean.device.type == "cpu" and swag.device_.type == "cpu"
+    torch.testing.assert_close(swag.predict(x[:9], n_samples=4).probs, before)
+    with pytest.raises(NotFittedError):
+        SWAG(small_mlp).to("cpu")
+
+
 def test_diag_only_and_errors():
     x, y = toy(48)
     swag = SWAG(small_mlp, diag_only=True, rank=0, n_snapshots=3, swa_lr=0.05, epochs=3, seed=0, device="cpu").fit(x, y)
@@ -135,5 +232,9 @@ def test_diag_only_and_errors():
         SWAG(small_mlp, n_snapshots=1)
     with pytest.raises(ConfigError, match="schedule"):
         SWAG(small_mlp, schedule="step")
+    with pytest.raises(ConfigError, match="swa_optimizer"):
+        SWAG(small_mlp, swa_optimizer="rmsprop")
+    with pytest.raises(ConfigError, match="swa_lr_ratio"):
+        SWAG(small_mlp, swa_lr_ratio=0.0)
     with pytest.raises(ShapeError, match="y"):
         SWAG(small_mlp, device="cpu").fit(x, y[:3])

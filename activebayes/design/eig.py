@@ -80,7 +80,7 @@ class EIGTable:
     """
 
     def __init__(self, posterior: GridPosterior, designs: Tensor) -> None:
-        designs = torch.as_tensor(designs, dtype=posterior.theta.dtype)
+        designs = torch.as_tensor(designs, dtype=posterior.theta.dtype, device=posterior.theta.device)
         if designs.dim() not in (1, 2) or designs.shape[0] == 0:
             raise ShapeError(f"designs: expected [D] or [D, 2] with D >= 1, got shape {tuple(designs.shape)}")
         self.designs = designs
@@ -162,7 +162,9 @@ def nmc_eig(
     designs = torch.as_tensor(designs, dtype=torch.float64)
     theta_n, slope_n = draw(n_outer, generator)
     p_n = model.prob_recall(theta_n, designs, slope_n)  # [N, D]
-    y = (torch.rand(p_n.shape, generator=generator, dtype=p_n.dtype) < p_n).to(p_n.dtype)  # [N, D]
+    # drawn on the generator's device (a CPU generator also serves a CUDA grid), compared where p_n is
+    u = torch.rand(p_n.shape, generator=generator, dtype=p_n.dtype, device=generator.device).to(p_n.device)
+    y = (u < p_n).to(p_n.dtype)  # [N, D]
     theta_m, slope_m = draw(n_outer * n_inner, generator)
     p_m = model.prob_recall(theta_m, designs, slope_m).reshape(n_outer, n_inner, -1)  # [N, M, D]
     tiny = torch.finfo(p_n.dtype).tiny

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from activebayes._device import resolve_device
 from activebayes.design.model import MemorySpanModel
 from activebayes.errors import ConfigError, ShapeError
 from activebayes.predictive import Predictive
@@ -48,6 +49,9 @@ class GridPosterior:
         slope_log_mean, slope_log_sd: s ~ LogNormal(μ, σ²), i.e. log s ~ N(μ, σ²).
         log_prior: [G] unnormalised log prior weights over the flattened grid, replacing the above.
         dtype: float64 by default: grids are small and the weights are multiplied many times.
+        device: where the grid and its weights live ("cpu", "cuda[:i]", "auto"); None keeps
+            `theta_grid`'s device (the CPU when the grid is built here). Every table and update
+            derived from the grid follows it.
     """
 
     def __init__(
@@ -65,22 +69,26 @@ class GridPosterior:
         n_slope: int = 40,
         log_prior: Tensor | None = None,
         dtype: torch.dtype = torch.float64,
+        device: str | torch.device | None = None,
     ) -> None:
         if not prior_sd > 0:
             raise ConfigError(f"prior_sd: expected a positive number, got {prior_sd!r}")
         self.model = model
         self.learn_slope = bool(learn_slope or slope_grid is not None)
+        device = None if device is None else resolve_device(device)
         if theta_grid is None:
             theta_grid = torch.linspace(prior_mean - 5 * prior_sd, prior_mean + 5 * prior_sd, n_theta, dtype=dtype)
-        theta_grid = torch.as_tensor(theta_grid, dtype=dtype)
+        theta_grid = torch.as_tensor(theta_grid, dtype=dtype, device=device)
+        device = theta_grid.device  # the slope grid and the prior follow the span grid
         if theta_grid.dim() != 1 or theta_grid.numel() < 2 or bool((theta_grid.diff() <= 0).any()):
             raise ShapeError(f"theta_grid: expected [G_θ] increasing values (at least 2), got shape {tuple(theta_grid.shape)}")
         self.theta_grid = theta_grid
         if self.learn_slope:
             if slope_grid is None:
-                log_s = torch.linspace(slope_log_mean - 3 * slope_log_sd, slope_log_mean + 3 * slope_log_sd, n_slope, dtype=dtype)
+                log_s = torch.linspace(slope_log_mean - 3 * slope_log_sd, slope_log_mean + 3 * slope_log_sd, n_slope,
+                                       dtype=dtype, device=device)
                 slope_grid = log_s.exp()
-            slope_grid = torch.as_tensor(slope_grid, dtype=dtype)
+            slope_grid = torch.as_tensor(slope_grid, dtype=dtype, device=device)
             if slope_grid.dim() != 1 or bool((slope_grid <= 0).any()) or bool((slope_grid.diff() <= 0).any()):
                 raise ShapeError("slope_grid: expected [G_s] increasing positive slopes")
             self.slope_grid: Tensor | None = slope_grid
@@ -93,7 +101,7 @@ class GridPosterior:
             log_prior = normal_log_density(self.theta, prior_mean, prior_sd)
             if self.slope is not None:
                 log_prior = log_prior + normal_log_density(self.slope.log(), slope_log_mean, slope_log_sd)
-        log_prior = torch.as_tensor(log_prior, dtype=dtype)
+        log_prior = torch.as_tensor(log_prior, dtype=dtype, device=device)
         if log_prior.shape != self.theta.shape:
             raise ShapeError(f"log_prior: expected [G]={tuple(self.theta.shape)}, got {tuple(log_prior.shape)}")
         self.log_weights = log_prior - torch.logsumexp(log_prior, 0)  # [G]
@@ -195,14 +203,20 @@ class GridPosterior:
     # -- predictions -------------------------------------------------------------------------
     def prob_recall(self, designs: Tensor) -> Tensor:
         """p(y=1 | θ_g, s_g, ξ_d) [G, D]."""
-        return self.model.prob_recall(self.theta, torch.as_tensor(designs, dtype=self.theta.dtype), self.slope)
+        designs = torch.as_tensor(designs, dtype=self.theta.dtype, device=self.theta.device)
+        return self.model.prob_recall(self.theta, designs, self.slope)
 
     def predictive(self, designs: Tensor) -> Predictive:
         """The weighted `Predictive` [G, D, 2] that activebayes.acquisition reads."""
-        designs = torch.as_tensor(designs, dtype=self.theta.dtype)
+        designs = torch.as_tensor(designs, dtype=self.theta.dtype, device=self.theta.device)
         return Predictive(self.model.probs(self.theta, designs, self.slope), self.weights)
 
     def sample(self, n: int, generator: torch.Generator | None = None) -> tuple[Tensor, Tensor | None]:
-        """n draws (θ [n], s [n] or None) of grid points by their weights (with replacement)."""
-        index = torch.multinomial(self.weights, n, replacement=True, generator=generator)
+        """n draws (θ [n], s [n] or None) of grid points by their weights (with replacement).
+
+        Drawn on `generator`'s device (a CPU generator also serves a CUDA grid: the same draws
+        on either), then indexed where the grid lives.
+        """
+        here = generator.device if generator is not None else self.weights.device
+        index = torch.multinomial(self.weights.to(here), n, replacement=True, generator=generator).to(self.theta.device)
         return self.theta[index], None if self.slope is None else self.slope[index]

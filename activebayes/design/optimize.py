@@ -44,7 +44,7 @@ def best_design(posterior: GridPosterior, designs: Tensor) -> tuple[Tensor, floa
 
     Returns the design ([d]) and its EIG in nats.
     """
-    choices = torch.as_tensor(designs, dtype=posterior.theta.dtype)
+    choices = torch.as_tensor(designs, dtype=posterior.theta.dtype, device=posterior.theta.device)
     choices = choices[:, None] if choices.dim() == 1 else choices
     x, value = optimize_acqf_discrete(EIGAcquisition(posterior), q=1, choices=choices)
     return x[0], float(value.reshape(-1)[0])
@@ -66,7 +66,7 @@ def optimize_design(
         seed: seeds BoTorch's initial-condition sampling (passed through `options`).
     Returns the design [d] and its EIG in nats.
     """
-    bounds = torch.as_tensor(bounds, dtype=posterior.theta.dtype)
+    bounds = torch.as_tensor(bounds, dtype=posterior.theta.dtype, device=posterior.theta.device)
     if bounds.dim() != 2 or bounds.shape[0] != 2 or bounds.shape[1] not in (1, 2):
         raise ShapeError(f"bounds: expected [2, d] with d = 1 or 2, got shape {tuple(bounds.shape)}")
     if bool((bounds[1] <= bounds[0]).any()):

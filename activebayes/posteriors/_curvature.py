@@ -24,6 +24,7 @@ Every structure is stored by eigenvalues `e` [P] of the curvature (so log det(H 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -124,6 +125,18 @@ class LastLayerGaussian:
         a, q_a = _symeig(a_mat)
         values = torch.cat([torch.outer(g, a).reshape(-1), g])
         return cls("kron", values, mean, c, d, (q_g, q_a), (g, a))
+
+    def to(self, device: torch.device | str) -> LastLayerGaussian:
+        """The same Gaussian with every tensor on `device`."""
+        def move(value):
+            if value is None:
+                return None
+            if isinstance(value, tuple):
+                return tuple(v.to(device) for v in value)
+            return value.to(device)
+
+        return dataclasses.replace(self, eigenvalues=self.eigenvalues.to(device), mean=self.mean.to(device),
+                                   vectors=move(self.vectors), kron_values=move(self.kron_values))
 
     @property
     def n_params(self) -> int:
@@ -230,7 +243,7 @@ def optimise_prior_precision(
         F'(t) = −½ (Σ_i δ/(e_i + δ) − P + δ‖θ‖²),  F''(t) = −½ (Σ_i δ e_i/(e_i + δ)² + δ‖θ‖²).
     The stationary point is MacKay's fixed point δ = γ/‖θ‖², γ = Σ_i e_i/(e_i + δ).
     """
-    e = gaussian.eigenvalues.to(torch.float64)
+    e = gaussian.eigenvalues.to(device="cpu", dtype=torch.float64)  # [P]: a scalar search, done on the CPU
     norm2 = float(gaussian.mean.to(torch.float64).square().sum())
     p = e.shape[0]
     ts = torch.linspace(log_min, log_max, grid, dtype=torch.float64)

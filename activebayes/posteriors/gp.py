@@ -16,17 +16,17 @@ starting values. All linear algebra is float64 Cholesky (no CG / Lanczos shortcu
 Posterior of the latent function at a candidate (closed form, `predict_mean_var`):
     μ_n = m_y + k_*ᵀ (K + σ_ε² I)⁻¹ (y − m_y),   σ_n² = k(x_n, x_n) − k_*ᵀ (K + σ_ε² I)⁻¹ k_*.
 
-`predict` represents f(x_n) ~ N(μ_n, σ_n²) for acquisition by S Gauss–Hermite nodes t_s with
-weights w_s = ω_s / √π (ω_s, t_s the physicists' Gauss–Hermite rule, so Σ_s w_s = 1), shared by
-every candidate:
-    mean[s, n] = μ_n + √2 σ_n t_s,   var[s, n] = σ_ε²,   weights = w   (S = n_samples >= 2).
-This is deterministic and independent of how a pool is batched, and it reproduces the first two
-moments exactly: Σ_s w_s mean[s, n] = μ_n and Σ_s w_s (mean[s, n] − μ_n)² = σ_n², so
-`variance(pred, part="epistemic")` = σ_n² and `part="aleatoric"` = σ_ε² exactly. The information
-I[y; f(x_n)] = ½ log(1 + σ_n² / σ_ε²) is given exactly by `eig(pred, estimator="moment-matched")`
-(the mixture's moments are those of the true Gaussian predictive); the default quadrature
-estimator of the S-component mixture entropy is accurate while σ_n ≲ σ_ε and falls below the truth
-as σ_n / σ_ε grows, since the S nodes then form a comb of separated bumps. Only each candidate's
+`predict` returns the exact Gaussian predictive y_n ~ N(μ_n, σ_n² + σ_ε²) as a GaussianPredictive
+with `latent_mean` = μ_n and `latent_var` = σ_n² [N], from which the acquisition scores take closed
+forms: eig = bald = I[y; f(x_n)] = ½ log(1 + σ_n²/σ_ε²) (float64 inside), entropy =
+½ log(2πe (σ_n² + σ_ε²)), variance parts epistemic σ_n² and aleatoric σ_ε², at any σ_n/σ_ε.
+Alongside, for code that reads samples, it keeps S Gauss–Hermite nodes t_s with weights
+w_s = ω_s / √π (ω_s, t_s the physicists' rule, so Σ_s w_s = 1), shared by every candidate:
+    mean[s, n] = μ_n + √2 σ_n t_s,   var[s, n] = σ_ε²,   weights = w   (S = n_samples >= 2),
+which reproduce the first 2S − 1 moments of f(x_n): Σ_s w_s mean[s, n] = μ_n and
+Σ_s w_s (mean[s, n] − μ_n)² = σ_n². Everything is deterministic and independent of how a pool is
+batched. (Read as a mixture of S Gaussians, the nodes' entropy is capped near H[w] + ½ log(2πe σ_ε²)
+once σ_n ≫ σ_ε, which is why the scores use the latent fields instead.) Only each candidate's
 MARGINAL is represented: the nodes are not a joint sample across candidates, so BatchBALD-style
 joint entropies are not meaningful for this posterior.
 
@@ -299,9 +299,9 @@ class GaussianProcess:
         return mean.to(_OUT), var.to(_OUT)
 
     def predict(self, x: Tensor, n_samples: int | None = None) -> GaussianPredictive:
-        """Gauss–Hermite representation of f(x_n) (module docstring): mean, var [S, N], weights [S].
-
-        Deterministic; the same for any batching of the candidates.
+        """Exact Gaussian predictive of y(x_n) (module docstring): latent_mean, latent_var [N] =
+        μ_n, σ_n², with the Gauss–Hermite nodes of f(x_n) as mean [S, N], var [S, N] = σ_ε² and
+        weights [S]; float32. Deterministic; the same for any batching of the candidates.
         """
         s = self.n_samples if n_samples is None else n_samples
         if not isinstance(s, int) or s < 2:
@@ -311,4 +311,6 @@ class GaussianProcess:
         nodes, weights = nodes.to(mu.device), weights.to(mu.device)
         mean = mu[None, :] + math.sqrt(2.0) * var.sqrt()[None, :] * nodes[:, None]  # [S, N]
         noise = torch.full_like(mean, self.noise_)  # type: ignore[arg-type]
-        return GaussianPredictive(mean.to(_OUT), noise.to(_OUT), weights.to(_OUT), check=False)
+        return GaussianPredictive(
+            mean.to(_OUT), noise.to(_OUT), weights.to(_OUT), check=False, latent_mean=mu.to(_OUT), latent_var=var.to(_OUT)
+        )

@@ -196,12 +196,27 @@ class Laplace:
         self.posterior_ = LastLayerGaussian.fit(self.hessian.value, phi.to(work), probs, mean)
         self.log_likelihood_ = -nn.functional.cross_entropy(logits64, y, reduction="sum")
         self.model_, self.layer_ = net, layer
+        self.device_ = dev
         if self.prior_precision == "marglik":
             self.prior_precision_ = optimise_prior_precision(self.posterior_)
         else:
             self.prior_precision_ = float(self.prior_precision)
         self._sample_seed = self.seed if self.seed is not None else secrets.randbits(63)
         self._samples: dict[int, tuple[Tensor, Tensor]] = {}
+        return self
+
+    def to(self, device: str | torch.device) -> Laplace:
+        """Move the fitted network and the last-layer Gaussian to `device`; returns self.
+
+        Weight noise is drawn on the CPU from the seeded generator, so the samples do not change.
+        """
+        check_fitted(self, "posterior_")
+        dev = resolve_device(device)
+        self.model_ = self.model_.to(dev)  # type: ignore[union-attr]  (moves layer_, a submodule, too)
+        self.posterior_ = self.posterior_.to(dev)  # type: ignore[union-attr]
+        self.log_likelihood_ = self.log_likelihood_.to(dev)  # type: ignore[union-attr]
+        self._samples = {}
+        self.device_ = dev
         return self
 
     def log_marginal_likelihood(self, prior_precision: float | None = None) -> Tensor:

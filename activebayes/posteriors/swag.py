@@ -8,9 +8,23 @@ and, at each of T snapshots θ_1..θ_T (one per epoch), updates
     D    = [θ_i − θ̄_i]_{i = T−K+1..T}  [P, K]     (the last K deviations, each from the running
                                                     mean after θ_i, as in the authors' code)
 
-and samples θ ~ N(θ̄, scale · (½ Σ_diag + D Dᵀ / (2(K − 1)))), Σ_diag = max(θ̄² − θ̄², eps):
-    θ = θ̄ + √scale · (√(Σ_diag/2) ⊙ z₁ + D z₂ / √(2(K − 1))),  z₁ ~ N(0, I_P), z₂ ~ N(0, I_K).
+and samples θ ~ N(θ̄, scale · (Σ_diag + D Dᵀ / (K − 1))), Σ_diag = max(θ̄² − θ̄², eps):
+    θ = θ̄ + √scale · (√Σ_diag ⊙ z₁ + D z₂ / √(K − 1)),  z₁ ~ N(0, I_P), z₂ ~ N(0, I_K),
+exactly the sampler of Maddox et al.'s reference code (swa_gaussian, `SWAG.sample(scale, cov=True)`),
+where the default scale = 0.5 is the paper's ½ in Σ_SWAG = ½ (Σ_diag + D Dᵀ / (K − 1)). K is the
+number of deviation columns held, min(rank, T); the reference divides by its `max_num_models − 1`
+even while fewer columns are held, which only differs when T < rank.
 `diag_only=True` samples θ ~ N(θ̄, scale · Σ_diag) (SWAG-Diagonal).
+
+The SWA phase continues with the training optimizer (SGD with its momentum, as Maddox et al., or
+Adam; `swa_optimizer` overrides it) and weight decay at its own constant learning rate `swa_lr`
+(or a cosine cycle per epoch), whatever schedule pre-training used; by default
+swa_lr = `swa_lr_ratio` × the training lr, one snapshot per epoch (Maddox et al.'s recipe).
+A divergence guard watches the SWA phase's mean training loss per epoch: a non-finite loss, or one
+above L_last + ½ (L_first − L_last) (having lost half of what pre-training gained; L_first, L_last
+the first and last pre-training epochs' losses; 2 L_first when pre-training gained nothing), stops
+`fit` with a ConfigError naming swa_lr and the loss seen: the snapshots of a diverged run are no
+posterior.
 
 S samples are drawn once per `predict` call from a generator seeded with `seed` (so batches and
 calls agree) and run as one vectorised call (torch.func.functional_call + vmap). A network with
@@ -29,6 +43,8 @@ torch.Size([7, 4, 3])
 from __future__ import annotations
 
 import copy
+import functools
+import math
 import secrets
 from collections import deque
 from collections.abc import Callable
@@ -76,6 +92,12 @@ class SWAGMoments:
         if self.rank > 0:
             self.deviations.append(theta - self.mean)
 
+    def to(self, device: torch.device | str) -> SWAGMoments:
+        """Move the moments and deviations to `device`; returns self."""
+        self.mean, self.sq_mean = self.mean.to(device), self.sq_mean.to(device)
+        self.deviations = deque((d.to(device) for d in self.deviations), maxlen=self.deviations.maxlen)
+        return self
+
     def variance(self, eps: float = 1e-30) -> Tensor:
         """Σ_diag = max(θ̄² − θ̄², eps) [P]."""
         return (self.sq_mean - self.mean.square()).clamp_min(eps)
@@ -93,7 +115,7 @@ class SWAGMoments:
             return scale * torch.diag(var)
         dev = self.deviation_matrix()
         k = dev.shape[1]
-        return scale * (torch.diag(var) / 2 + dev @ dev.T / (2 * (k - 1)))
+        return scale * (torch.diag(var) + dev @ dev.T / (k - 1))
 
     def sample(self, n_samples: int, generator: torch.Generator, *, scale: float = 1.0,
                diag_only: bool = False, eps: float = 1e-30) -> Tensor:
@@ -110,7 +132,7 @@ class SWAGMoments:
         if k < 2:
             raise ConfigError(f"SWAG: the low-rank part needs at least 2 snapshots, got {k}; collect more or use diag_only")
         z2 = torch.randn(n_samples, k, generator=generator, dtype=torch.float64).to(var)
-        return self.mean + scale**0.5 * ((var / 2).sqrt() * z1 + z2 @ dev.T / (2 * (k - 1)) ** 0.5)
+        return self.mean + scale**0.5 * (var.sqrt() * z1 + z2 @ dev.T / (k - 1) ** 0.5)
 
 
 def _flat_params(model: nn.Module) -> Tensor:
@@ -126,6 +148,22 @@ def _unflatten(model: nn.Module, thetas: Tensor) -> dict[str, Tensor]:
     return out
 
 
+def divergence_limit(pre_losses: list[float]) -> float:
+    """The highest SWA-phase epoch loss still taken as converged (module docstring):
+    L_last + ½ (L_first − L_last), or 2 L_first when pre-training gained nothing."""
+    first, last = pre_losses[0], pre_losses[-1]
+    return last + 0.5 * (first - last) if first > last else 2.0 * first
+
+
+def check_swa_loss(epoch: int, loss: float, *, limit: float, swa_lr: float, optimizer: str) -> None:
+    """Raise ConfigError when an SWA epoch's mean training loss is non-finite or above `limit`."""
+    if not math.isfinite(loss) or loss > limit:
+        raise ConfigError(
+            f"swa_lr: the SWA phase ({optimizer}, swa_lr={swa_lr:g}) diverged in SWA epoch {epoch + 1}: training loss {loss:.4g}, "
+            f"above the {limit:.4g} that pre-training had got below; lower swa_lr (or swa_lr_ratio)"
+        )
+
+
 class SWAG:
     """SWAG posterior over all weights of a network.
 
@@ -133,13 +171,22 @@ class SWAG:
         model_fn: factory of a fresh network.
         rank: K, the number of deviation columns kept.
         n_snapshots: T, SWA epochs (one snapshot at the end of each).
-        swa_lr: SGD learning rate after pre-training (the peak of each cycle when cyclic).
-        schedule: "constant", or "cyclic" (a cosine cycle per epoch, snapshots at its end).
-        scale: multiplies the covariance (0.5 as in the paper's experiments).
+        swa_lr: learning rate of the SWA phase (the peak of each cycle when cyclic), or None for
+            `swa_lr_ratio` × the training lr.
+        swa_lr_ratio: swa_lr relative to the training lr when swa_lr is None (Maddox et al. ran
+            SWA at 0.1-0.5 of the initial SGD learning rate).
+        swa_optimizer: "sgd" (Maddox et al.), "adam", or None for the training optimizer, so that
+            swa_lr stays in the units the network was trained with. After Adam pre-training SGD
+            barely moves a network whose training loss is ~0 (the gradients vanish) and the samples
+            are the MAP network; Adam's normalised steps keep exploring.
+        schedule: "constant", or "cyclic" (a cosine cycle per epoch, snapshots at its end); the
+            pre-training schedule never carries over.
+        scale: multiplies the covariance (0.5, the paper's ½, as in the reference code).
         diag_only: sample from the diagonal part alone.
         n_samples: default S for `predict`.
         config, epochs, lr, weight_decay, batch_size: pre-training (a TrainConfig and overrides of
             its most used knobs); the SWA epochs reuse its batch size, momentum and weight decay.
+            The default config (Adam, lr 1e-3) gives swa_lr 3e-4 with Adam.
         var_clamp: eps under Σ_diag.
         seed, device: as for every posterior.
     """
@@ -150,7 +197,9 @@ class SWAG:
         *,
         rank: int = 20,
         n_snapshots: int = 20,
-        swa_lr: float = 0.01,
+        swa_lr: float | None = None,
+        swa_lr_ratio: float = 0.3,
+        swa_optimizer: str | None = None,
         schedule: str = "constant",
         scale: float = 0.5,
         diag_only: bool = False,
@@ -164,17 +213,22 @@ class SWAG:
         seed: int | None = None,
         device: str | torch.device = "auto",
     ) -> None:
+        if swa_optimizer not in (None, "sgd", "adam"):
+            raise ConfigError(f"swa_optimizer: expected 'sgd', 'adam' or None (the training optimizer), got {swa_optimizer!r}")
         if schedule not in ("constant", "cyclic"):
             raise ConfigError(f"schedule: expected 'constant' or 'cyclic', got {schedule!r}")
         if n_snapshots < 1 or (not diag_only and min(rank, n_snapshots) < 2):
             raise ConfigError(f"n_snapshots: expected >= 2 snapshots and rank >= 2 (or diag_only=True), "
                               f"got n_snapshots={n_snapshots}, rank={rank}")
-        if scale <= 0 or swa_lr <= 0 or n_samples < 1:
-            raise ConfigError(f"scale, swa_lr, n_samples: expected positive values, got {scale}, {swa_lr}, {n_samples}")
+        if scale <= 0 or (swa_lr is not None and swa_lr <= 0) or swa_lr_ratio <= 0 or n_samples < 1:
+            raise ConfigError(f"scale, swa_lr, swa_lr_ratio, n_samples: expected positive values, "
+                              f"got {scale}, {swa_lr}, {swa_lr_ratio}, {n_samples}")
         self.model_fn = model_fn
         self.rank = rank
         self.n_snapshots = n_snapshots
         self.swa_lr = swa_lr
+        self.swa_lr_ratio = swa_lr_ratio
+        self.swa_optimizer = swa_optimizer
         self.schedule = schedule
         self.scale = scale
         self.diag_only = diag_only
@@ -188,7 +242,10 @@ class SWAG:
         self.model_: nn.Module | None = None
 
     def fit(self, x: Tensor, y: Tensor) -> SWAG:
-        """Pre-train, run T SWA epochs of SGD collecting the moments, keep x for BN refreshes."""
+        """Pre-train, run T SWA epochs of SGD collecting the moments, keep x for BN refreshes.
+
+        Raises ConfigError when the SWA phase diverges (module docstring).
+        """
         if x.shape[0] != y.shape[0]:
             raise ShapeError(f"y: expected {x.shape[0]} labels to match x, got {y.shape[0]}")
         dev = resolve_device(self.device)
@@ -197,20 +254,43 @@ class SWAG:
         swa_seed, self._sample_seed = (int(s) for s in torch.randint(0, 2**62, (2,), generator=seeds))
         config = resolve_train_config(self.config, epochs=self.epochs, lr=self.lr,
                                       weight_decay=self.weight_decay, batch_size=self.batch_size)
-        net = train(build_model(self.model_fn, seed), x, y, config, seed=seed, device=dev)
+        pre_losses: list[float] = []
+        net = train(build_model(self.model_fn, seed), x, y, config, seed=seed, device=dev,
+                    on_epoch_loss=lambda _epoch, loss: pre_losses.append(loss))
+        swa_lr = self.swa_lr if self.swa_lr is not None else self.swa_lr_ratio * config.lr
         moments = SWAGMoments(sum(p.numel() for p in net.parameters()), rank=self.rank, device=dev)
-        swa_config = replace(config, epochs=self.n_snapshots, lr=self.swa_lr, optimizer="sgd",
-                             validation_fraction=0.0)
+        swa_config = replace(config, epochs=self.n_snapshots, lr=swa_lr, optimizer=self.swa_optimizer or config.optimizer,
+                             validation_fraction=0.0, schedule="constant")
         lr_at = None
         if self.schedule == "cyclic":
             steps = -(-x.shape[0] // swa_config.batch_size)
-            lr_at = lambda step: cosine_cycle_lr(step, steps, self.swa_lr)  # noqa: E731
+            lr_at = lambda step: cosine_cycle_lr(step, steps, swa_lr)  # noqa: E731
+        guard = functools.partial(check_swa_loss, limit=divergence_limit(pre_losses), swa_lr=swa_lr,
+                                  optimizer=swa_config.optimizer)
         train(net, x, y, swa_config, seed=swa_seed, device=dev, lr_at=lr_at,
-              on_epoch_end=lambda _epoch, model: moments.update(_flat_params(model)))
+              on_epoch_end=lambda _epoch, model: moments.update(_flat_params(model)),
+              on_epoch_loss=guard)
+        self.swa_lr_ = swa_lr
         self.moments_, self.model_ = moments, net.eval()
+        self.device_ = dev
         self._has_bn = any(isinstance(m, _BN_TYPES) for m in net.modules())
         self._x_train = x.to(dev) if self._has_bn else None
         self._cache: dict[int, tuple[dict[str, Tensor], list[dict[str, Tensor]] | None]] = {}
+        return self
+
+    def to(self, device: str | torch.device) -> SWAG:
+        """Move the fitted network, the SWAG moments and the BatchNorm data to `device`; returns self.
+
+        The weight samples are drawn on the CPU from the seeded generator, so they do not change.
+        """
+        check_fitted(self, "moments_")
+        dev = resolve_device(device)
+        self.model_ = self.model_.to(dev)  # type: ignore[union-attr]
+        self.moments_ = self.moments_.to(dev)  # type: ignore[union-attr]
+        if self._x_train is not None:
+            self._x_train = self._x_train.to(dev)
+        self._cache = {}
+        self.device_ = dev
         return self
 
     def _samples(self, n_samples: int) -> tuple[dict[str, Tensor], list[dict[str, Tensor]] | None]:
