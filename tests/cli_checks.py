@@ -13,3 +13,35 @@ def assert_mistake(result, *words: str) -> None:
     assert "Traceback" not in result.output
     for word in words:
         assert word in lines[0], (word, lines[0])
+
+
+def db_dump(url: str) -> list[str] | None:
+    """Every row of every table at a SQLAlchemy URL, read-only, to compare a database before and
+    after a command, on SQLite and PostgreSQL alike. None where a SQLite file does not exist
+    (opening it read-only never creates it); [] for a database with no tables."""
+    import sqlite3
+    from pathlib import Path
+
+    from sqlalchemy import MetaData, create_engine, select
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        path = Path(parsed.database or "")
+        if not path.is_file():
+            return None
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+            return list(conn.iterdump())
+    engine = create_engine(url)
+    try:
+        meta = MetaData()
+        with engine.connect() as conn:
+            meta.reflect(conn)
+            out = []
+            for name, table in sorted(meta.tables.items()):
+                out.append(f"TABLE {name} ({', '.join(c.name for c in table.columns)})")
+                rows = sorted(repr(tuple(row)) for row in conn.execute(select(table)).all())
+                out.extend(f"{name}: {row}" for row in rows)
+            return out
+    finally:
+        engine.dispose()
