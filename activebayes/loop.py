@@ -15,6 +15,8 @@ One round moves through statuses recorded in the store, each change one transact
               answers arrive through `PoolStore.record_observations`
     answered  the answers recorded (with the round's id), in the same transaction as this status
     done      closed
+    failed    fitting, scoring or asking raised (the reason recorded; a KeyboardInterrupt or a
+              StoreError leaves the round to resume), or the round was given up by `discard`
 
 A process killed at any instant resumes on the next `step()`: a round in "started" or "fitted" is
 fitted again (nothing of the fit is stored; fitting is deterministic given the round seed and
@@ -194,6 +196,16 @@ class ActiveLearningLoop:
         """Labelled pool items now."""
         return self.store.count_labelled(self.project)
 
+    def discard(self, reason: str) -> Any:
+        """Give up the project's unfinished round instead of resuming it: it becomes "failed"
+        with `reason` (its queries and any answers stay recorded; its unanswered items are
+        candidates again), so the next `step()` starts a new round. Returns the discarded
+        round's RoundInfo, or None when no round is unfinished."""
+        rnd = self.store.latest_round(self.project)
+        if rnd is None or rnd.status in ("done", "failed"):
+            return None
+        return self.store.advance_round(self.project, rnd.number, "failed", failure_reason=reason)
+
     def step(self) -> RoundResult:
         """Run (or resume) one round; see the module docstring for the statuses."""
         rnd = self.store.latest_round(self.project)
@@ -262,9 +274,14 @@ class ActiveLearningLoop:
         else:
             chosen, scores = self._select(posterior, cand_rows, k, generator)
         timings = {"score_s": time.perf_counter() - t0}
-        rnd = self.store.record_queries(
-            self.project, number, item_ids[chosen.numpy()].tolist(), scores.tolist(), timings=timings
-        )
+        # every candidate's score (set by _scores; batch-bald: its BALD pre-filter), kept for the reports
+        pool_scores, self._pool_scores = getattr(self, "_pool_scores", None), None
+        if posterior is None or self.acquisition_name == "random":
+            pool_scores = None
+        rnd = self.store.record_queries_and_scores(
+            self.project, number, item_ids[chosen.numpy()].tolist(), scores.tolist(), timings=timings,
+            candidate_ids=None if pool_scores is None else item_ids, candidate_scores=pool_scores,
+        )  # fmt: skip
         self._stage("scored")
         return rnd
 
@@ -280,7 +297,8 @@ class ActiveLearningLoop:
                 n_samples=self.n_samples, progress=self._chunk_progress(start, len(rows)),
             )  # fmt: skip
             parts.append(result.scores)
-        return torch.cat(parts)
+        self._pool_scores = torch.cat(parts)
+        return self._pool_scores
 
     def _chunk_progress(self, offset: int, total: int) -> Callable[[int, int], None] | None:
         """progress(done, _) of one chunk, reported as progress(offset + done, total) of the pool."""

@@ -5,13 +5,27 @@ option parser, a database that cannot be reached) prints ONE line to stderr,
 
     error: <what is wrong>; <how to fix>
 
-and exits with code 2. Anything else is a bug and keeps its traceback.
+and exits with code 2 — or, under `--json`, one JSON object on stderr,
+
+    {"error": "<what is wrong>; <how to fix>", "exit_code": 2}
+
+Anything else is a bug and keeps its traceback.
+
+`ActiveBayesGroup` also makes the global flags `--json` and `--quiet`/`-q` work after the command
+name (`activebayes status --json`, `activebayes pool add FILE --json`): before parsing, every
+command and sub-command that does not define the flag itself gets a copy of the root option
+(listed in its --help) whose callback switches the shared `Output` on. The option parser itself
+then reads the flag, so an option's value is never mistaken for it. Flags show no `<bool>` type
+in --help.
 """
 
 from __future__ import annotations
 
+import copy
+import json
 import re
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from typer import _click
@@ -65,13 +79,87 @@ def _database_error(exc: BaseException) -> str | None:
     return None
 
 
-def _fail(line: str) -> None:
+def _fail(line: str, as_json: bool = False) -> None:
+    """Print the error line (or, under --json, {"error": ..., "exit_code": 2}) and exit 2."""
+    if as_json:
+        line = json.dumps({"error": line.removeprefix("error: "), "exit_code": USER_ERROR})
     print(line, file=sys.stderr, flush=True)
     sys.exit(USER_ERROR)
 
 
+# Root options that are also accepted after the command name: option -> `Output` attribute.
+LATE_FLAGS = {"--json": "json", "--quiet": "quiet"}
+
+
+def _commands(group: Any) -> Iterator[Any]:
+    """Every command and sub-group below `group`, depth first."""
+    for command in getattr(group, "commands", {}).values():
+        yield command
+        yield from _commands(command)
+
+
+def _untyped_flag(param: Any) -> Any:
+    if param is not None and getattr(param, "is_flag", False) and param.metavar is None:
+        param.metavar = ""  # Typer's rich help would print the flag's type as `<bool>`
+    return param
+
+
+def _hide_flag_types(command: Any) -> None:
+    """No `<bool>` after a flag in the --help of `command` (its --help option included)."""
+    for param in command.params:
+        _untyped_flag(param)
+    get_help_option = command.get_help_option
+    command.get_help_option = lambda ctx: _untyped_flag(get_help_option(ctx))
+
+
+def _set_late_flag(ctx: Any, param: Any, value: Any) -> None:
+    if value:  # the flag was given after the command: switch the shared Output on
+        out = getattr(ctx.find_root().obj, "out", None)
+        if out is not None:
+            setattr(out, param.activebayes_flag, True)
+
+
+def _wants_json(args: list[str], obj: Any) -> bool:
+    """Whether errors are JSON: --json was parsed (the Output says so) or, when parsing failed
+    before reaching it, appears among the arguments (before a `--`)."""
+    if getattr(getattr(obj, "out", None), "json", False):
+        return True
+    words = args[: args.index("--")] if "--" in args else args
+    return any(w == "--json" or w.startswith("--json=") for w in words)
+
+
 class ActiveBayesGroup(TyperGroup):
     """The root command group: runs the command and turns user mistakes into one line and exit 2."""
+
+    _root_ctx: Any = None
+
+    def install_late_flags(self) -> None:
+        """Give every command without its own --json / --quiet a copy of the root option, and
+        show flags without a `<bool>` type in --help (see the module docstring)."""
+        roots = {opt: p for p in self.params for opt in p.opts if opt in LATE_FLAGS}
+        _hide_flag_types(self)
+        for command in _commands(self):
+            _hide_flag_types(command)
+            taken = {opt for p in command.params for opt in (*p.opts, *p.secondary_opts)}
+            for flag, attribute in LATE_FLAGS.items():
+                root = roots.get(flag)
+                if root is None or flag in taken:
+                    continue
+                late = copy.copy(root)
+                late.opts = [opt for opt in root.opts if opt not in taken]
+                late.secondary_opts = []
+                late.name = f"activebayes_late_{attribute}"
+                late.expose_value = False
+                late.is_eager = False
+                late.envvar = None
+                late.callback = _set_late_flag
+                late.activebayes_flag = attribute
+                command.params.append(late)
+
+    def make_context(self, info_name: Any, args: Any, parent: Any = None, **extra: Any) -> Any:
+        ctx = super().make_context(info_name, args, parent, **extra)
+        self._root_ctx = ctx  # to read --json back when an error is reported
+        return ctx
 
     def main(  # type: ignore[override]
         self,
@@ -81,6 +169,12 @@ class ActiveBayesGroup(TyperGroup):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
+        self.install_late_flags()
+        words = [str(a) for a in (sys.argv[1:] if args is None else args)]
+
+        def fail(line: str) -> None:
+            _fail(line, _wants_json(words, getattr(self._root_ctx, "obj", None)))
+
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except _click.exceptions.NoArgsIsHelpError as exc:
@@ -88,19 +182,19 @@ class ActiveBayesGroup(TyperGroup):
             sys.exit(exc.exit_code)
         except _click.exceptions.UsageError as exc:
             command = exc.ctx.command_path if exc.ctx is not None else "activebayes"
-            _fail(f"error: {' '.join(exc.format_message().split())}; see `{command} --help`")
+            fail(f"error: {' '.join(exc.format_message().split()).rstrip('.')}; see `{command} --help`")
         except _click.exceptions.ClickException as exc:
-            _fail(f"error: {' '.join(exc.format_message().split())}; see `activebayes --help`")
+            fail(f"error: {' '.join(exc.format_message().split()).rstrip('.')}; see `activebayes --help`")
         except Abort:
             print("Aborted.", file=sys.stderr)
             sys.exit(1)
         except ActiveBayesError as exc:
-            _fail(format_error(exc))
+            fail(format_error(exc))
         except Exception as exc:
             line = _database_error(exc)
             if line is None:
                 raise
-            _fail(line)
+            fail(line)
         if not standalone_mode:
             return rv
         sys.exit(rv if isinstance(rv, int) else 0)

@@ -1,7 +1,20 @@
-"""The small context object every command finds on `ctx.obj`: database URL, project, output."""
+"""The small context object every command finds on `ctx.obj`: database URL, project, output.
+
+Opening the store (`CliState.store`) is where the CLI decides what a command may do to the
+database:
+
+    st.store()                 read-only: never creates tables, never upgrades the schema
+                               (status, export, report); no database -> one line, exit 2
+    st.store(upgrade=True)     a command that writes: an older schema is upgraded first
+    st.store(create=True)      `init` (and `design`): creates the database when there is none
+
+Hints for the user's next command come from `CliState.next_command("round", ...)`, which adds
+`--project NAME` whenever the database holds more than one project.
+"""
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,6 +28,38 @@ if TYPE_CHECKING:
     from activebayes.store import PoolStore
 
 DEFAULT_DB = "sqlite:///activebayes.db"
+DB_FIX = "use sqlite:///path/to/file.db or postgresql+psycopg://user@host/dbname (--db or ACTIVEBAYES_DB)"
+
+
+def shown_url(url: str) -> str:
+    """A database URL for a message: the password hidden."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - a malformed URL is shown as given
+        return url
+
+
+def check_db_url(url: str) -> None:
+    """CliError unless `url` is a URL the CLI can use: SQLite on a file, or PostgreSQL through
+    psycopg (3). Decided from the text alone, before any driver is imported or anything opened."""
+    from sqlalchemy.engine import make_url
+
+    from activebayes.store.store import unsupported_url
+
+    reason = unsupported_url(url)
+    if reason is not None:
+        raise CliError(f"--db: {reason}", DB_FIX)
+    parsed = make_url(url)
+    database = parsed.database or ""
+    if parsed.get_backend_name() == "sqlite" and (
+        database in ("", ":memory:") or database.startswith("file:") or "mode=memory" in str(parsed)
+    ):
+        raise CliError(
+            f"--db: {url!r} is not a SQLite file (an in-memory or URI-form database does not outlive one command)",
+            "use sqlite:///path/to/file.db",
+        )
 
 
 def sqlite_path(url: str) -> Path | None:
@@ -25,7 +70,7 @@ def sqlite_path(url: str) -> Path | None:
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
-        raise CliError(f"--db: {url!r} is not a database URL", "use e.g. sqlite:///activebayes.db") from exc
+        raise CliError(f"--db: {url!r} is not a database URL", DB_FIX) from exc
     if parsed.get_backend_name() != "sqlite":
         return None
     database = parsed.database
@@ -43,19 +88,42 @@ class CliState:
     out: Output = field(default_factory=Output)
     _store: PoolStore | None = field(default=None, repr=False)
 
-    def store(self, *, create: bool = False) -> PoolStore:
-        """Open the store at --db. Unless `create`, an sqlite file must already exist: a
-        read-only or failing command never leaves a new empty database behind."""
+    def store(self, *, create: bool = False, upgrade: bool = False) -> PoolStore:
+        """Open the store at --db (once per command; later calls return the same store).
+
+        Default: read-only use — a missing or empty database (SQLite file or PostgreSQL
+        database/schema) is a CliError and nothing is written, not even the schema; a database at
+        an older schema revision is refused with the fix `activebayes migrate`. `upgrade`: the
+        command writes anyway, so an older schema is upgraded first. `create` (init): the database
+        and its tables are created when absent (implies `upgrade`)."""
         if self._store is not None:
             return self._store
+        check_db_url(self.db)
         path = sqlite_path(self.db)
-        if path is not None and not create and not path.exists():
-            raise CliError(f"no database at {path}", "run `activebayes init` first, or pass --db / ACTIVEBAYES_DB")
         if path is not None and create and not path.parent.exists():
             raise CliError(f"--db: the folder {path.parent} does not exist", "create it or choose another path")
         from activebayes.store import PoolStore
+        from activebayes.store.store import SchemaMissingError, SchemaVersionError
 
-        self._store = PoolStore(self.db)
+        shown = shown_url(self.db)
+        try:
+            self._store = PoolStore(self.db, create=create, upgrade=create or upgrade)
+        except SchemaMissingError:
+            raise CliError(
+                f"no activebayes database at {shown}", "run `activebayes init --name NAME` first, or pass --db / ACTIVEBAYES_DB"
+            ) from None
+        except SchemaVersionError as exc:
+            if exc.newer:
+                raise CliError(
+                    f"the database at {shown} has schema revision {exc.current!r}, newer than this activebayes "
+                    f"knows (newest {exc.head!r})",
+                    "upgrade activebayes (e.g. pip install -U activebayes) to use it",
+                ) from None
+            raise CliError(
+                f"the database at {shown} has schema revision {exc.current or 'base'!r}, older than this "
+                f"activebayes ({exc.head!r})",
+                "upgrade it with `activebayes migrate`",
+            ) from None
         return self._store
 
     def project_name(self) -> str:
@@ -66,18 +134,31 @@ class CliState:
             if self.project not in names:
                 known = ", ".join(names) if names else "none yet"
                 raise CliError(
-                    f"no project named {self.project!r} in {self.db} (projects: {known})",
+                    f"no project named {self.project!r} in {shown_url(self.db)} (projects: {known})",
                     "pass --project NAME with one of them, or create it with `activebayes init --name NAME`",
                 )
             return self.project
         if len(names) == 1:
             return names[0]
         if not names:
-            raise CliError(f"the database {self.db} holds no project", "run `activebayes init --name NAME` first")
+            raise CliError(f"the database {shown_url(self.db)} holds no project", "run `activebayes init --name NAME` first")
         raise CliError(
             f"the database holds {len(names)} projects ({', '.join(names)})",
             "choose one with --project NAME or ACTIVEBAYES_PROJECT",
         )
+
+    def next_command(self, *words: str, project: str | None = None) -> str:
+        """The command line a hint suggests, e.g. next_command("round", "--oracle", "truth") ->
+        "activebayes round --oracle truth", or "activebayes --project digits round --oracle truth"
+        when the database holds more than one project (so that the hint works as typed).
+
+        `project`: the project the hint is about (default: --project, or the only one). Each word
+        is shell-quoted; pass placeholders such as "FILE" as they are."""
+        parts = ["activebayes"]
+        if len(self.store().projects()) > 1:
+            parts += ["--project", shlex.quote(project if project is not None else self.project_name())]
+        parts += [shlex.quote(word) for word in words]
+        return " ".join(parts)
 
     def close(self) -> None:
         if self._store is not None:

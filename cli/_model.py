@@ -1,46 +1,124 @@
-"""Turning `--model` and `--posterior` into the posterior factory the loop takes.
+"""Turning `--model` and `--posterior` into the posterior factory the loop takes, and checking
+them on two items before a round is created.
 
-`--model` is `mlp`, `cnn` (activebayes.nets.default_model) or `pkg.mod:factory`, a user's
-zero-argument callable returning a fresh `torch.nn.Module` that outputs logits [N, C] (it is
-called once per network built). Everything is resolved and checked before a round starts.
+`--model` is `mlp`, `cnn` (activebayes.nets.default_model), `pkg.module:factory` (imported like
+`python -m` would, the working directory first on the path) or `path/to/file.py:factory` (the
+file imported by its path). The factory is a user's zero-argument callable returning a fresh
+`torch.nn.Module` that outputs logits [N, C]; it is called once per network built. Everything
+is resolved and checked before a round starts, so a mistake leaves the database unchanged.
 """
 
 from __future__ import annotations
 
+import difflib
 import functools
+import hashlib
 import importlib
+import importlib.util
 import inspect
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from activebayes.errors import ConfigError
 from activebayes_cli._app import CliError
 
+#: The posteriors `activebayes round` can build around a network (`gp` is regression-only and
+#: has no network: it is for the Python API).
+CLI_POSTERIORS = ("mc-dropout", "deep-ensemble", "snapshot-ensemble", "laplace", "swag")
+#: posterior_settings keys holding --samples and --epochs, in the order `posterior_factory` tries them.
+SAMPLE_KEYS = ("n_samples", "n_members", "n_snapshots")
+EPOCH_KEYS = ("epochs", "epochs_per_cycle")
+BUILTIN_MODELS = ("mlp", "cnn")
+MODEL_FORMS = "mlp, cnn, pkg.mod:factory or path/to/file.py:factory"
 
-def import_factory(spec: str) -> Callable[[], Any]:
-    """The callable named by 'pkg.mod:factory' (dots after the colon walk attributes)."""
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise CliError(f"--model: expected mlp, cnn or pkg.mod:factory, got {spec!r}", "pass e.g. --model mypkg.nets:make_net")
+
+def check_posterior_name(name: str) -> None:
+    """A one-line CliError unless `name` is one of CLI_POSTERIORS."""
+    if name in CLI_POSTERIORS:
+        return
+    from activebayes.posteriors import POSTERIORS
+
+    choices = ", ".join(CLI_POSTERIORS)
+    if name in POSTERIORS:
+        raise CliError(f"--posterior: {name!r} is a regression posterior without a network", f"choose one of {choices}")
+    close = difflib.get_close_matches(name, CLI_POSTERIORS, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    raise CliError(f"--posterior: unknown name {name!r}", f"choose one of {choices}{hint}")
+
+
+def _split_spec(spec: str) -> tuple[str, str]:
+    """('pkg.module' or 'path/to/file.py', 'factory') of a --model spec."""
+    target, _, attr = spec.rpartition(":")
+    if not target or not attr:
+        raise CliError(f"--model: expected {MODEL_FORMS}, got {spec!r}", "pass e.g. --model mypkg.nets:make_net or --model ./nets.py:make_net")
+    return target, attr
+
+
+def _is_path(target: str) -> bool:
+    return target.endswith(".py") or "/" in target or os.sep in target
+
+
+def normalize_model_spec(spec: str) -> str:
+    """The spec as a round records it: a file's path made absolute, anything else as given."""
+    if spec in BUILTIN_MODELS:
+        return spec
+    target, attr = _split_spec(spec)
+    if _is_path(target):
+        return f"{Path(target).expanduser().resolve()}:{attr}"
+    return spec
+
+
+def _import_file(spec: str, target: str) -> Any:
+    path = Path(target).expanduser()
+    if not path.is_file():
+        raise CliError(f"--model {spec}: no file at {path}", "give the path of a .py file (relative to the current folder) before the colon")
+    path = path.resolve()
+    name = "_activebayes_model_" + hashlib.sha256(str(path).encode()).hexdigest()[:16]
+    loader_spec = importlib.util.spec_from_file_location(name, path)
+    if loader_spec is None or loader_spec.loader is None:
+        raise CliError(f"--model {spec}: {path} is not a Python file", "give the path of a .py file before the colon")
+    module = importlib.util.module_from_spec(loader_spec)
+    if str(path.parent) not in sys.path:  # like `python file.py`: the file's own folder imports
+        sys.path.insert(0, str(path.parent))
+    sys.modules[name] = module  # dataclasses and pickling look their module up here
+    try:
+        loader_spec.loader.exec_module(module)
+    except Exception as exc:  # the user's file: report it in one line
+        sys.modules.pop(name, None)
+        raise CliError(f"--model {spec}: importing {path} failed ({type(exc).__name__}: {exc})", "fix the file") from exc
+    return module
+
+
+def _import_module(spec: str, module_name: str) -> Any:
     if os.getcwd() not in sys.path:  # like `python -m`: modules in the working directory import
         sys.path.insert(0, os.getcwd())
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
+        return importlib.import_module(module_name)
+    except (ImportError, TypeError, ValueError) as exc:
         raise CliError(
-            f"--model: cannot import module {module_name!r} ({exc})",
-            "check the spelling and that the module is on PYTHONPATH (run from its folder)",
+            f"--model: cannot import module {module_name!r} ({type(exc).__name__}: {exc})",
+            "check the spelling and that the module is on PYTHONPATH (run from its folder), or give a file as path/to/file.py:factory",
         ) from exc
-    target: Any = module
+    except Exception as exc:  # the module's own code failed while importing
+        raise CliError(f"--model {spec}: importing module {module_name!r} failed ({type(exc).__name__}: {exc})", "fix the module") from exc
+
+
+def import_factory(spec: str) -> Callable[[], Any]:
+    """The callable named by 'pkg.module:factory' or 'path/to/file.py:factory' (dots after the
+    colon walk attributes)."""
+    target, attr = _split_spec(spec)
+    module = _import_file(spec, target) if _is_path(target) else _import_module(spec, target)
+    found: Any = module
     for part in attr.split("."):
-        if not hasattr(target, part):
-            raise CliError(f"--model: module {module_name!r} has no attribute {attr!r}", "check the name after the colon")
-        target = getattr(target, part)
-    if not callable(target):
+        if not hasattr(found, part):
+            raise CliError(f"--model: module {target!r} has no attribute {attr!r}", "check the name after the colon")
+        found = getattr(found, part)
+    if not callable(found):
         raise CliError(f"--model: {spec!r} is not callable", "point at a function returning a torch.nn.Module")
-    return target
+    return found
 
 
 def model_factory(spec: str, input_shape: Sequence[int], n_classes: int) -> Callable[[], Any]:
@@ -81,23 +159,75 @@ def posterior_factory(
     """
     from activebayes.posteriors import resolve_posterior
 
+    check_posterior_name(name)
     cls = resolve_posterior(name)
     accepted = set(inspect.signature(cls).parameters)
-    if "model_fn" not in accepted:
-        raise CliError(
-            f"--posterior: {name!r} is a regression posterior without a network",
-            "choose one of mc-dropout, deep-ensemble, snapshot-ensemble, laplace, swag",
-        )
     kwargs: dict[str, Any] = {"device": device} if "device" in accepted else {}
     if samples is not None:
-        target = next((p for p in ("n_samples", "n_members", "n_snapshots") if p in accepted), None)
+        target = next((p for p in SAMPLE_KEYS if p in accepted), None)
         if target is None:
             raise CliError(f"--samples: posterior {name!r} has no number of samples", "leave --samples out")
         kwargs[target] = samples
     if epochs is not None:
-        target = next((p for p in ("epochs", "epochs_per_cycle") if p in accepted), None)
+        target = next((p for p in EPOCH_KEYS if p in accepted), None)
         if target is None:
             raise CliError(f"--epochs: posterior {name!r} takes no epochs", "leave --epochs out")
         kwargs[target] = epochs
     settings = {k: v for k, v in kwargs.items() if k != "device"}
     return functools.partial(cls, model_fn, **kwargs), settings
+
+
+def posterior_default(name: str, keys: Sequence[str]) -> Any:
+    """The constructor default of the first of `keys` that posterior `name` takes (what a round
+    recorded without --samples/--epochs ran with; None: the training config's default)."""
+    from activebayes.posteriors import resolve_posterior
+
+    parameters = inspect.signature(resolve_posterior(name)).parameters
+    found = next((parameters[k] for k in keys if k in parameters), None)
+    return None if found is None or found.default is inspect.Parameter.empty else found.default
+
+
+def check_posterior(
+    name: str, model_fn: Callable[[], Any], x: Any, n_classes: int, acquisition: Any, *, device: str, spec: str
+) -> None:
+    """Fit the posterior on two items (one epoch, two samples), score them with the acquisition
+    and select one, as a round would: a CliError naming the problem when any step fails.
+
+    MC dropout first needs a dropout layer in the network.
+    """
+    import numpy as np
+    import torch
+
+    from activebayes._device import resolve_device
+    from activebayes.posteriors.mc_dropout import _MASKED
+    from activebayes.scoring import score_pool
+
+    if name == "mc-dropout" and not any(isinstance(m, _MASKED) for m in model_fn().modules()):
+        raise CliError(
+            f"--posterior mc-dropout: the network of --model {spec} has no dropout layer "
+            "(nn.Dropout, Dropout1d/2d/3d), and MC dropout samples its dropout masks",
+            "add dropout to the network, or pass --posterior deep-ensemble (no dropout needed)",
+        )
+    factory, _ = posterior_factory(name, model_fn, samples=2, epochs=1, device=device)
+    items = torch.from_numpy(np.ascontiguousarray(x[:2])).float()
+    n = items.shape[0]
+    y = torch.arange(n) % n_classes
+    score_fn = acquisition.prefilter_score if acquisition.needs_joint else acquisition.score
+    try:
+        with torch.random.fork_rng(devices=[]):
+            posterior = factory(seed=0).fit(items, y)
+            scores = score_pool(posterior, items, score_fn, batch_size=n, device=device).scores
+            if tuple(scores.shape) != (n,):
+                raise ValueError(f"expected {n} acquisition scores, got shape {tuple(scores.shape)}")
+            with torch.inference_mode():
+                probs = posterior.predict_proba(items.to(resolve_device(device)))
+                if tuple(probs.shape) != (n, n_classes):
+                    raise ValueError(f"expected probabilities [{n}, {n_classes}], got {tuple(probs.shape)}")
+                joint = posterior.predict(items.to(resolve_device(device))) if acquisition.needs_joint else scores
+            acquisition.select(joint, 1, torch.Generator().manual_seed(0))
+    except Exception as exc:  # the user's network (or its fit with this posterior): one line
+        raise CliError(
+            f"--posterior {name} with --model {spec} and --acquisition {acquisition.name}: a trial fit and "
+            f"scoring on {n} items failed ({type(exc).__name__}: {exc})",
+            "fix the network (it must take the data's items and output one logit per class) or choose another --posterior",
+        ) from exc

@@ -1,27 +1,48 @@
 """`activebayes label`: record a person's answers, from a CSV file or typed in the terminal.
 
-`--from FILE` reads `key,label` rows (FileOracle: the whole file is validated — fields, classes,
-duplicates — and the store checks every key, before one transaction records them all). With no
-file, the open queries of the waiting round are shown one by one (digit images drawn in the
-terminal, table rows as a table); type a label, `s` to skip, `q` to save what was typed and stop.
-Answers are tagged with the waiting round (or --round N); `activebayes round` then closes a round
-whose queries are all answered and starts the next.
+`--from FILE` reads key,label rows (FileOracle: a header `key`/`id`/`item` + `label`/`answer`/
+`class` or none, `,` `;` or tab, a UTF-8 byte-order mark, `3.0` for class 3; other columns are
+ignored). The whole file is checked before anything is written, and then one transaction
+records it all:
+
+* answers to the waiting round's queries (or --round N's) are recorded for that round; any other
+  pool item is recorded outside a round and counted apart in the summary;
+* a test-split item is refused unless --test (its labels measure the model);
+* a label that differs from the item's current one is refused unless --relabel (the same label
+  again is harmless and records nothing);
+* either refusal fails the whole file, naming the first offending keys and their lines.
+
+With no file, the open queries of the waiting round are shown one by one (digit images drawn in
+the terminal, table rows under the data file's column names, or one `name: value` line each when
+the row is wider than the terminal). Type a label, `s` to skip, `u` to undo the last answer,
+`q` to stop, `?` for help. Each answer is committed as it is given (one transaction each), so
+Ctrl-C or a killed terminal loses nothing already typed: Ctrl-C says how many answers were saved
+and exits 130. `u` deletes the observation this session just wrote (see `PoolStore.
+retract_observation`): the item is back to what it was, and export, status and the next round
+never see the withdrawn answer.
+
+`activebayes round` then closes a round whose queries are all answered and starts the next.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+from rich.markup import escape
 
 from activebayes_cli._app import CliError
 from activebayes_cli._context import state
 from activebayes_cli._parse import existing_file
 
 app = typer.Typer()
+
+SHOWN = 5  # offending keys named in a refusal, then "and N more"
+INTERRUPTED = 130  # the shell's code for a process stopped by Ctrl-C (128 + SIGINT)
 
 
 def _target_round(store: Any, name: str, number: int | None) -> int | None:
@@ -37,63 +58,249 @@ def _target_round(store: Any, name: str, number: int | None) -> int | None:
     return None
 
 
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (plural or word + 's')}"
+
+
+def _listing(entries: list[str]) -> str:
+    """The first SHOWN entries, then "and N more"."""
+    shown = ", ".join(entries[:SHOWN])
+    return shown + (f" and {len(entries) - SHOWN} more" if len(entries) > SHOWN else "")
+
+
+def _change(key: str, was: str | None, now: str, line: int) -> str:
+    return f"{key} {'(unlabelled)' if was is None else repr(was)} -> {now!r} (line {line})"
+
+
+def _open_queries(store: Any, name: str, target: int | None) -> int:
+    return sum(q.value is None for q in store.queries(name, target)) if target is not None else 0
+
+
 @app.command("label")
 def label(
     ctx: typer.Context,
-    from_csv: Annotated[Optional[Path], typer.Option("--from", help="CSV of key,label rows (e.g. a filled-in round-N.csv).")] = None,
+    from_csv: Annotated[Optional[Path], typer.Option("--from", help="CSV of key,label rows (e.g. a filled-in <project>-round-N.csv).")] = None,
     round_number: Annotated[Optional[int], typer.Option("--round", help="Round the answers belong to (default: the waiting round).")] = None,
     who: Annotated[Optional[str], typer.Option("--who", help="Who answered (default: $USER).")] = None,
+    test: Annotated[bool, typer.Option("--test", help="With --from: allow rows naming test-split items.")] = False,
+    relabel: Annotated[bool, typer.Option("--relabel", help="With --from: allow rows that change an item's current label.")] = False,
 ) -> None:
     """Import answers from a CSV, or answer the waiting round's queries in the terminal."""
-    from activebayes.oracles import FileOracle, PromptOracle
-
     st = state(ctx)
     who = who or os.environ.get("USER") or os.environ.get("USERNAME") or "human"
     if from_csv is not None:
         existing_file(from_csv, "--from")
-    store = st.store()
+    elif test or relabel:
+        flag = "--test" if test else "--relabel"
+        raise CliError(f"{flag}: only applies to a file of answers (--from FILE)", f"pass --from FILE, or leave {flag} out")
+    store = st.store(upgrade=True)  # writes: an older schema is upgraded first
     name = st.project_name()
     info = store.project(name)
-    classes = info.classes if info.task == "classification" else None
     target = _target_round(store, name, round_number)
-
     if from_csv is not None:
-        answers = FileOracle(from_csv, classes=classes, keys=store.item_keys(name)).answers()  # the whole file first
-        if not answers:
-            raise CliError(f"--from: {from_csv} holds no answers", "fill in the label column (rows of key,label)")
-        pairs = [(a.key, a.value) for a in answers]
-        recorded = store.record_observations(name, pairs, who=who, source="file", round_number=target)
-        skipped = 0
+        _from_file(st, store, name, info, target, from_csv, who, allow_test=test, allow_relabel=relabel)
     else:
+        _in_terminal(st, store, name, info, target, who)
+
+
+# ---- --from FILE ------------------------------------------------------------------------------
+def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, path: Path, who: str, *,
+               allow_test: bool, allow_relabel: bool) -> None:  # fmt: skip
+    from activebayes.oracles import FileOracle
+
+    classes = info.classes if info.task == "classification" else None
+    settings = info.settings or {}
+    oracle = FileOracle(  # the whole file, checked row by row, before anything else
+        path, classes=classes, keys=store.item_keys(name),
+        key_names=[settings.get("key_column") or ""], label_names=[settings.get("label_column") or ""],
+    )  # fmt: skip
+    answers = dict(oracle.labels)
+    if not answers:
+        raise CliError(f"--from: {path} holds no answers", "fill in the label column (rows of key,label)")
+    if info.task == "regression":
+        for key, value in answers.items():
+            try:
+                number = float(value)
+            except ValueError:
+                number = math.nan
+            if not math.isfinite(number):
+                raise CliError(f"--from: {path} line {oracle.lines[key]}: label {value!r} of {key!r} is not a finite number",
+                               "a regression project's labels are numbers; correct that line") from None  # fmt: skip
+            answers[key] = repr(number)  # as the store keeps it, to compare with the current label
+
+    states = store.label_states(name, list(answers))
+    queries = {q.key: q for q in store.queries(name, target)} if target is not None else {}
+    rows: list[tuple[str, str, int | None]] = []
+    test_changes: list[tuple[str, str | None]] = []
+    changes: list[tuple[str, str | None]] = []
+    unchanged = 0
+    for key, value in answers.items():
+        item = states[key]
+        current = item["label"]
+        if not item["consumable"] and key in queries:  # a reusable item: its answer in this round
+            current = queries[key].value
+        if current == value:
+            unchanged += 1  # the same label again: harmless, nothing to record
+            continue
+        if item["split"] == "test":
+            test_changes.append((key, current))
+        if current is not None:
+            changes.append((key, current))
+        rows.append((key, value, target if key in queries and item["split"] == "pool" else None))
+
+    def described(entries: list[tuple[str, str | None]]) -> str:
+        return _listing([_change(k, was, answers[k], oracle.lines[k]) for k, was in entries])
+
+    if test_changes and not allow_test:
+        flags = "--test --relabel" if any(was is not None for _, was in test_changes) and not allow_relabel else "--test"
+        raise CliError(
+            f"--from: {path} would change the labels of {_plural(len(test_changes), 'test-split item')}, "
+            f"which measure the model rather than answer a query: {described(test_changes)}",
+            f"remove those rows, or pass {flags} to change test labels on purpose",
+        )
+    if changes and not allow_relabel:
+        raise CliError(
+            f"--from: {path} would replace the current labels of {_plural(len(changes), 'item')}: {described(changes)}",
+            "pass --relabel to replace them, or remove those rows (the same label again is fine)",
+        )
+
+    expected = {key: states[key]["label"] for key, _, _ in rows}
+    conflicts = {}
+    if rows:  # one transaction; refused whole if another session changed one of these labels meanwhile
+        _, conflicts = store.record_labels(name, rows, who=who, source="file", expected=expected, return_ids=False)
+    if conflicts:
+        moved = [f"{k} {was!r} -> {now!r}" for k, (was, now) in conflicts.items()]
+        raise CliError(
+            f"--from: while {path} was checked another session changed the labels of {_plural(len(conflicts), 'item')} "
+            f"({_listing(moved)}); nothing was recorded",
+            "run the command again",
+        )
+
+    in_round = sum(r is not None for _, _, r in rows)
+    in_test = sum(states[k]["split"] == "test" for k, _, _ in rows)
+    other = len(rows) - in_round - in_test
+    relabelled = len(changes)
+    remaining = _open_queries(store, name, target)
+    summary = {
+        "project": name,
+        "round": target,
+        "recorded": len(rows),
+        "round_answers": in_round,
+        "other_pool": other,
+        "test": in_test,
+        "relabelled": relabelled,
+        "unchanged": unchanged,
+        "skipped": len(oracle.unanswered),
+        "remaining": remaining,
+    }
+
+    def render(console: Any) -> None:
+        parts = []
+        if target is not None:
+            parts.append(f"{in_round} to round {target}'s queries")
         if target is None:
-            raise CliError(
-                f"nothing to label: no round of project {name!r} waits for answers",
-                "run `activebayes round` first, or import answers with --from CSV",
-            )
-        pending = [q for q in store.queries(name, target) if q.value is None]
-        if not pending:
-            st.out.note(f"round {target} has all its answers. Next: activebayes round")
-            st.out.result({"project": name, "round": target, "recorded": 0, "skipped": 0, "remaining": 0})
-            return
-        from activebayes.loop import load_project_data
-
-        data = load_project_data(store, name)
-        candidates = data.x[[q.row for q in pending]]
-        oracle = PromptOracle(classes=classes, output=sys.stderr if st.out.json else sys.stdout)
-        answers = oracle.ask([q.key for q in pending], candidates)
-        pairs = [(a.key, a.value) for a in answers if a.value is not None]
-        recorded = store.record_observations(name, pairs, who=who, source="prompt", round_number=target) if pairs else 0
-        skipped = len(answers) - len(pairs)
-
-    remaining = len([q for q in store.queries(name, target) if q.value is None]) if target is not None else 0
-    summary = {"project": name, "round": target, "recorded": recorded, "skipped": skipped, "remaining": remaining}
-
-    def render(console) -> None:
-        where = f" for round {target}" if target is not None else ""
-        console.print(f"Recorded {recorded} answer(s){where}" + (f", skipped {skipped}" if skipped else "") + ".")
-        if target is not None and remaining:
-            console.print(f"{remaining} quer{'y' if remaining == 1 else 'ies'} of round {target} still open: `activebayes label` to continue.")
-        else:
-            console.print("Next: activebayes round")
+            parts.append(_plural(other, "pool item") + " (no round waits for answers)")
+        elif other:
+            parts.append(_plural(other, "other pool item"))
+        if in_test:
+            parts.append(_plural(in_test, "test item"))
+        if rows:
+            console.print(f"Recorded {_plural(len(rows), 'answer')}: {', '.join(parts)}.")
+        if relabelled:
+            console.print(f"{relabelled} of them replaced an earlier label (--relabel).")
+        if unchanged:
+            console.print(f"{_plural(unchanged, 'row')} repeated an item's current label: nothing to record for "
+                          + ("them." if rows else "the whole file."))
+        if oracle.unanswered:
+            console.print(f"{_plural(len(oracle.unanswered), 'row')} without a label skipped.")
+        _next(st, console, target, remaining)
 
     st.out.result(summary, render)
+
+
+def _next(st: Any, console: Any, target: int | None, remaining: int) -> None:
+    if target is not None and remaining:
+        console.print(escape(f"{_plural(remaining, 'query', 'queries')} of round {target} still open: "
+                             f"`{st.next_command('label')}` to continue."))
+    else:
+        console.print(escape(f"Next: {st.next_command('round')}"))
+
+
+# ---- the terminal prompt ----------------------------------------------------------------------
+def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, who: str) -> None:
+    from activebayes.errors import StoreError
+    from activebayes.loop import load_project_data
+    from activebayes.oracles import PromptOracle
+
+    if target is None:
+        raise CliError(
+            f"nothing to label: no round of project {name!r} waits for answers",
+            "run `activebayes round` first, or import answers with --from CSV",
+        )
+    pending = [q for q in store.queries(name, target) if q.value is None]
+    if not pending:
+        st.out.note(f"round {target} has all its answers. Next: {st.next_command('round')}")
+        st.out.result({"project": name, "round": target, "recorded": 0, "skipped": 0, "remaining": 0, "not_saved": 0})
+        return
+    data = load_project_data(store, name)
+    keys = [q.key for q in pending]
+    states = store.label_states(name, keys)
+    stream = sys.stderr if st.out.json else sys.stdout
+    saved = {"answers": 0, "not_saved": 0}
+
+    def on_answer(key: str, value: str) -> int | None:
+        """Commit one answer now (its own transaction); the observation's id, for `u`."""
+        ids, conflicts = store.record_labels(
+            name, [(key, value, target)], who=who, source="prompt", expected={key: states[key]["label"]}
+        )
+        if conflicts:
+            stream.write(f"  not saved: another session labelled {key} {conflicts[key][1]!r} meanwhile; that label stays\n")
+            saved["not_saved"] += 1
+            return None
+        saved["answers"] += 1
+        return ids[0]
+
+    def on_undo(key: str, observation_id: int | None) -> bool:
+        if observation_id is None:  # that answer was never written
+            saved["not_saved"] -= 1
+            return True
+        try:
+            store.retract_observation(name, observation_id)
+        except StoreError as exc:
+            stream.write(f"  cannot undo: {exc}\n")
+            return False
+        saved["answers"] -= 1
+        return True
+
+    classes = info.classes if info.task == "classification" else None
+    oracle = PromptOracle(classes=classes, feature_names=data.feature_names, output=stream, on_answer=on_answer, on_undo=on_undo)
+    try:
+        answers = oracle.ask(keys, data.x[[q.row for q in pending]])
+    except KeyboardInterrupt:  # Ctrl-C while an item was drawn or an answer written
+        _interrupted(st, store, name, target, saved["answers"])
+    if oracle.interrupted:
+        _interrupted(st, store, name, target, saved["answers"])
+
+    remaining = _open_queries(store, name, target)
+    recorded = saved["answers"]
+    skipped = sum(a.value is None for a in answers)
+    summary = {"project": name, "round": target, "recorded": recorded, "skipped": skipped, "remaining": remaining,
+               "not_saved": saved["not_saved"]}  # fmt: skip
+
+    def render(console: Any) -> None:
+        console.print(f"Recorded {_plural(recorded, 'answer')} for round {target}" + (f", skipped {skipped}" if skipped else "") + ".")
+        _next(st, console, target, remaining)
+
+    st.out.result(summary, render)
+
+
+def _interrupted(st: Any, store: Any, name: str, target: int, answers: int) -> None:
+    """Ctrl-C: say what was kept, exit 130."""
+    remaining = _open_queries(store, name, target)
+    print(
+        f"interrupted: {_plural(answers, 'answer')} saved for round {target}; "
+        f"{_plural(remaining, 'query', 'queries')} still open (`{st.next_command('label')}` continues)",
+        file=sys.stderr,
+        flush=True,
+    )
+    raise typer.Exit(INTERRUPTED)

@@ -1,8 +1,19 @@
 """Entry point: `activebayes`. Each command group lives in its own module and is joined here.
 
-Global options (before the command): --db URL (env ACTIVEBAYES_DB), --project NAME (env
-ACTIVEBAYES_PROJECT), --json, --quiet, --version. Errors are turned into one line and exit
-code 2 in one place, `activebayes_cli._app.ActiveBayesGroup`.
+Global options: --db URL (env ACTIVEBAYES_DB), --project NAME (env ACTIVEBAYES_PROJECT) and
+--version go before the command; the flags --json and --quiet/-q go before OR after it
+(`activebayes --json status` = `activebayes status --json`). That is implemented once, in
+`activebayes_cli._app.ActiveBayesGroup.install_late_flags`: before parsing, every command that
+does not define the flag itself is given a copy of the root option whose callback switches the
+shared `Output` on, so click parses it like any other option (an option's value is never taken
+for it) and each command's --help lists it. No command module declares --json or --quiet.
+
+--db accepts sqlite:///path/to/file.db and postgresql+psycopg://user@host/dbname only; anything
+else (mysql://, postgresql+asyncpg://, postgresql:// (psycopg2), sqlite:// in memory) is a
+one-line mistake naming both, decided before any driver is imported.
+
+Errors are turned into one line and exit code 2 in one place, `ActiveBayesGroup.main`: `error:
+what; fix` on stderr, or under --json `{"error": "what; fix", "exit_code": 2}`.
 """
 
 from __future__ import annotations

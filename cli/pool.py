@@ -17,6 +17,7 @@ from typing import Annotated, Any, Optional
 
 import numpy as np
 import typer
+from rich.markup import escape
 
 from activebayes_cli._app import CliError
 from activebayes_cli._context import state
@@ -182,7 +183,7 @@ def add(
     if truth is not None:
         existing_file(truth, "--truth")
     fraction(test_fraction, "--test-fraction")
-    store = st.store()
+    store = st.store(upgrade=True)  # writes: an older schema is upgraded first
     name = st.project_name()
     summary = register_pool(
         store, name, file, key_column=key_column, label_column=label_column, test_fraction=test_fraction,
@@ -191,6 +192,7 @@ def add(
     for note in summary["notes"]:
         st.out.note(note)
     truth_text = {"none": "no labels", "known": "labels imported", "held-back": "labels held back as the truth"}
+    next_hint = st.next_command("round", *(("--oracle", "truth") if summary["truth"] == "held-back" else ()))
 
     def render(console) -> None:
         console.print(
@@ -198,6 +200,6 @@ def add(
             + (f" and {summary['test_items']} test items" if summary["test_items"] else "")
             + f" from {file} ({summary['format']}, features {summary['features']}; {truth_text[summary['truth']]})."
         )
-        console.print("Next: activebayes round" + (" --oracle truth" if summary["truth"] == "held-back" else ""))
+        console.print(f"Next: {escape(next_hint)}")
 
     st.out.result(summary, render)

@@ -1,4 +1,12 @@
-"""`activebayes init`, `status` and `export`: create a project, see where it stands, take the labels out."""
+"""`activebayes init`, `status`, `export` and `migrate`: create a project, see where it stands, take
+the labels out, bring an older database's schema up to date.
+
+`status` and `export` only read: they open the store read-only (`CliState.store()`), so an empty
+or missing database is a one-line mistake and nothing, not even the schema, is written.
+
+`status` shows one column per metric recorded by any round (numbers right-aligned and never
+wrapped); when that table does not fit the terminal, each round is listed as a block instead.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +17,13 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+from rich.console import Console
+from rich.cells import cell_len
+from rich.markup import escape
 from rich.table import Table
 
 from activebayes_cli._app import CliError
-from activebayes_cli._context import state
+from activebayes_cli._context import CliState, check_db_url, shown_url, state
 from activebayes_cli._parse import parse_classes, writable_target
 
 app = typer.Typer()
@@ -48,39 +59,122 @@ def init(
     elif classes is not None:
         raise CliError("--classes: only a classification project has classes", "leave --classes out for --task regression")
     info = st.store(create=True).create_project(name, task=task.value, classes=class_list)
+    next_hint = st.next_command("pool", "add", "FILE", project=info.name)
     st.out.result(
-        {"project": info.name, "task": info.task, "classes": info.classes, "db": st.db},
+        {"project": info.name, "task": info.task, "classes": info.classes, "db": shown_url(st.db)},
         lambda c: c.print(
-            f"Created project [bold]{info.name}[/] ({info.task}"
+            f"Created project [bold]{escape(info.name)}[/] ({info.task}"
             + (f", {len(info.classes)} classes" if info.classes else "")
-            + f") in {st.db}.\nNext: activebayes pool add FILE"
+            + f") in {escape(shown_url(st.db))}.\nNext: {escape(next_hint)}"
         ),
     )
 
 
-def _next_step(has_data: bool, latest: Any, unlabelled: int, pending: int) -> str:
+def _next_step(st: CliState, name: str, has_data: bool, latest: Any, unlabelled: int, pending: int) -> str:
     if not has_data:
-        return "add data with `activebayes pool add FILE`"
+        return f"add data with `{st.next_command('pool', 'add', 'FILE')}`"
     if latest is not None and latest.status == "queried" and pending:
+        from activebayes_cli.round_ import round_csv_name  # the file `activebayes round` wrote
+
         return (
             f"answer the {pending} open queries of round {latest.number}: "
-            f"`activebayes label --from round-{latest.number}.csv` or `activebayes label`"
+            f"`{st.next_command('label', '--from', round_csv_name(name, latest.number))}` or `{st.next_command('label')}`"
         )
     if latest is not None and latest.status in ("started", "fitted", "scored"):
-        return f"round {latest.number} stopped while {latest.status!r}: `activebayes round` resumes it"
+        return f"round {latest.number} stopped while {latest.status!r}: `{st.next_command('round')}` resumes it"
     if unlabelled == 0:
-        return "every pool item is labelled: `activebayes export FILE`"
-    return "run `activebayes round` to choose the next items to label"
+        return f"every pool item is labelled: `{st.next_command('export', 'FILE')}`"
+    return f"run `{st.next_command('round')}` to choose the next items to label"
 
 
-def _metric_text(metrics: dict[str, Any]) -> str:
-    parts = []
-    for key, value in metrics.items():
-        if isinstance(value, float):
-            parts.append(f"{key}={value:.4g}")
-        elif isinstance(value, (int, str)):
-            parts.append(f"{key}={value}")
-    return ", ".join(parts)
+def _metric_cell(value: Any) -> str | None:
+    """A metric as table text (floats to 4 significant digits); None for a non-scalar."""
+    if isinstance(value, bool) or isinstance(value, str):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, int):
+        return str(value)
+    return None
+
+
+def metric_columns(rounds: list[Any]) -> list[str]:
+    """Every scalar metric name recorded by any round, in order of first appearance."""
+    names: list[str] = []
+    for r in rounds:
+        for key, value in (r.metrics or {}).items():
+            if key not in names and _metric_cell(value) is not None:
+                names.append(key)
+    return names
+
+
+def _round_fields(r: Any, metrics: list[str]) -> list[tuple[str, str, bool]]:
+    """(column, text, numeric) of one round, metrics last; '-' where a round lacks a metric."""
+    status_text = r.status + (f" ({r.failure_reason})" if r.failure_reason else "")
+    fields = [
+        ("round", str(r.number), True),
+        ("status", status_text, False),
+        ("posterior", r.posterior, False),
+        ("acquisition", r.acquisition, False),
+        ("labelled", str(r.labelled_count), True),
+    ]
+    for name in metrics:
+        cell = _metric_cell((r.metrics or {}).get(name))
+        fields.append((name, "-" if cell is None else cell, True))
+    return fields
+
+
+TEXT_COLUMN_MIN = 8  # a text column (status, posterior, ...) may be folded down to this width
+
+
+def render_rounds(console: Console, rounds: list[Any]) -> None:
+    """The rounds as a table with one column per metric; numbers never wrap. When the table does
+    not fit the console with every number whole (text columns may fold down to TEXT_COLUMN_MIN),
+    one block per round instead."""
+    metrics = metric_columns(rounds)
+    rows = [_round_fields(r, metrics) for r in rounds]
+    table = Table(title="rounds")
+    needed = len(rows[0]) + 1  # the vertical rules
+    for i, (column, _, numeric) in enumerate(rows[0]):
+        natural = max(cell_len(column), *(cell_len(fields[i][1]) for fields in rows))
+        needed += 2 + (natural if numeric else min(natural, TEXT_COLUMN_MIN))  # 2: cell padding
+        if numeric:
+            table.add_column(column, justify="right", no_wrap=True)
+        else:
+            table.add_column(column, overflow="fold")
+    for fields in rows:
+        table.add_row(*(escape(text) for _, text, _ in fields))
+    if needed <= console.width:
+        console.print(table)
+        return
+    for fields in rows:  # narrow: "round 2: status=done  posterior=...  accuracy=0.6667 ..."
+        (_, number, _), *rest = fields
+        tokens = [(f"round {number}:", True)]
+        for column, text, numeric in rest:
+            if text == "-":
+                continue
+            pair = f"{column}={text}"
+            if numeric:  # whole, or the value alone on a line
+                tokens += [(pair, True)] if cell_len(pair) <= console.width - 2 else [(f"{column}=", True), (text, False)]
+            else:  # text (a failure reason) may break between its words
+                words = pair.split()
+                tokens += [(words[0], True), *((word, False) for word in words[1:])]
+        for i, line in enumerate(_pack(tokens, console.width - 2)):
+            console.print(("  " if i else "") + escape(line), overflow="fold")
+
+
+def _pack(tokens: list[tuple[str, bool]], width: int) -> list[str]:
+    """Tokens (text, starts a field) into lines of at most `width` cells, two spaces before a field
+    and one inside it, breaking only between tokens (a token wider than `width` gets its own line)."""
+    lines: list[str] = []
+    line = ""
+    for token, starts in tokens:
+        gap = "  " if starts else " "
+        if line and cell_len(line) + len(gap) + cell_len(token) > width:
+            lines.append(line)
+            line = ""
+        line = f"{line}{gap}{token}" if line else token
+    return [*lines, line] if line else lines
 
 
 @app.command()
@@ -98,7 +192,7 @@ def status(ctx: typer.Context) -> None:
     pending = 0
     if latest is not None and latest.status == "queried":
         pending = sum(q.value is None for q in store.queries(name, latest.number))
-    next_step = _next_step(info.data_path is not None and n_pool > 0, latest, n_pool - labelled, pending)
+    next_step = _next_step(st, name, info.data_path is not None and n_pool > 0, latest, n_pool - labelled, pending)
     data = {
         "project": name,
         "task": info.task,
@@ -124,24 +218,17 @@ def status(ctx: typer.Context) -> None:
         "next": next_step,
     }
 
-    def render(console) -> None:
-        console.print(f"[bold]{name}[/] ({info.task}) — data: {info.data_path or 'none yet'}")
-        console.print(
-            f"pool items: {n_pool}   labelled: {labelled}   unlabelled: {n_pool - labelled}   test items: {n_test}"
-        )
+    def render(console: Console) -> None:
+        console.print(f"[bold]{escape(name)}[/] ({info.task}) — data: {escape(info.data_path or 'none yet')}")
+        counts = [f"pool items: {n_pool}", f"labelled: {labelled}", f"unlabelled: {n_pool - labelled}", f"test items: {n_test}"]
+        line = "   ".join(counts)
+        for text in [line] if len(line) <= console.width else counts:  # a count never splits
+            console.print(text, no_wrap=True, overflow="ignore")
         if rounds:
-            table = Table(title="rounds")
-            for column in ("round", "status", "posterior", "acquisition", "labelled", "metrics"):
-                table.add_column(column, overflow="fold")
-            for r in rounds:
-                status_text = r.status + (f" ({r.failure_reason})" if r.failure_reason else "")
-                table.add_row(
-                    str(r.number), status_text, r.posterior, r.acquisition, str(r.labelled_count), _metric_text(r.metrics)
-                )
-            console.print(table)
+            render_rounds(console, rounds)
         else:
             console.print("no rounds yet")
-        console.print(f"next: {next_step}")
+        console.print(f"next: {escape(next_step)}")
 
     st.out.result(data, render)
 
@@ -190,4 +277,31 @@ def export(
     st.out.result(
         {"project": name, "file": str(file), "items": len(records)},
         lambda c: c.print(f"Wrote {len(records)} labelled items of {name} to {file}"),
+    )
+
+
+@app.command()
+def migrate(ctx: typer.Context) -> None:
+    """Upgrade the database's schema to this activebayes version (projects, labels and rounds are kept)."""
+    from activebayes.store import PoolStore
+    from activebayes.store.store import SchemaMissingError, SchemaVersionError
+
+    st = state(ctx)
+    check_db_url(st.db)
+    try:  # the revision before, read without writing
+        with PoolStore(st.db, create=False, upgrade=False) as probe:
+            before = probe.schema_revision()
+    except SchemaVersionError as exc:
+        before = exc.current or "base"
+    except SchemaMissingError:
+        before = None  # st.store() below says so in one line
+    store = st.store(upgrade=True)  # a missing or newer database: one line, nothing written
+    after = store.schema_revision()
+    st.out.result(
+        {"db": shown_url(st.db), "from": before, "to": after, "upgraded": before != after},
+        lambda c: c.print(
+            f"Upgraded the schema of {escape(shown_url(st.db))} from {before} to {after}."
+            if before != after
+            else f"The schema of {escape(shown_url(st.db))} is up to date ({after})."
+        ),
     )

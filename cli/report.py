@@ -1,9 +1,19 @@
-"""`activebayes report`: the learning curve and the acquisition scores of a project, as PNG files."""
+"""`activebayes report`: the learning curve and the acquisition scores of a project, as PNG files.
+
+    learning-curve.png  the test metric against labelled items; one colour per posterior +
+                        acquisition, each change marked (`activebayes.report.learning_figure`)
+    acquisition.png     one panel per acquisition function: the scores of every candidate of the
+                        latest round that used it, on its own axis and unit, the queried items
+                        marked (`activebayes.report.acquisition_figure`)
+
+Read-only: the command writes nothing to the database, and checks everything it can before
+writing a file.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -21,53 +31,89 @@ def pick_metric(rounds) -> str | None:
     return next((m for m in METRIC_PREFERENCE if m in recorded), None)
 
 
+def _check_out(out: Path) -> None:
+    """--out must be a folder, or creatable as one (no file on its way)."""
+    for folder in (out, *out.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise CliError(f"--out: {folder} is a file", "pass a folder")
+            return
+
+
+def latest_scored_rounds(rounds: list[Any], scored: set[int]) -> dict[str, Any]:
+    """acquisition name -> the latest round of it that stored every candidate's score, ordered by
+    that round's number."""
+    latest = {r.acquisition: r for r in rounds if r.number in scored}
+    return dict(sorted(latest.items(), key=lambda item: item[1].number))
+
+
+def histogram_panels(store: Any, name: str, rounds: list[Any], task: str) -> tuple[list[Any], list[str]]:
+    """(one `HistogramSeries` per acquisition, notes about acquisitions that have none)."""
+    from activebayes.report import histogram_series
+
+    latest = latest_scored_rounds(rounds, set(store.scored_rounds(name)))
+    panels = []
+    for acquisition, rnd in latest.items():
+        ids, scores = store.round_scores(name, rnd.number)
+        queried = [q.item_id for q in store.queries(name, rnd.number)]
+        title = f"{acquisition}: round {rnd.number} ({rnd.posterior}, {rnd.labelled_count} labelled)"
+        panels.append(histogram_series(acquisition, rnd.number, ids, scores, queried, task=task, title=title))
+    scoring = {r.acquisition for r in rounds if r.labelled_count > 0 and r.acquisition != "random"}
+    notes = [
+        f"no stored candidate scores for {acquisition} (its rounds predate them or did not finish scoring);"
+        " no histogram for it"
+        for acquisition in sorted(scoring - set(latest))
+    ]
+    return panels, notes
+
+
 @app.command()
 def report(
     ctx: typer.Context,
     out: Annotated[Path, typer.Option("--out", help="Folder for the PNG files (created).")] = Path("activebayes-report"),
     all_projects: Annotated[bool, typer.Option("--all", help="One learning curve per project of the database, on one plot.")] = False,
 ) -> None:
-    """Write learning-curve.png (metric against labelled items) and acquisition.png (scores)."""
-    from activebayes.report import curve_from_rounds, plot_acquisition_histogram, plot_learning_curves
+    """Write learning-curve.png (metric against labelled items, each posterior/acquisition change
+    marked) and acquisition.png (one histogram of every candidate's score per acquisition)."""
+    from activebayes.report import combination_segments, plot_acquisition_histograms, plot_learning_segments, round_mapping
 
     st = state(ctx)
-    if out.exists() and not out.is_dir():
-        raise CliError(f"--out: {out} is a file", "pass a folder")
+    _check_out(out)
     store = st.store()
     name = st.project_name()
     rounds = store.rounds(name)
     if not rounds:
-        raise CliError(f"project {name!r} has no rounds yet", "run `activebayes round` first")
-    written: list[str] = []
+        raise CliError(f"project {name!r} has no rounds yet", f"run `{st.next_command('round', project=name)}` first")
     metric = pick_metric(rounds)
+    curves = {}
     if metric is not None:
-        names = store.projects() if all_projects else [name]
-        curves = {}
-        for project in names:
-            project_rounds = store.rounds(project)
-            label = project if all_projects else f"{rounds[-1].posterior} + {rounds[-1].acquisition}"
-            curves[label] = curve_from_rounds(
-                [{"labelled": r.labelled_count, **r.metrics} for r in project_rounds], metric=metric, x_key="labelled"
-            )
-        title = "learning curves" if all_projects else name
-        written.append(
-            str(plot_learning_curves(curves, out / "learning-curve.png", ylabel=metric.replace("_", " "), title=title))
-        )
-    else:
+        for project in store.projects() if all_projects else [name]:
+            project_rounds = rounds if project == name else store.rounds(project)
+            curves[project] = combination_segments([round_mapping(r) for r in project_rounds], metric=metric)
+    panels, notes = histogram_panels(store, name, rounds, store.project(name).task)
+    written: list[str] = []
+    try:
+        if metric is not None:
+            title = "learning curves" if all_projects else name
+            path = out / "learning-curve.png"
+            written.append(str(plot_learning_segments(curves, path, ylabel=metric.replace("_", " "), title=title)))
+        if panels:
+            path = out / "acquisition.png"
+            title = f"{name}: every candidate's score, latest round of each acquisition"
+            written.append(str(plot_acquisition_histograms(panels, path, title=title)))
+    except OSError as exc:
+        raise CliError(f"--out: cannot write {exc.filename or out}: {exc.strerror or exc}", "choose a writable folder") from exc
+    if metric is None:
         st.out.note("no round recorded a test metric (add a test split with `pool add --test-fraction`); no learning curve")
-    scored = [r for r in rounds if r.labelled_count > 0 and r.acquisition != "random"]  # cold start/random: no scores
-    per_round = {r.number: [q.score for q in store.queries(name, r.number)] for r in scored}
-    scores = [s for values in per_round.values() for s in values]
-    if scores:
-        last = max(per_round)
-        written.append(
-            str(
-                plot_acquisition_histogram(
-                    scores, out / "acquisition.png", chosen=per_round[last], acquisition=rounds[-1].acquisition,
-                    title=f"{name}: scores of the queried items (lines: round {last})",
-                )
-            )
-        )  # fmt: skip
-    else:
-        st.out.note("no round scored the pool with an acquisition function yet; no acquisition histogram")
-    st.out.result({"project": name, "files": written}, lambda c: [c.print(f"wrote {path}") for path in written])
+    for note in notes:
+        st.out.note(note)
+    if not panels:
+        st.out.note("no round stored its candidates' acquisition scores yet; no acquisition histogram")
+    histograms = [
+        {"acquisition": p.acquisition, "round": p.round, "candidates": p.n_candidates, "queried": len(p.queried)}
+        for p in panels
+    ]
+    st.out.result(
+        {"project": name, "files": written, "histograms": histograms},
+        lambda c: [c.print(f"wrote {path}") for path in written],
+    )

@@ -2,24 +2,41 @@
 
 One call runs one round of `activebayes.loop.ActiveLearningLoop`:
 
+* Before a round is created, the model and the posterior are checked on two items (the
+  network's output shape and class count, a dropout layer for mc-dropout, a one-epoch trial fit
+  scored by the acquisition): a mistake there leaves the database unchanged. A failure later,
+  while fitting or scoring the pool, is recorded as a failed round (its reason in `status`).
 * A round with no labels yet picks K candidates uniformly at random (seeded; the loop's cold
   start, its recorded scores are 0) — there is no posterior to score with.
-* With `--oracle human` (default) the round stops in "queried": the chosen keys are printed and
-  written to `round-N.csv` (columns key,label; fill in the labels and run `activebayes label
-  --from round-N.csv`, or `activebayes label` to answer in the terminal).
+* With `--oracle human` (default) the round stops in "queried": the chosen items are printed and
+  written to `<project>-round-<N>.csv` (or --csv PATH), one row per query: key, label (empty:
+  fill it in), score, rank, then the item's features under their own names, or for an image
+  pool the path of a PNG of the item written next to the CSV. An existing file is never
+  overwritten (refused before anything is recorded; --force overwrites it). Then
+  `activebayes label --from FILE`, or `activebayes label` to answer in the terminal.
 * With `--oracle truth` the labels held back from the data file answer at once and the round ends.
-* A round that was interrupted (killed while fitting or scoring) is resumed, never doubled; a
-  round whose answers are all in is closed first, then a new one runs.
+* A round that was interrupted (killed while fitting or scoring) is resumed, never doubled, with
+  the options it recorded (posterior and its settings, model, acquisition, k, seed); an option
+  given explicitly that differs is refused. `--restart-round` instead marks the unfinished round
+  failed ("discarded"; its queries and any answers stay recorded) and starts a new one.
+  A round whose answers are all in is closed first, then a new one runs.
 """
 
 from __future__ import annotations
 
 import csv
+import gzip
+import math
+import re
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
+import numpy as np
 import typer
+from typer._click.core import ParameterSource
+from rich.markup import escape
 from rich.table import Table
 
 from activebayes_cli._app import CliError
@@ -37,6 +54,9 @@ STAGE_TEXT = {
     "answered": "answers recorded",
     "done": "done",
 }
+DISCARDED = "discarded by `activebayes round --restart-round`"
+RESERVED_COLUMNS = ("key", "label", "score", "rank")
+IMAGE_MIN_SIDE = 112  # PNGs of small images are enlarged (nearest neighbour) to at least this
 
 
 class OracleKind(str, Enum):
@@ -67,28 +87,229 @@ def truth_oracle(store: Any, name: str, data: Any) -> Any:
     )
 
 
-def write_round_csv(path: Path, keys: list[str]) -> None:
-    """The form a person fills in: a header `key,label` and one row per query, label empty."""
+# ---- the round file ----------------------------------------------------------------------------
+def safe_name(text: str) -> str:
+    """`text` usable in a file name: runs of anything but letters, digits, '.', '_', '-' become '_'."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "item"
+
+
+def round_csv_name(project: str, number: int) -> str:
+    """The default round file of round `number`: `<project>-round-<N>.csv` (in the current folder)."""
+    return f"{safe_name(project)}-round-{number}.csv"
+
+
+def images_folder(csv_path: Path) -> Path:
+    """Where the PNGs of an image pool's queries go: `<csv name>-images/` next to the CSV."""
+    return csv_path.with_name(f"{csv_path.stem}-images")
+
+
+def _idx_shape(path: Path) -> tuple[int, ...]:
+    """The array shape in an IDX file's header (raw or .gz), without reading the data."""
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    with opener(path, "rb") as fh:
+        head = fh.read(4)
+        if len(head) < 4:
+            return ()
+        return tuple(int(d) for d in np.frombuffer(fh.read(4 * head[3]), dtype=">u4"))
+
+
+def image_shape(info: Any, data: Any) -> tuple[int, ...] | None:
+    """The shape of one item as an image ([H, W] or [C, H, W], C = 1 or 3), or None for a table
+    pool. Image pools: MNIST IDX images (flattened or [1, H, W]) and arrays [N, H, W] or
+    [N, C, H, W] in .npy/.npz files."""
+    shape = tuple(int(s) for s in data.x.shape[1:])
+    if len(shape) == 2 or (len(shape) == 3 and shape[0] in (1, 3)):
+        return shape
+    if len(shape) == 1 and data.format == "idx":
+        header = _idx_shape(Path(data.path))
+        if len(header) == 3 and header[1] * header[2] == shape[0]:
+            return header[1:]
+    return None
+
+
+def feature_columns(info: Any, data: Any) -> list[str]:
+    """The names of the features' columns in the round file: a csv pool's own column names (less
+    its key and label columns), else x0, x1, ... over the flattened item. A name that clashes
+    with key, label, score, rank or another column gets a 'feature_' prefix."""
+    width = int(np.prod(data.x.shape[1:]))
+    own = getattr(data, "feature_names", None)
+    names = list(own) if own is not None and len(own) == width else [f"x{j}" for j in range(width)]
+    taken = set(RESERVED_COLUMNS)
+    out = []
+    for name in names:
+        while name in taken:
+            name = f"feature_{name}"
+        taken.add(name)
+        out.append(name)
+    return out
+
+
+def _text(value: Any) -> str:
+    """A feature as its shortest exact text (float32 keeps its own short repr)."""
+    return str(value.item()) if isinstance(value, np.integer) else str(value)
+
+
+def write_png(path: Path, pixels: np.ndarray) -> None:
+    """A grey ([H, W] / [1, H, W]) or colour ([3, H, W]) image as PNG; values outside [0, 1]
+    are scaled by the image's own range; small images are enlarged to be seen."""
+    from matplotlib.image import imsave
+
+    img = np.asarray(pixels, dtype=np.float64)
+    if img.ndim == 3:
+        img = img[0] if img.shape[0] == 1 else img.transpose(1, 2, 0)
+    lo, hi = float(img.min()), float(img.max())
+    if lo < 0.0 or hi > 1.0:
+        img = (img - lo) / (hi - lo) if hi > lo else np.zeros_like(img)
+    factor = max(1, math.ceil(IMAGE_MIN_SIDE / max(img.shape[:2])))
+    img = img.repeat(factor, axis=0).repeat(factor, axis=1)
+    imsave(path, img, cmap="gray", vmin=0.0, vmax=1.0, format="png")
+
+
+def write_round_csv(path: Path, queries: list[Any], info: Any, data: Any) -> Path | None:
+    """The form a person fills in: columns key, label (empty), score, rank (1 = best), then the
+    item's features under their own names, or for an image pool the path (relative to the CSV)
+    of a PNG of the item in `images_folder(path)`. Returns that folder, or None."""
+    shape = image_shape(info, data)
+    folder = images_folder(path) if shape is not None else None
+    rows = [[q.key, "", repr(float(q.score)), str(q.rank + 1)] for q in queries]
+    if folder is not None:
+        folder.mkdir(exist_ok=True)
+        header = [*RESERVED_COLUMNS, "image"]
+        for row, q in zip(rows, queries):
+            png = folder / f"{q.rank + 1:03d}-{safe_name(q.key)}.png"
+            write_png(png, np.asarray(data.x[q.row]).reshape(shape))
+            row.append(png.relative_to(path.parent).as_posix())
+    else:
+        header = [*RESERVED_COLUMNS, *feature_columns(info, data)]
+        for row, q in zip(rows, queries):
+            row.extend(_text(v) for v in np.asarray(data.x[q.row]).reshape(-1))
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["key", "label"])
-        writer.writerows([[key, ""] for key in keys])
+        writer.writerow(header)
+        writer.writerows(rows)
+    return folder
+
+
+def check_round_file(path: Path, info: Any, data: Any, force: bool) -> None:
+    """Refuse (before anything is recorded) to overwrite an existing round file or image folder."""
+    if path.is_dir():
+        raise CliError(f"--csv: {path} is a folder", "give a file name, e.g. --csv answers/round.csv")
+    if force:
+        return
+    if path.exists():
+        raise CliError(
+            f"the round file {path} already exists (answers may have been filled in)",
+            "label from it first, move it away, choose another file with --csv PATH, or pass --force to overwrite it",
+        )
+    folder = images_folder(path)
+    if image_shape(info, data) is not None and folder.exists() and any(folder.iterdir()):
+        raise CliError(f"the image folder {folder} of round file {path} already exists", "move it away, choose another --csv PATH, or pass --force")
+
+
+# ---- options: this call's, or those an unfinished round recorded ---------------------------------
+@dataclass(frozen=True)
+class RoundOptions:
+    """The options a round is fitted and selected with (recorded in its row)."""
+
+    posterior: str
+    model: str
+    samples: int | None
+    epochs: int | None
+    acquisition: str
+    k: int
+    predict_samples: int | None = None  # the loop's n_samples (S at scoring), None: the posterior's
+
+    def text(self) -> str:
+        parts = [f"--posterior {self.posterior}", f"--model {self.model}"]
+        parts += [f"--samples {self.samples}"] if self.samples is not None else []
+        parts += [f"--epochs {self.epochs}"] if self.epochs is not None else []
+        return " ".join([*parts, f"--acquisition {self.acquisition}", f"--k {self.k}"])
+
+
+def recorded_options(rnd: Any, call: RoundOptions) -> RoundOptions:
+    """The options round `rnd` was started with. A round started by this CLI records them all
+    (its posterior_settings hold "model"; --samples/--epochs absent there mean the posterior's
+    defaults). A round recorded without them (an older CLI, the Python API) takes what it did
+    not record from this call."""
+    from activebayes.acquisition import resolve_acquisition
+    from activebayes.errors import ConfigError
+    from activebayes_cli._model import CLI_POSTERIORS, EPOCH_KEYS, SAMPLE_KEYS
+
+    settings = dict(rnd.posterior_settings or {})
+    unknown = sorted(set(settings) - {"model", *SAMPLE_KEYS, *EPOCH_KEYS})
+    try:
+        acquisition = resolve_acquisition(rnd.acquisition).name
+    except ConfigError:
+        acquisition = None
+    if rnd.posterior not in CLI_POSTERIORS or unknown or acquisition is None:
+        what = f"posterior {rnd.posterior!r}" + (f" with settings {unknown}" if unknown else "")
+        what += "" if acquisition is not None else f" and acquisition {rnd.acquisition!r}"
+        raise CliError(
+            f"round {rnd.number} stopped while {rnd.status!r} and was started with {what}, which `activebayes round` cannot rebuild",
+            "resume it from Python with the same options, or pass --restart-round to discard it and start a new round",
+        )
+    by_cli = "model" in settings
+    samples = next((settings[k] for k in SAMPLE_KEYS if k in settings), None if by_cli else call.samples)
+    epochs = next((settings[k] for k in EPOCH_KEYS if k in settings), None if by_cli else call.epochs)
+    acq_settings = dict(rnd.acquisition_settings or {})
+    return RoundOptions(
+        rnd.posterior, settings.get("model", call.model), samples, epochs, acquisition,
+        int(acq_settings.get("batch_size", call.k)), acq_settings.get("n_samples"),
+    )  # fmt: skip
+
+
+def differences(ctx: typer.Context, call: RoundOptions, rec: RoundOptions, seed: int, rnd: Any) -> list[str]:
+    """The options given explicitly in this call that differ from the round's recorded ones."""
+    from activebayes.loop import round_seed
+    from activebayes_cli._model import EPOCH_KEYS, SAMPLE_KEYS, posterior_default
+
+    def given(param: str) -> bool:
+        return ctx.get_parameter_source(param) not in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
+
+    def shown(value: Any, keys: tuple[str, ...]) -> Any:
+        return value if value is not None else f"the {rec.posterior} default ({posterior_default(rec.posterior, keys)})"
+
+    out = []
+    for param, option, mine, theirs in (
+        ("posterior", "--posterior", call.posterior, rec.posterior),
+        ("model", "--model", call.model, rec.model),
+        ("acquisition", "--acquisition", call.acquisition, rec.acquisition),
+        ("k", "--k", call.k, rec.k),
+    ):
+        if given(param) and mine != theirs:
+            typed = ctx.params.get(param, mine) if param == "model" else mine  # a file as typed, not resolved
+            out.append(f"{option} {typed} (recorded: {theirs})")
+    for param, option, mine, theirs, keys in (
+        ("samples", "--samples", call.samples, rec.samples, SAMPLE_KEYS),
+        ("epochs", "--epochs", call.epochs, rec.epochs, EPOCH_KEYS),
+    ):
+        if given(param) and mine != (theirs if theirs is not None else posterior_default(rec.posterior, keys)):
+            out.append(f"{option} {mine} (recorded: {shown(theirs, keys)})")
+    if given("seed") and round_seed(seed, rnd.number) != rnd.seed:
+        out.append(f"--seed {seed} (round {rnd.number} was started with another seed)")
+    return out
+
+
+# ---- output ------------------------------------------------------------------------------------
+def command(st: Any, *words: str) -> str:
+    """The command line a hint suggests (with --project when the database holds several)."""
+    suggest = getattr(st, "next_command", None)
+    return suggest(*words) if suggest is not None else " ".join(["activebayes", *words])
 
 
 def queries_table(title: str, queries: list[Any], acquisition: str) -> Table:
-    table = Table(title=title)
+    table = Table(title=escape(title))
     table.add_column("rank", justify="right")
     table.add_column("key", overflow="fold")
     table.add_column("score", justify="right")
     table.add_column("label")
     for q in queries:
-        table.add_row(str(q.rank + 1), q.key, f"{q.score:.4f}", q.value if q.value is not None else "")
+        table.add_row(str(q.rank + 1), escape(q.key), f"{q.score:.4f}", escape(q.value) if q.value is not None else "")
     return table
 
 
 def check_model_output(model_fn: Any, x: Any, n_classes: int, spec: str) -> None:
     """Build the network once and run two items through it: logits [2, C] expected."""
-    import numpy as np
     import torch
 
     try:
@@ -99,31 +320,42 @@ def check_model_output(model_fn: Any, x: Any, n_classes: int, spec: str) -> None
             f"--model {spec}: a forward pass on items of shape {tuple(x.shape[1:])} failed ({type(exc).__name__}: {exc})",
             "make the network accept the data's shape (for cnn: images [1, H, W], see pool add --image-layout)",
         ) from exc
-    if tuple(out.shape) != (min(2, x.shape[0]), n_classes):
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != (min(2, x.shape[0]), n_classes):
+        got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
         raise CliError(
-            f"--model {spec}: expected logits [N, {n_classes}] for the project's {n_classes} classes, got {tuple(out.shape)}",
+            f"--model {spec}: expected logits [N, {n_classes}] for the project's {n_classes} classes, got {got}",
             f"make the network output {n_classes} values per item",
         )
 
 
+# ---- the command -------------------------------------------------------------------------------
 @app.command("round")
 def round_(
     ctx: typer.Context,
     posterior: Annotated[str, typer.Option("--posterior", help="mc-dropout, deep-ensemble, snapshot-ensemble, laplace, swag.")] = "mc-dropout",
     acquisition: Annotated[str, typer.Option("--acquisition", help="bald, batch-bald, entropy, variation-ratio, random, ...")] = "bald",
     k: Annotated[int, typer.Option("--k", help="Items to query this round.")] = 10,
-    model: Annotated[str, typer.Option("--model", help="mlp, cnn, or pkg.mod:factory (a zero-argument callable returning an nn.Module).")] = "mlp",
+    model: Annotated[str, typer.Option("--model", help="mlp, cnn, pkg.module:factory or path/to/file.py:factory (a zero-argument callable returning an nn.Module).")] = "mlp",
     samples: Annotated[Optional[int], typer.Option("--samples", help="Posterior samples S (members for an ensemble).")] = None,
     epochs: Annotated[Optional[int], typer.Option("--epochs", help="Training epochs per fit.")] = None,
     device: Annotated[str, typer.Option("--device", help="auto (CUDA when present), cpu or cuda.")] = "auto",
     seed: Annotated[int, typer.Option("--seed", help="Study seed; round r uses a seed derived from (seed, r).")] = 0,
-    oracle: Annotated[OracleKind, typer.Option("--oracle", help="human: write round-N.csv and wait; truth: the held-back labels answer.")] = OracleKind.human,
-    csv_path: Annotated[Optional[Path], typer.Option("--csv", help="Where to write the queries to label (default round-N.csv).")] = None,
+    oracle: Annotated[OracleKind, typer.Option("--oracle", help="human: write <project>-round-N.csv and wait; truth: the held-back labels answer.")] = OracleKind.human,
+    csv_path: Annotated[Optional[Path], typer.Option("--csv", help="Where to write the queries to label (default <project>-round-N.csv).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing round file.")] = False,
+    restart_round: Annotated[bool, typer.Option("--restart-round", help="Discard an unfinished round (recorded as failed) and start a new one.")] = False,
 ) -> None:
     """Fit on the labelled items, score the pool, record the round and show what to label next."""
     from activebayes.acquisition import resolve_acquisition
+    from activebayes.errors import ActiveBayesError, StoreError
     from activebayes.loop import ActiveLearningLoop, load_project_data
-    from activebayes_cli._model import model_factory, posterior_factory
+    from activebayes_cli._model import (
+        check_posterior,
+        check_posterior_name,
+        model_factory,
+        normalize_model_spec,
+        posterior_factory,
+    )
 
     st = state(ctx)
     if k < 1:
@@ -133,34 +365,70 @@ def round_(
             raise CliError(f"{option}: expected a positive integer, got {value}", f"pass e.g. {option} 10")
     if csv_path is not None and not csv_path.parent.exists():
         raise CliError(f"--csv: the folder {csv_path.parent} does not exist", "create it or choose another path")
-    store = st.store()
+    check_posterior_name(posterior)
+    call = RoundOptions(posterior, normalize_model_spec(model), samples, epochs, resolve_acquisition(acquisition).name, k)
+    store = st.store(upgrade=True)  # writes: an older schema is upgraded first
     name = st.project_name()
     info = store.project(name)
     if info.data_path is None or store.count_items(name, split="pool") == 0:
         raise CliError(f"project {name!r} has no data yet", "add a pool first with `activebayes pool add FILE`")
     if info.task != "classification":
         raise CliError(f"project {name!r} is a {info.task} project", "`activebayes round` runs classification projects")
-    resolve_acquisition(acquisition)  # an unknown name fails here, before anything is written
     data = load_project_data(store, name)
-    n_classes = len(info.classes or [])
-    model_fn = model_factory(model, data.x.shape[1:], n_classes)
-    check_model_output(model_fn, data.x, n_classes, model)
-    factory, settings = posterior_factory(posterior, model_fn, samples=samples, epochs=epochs, device=device)
     answerer = truth_oracle(store, name, data) if oracle is OracleKind.truth else None
 
+    # What this call continues: an unfinished round (resumed with its recorded options, or
+    # discarded by --restart-round), a round whose answers are all in (closed), or nothing.
     latest = store.latest_round(name)
     pending = []
     if latest is not None and latest.status == "queried":
         pending = [q for q in store.queries(name, latest.number) if q.value is None]
-        if pending and answerer is None:
+    unfinished = latest is not None and (latest.status in ("started", "fitted", "scored") or bool(pending))
+    to_close = latest is not None and latest.status in ("queried", "answered") and not pending
+    if restart_round and not unfinished:
+        where = "it has no rounds yet" if latest is None else f"its latest round {latest.number} is {latest.status!r}"
+        if to_close:
+            where = f"round {latest.number} has all its answers; the next round closes it"
+        raise CliError(f"--restart-round: project {name!r} has no unfinished round to discard ({where})", "leave --restart-round out")
+    resuming = unfinished and not restart_round
+    if resuming and pending and answerer is None:
+        raise CliError(
+            f"round {latest.number} still waits for {len(pending)} answer(s)",
+            f"label them with `{command(st, 'label', '--from', round_csv_name(name, latest.number))}` or "
+            f"`{command(st, 'label')}` (or pass --oracle truth, or --restart-round to discard the round)",
+        )
+    options = call
+    if resuming:
+        options = recorded_options(latest, call)
+        changed = differences(ctx, call, options, seed, latest)
+        if changed:
             raise CliError(
-                f"round {latest.number} still waits for {len(pending)} answer(s)",
-                f"label them with `activebayes label --from round-{latest.number}.csv` or `activebayes label` "
-                "(or pass --oracle truth)",
+                f"round {latest.number} stopped while {latest.status!r} and is resumed with the options it was started with, "
+                f"but this call asks for {', '.join(changed)}",
+                "leave those options out to resume it, or pass --restart-round to discard it and start a new round",
             )
-    interrupted = latest is not None and latest.status in ("started", "fitted", "scored")
-    if not interrupted and not pending and store.count_candidates(name) == 0:
+    elif store.count_candidates(name) == 0:
         raise CliError(f"every pool item of project {name!r} is labelled; nothing is left to ask", "export them with `activebayes export FILE`")
+
+    # Check the model and the posterior on two items before anything is recorded.
+    n_classes = len(info.classes or [])
+    acq = resolve_acquisition(options.acquisition)
+    try:
+        model_fn = model_factory(options.model, data.x.shape[1:], n_classes)
+    except CliError as exc:
+        if not resuming:
+            raise
+        raise CliError(f"{exc.what} (the model round {latest.number} was started with)", f"{exc.fix}, or pass --restart-round to discard the round") from exc
+    shown = options.model if resuming else model  # as typed; a file's path is recorded absolute
+    check_model_output(model_fn, data.x, n_classes, shown)
+    check_posterior(options.posterior, model_fn, data.x, n_classes, acq, device=device, spec=shown)
+    factory, settings = posterior_factory(options.posterior, model_fn, samples=options.samples, epochs=options.epochs, device=device)
+    settings = {"model": options.model, **settings}
+
+    number = latest.number if resuming else (latest.number + 1 if latest is not None else 1)
+    target = csv_path or Path(round_csv_name(name, number))
+    if answerer is None:
+        check_round_file(target, info, data, force)
 
     n_candidates = store.count_candidates(name)
     bar = st.out.bar()
@@ -178,40 +446,59 @@ def round_(
             bar.update(tasks["score"], completed=done, total=total)
 
     loop = ActiveLearningLoop(
-        factory, acquisition, store, name, answerer, batch_size=k, seed=seed,
-        device=device, who="truth" if answerer is not None else None, posterior_name=posterior,
-        posterior_settings=settings, hook=hook, progress=on_scored, data=data,
+        factory, options.acquisition, store, name, answerer, batch_size=options.k, seed=seed,
+        device=device, n_samples=options.predict_samples, who="truth" if answerer is not None else None,
+        posterior_name=options.posterior, posterior_settings=settings, hook=hook, progress=on_scored, data=data,
     )  # fmt: skip
-    if latest is not None and (latest.status == "answered" or (latest.status == "queried" and not pending)):
+    if restart_round:
+        loop.discard(DISCARDED)
+        st.out.note(f"discarded round {latest.number} (it stopped while {latest.status!r}); starting round {number}")
+    elif to_close:
         loop.step()  # every answer is in: close that round, then run a new one
-        latest = store.latest_round(name)
-    if interrupted or pending:
-        st.out.note(f"resuming round {latest.number} (it stopped while {latest.status!r})")
+    if resuming:
+        st.out.note(f"resuming round {number} (it stopped while {latest.status!r}) with its recorded options: {options.text()}")
 
-    if bar is None:
-        result = loop.step()
-    else:
-        with bar:
-            tasks["line"] = bar.add_task(f"round of {posterior} + {acquisition}", total=None)
-            tasks["score"] = bar.add_task(f"scoring {n_candidates} candidates", total=n_candidates, visible=False)
+    try:
+        if bar is None:
             result = loop.step()
+        else:
+            with bar:
+                tasks["line"] = bar.add_task(f"round of {options.posterior} + {options.acquisition}", total=None)
+                tasks["score"] = bar.add_task(f"scoring {n_candidates} candidates", total=n_candidates, visible=False)
+                result = loop.step()
+    except Exception as exc:
+        failed = store.latest_round(name)
+        if failed is None or failed.number != number or failed.status != "failed":
+            raise  # not this round's failure (e.g. a StoreError, a KeyboardInterrupt: resumable)
+        stage = STAGE_TEXT.get(tasks["stage"] or "", "running")
+        if isinstance(exc, ActiveBayesError) and not isinstance(exc, StoreError):
+            raise CliError(
+                f"round {failed.number} failed while {stage} ({type(exc).__name__}: {exc}) and is recorded as failed",
+                "fix the cause (see `activebayes status`) and run `activebayes round` again for a new round",
+            ) from exc
+        st.out.note(f"round {failed.number} failed while {stage} and is recorded as failed")
+        raise
     queries = store.queries(name, result.number)
     rnd = store.latest_round(name)
-    written = None
+    written = images = None
     if result.waiting:
-        written = csv_path or Path(f"round-{result.number}.csv")
-        write_round_csv(written, [q.key for q in queries if q.value is None])
+        written = csv_path or Path(round_csv_name(name, result.number))
+        images = write_round_csv(written, [q for q in queries if q.value is None], info, data)
 
     data_out = {
         "project": name,
         "round": result.number,
         "status": result.status,
+        "resumed": resuming,
         "labelled": result.labelled,
         "metrics": result.metrics,
-        "posterior": posterior,
+        "posterior": rnd.posterior,
+        "posterior_settings": rnd.posterior_settings,
         "acquisition": rnd.acquisition,
+        "k": options.k,
         "queries": [{"rank": q.rank + 1, "key": q.key, "score": q.score, "label": q.value} for q in queries],
         "csv": str(written) if written else None,
+        "images": str(images) if images else None,
         "recorded": result.recorded,
     }
 
@@ -223,8 +510,12 @@ def round_(
             parts = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in result.metrics.items())
             console.print(f"fitted on {result.labelled} labels: {parts}")
         if written:
-            console.print(f"Wrote {written}: fill in the labels, then `activebayes label --from {written}` (or `activebayes label`).")
+            pictures = f" (the items' images are in {images})" if images else ""
+            console.print(escape(
+                f"Wrote {written}{pictures}: fill in the labels, then `{command(st, 'label', '--from', str(written))}` "
+                f"(or `{command(st, 'label')}`)."
+            ))  # fmt: skip
         else:
-            console.print(f"round {result.number} {result.status}: {result.recorded} answers recorded. Next: activebayes round")
+            console.print(escape(f"round {result.number} {result.status}: {result.recorded} answers recorded. Next: {command(st, 'round')}"))
 
     st.out.result(data_out, render)

@@ -1,70 +1,225 @@
-"""The interactive `activebayes label` prompt in a pseudo-terminal, and the demo end to end."""
+"""The interactive `activebayes label` prompt in a pseudo-terminal (SQLite and PostgreSQL), and
+the demo end to end.
+
+Each answer is committed as it is typed, so the database is read WHILE the prompt still waits:
+what a person typed is there before they quit, press Ctrl-C or lose the terminal.
+"""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from activebayes.store import PoolStore
 from activebayes_cli.main import app
+from cli_checks import db_dump
 from test_cli import write_pool_csv
+from test_cli_label import open_round
 
 pexpect = pytest.importorskip("pexpect")
 
 SCRIPT = Path(sys.executable).with_name("activebayes")
+PROMPT = r"\(s skip, u undo, q quit, \? help\): "
 
 
 def run(*args: str):
     return CliRunner().invoke(app, list(args), catch_exceptions=False)
 
 
-def test_label_prompt_in_a_terminal(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    db = f"sqlite:///{tmp_path / 'p.db'}"
-    write_pool_csv(tmp_path / "pool.csv", n=30)
-    assert run("--db", db, "init", "--name", "blobs", "--classes", "a,b,c").exit_code == 0
-    assert run("--db", db, "pool", "add", "pool.csv", "--key-column", "id").exit_code == 0
-    first = run("--db", db, "--json", "round", "--k", "3", "--epochs", "2", "--device", "cpu")
-    assert first.exit_code == 0, first.output
-    keys = [q["key"] for q in json.loads(first.stdout)["queries"]]
+def first_round(db: str, project: str, k: int) -> list[str]:
+    """Round 1 of `project`, waiting in "queried" for the answers to its first k pool items."""
+    with PoolStore(db) as store:
+        pool = [key for key, s in store.label_states(project, sorted(store.item_keys(project))).items() if s["split"] == "pool"]
+    open_round(db, project, pool[:k])
+    return pool[:k]
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ACTIVEBAYES_")}
-    env.update(ACTIVEBAYES_DB=db, COLUMNS="100", TERM="dumb")
+
+def blobs(tmp_path: Path, db: str, n: int = 30, k: int = 5) -> list[str]:
+    """Project 'blobs' (classes a, b, c) with a csv pool and a round waiting for k answers."""
+    write_pool_csv(tmp_path / "pool.csv", n=n)
+    assert run("--db", db, "init", "--name", "blobs", "--classes", "a,b,c").exit_code == 0
+    assert run("--db", db, "pool", "add", str(tmp_path / "pool.csv"), "--key-column", "id").exit_code == 0
+    return first_round(db, "blobs", k)
+
+
+def spawn(tmp_path: Path, db: str, *args: str, columns: str | None = "100", size: tuple[int, int] = (24, 100)):
+    """`activebayes label ARGS` in a pseudo-terminal of `size` (rows, columns); $COLUMNS unset
+    when `columns` is None, so the terminal's own width counts."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACTIVEBAYES_") and k not in ("COLUMNS", "LINES")}
+    env.update(ACTIVEBAYES_DB=db, TERM="dumb")
+    if columns is not None:
+        env["COLUMNS"] = columns
     command = str(SCRIPT) if SCRIPT.exists() else sys.executable
-    args = ["label", "--who", "tester"] if SCRIPT.exists() else ["-m", "activebayes_cli.main", "label", "--who", "tester"]
-    child = pexpect.spawn(command, args, cwd=str(tmp_path), env=env, encoding="utf-8", timeout=120)
+    argv = ["label", "--who", "tester", *args]
+    argv = argv if SCRIPT.exists() else ["-m", "activebayes_cli.main", *argv]
+    return pexpect.spawn(command, argv, cwd=str(tmp_path), env=env, encoding="utf-8", timeout=120, dimensions=size)
+
+
+def labels(db: str) -> dict[str, str]:
+    with PoolStore(db) as store:
+        _, keys, values = store.labels("blobs")
+        return dict(zip(keys, values))
+
+
+def test_label_prompt_in_a_terminal(tmp_path, db_url):
+    keys = blobs(tmp_path, db_url, k=3)
+    child = spawn(tmp_path, db_url)
     try:
         child.expect(f"item 1/3: {keys[0]}")
-        child.expect(r"label \[a, b, c\] \(s = skip, q = save and quit\): ")
+        child.expect(r"label \[a, b, c\] " + PROMPT)
         child.sendline("zebra")  # not a class: asked again
-        child.expect("not a label")
-        child.expect("q = save and quit\\): ")
+        child.expect("'zebra' is not a label")
+        child.expect(PROMPT)
+        child.sendline("?")  # the keys
+        for text in ("one of: a, b, c", "skip this item", "undo the last answer", "stop here", "Ctrl-C"):
+            child.expect_exact(text)
+        child.expect(PROMPT)
+        child.sendline("u")  # nothing to undo yet
+        child.expect("nothing to undo")
+        child.expect(PROMPT)
         child.sendline("b")
         child.expect(f"item 2/3: {keys[1]}")
-        child.expect("q = save and quit\\): ")
+        child.expect(PROMPT)
         child.sendline("s")
         child.expect(f"item 3/3: {keys[2]}")
-        child.expect("q = save and quit\\): ")
+        child.expect(PROMPT)
         child.sendline("q")
-        child.expect("Recorded 1 answer")
+        child.expect("Recorded 1 answer for round 1, skipped 2")
+        child.expect("2 queries of round 1 still open")
         child.expect(pexpect.EOF)
     finally:
         child.close()
     assert child.exitstatus == 0, child.before
 
-    with PoolStore(db) as store:
-        _, labelled_keys, values = store.labels("blobs")
-        assert list(zip(labelled_keys, values)) == [(keys[0], "b")]
-        (obs,) = store.observations("blobs")
-        assert (obs["who"], obs["source"]) == ("tester", "prompt")
+    with PoolStore(db_url) as store:
+        assert labels(db_url) == {keys[0]: "b"}
+        (obs,) = [o for o in store.observations("blobs") if o["source"] != "import"]
+        assert (obs["key"], obs["who"], obs["source"]) == (keys[0], "tester", "prompt")
         (rnd,) = store.rounds("blobs")
         assert obs["round_id"] == rnd.id and rnd.status == "queried"
         assert [q.value for q in store.queries("blobs", 1)] == ["b", None, None]
+
+
+def test_ctrl_c_after_three_answers_keeps_three_and_u_removes_one(tmp_path, db_url):
+    """Each answer is in the database as soon as it is typed; `u` deletes the last one (the item
+    is asked again); Ctrl-C says how many were saved, exits 130, and loses none of them."""
+    keys = blobs(tmp_path, db_url, k=5)
+    child = spawn(tmp_path, db_url)
+    try:
+        for i, answer in enumerate("abc"):
+            child.expect(f"item {i + 1}/5: {keys[i]}")
+            child.expect(PROMPT)
+            child.sendline(answer)
+        child.expect(f"item 4/5: {keys[3]}")
+        child.expect(PROMPT)
+        assert labels(db_url) == {keys[0]: "a", keys[1]: "b", keys[2]: "c"}  # committed while the prompt waits
+
+        child.sendline("u")
+        child.expect(f"undone: {keys[2]} was 'c'")
+        child.expect(f"item 3/5: {keys[2]}")  # asked again
+        child.expect(PROMPT)
+        assert labels(db_url) == {keys[0]: "a", keys[1]: "b"}
+        child.sendline("a")
+        child.expect(f"item 4/5: {keys[3]}")
+        child.expect(PROMPT)
+        at_the_prompt = db_dump(db_url)
+
+        child.sendcontrol("c")
+        child.expect("3 answers saved for round 1; 2 queries still open")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 130, (child.exitstatus, child.signalstatus, child.before)
+    assert "Traceback" not in child.before
+    assert db_dump(db_url) == at_the_prompt  # the interrupt itself wrote nothing and lost nothing
+    assert labels(db_url) == {keys[0]: "a", keys[1]: "b", keys[2]: "a"}
+    with PoolStore(db_url) as store:
+        answered = [o for o in store.observations("blobs") if o["source"] == "prompt"]
+        assert [o["key"] for o in answered] == keys[:3]  # the undone 'c' left no row behind
+        assert [q.value for q in store.queries("blobs", 1)] == ["a", "b", "a", None, None]
+        assert store.rounds("blobs")[0].status == "queried"
+
+    # the next session asks only what is still open
+    child = spawn(tmp_path, db_url)
+    try:
+        child.expect(f"item 1/2: {keys[3]}")
+        child.expect(PROMPT)
+        child.sendline("u")  # this session has no answer to undo: the earlier ones stay
+        child.expect("nothing to undo")
+        child.expect(PROMPT)
+        child.sendline("q")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0 and len(labels(db_url)) == 3
+
+
+def test_killed_terminal_loses_no_typed_answer(tmp_path, db_url):
+    keys = blobs(tmp_path, db_url, k=4)
+    child = spawn(tmp_path, db_url)
+    try:
+        for i, answer in enumerate("ba"):
+            child.expect(f"item {i + 1}/4")
+            child.expect(PROMPT)
+            child.sendline(answer)
+        child.expect("item 3/4")
+        child.expect(PROMPT)
+        child.kill(signal.SIGKILL)
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert labels(db_url) == {keys[0]: "b", keys[1]: "a"}
+
+
+def wide_pool(path: Path, columns: int, n: int = 20) -> list[str]:
+    names = [f"feature_{j}" for j in range(columns)]
+    rng = np.random.default_rng(0)
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["id", *names])
+        for i in range(n):
+            writer.writerow([f"r{i}", *[f"{v:.3f}" for v in rng.normal(size=columns)]])
+    return names
+
+
+@pytest.mark.parametrize(
+    "columns, size, layout",
+    [
+        (8, (24, 160), "table"),  # 8 named columns fit 160 characters
+        (8, (24, 60), "lines"),  # ... but not 60: one `name: value` line each
+        (30, (40, 160), "lines"),  # 30 columns never fit: before, every cell was drawn as "…"
+    ],
+)
+def test_prompt_uses_column_names_and_the_terminals_width(tmp_path, columns, size, layout):
+    db = f"sqlite:///{tmp_path / 'w.db'}"
+    names = wide_pool(tmp_path / "wide.csv", columns)
+    assert run("--db", db, "init", "--name", "blobs", "--classes", "3").exit_code == 0
+    assert run("--db", db, "pool", "add", str(tmp_path / "wide.csv"), "--key-column", "id").exit_code == 0
+    first_round(db, "blobs", 2)
+    child = spawn(tmp_path, db, columns=None, size=size)  # no $COLUMNS: the terminal's own width
+    try:
+        child.expect(PROMPT)
+        shown = child.before
+        child.sendline("q")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert "…" not in shown and "x0" not in shown
+    if layout == "table":
+        header = next(line for line in shown.splitlines() if "feature_0" in line)
+        assert all(name in header for name in names)  # every name in one header row
+        assert max(len(line) for line in shown.splitlines()) <= size[1]
+    else:
+        for name in names:
+            assert f"\n{name}:" in shown.replace("\r", "")
 
 
 def test_demo_fast_end_to_end(tmp_path, monkeypatch):

@@ -9,7 +9,15 @@ import pytest
 from matplotlib.image import imread
 
 from activebayes.errors import DataError
-from activebayes.report import curve_from_rounds, plot_acquisition_histogram, plot_learning_curves
+from activebayes.report import (
+    Segment,
+    curve_from_rounds,
+    histogram_series,
+    plot_acquisition_histogram,
+    plot_acquisition_histograms,
+    plot_learning_curves,
+    plot_learning_segments,
+)
 
 
 def test_curve_from_rounds_sorts_and_skips_incomplete_rounds():
@@ -55,9 +63,24 @@ def test_acquisition_histogram_png(tmp_path):
         lambda d: plot_learning_curves({"x": [(1, 0.5)]}, d / "a.jpg"),
         lambda d: plot_acquisition_histogram([], d / "a.png"),
         lambda d: plot_acquisition_histogram([math.nan, math.inf], d / "a.png"),
+        lambda d: plot_learning_segments({"x": []}, d / "a.png"),
+        lambda d: plot_learning_segments({"x": [Segment("p + a", (1,), ((1.0, 0.5),))]}, d / "a.jpg"),
+        lambda d: plot_acquisition_histograms([], d / "a.png"),
     ],
 )
 def test_bad_input_raises_data_error_and_writes_nothing(tmp_path, call):
     with pytest.raises(DataError):
         call(tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_segment_and_panel_pngs(tmp_path):
+    backend = matplotlib.get_backend()
+    segments = [Segment("mc + bald", (2, 3), ((10, 0.5), (20, 0.6))), Segment("mc + entropy", (4,), ((30, 0.7),))]
+    curve = plot_learning_segments({"p": segments}, tmp_path / "curve.png", title="p")
+    assert imread(curve).shape[:2] == (462, 704) and imread(curve)[..., :3].std() > 0.05
+    panels = [histogram_series("bald", 2, range(300), [i / 300 for i in range(300)], [299, 298]),
+              histogram_series("margin", 3, range(50), [0.5] * 50, [7])]  # fmt: skip
+    hist = plot_acquisition_histograms(panels, tmp_path / "deep" / "acq.png", title="p")
+    assert imread(hist).shape[:2] == (round((1.0 + 2.9 * 2) * 110), 704)  # one panel per acquisition
+    assert matplotlib.get_backend() == backend

@@ -104,3 +104,167 @@ def test_image_art_half_blocks_and_shades():
     out = io.StringIO()
     PromptOracle(input=io.StringIO("s\n"), output=out).ask(["d"], digit)
     assert "\n" + " " * 28 + "\n" in out.getvalue()  # [1, 28, 28] is drawn as an image
+
+
+# ---- FileOracle: what a spreadsheet writes -------------------------------------------------------
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "\ufeffkey,label\na,cat\nb,dog\n".encode(),  # Excel "CSV UTF-8": a byte-order mark
+        b"id;answer\na;cat\nb;dog\n",  # semicolons, other header names
+        b"Label\tItem\tnote\ncat\ta\t\ndog\tb\tsure\n",  # tabs, any order and case, extra column
+        "key\tlabel\r\na\tcat\r\nb\tdog\r\n".encode("utf-16"),  # Excel "Unicode Text"
+        b'comment,key,label\n"one, two",a,cat\n"x",b,dog\n',  # a quoted separator in an ignored column
+        b"a,cat\nb,dog\n",  # no header
+    ],
+)
+def test_file_oracle_reads_spreadsheet_forms(tmp_path, raw):
+    path = tmp_path / "answers.csv"
+    path.write_bytes(raw)
+    oracle = FileOracle(path, classes=["cat", "dog"], keys={"a", "b"})
+    assert oracle.labels == {"a": "cat", "b": "dog"}
+    first = 1 if oracle.header is None else 2
+    assert oracle.lines == {"a": first, "b": first + 1}
+
+
+def test_file_oracle_integers_written_as_decimals(tmp_path):
+    path = tmp_path / "answers.csv"
+    path.write_text("key,label\n26.0,3.0\n7,1.00\n8.,2\n")
+    oracle = FileOracle(path, classes=range(5), keys={"26", "7", "8", "9.0"})
+    assert oracle.labels == {"26": "3", "7": "1", "8": "2"}
+    path.write_text("key,label\n9.0,1\n")  # a key that really is "9.0" stays itself
+    assert FileOracle(path, classes=range(5), keys={"9", "9.0"}).labels == {"9.0": "1"}
+    path.write_text("key,label\n26.5,1\n")
+    with pytest.raises(DataError, match="line 2: key '26.5' is not an item"):
+        FileOracle(path, classes=range(5), keys={"26"})
+    path.write_text("key,label\n26,3.5\n")
+    with pytest.raises(DataError, match="line 2: label '3.5' is not one of the classes"):
+        FileOracle(path, classes=range(5), keys={"26"})
+    path.write_text("key,label\n26.0,3.0\n")  # without keys or classes nothing is guessed
+    assert FileOracle(path).labels == {"26.0": "3.0"}
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b"id,lable\na,cat\n", "line 1: header 'id,lable' has no label column; name the key column key, id or item and the label column label, answer or class"),
+        (b"name,label\na,cat\n", "line 1: header 'name,label' has no key column"),
+        (b"foo,bar,baz\na,cat,x\n", "line 1: header 'foo,bar,baz' is not recognised"),
+        ("\ufeffkey,label\na,cat\n\nb,cow\n".encode(), "line 4: label 'cow'"),  # file lines: header 1, blank 3
+        (b'key,label,note\na,cat,"two\nlines"\nb,cow,x\n', "line 4: label 'cow'"),  # a quoted line break
+        (b"a,cow\n", "line 1: label 'cow'"),
+        (b"key,label\na,caf\xe9\n", "not UTF-8 text .*; save it as 'CSV UTF-8'"),
+    ],
+)
+def test_file_oracle_names_the_problem_and_the_file_line(tmp_path, raw, message):
+    path = tmp_path / "answers.csv"
+    path.write_bytes(raw)
+    with pytest.raises(DataError, match=message):
+        FileOracle(path, classes=["cat", "dog"], keys={"a", "b"})
+
+
+def test_file_oracle_accepts_the_projects_own_column_names(tmp_path):
+    path = tmp_path / "answers.csv"
+    path.write_text("sample,truth\na,cat\n")
+    assert FileOracle(path, classes=["cat", "dog"], keys={"a"}, key_names=["Sample"], label_names=["truth"]).labels == {"a": "cat"}
+
+
+def test_file_oracle_lists_unanswered_rows(tmp_path):
+    path = tmp_path / "round-1.csv"
+    path.write_text("key,label\na,\nb,dog\nc,\nc,\n")
+    oracle = FileOracle(path, classes=["cat", "dog"])
+    assert oracle.labels == {"b": "dog"} and oracle.unanswered == ["a", "c"]
+
+
+# ---- PromptOracle: undo, help, Ctrl-C, answers handed over as given -------------------------------
+class Interrupting(io.StringIO):
+    """stdin whose read after the given lines is a Ctrl-C."""
+
+    def readline(self, *args):
+        line = super().readline(*args)
+        if line == "":
+            raise KeyboardInterrupt
+        return line
+
+
+def test_prompt_hands_each_answer_over_and_undo_takes_it_back():
+    events = []
+
+    def on_answer(key, label):
+        events.append(("answer", key, label))
+        return len(events)  # e.g. the observation's id
+
+    def on_undo(key, token):
+        events.append(("undo", key, token))
+
+    out = io.StringIO()
+    oracle = PromptOracle(classes="abc", input=io.StringIO("a\nb\nu\nc\ns\nq\n"), output=out, on_answer=on_answer, on_undo=on_undo)
+    answers = oracle.ask(["k1", "k2", "k3", "k4"])
+    assert answers == [Answer("k1", "a"), Answer("k2", "c"), Answer("k3", None), Answer("k4", None)]
+    assert events == [("answer", "k1", "a"), ("answer", "k2", "b"), ("undo", "k2", 2), ("answer", "k2", "c")]
+    assert "undone: k2 was 'b'; asking it again" in out.getvalue()
+    assert out.getvalue().count("item 2/4: k2") == 2 and oracle.stop_requested and not oracle.interrupted
+
+
+def test_prompt_undo_goes_back_over_skips_and_stops_at_the_session_start():
+    out = io.StringIO()
+    oracle = PromptOracle(classes="ab", input=io.StringIO("u\na\ns\nu\nu\nb\nb\ns\n"), output=out)
+    assert oracle.ask(["k1", "k2", "k3"]) == [Answer("k1", "b"), Answer("k2", "b"), Answer("k3", None)]
+    assert out.getvalue().count("nothing to undo") == 2  # before any answer, and after the only one was undone
+    assert not oracle.stop_requested
+
+
+def test_prompt_refused_undo_and_rejected_answer():
+    out = io.StringIO()
+
+    def on_answer(key, label):
+        if label == "x":
+            raise DataError("label: expected a number, got 'x'")
+        return key
+
+    def on_undo(key, token):
+        out.write("  cannot undo: round closed\n")
+        return False
+
+    oracle = PromptOracle(input=io.StringIO("x\n1.5\nu\nq\n"), output=out, on_answer=on_answer, on_undo=on_undo)
+    assert oracle.ask(["r1", "r2"]) == [Answer("r1", "1.5"), Answer("r2", None)]
+    text = out.getvalue()
+    assert "expected a number, got 'x'" in text and "cannot undo: round closed" in text
+    assert text.count("item 1/2") == 1  # a rejected answer asks again without redrawing
+
+
+def test_prompt_ctrl_c_keeps_what_was_answered():
+    oracle = PromptOracle(classes="abc", input=Interrupting("a\nb\n"), output=io.StringIO())
+    assert oracle.ask(["k1", "k2", "k3"]) == [Answer("k1", "a"), Answer("k2", "b"), Answer("k3", None)]
+    assert oracle.stop_requested and oracle.interrupted
+
+
+def test_prompt_help_and_keys_that_clash_with_classes():
+    out = io.StringIO()
+    oracle = PromptOracle(classes=["q", "s", "x"], input=io.StringIO("?\ns\n:s\n:q\n"), output=out)
+    assert oracle.ask(["k1", "k2", "k3"]) == [Answer("k1", "s"), Answer("k2", None), Answer("k3", None)]
+    text = out.getvalue()
+    assert "(:s skip, u undo, :q quit, ? help)" in text
+    assert "one of: q, s, x" in text and "Ctrl-C" in text
+
+
+def test_prompt_takes_3_0_for_class_3():
+    oracle = PromptOracle(classes=range(5), input=io.StringIO("3.0\n"), output=io.StringIO())
+    assert oracle.ask(["k"]) == [Answer("k", "3")]
+
+
+def test_prompt_layout_follows_the_width():
+    names = [f"feature_{j}" for j in range(8)]
+    row = np.arange(8) * 1.5
+    wide = PromptOracle(feature_names=names, width=160).render_row(row)
+    assert wide.splitlines()[1].count("feature_") == 8  # one table: every name in its header
+    assert max(len(line) for line in wide.splitlines()) <= 160 and "…" not in wide
+    narrow = PromptOracle(feature_names=names, width=60).render_row(row)
+    assert narrow.splitlines() == [f"{n}: {v:>4}" for n, v in zip(names, ["0", "1.5", "3", "4.5", "6", "7.5", "9", "10.5"])]
+    assert PromptOracle(width=160).render_row(np.zeros(30)).startswith("x0:")  # 30 columns: never all "…"
+
+
+def test_prompt_width_from_the_environment(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "77")
+    assert PromptOracle().terminal_width() == 77
+    assert PromptOracle(width=50).terminal_width() == 50

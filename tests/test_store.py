@@ -15,7 +15,8 @@ from activebayes.errors import DataError, StoreError
 from activebayes.store import PoolStore, alembic_config
 from activebayes.store.models import Item, Observation, Project, Query, Round
 
-TABLES = {"projects", "items", "rounds", "queries", "observations", "alembic_version"}
+TABLES = {"projects", "items", "rounds", "queries", "round_scores", "observations", "alembic_version"}
+HEAD = "0002"
 
 
 @pytest.fixture
@@ -46,7 +47,7 @@ def _alembic(store: PoolStore, action, revision: str) -> None:
 
 def test_migration_from_empty_creates_every_table(store_url):
     with PoolStore(store_url) as store:
-        assert store.schema_revision() == "0001"
+        assert store.schema_revision() == HEAD
         with store.engine.connect() as conn:
             assert TABLES <= set(inspect(conn).get_table_names())
             if conn.dialect.name == "sqlite":
@@ -54,7 +55,7 @@ def test_migration_from_empty_creates_every_table(store_url):
                 assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
                 assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 1000
     with PoolStore(store_url) as again:  # opening an up-to-date database changes nothing
-        assert again.schema_revision() == "0001" and again.projects() == []
+        assert again.schema_revision() == HEAD and again.projects() == []
 
 
 def test_older_schema_is_upgraded_on_open_and_newer_refused(store_url):
@@ -64,7 +65,7 @@ def test_older_schema_is_upgraded_on_open_and_newer_refused(store_url):
     with pytest.raises(StoreError, match="older"):
         PoolStore(store_url, upgrade=False)
     with PoolStore(store_url) as store:
-        assert store.schema_revision() == "0001"
+        assert store.schema_revision() == HEAD
         store.create_project("p", classes=["a", "b"])
         with store.transaction() as s:
             s.execute(text("UPDATE alembic_version SET version_num = 'ffff9999'"))
@@ -264,3 +265,102 @@ def test_import_pool_is_one_transaction(store, data_file):
     assert store.project("p").settings == {"image_layout": "flat"} and store.count_candidates("p") == 8
     with pytest.raises(StoreError, match="already has items"):
         store.attach_data("p", data_file)
+
+
+# ---- every candidate's score of a round (revision 0002) -------------------------------------------
+def test_round_scores_round_trip(store):
+    store.create_project("p", classes=[0, 1])
+    store.add_items("p", rows=range(60))
+    ids, _ = store.candidates("p")
+    scores = np.random.default_rng(0).random(60).astype(np.float32)
+    scores[3] = np.inf  # stored as given; a report leaves it out
+    store.start_round("p", posterior="x", acquisition="bald", seed=0)
+    store.advance_round("p", 1, "fitted")
+    top = np.argsort(-scores)[1:4]
+    store.record_queries_and_scores("p", 1, ids[top].tolist(), scores[top].tolist(), timings={"score_s": 0.5},
+                                    candidate_ids=ids, candidate_scores=scores)  # fmt: skip
+    got_ids, got_scores = store.round_scores("p", 1)
+    np.testing.assert_array_equal(got_ids, ids)
+    np.testing.assert_array_equal(got_scores, scores)  # float32 exactly
+    assert store.rounds("p")[0].status == "scored" and store.rounds("p")[0].timings == {"score_s": 0.5}
+    assert [q.item_id for q in store.queries("p", 1)] == ids[top].tolist()
+    store.advance_round("p", 1, "failed", failure_reason="stop")
+    store.start_round("p", posterior="x", acquisition="random", seed=0)
+    store.advance_round("p", 2, "fitted")
+    store.record_queries_and_scores("p", 2, ids[:2].tolist(), [0.0, 0.0], timings={})  # no scores: none stored
+    assert store.round_scores("p", 2) is None and store.scored_rounds("p") == [1]
+    with pytest.raises(StoreError, match="has no round 9"):
+        store.round_scores("p", 9)
+    with store.transaction(write=False) as s:
+        assert s.execute(text("SELECT n_candidates, length(scores) FROM round_scores")).one() == (60, 240)
+    store.delete_project("p")
+    with store.transaction(write=False) as s:  # deleting the project deletes its rounds' scores
+        assert s.execute(text("SELECT count(*) FROM round_scores")).scalar() == 0
+
+
+def test_round_scores_refused_write_nothing(store):
+    store.create_project("p", classes=[0, 1])
+    store.add_items("p", rows=range(5))
+    ids, _ = store.candidates("p")
+    store.start_round("p", posterior="x", acquisition="bald", seed=0)
+    store.advance_round("p", 1, "fitted")
+    with pytest.raises(DataError, match="one score per item id"):
+        store.record_queries_and_scores("p", 1, [int(ids[0])], [1.0], timings={}, candidate_ids=ids, candidate_scores=[1.0])
+    with pytest.raises(DataError, match="fit int32"):
+        store.record_queries_and_scores("p", 1, [int(ids[0])], [1.0], timings={}, candidate_ids=[2**31], candidate_scores=[1.0])
+    with pytest.raises(DataError, match="both or neither"):
+        store.record_queries_and_scores("p", 1, [int(ids[0])], [1.0], timings={}, candidate_ids=ids)
+    assert store.rounds("p")[0].status == "fitted" and store.queries("p", 1) == []  # one transaction: nothing stayed
+    assert store.scored_rounds("p") == []
+
+
+def _without(dump: list[str], *tables: str) -> list[str]:
+    """A `db_dump` less the lines of `tables`: SQLite's CREATE TABLE and INSERT INTO, PostgreSQL's
+    TABLE header and rows."""
+    heads = [f"CREATE TABLE {t} (" for t in tables] + [f'INSERT INTO "{t}" ' for t in tables]
+    heads += [f"TABLE {t} (" for t in tables] + [f"{t}: " for t in tables]
+    return [line for line in dump if not line.startswith(tuple(heads))]
+
+
+def test_a_0001_database_with_data_is_upgraded_in_place(store_url, data_file):
+    from cli_checks import db_dump
+
+    store = PoolStore(store_url)
+    _alembic(store, command.downgrade, "0001")  # a database written by the previous activebayes
+    assert store.schema_revision() == "0001"
+    with store.engine.connect() as conn:
+        assert "round_scores" not in inspect(conn).get_table_names()
+    store.create_project("p", classes=["a", "b"], data_path=data_file)
+    store.add_items("p", rows=range(8))
+    store.record_observations("p", [("0", "a")], who="ann")
+    store.start_round("p", posterior="mc", acquisition="bald", seed=3)
+    store.advance_round("p", 1, "fitted", metrics={"accuracy": 0.5})
+    ids, _ = store.candidates("p")
+    store.record_queries("p", 1, ids[:2].tolist(), [0.7, 0.6], timings={"score_s": 0.1})
+    store.advance_round("p", 1, "queried")
+    store.record_answers("p", 1, [("1", "b"), ("2", "a")], who="ann", source="cli", complete=True)
+    store.advance_round("p", 1, "done")
+    store.close()
+    before = db_dump(store_url)
+    with pytest.raises(StoreError, match="'0001' is older than '0002'"):
+        PoolStore(store_url, upgrade=False)
+    assert db_dump(store_url) == before  # refusing to upgrade changes nothing
+    with PoolStore(store_url) as upgraded:
+        assert upgraded.schema_revision() == HEAD
+        with upgraded.engine.connect() as conn:
+            assert {c["name"] for c in inspect(conn).get_columns("round_scores")} == {
+                "round_id", "n_candidates", "item_ids", "scores"}  # fmt: skip
+        after = db_dump(store_url)
+        assert len(_without(before, "alembic_version")) >= 6  # the projects, items, rounds, ... rows
+        assert _without(after, "round_scores", "alembic_version") == _without(before, "alembic_version")
+        assert len(after) == len(before) + 1  # + the new, empty table
+        (old,) = upgraded.rounds("p")
+        assert (old.status, old.metrics, old.timings) == ("done", {"accuracy": 0.5}, {"score_s": 0.1})
+        assert [(q.key, q.score, q.value) for q in upgraded.queries("p", 1)] == [("1", 0.7, "b"), ("2", 0.6, "a")]
+        assert upgraded.round_scores("p", 1) is None and upgraded.scored_rounds("p") == []  # an old round has none
+        upgraded.start_round("p", posterior="mc", acquisition="bald", seed=4)
+        upgraded.advance_round("p", 2, "fitted")
+        ids, _ = upgraded.candidates("p")
+        upgraded.record_queries_and_scores("p", 2, [int(ids[0])], [0.9], timings={}, candidate_ids=ids,
+                                           candidate_scores=np.linspace(0.9, 0.1, len(ids)))  # fmt: skip
+        assert upgraded.scored_rounds("p") == [2] and len(upgraded.round_scores("p", 2)[0]) == 5

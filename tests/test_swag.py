@@ -203,12 +203,26 @@ def test_divergence_guard_stops_fit_with_one_line():
 def test_divergence_limit_and_check():
     from activebayes.posteriors.swag import check_swa_loss, divergence_limit
 
-    assert divergence_limit([2.3, 1.0, 0.1]) == pytest.approx(0.1 + 0.5 * 2.2)
-    assert divergence_limit([0.5, 0.7]) == pytest.approx(1.0)  # no gain in pre-training: twice the first loss
+    assert divergence_limit([2.3, 1.0, 0.1]) == pytest.approx(0.1 + 0.5 * 2.2)  # converged: half the gain back
+    # pre-training did not halve its loss (two epochs, a noisy dropout loss): twice the larger loss
+    assert divergence_limit([1.084, 1.054]) == pytest.approx(2 * 1.084)
+    assert divergence_limit([0.5, 0.7]) == pytest.approx(1.4)
+    assert divergence_limit([0.0, 0.0]) == float("inf")
     check_swa_loss(0, 1.2, limit=1.2, swa_lr=0.1, optimizer="adam")  # at the limit: fine
     for bad in (1.3, float("nan"), float("inf")):
         with pytest.raises(ConfigError, match="swa_lr=0.1"):
             check_swa_loss(3, bad, limit=1.2, swa_lr=0.1, optimizer="adam")
+
+
+def test_a_short_noisy_pre_training_is_not_taken_for_divergence():
+    """Two epochs of a dropout network on 10 items barely leave chance level (ln 3); the SWA
+    phase's loss wanders around it. That is no divergence (it was refused before)."""
+    from activebayes.nets import mlp
+
+    for data_seed in (1, 2, 5):  # each refused by the previous rule (half the gain of ~0.03 back)
+        x, y = toy(10, seed=data_seed)
+        swag = SWAG(mlp(2, 3), epochs=2, n_snapshots=20, seed=0, device="cpu").fit(x, y)
+        assert swag.moments_.n == 20
 
 
 def test_to_moves_the_fitted_posterior_and_keeps_its_samples():

@@ -33,6 +33,8 @@ class Dataset:
     x: [N, D] features, or [N, 1, H, W] images (a read-only memory map for .npy files).
     y: [N] labels as given in the file (numbers or text), or None.
     keys: N stable item keys from the file's key column / `keys` array, or None (use row index).
+    feature_names: the D feature column names of a csv file (its header, less the label and key
+        columns), or None for formats without names.
     """
 
     x: np.ndarray
@@ -40,6 +42,7 @@ class Dataset:
     keys: list[str] | None
     path: Path
     format: str
+    feature_names: list[str] | None = None
 
     def __len__(self) -> int:
         return int(self.x.shape[0])
@@ -186,7 +189,8 @@ def _load_csv(path: Path, label_column: str | None, key_column: str | None) -> D
     y = np.asarray(labels) if li is not None else None
     if ki is not None and len(set(keys)) != len(keys):
         raise DataError(f"data file {str(path)!r}: key column {key_column!r} has duplicate keys")
-    return Dataset(x, y, keys if ki is not None else None, path, "csv")
+    names = [header[i] for i in feature_idx]
+    return Dataset(x, y, keys if ki is not None else None, path, "csv", feature_names=names)
 
 
 def _is_float(text: str) -> bool:

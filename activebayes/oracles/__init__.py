@@ -1,7 +1,9 @@
 """Who answers the queries: `ask(keys, candidates) -> list[Answer]` (see `base`).
 
-`SimulatedOracle` (held-back truth), `FileOracle` (a `key,label` CSV), `PromptOracle` (a person
-in the terminal), `SimulatedParticipant` (memory span, in `participant.py`, loaded lazily).
+`SimulatedOracle` (held-back truth), `FileOracle` (a `key,label` CSV as spreadsheets write it:
+a BOM, `;` or tab, `id`/`answer` headers, extra columns), `PromptOracle` (a person in the
+terminal: skip, undo, help, Ctrl-C keeps what was typed; `on_answer` hands each answer over as it
+is given), `SimulatedParticipant` (memory span, in `participant.py`, loaded lazily).
 """
 
 from __future__ import annotations

@@ -1,8 +1,24 @@
-"""`FileOracle`: a human's answers from a `key,label` CSV file."""
+"""`FileOracle`: a human's answers from a `key,label` CSV file.
+
+What a person's spreadsheet program writes is read as meant:
+
+* UTF-8 with or without a byte-order mark (Excel's "CSV UTF-8"), or UTF-16 with one (Excel's
+  "Unicode Text");
+* `,`, `;` or tab between fields (the first line's most frequent one);
+* a header naming the key column `key`, `id` or `item` and the label column `label`, `answer` or
+  `class` (any case, any order; other columns are ignored), or no header at all (then every row
+  is exactly `key,label`);
+* `3.0` for class `3` and `26.0` for item key `26`, where the classes / keys are integers.
+
+Every message names the file and its line number, counted as a text editor does (the header is
+line 1).
+"""
 
 from __future__ import annotations
 
 import csv
+import io
+import re
 from collections.abc import Container, Sequence
 from pathlib import Path
 from typing import Any
@@ -10,60 +26,194 @@ from typing import Any
 from activebayes.errors import DataError
 from activebayes.oracles.base import Answer
 
+KEY_NAMES = ("key", "id", "item")
+LABEL_NAMES = ("label", "answer", "class")
+DELIMITERS = (",", ";", "\t")
+_INTEGRAL = re.compile(r"^([+-]?\d+)\.0*$")  # "26.0", "3.", "-1.00": a spreadsheet's integer
+
+
+def integral_text(text: str) -> str | None:
+    """"26.0" -> "26" (what a spreadsheet makes of the integer 26); None for any other text."""
+    found = _INTEGRAL.match(text)
+    return str(int(found.group(1))) if found else None
+
+
+def _either(names: Sequence[str]) -> str:
+    """("key", "id", "item") -> "key, id or item"."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def _decode(path: Path) -> str:
+    raw = path.read_bytes()
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        encoding = "utf-16"
+    else:
+        encoding = "utf-8-sig"  # drops a UTF-8 byte-order mark
+    try:
+        return raw.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"labels file {str(path)!r} is not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start}); "
+            "save it as 'CSV UTF-8' and run the command again"
+        ) from None
+
+
+def _delimiter(text: str) -> str:
+    """The most frequent of `,`, `;` and tab on the first non-blank line (`,` when none)."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    counts = {d: first.count(d) for d in DELIMITERS}
+    best = max(DELIMITERS, key=lambda d: counts[d])  # ties keep the earlier: "," first
+    return best if counts[best] else ","
+
 
 class FileOracle:
-    """Answers read from a CSV of `key,label` rows (a `key,label` header line is optional).
+    """Answers read from a CSV of `key,label` rows (see the module docstring for the forms read).
 
     The whole file is read and EVERY row validated on construction, before anything can be
-    recorded: malformed rows (wrong number of fields, empty key), a key given two different
-    labels, a label not among `classes`, a key not in `keys`. Each error is a DataError naming
-    the file and line. Repeated rows with the same label are kept once. A row whose label is
-    empty is a question not answered yet (a partly filled `round-N.csv`): it is skipped.
+    recorded: malformed rows (a different number of fields than the header, an empty key), a key
+    given two different labels, a label not among `classes`, a key not in `keys`. Each error is a
+    DataError naming the file and line. Repeated rows with the same label are kept once. A row
+    whose label is empty is a question not answered yet (a partly filled `<project>-round-N.csv`): it is
+    skipped, and its key listed in `unanswered`.
 
     Args:
         path: the CSV file.
         classes: allowed labels (compared as text), or None for any.
         keys: the known item keys (any container, e.g. a set), or None to skip that check.
+        key_names, label_names: header names accepted besides KEY_NAMES / LABEL_NAMES (e.g. the
+            project's own key column).
+
+    Attributes:
+        labels: key -> label, in file order.  lines: key -> the line that gave it.
+        unanswered: keys of rows with an empty label.  header: the header's fields, or None.
+        delimiter: the field separator found.
     """
 
     stop_requested = False
 
-    def __init__(self, path: str | Path, *, classes: Sequence[Any] | None = None, keys: Container[str] | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        classes: Sequence[Any] | None = None,
+        keys: Container[str] | None = None,
+        key_names: Sequence[str] = (),
+        label_names: Sequence[str] = (),
+    ) -> None:
         self.path = Path(path)
         self.classes = [str(c) for c in classes] if classes is not None else None
+        self.key_names = tuple(dict.fromkeys([*KEY_NAMES, *(n.strip().lower() for n in key_names if n)]))
+        self.label_names = tuple(dict.fromkeys([*LABEL_NAMES, *(n.strip().lower() for n in label_names if n)]))
+        self.lines: dict[str, int] = {}
+        self.unanswered: list[str] = []
+        self.header: list[str] | None = None
+        self.delimiter = ","
         self.labels: dict[str, str] = self._read(keys)
 
+    # ---- normalising one field ----------------------------------------------------------
+    def _key(self, text: str, known: Container[str] | None) -> str:
+        if known is None or text in known:
+            return text
+        whole = integral_text(text)
+        return whole if whole is not None and whole in known else text
+
+    def _label(self, text: str) -> str:
+        if self.classes is None or text in self.classes:
+            return text
+        whole = integral_text(text)
+        return whole if whole is not None and whole in self.classes else text
+
+    def _where(self, line: int) -> str:
+        return f"{str(self.path)!r} line {line}"
+
+    # ---- the header ---------------------------------------------------------------------
+    def _columns(self, fields: list[str], line: int, known: Container[str] | None) -> tuple[int, int, int, bool]:
+        """(key column, label column, fields per row, first row is a header) from the first row."""
+        names = [f.lower() for f in fields]
+        key_at = next((i for i, n in enumerate(names) if n in self.key_names), None)
+        label_at = next((i for i, n in enumerate(names) if n in self.label_names), None)
+        if key_at is not None and label_at is not None and key_at != label_at:
+            return key_at, label_at, len(fields), True
+        if len(fields) == 2:
+            key, label = self._key(fields[0], known), self._label(fields[1])
+            key_ok = known is not None and key in known
+            label_ok = self.classes is not None and label in self.classes
+            if key_ok or label_ok or (known is None and self.classes is None) or (known is None and not label):
+                return 0, 1, 2, False  # no header: the first row is an answer
+        accepted = (
+            f"name the key column {_either(self.key_names)} and the label column {_either(self.label_names)} "
+            "(other columns are ignored), or leave the header out and write key,label rows"
+        )
+        shown = self.delimiter.join(fields)
+        if key_at is not None:
+            what = f"header {shown!r} has no label column"
+        elif label_at is not None:
+            what = f"header {shown!r} has no key column"
+        else:
+            what = f"header {shown!r} is not recognised"
+        raise DataError(f"{self._where(line)}: {what}; {accepted}")
+
+    # ---- the file -----------------------------------------------------------------------
     def _read(self, known: Container[str] | None) -> dict[str, str]:
         if not self.path.is_file():
             raise DataError(f"labels file {str(self.path)!r} does not exist")
-        where: dict[str, int] = {}
+        text = _decode(self.path)
+        self.delimiter = _delimiter(text)
+        reader = csv.reader(io.StringIO(text, newline=""), delimiter=self.delimiter)
         labels: dict[str, str] = {}
         allowed = set(self.classes) if self.classes is not None else None
-        with self.path.open(newline="", encoding="utf-8") as fh:
-            for line_no, row in enumerate(csv.reader(fh), start=1):
-                if not row or all(not f.strip() for f in row):
+        columns: tuple[int, int, int, bool] | None = None
+        while True:
+            line = reader.line_num + 1  # where this record starts; the header is line 1
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                raise DataError(f"{self._where(line)}: not valid CSV ({exc}); fix that line and run the command again") from None
+            if not row or all(not f.strip() for f in row):
+                continue
+            fields = [f.strip() for f in row]
+            if columns is None:
+                columns = self._columns(fields, line, known)
+                if columns[3]:
+                    self.header = fields
                     continue
-                fields = [f.strip() for f in row]
-                if line_no == 1 and [f.lower() for f in fields] == ["key", "label"]:
-                    continue
-                at = f"{str(self.path)!r} line {line_no}"
-                if len(fields) != 2:
-                    raise DataError(f"{at}: expected 2 fields 'key,label', got {len(fields)}: {','.join(row)!r}")
-                key, label = fields
-                if not key:
-                    raise DataError(f"{at}: expected a key before the label, got {','.join(row)!r}")
-                if not label:
-                    continue  # not answered yet
-                if allowed is not None and label not in allowed:
-                    raise DataError(f"{at}: label {label!r} is not one of the classes {sorted(allowed)}")
-                if known is not None and key not in known:
-                    raise DataError(f"{at}: key {key!r} is not an item of this project")
-                if key in labels and labels[key] != label:
-                    raise DataError(
-                        f"{at}: key {key!r} has label {label!r} but line {where[key]} gave {labels[key]!r}"
-                    )
-                labels.setdefault(key, label)
-                where.setdefault(key, line_no)
+            key_at, label_at, width, has_header = columns
+            at = self._where(line)
+            if len(fields) != width and not (len(fields) > width and not any(fields[width:])):
+                like = f"like the header {self.delimiter.join(self.header)!r}" if has_header else "'key,label'"
+                raise DataError(
+                    f"{at}: expected {width} fields {like}, got {len(fields)}: {self.delimiter.join(row)!r}; "
+                    "fix that line (quote a label that holds the separator) and run the command again"
+                )
+            key, label = self._key(fields[key_at], known), self._label(fields[label_at])
+            if not key:
+                raise DataError(
+                    f"{at}: expected a key before the label, got {self.delimiter.join(row)!r}; fill in the key or delete the line"
+                )
+            if not label:
+                if key not in labels and key not in self.unanswered:
+                    self.unanswered.append(key)  # not answered yet
+                continue
+            if allowed is not None and label not in allowed:
+                shown = ", ".join(self.classes[:20]) + (" ..." if len(self.classes) > 20 else "")
+                raise DataError(
+                    f"{at}: label {label!r} is not one of the classes {shown}; correct line {line} and run the command again"
+                )
+            if known is not None and key not in known:
+                raise DataError(
+                    f"{at}: key {key!r} is not an item of this project; correct line {line} "
+                    "(keys are as in <project>-round-N.csv or `activebayes export`) and run the command again"
+                )
+            if key in labels and labels[key] != label:
+                raise DataError(
+                    f"{at}: key {key!r} has label {label!r} but line {self.lines[key]} gave {labels[key]!r}; "
+                    "keep one of the two lines and run the command again"
+                )
+            labels.setdefault(key, label)
+            self.lines.setdefault(key, line)
+        self.unanswered = [k for k in self.unanswered if k not in labels]
         return labels
 
     def answers(self) -> list[Answer]:

@@ -2,20 +2,36 @@
 
 Images (8x8, 28x28, or any square [D] row, or [1, H, W]) are drawn as terminal art: small
 images with two shade characters per pixel, larger ones with Unicode half blocks (one character
-holds two vertical pixels). Table rows are drawn as a `rich` table. The person types a label, `s`
-to skip the item, or `q` to save what was answered and stop.
+holds two vertical pixels). Table rows are drawn as a `rich` table under their column names, or,
+when that table is wider than the terminal, one `name: value` line per feature.
+
+At the prompt the person types a label, or
+
+    s   skip this item (it stays open)
+    u   undo the last answer given in this session and ask that item again
+    q   stop; the answers given so far are kept
+    ?   show these keys and the classes
+
+(a class named like a key wins; the key is then typed with a colon, `:s`). Ctrl-C and the end
+of input stop like `q`; `interrupted` tells Ctrl-C apart. With `on_answer` each answer is handed
+over the moment it is given (the CLI commits it to the database there, so a killed process
+loses nothing already typed), and `on_undo` takes one back.
 """
 
 from __future__ import annotations
 
+import io
 import math
+import os
+import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 import numpy as np
 
 from activebayes.oracles.base import Answer
+from activebayes.oracles.file import integral_text
 
 SHADES = " ░▒▓█"
 
@@ -54,73 +70,200 @@ def _as_image(candidate: np.ndarray) -> np.ndarray | None:
 
 
 class PromptOracle:
-    """Asks a person for each label in the terminal.
+    """Asks a person for each label in the terminal (see the module docstring for the keys).
 
     Args:
-        classes: allowed labels (a typed label must be one of them), or None for any text.
+        classes: allowed labels (a typed label must be one of them; `3.0` is taken for class `3`),
+            or None for any text.
         feature_names: column names for table rows (default x0, x1, ...).
         input, output: text streams (default stdin/stdout); tests pass io.StringIO.
         image: "auto" (square 64/784 rows and [1, H, W] are drawn as images), True or False.
+        width: the terminal's width in characters; None asks the terminal each time an item is
+            drawn ($COLUMNS, else the size of `output`, else of stdout, else 120).
+        on_answer: called as `on_answer(key, label)` as soon as a label is typed; what it returns
+            is kept and handed back to `on_undo`. A ValueError (e.g. DataError) it raises is shown
+            and the same item asked again.
+        on_undo: called as `on_undo(key, returned)` when the person undoes that answer; returning
+            False refuses the undo (it should say why on `output`).
+
+    After `ask`: `stop_requested` is True when the person stopped (q, Ctrl-C, end of input) before
+    the last item, `interrupted` when that was Ctrl-C.
     """
 
-    def __init__(self, *, classes: Sequence[Any] | None = None, feature_names: Sequence[str] | None = None,
-                 input: TextIO | None = None, output: TextIO | None = None, image: bool | str = "auto") -> None:  # fmt: skip
+    COMMANDS = {"s": "skip", "u": "undo", "q": "quit", "?": "help"}
+
+    def __init__(
+        self,
+        *,
+        classes: Sequence[Any] | None = None,
+        feature_names: Sequence[str] | None = None,
+        input: TextIO | None = None,
+        output: TextIO | None = None,
+        image: bool | str = "auto",
+        width: int | None = None,
+        on_answer: Callable[[str, str], Any] | None = None,
+        on_undo: Callable[[str, Any], bool | None] | None = None,
+    ) -> None:
         self.classes = [str(c) for c in classes] if classes is not None else None
-        self.feature_names = list(feature_names) if feature_names is not None else None
+        self.feature_names = [str(n) for n in feature_names] if feature_names is not None else None
         self.input = input if input is not None else sys.stdin
         self.output = output if output is not None else sys.stdout
         self.image = image
+        self.width = width
+        self.on_answer = on_answer
+        self.on_undo = on_undo
         self.stop_requested = False
+        self.interrupted = False
+        taken = set(self.classes or ())
+        # what the person types for each command: "s", or ":s" when a class is called "s"
+        self.keys = {cmd: (cmd if cmd not in taken else f":{cmd}") for cmd in self.COMMANDS}
+
+    # ---- drawing ------------------------------------------------------------------------
+    def terminal_width(self) -> int:
+        """`width`, else $COLUMNS, else the size of the output's terminal, else stdout's, else 120."""
+        if self.width:
+            return int(self.width)
+        columns = os.environ.get("COLUMNS", "")
+        if columns.isdigit() and int(columns) > 0:
+            return int(columns)
+        try:
+            return os.get_terminal_size(self.output.fileno()).columns
+        except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+            return shutil.get_terminal_size((120, 24)).columns
+
+    def _write(self, text: str) -> None:
+        self.output.write(text)
+        self.output.flush()
 
     def _show(self, key: str, candidate: Any, index: int, total: int) -> None:
-        from rich.console import Console
-        from rich.table import Table
-
-        console = Console(file=self.output, force_terminal=False, width=120, color_system=None)
-        console.print(f"item {index + 1}/{total}: {key}")
+        self._write(f"item {index + 1}/{total}: {key}\n")
         if candidate is None:
             return
         image = _as_image(candidate) if self.image is not False else None
         if image is not None and (self.image is True or self.image == "auto"):
-            self.output.write(image_art(image) + "\n")
+            self._write(image_art(image) + "\n")
             return
-        row = np.asarray(candidate).reshape(-1)
-        names = self.feature_names or [f"x{j}" for j in range(row.size)]
+        self._write(self.render_row(np.asarray(candidate).reshape(-1)))
+
+    def render_row(self, row: np.ndarray) -> str:
+        """A table row under its column names, or `name: value` lines when the table would be
+        wider than the terminal."""
+        from rich.console import Console
+        from rich.table import Table
+
+        values = [f"{v:.4g}" for v in np.asarray(row).reshape(-1).tolist()]
+        names = list(self.feature_names or [])
+        if len(names) != len(values):
+            names = [f"x{j}" for j in range(len(values))]
+        width = self.terminal_width()
+        # rich's default box: one space of padding either side of a cell, one border between cells
+        table_width = sum(max(len(n), len(v)) + 3 for n, v in zip(names, values)) + 1
+        if table_width > width:
+            pad, right = max(len(n) for n in names) + 1, max(len(v) for v in values)
+            return "".join(f"{n + ':':<{pad}} {v:>{right}}\n" for n, v in zip(names, values))
+        buffer = io.StringIO()
+        console = Console(file=buffer, force_terminal=False, width=width, color_system=None, highlight=False)
         table = Table(show_header=True)
         for name in names:
-            table.add_column(str(name))
-        table.add_row(*[f"{v:.4g}" for v in row.tolist()])
+            table.add_column(name, no_wrap=True)
+        table.add_row(*values)
         console.print(table)
+        return buffer.getvalue()
 
-    def _read_label(self) -> str | None:
+    def help_text(self) -> str:
+        k = self.keys
+        if self.classes is None:
+            label = "  a label   any text: the item's label\n"
+        else:
+            label = f"  a class   one of: {', '.join(self.classes)}\n"
+        return (
+            label
+            + f"  {k['s']:<8}  skip this item (it stays open)\n"
+            + f"  {k['u']:<8}  undo the last answer of this session and ask that item again\n"
+            + f"  {k['q']:<8}  stop here; the answers given so far are kept\n"
+            + f"  {k['?']:<8}  this help\n"
+            + "  Ctrl-C    stop at once; the answers given so far are kept\n"
+        )
+
+    # ---- reading ------------------------------------------------------------------------
+    def _label(self, text: str) -> str | None:
+        """The class (or free text) `text` stands for, or None when it is not a label."""
+        if not text:
+            return None
+        if self.classes is None or text in self.classes:
+            return text
+        whole = integral_text(text)
+        return whole if whole is not None and whole in self.classes else None
+
+    def _read(self) -> tuple[str, str | None]:
+        """The person's next action: ("label", text), ("skip"|"undo"|"quit"|"interrupt", None)."""
+        k = self.keys
         choices = f" [{', '.join(self.classes)}]" if self.classes is not None and len(self.classes) <= 20 else ""
+        commands = {typed: action for action, typed in ((self.COMMANDS[c], k[c]) for c in self.COMMANDS)}
+        commands.update({f":{c}": self.COMMANDS[c] for c in self.COMMANDS})
         while True:
-            self.output.write(f"label{choices} (s = skip, q = save and quit): ")
-            self.output.flush()
-            line = self.input.readline()
+            self._write(f"label{choices} ({k['s']} skip, {k['u']} undo, {k['q']} quit, {k['?']} help): ")
+            try:
+                line = self.input.readline()
+            except KeyboardInterrupt:
+                self._write("\n")
+                return "interrupt", None
             if line == "":  # end of input: behave like q
-                return "q"
+                self._write("\n")
+                return "quit", None
             text = line.strip()
-            if text in ("s", "q"):
-                return text
-            if text and (self.classes is None or text in self.classes):
-                return text
-            self.output.write(f"  {text!r} is not a label; type one of the classes, s or q\n")
+            action = commands.get(text)
+            if action == "help":
+                self._write(self.help_text())
+                continue
+            if action is not None:
+                return action, None
+            label = self._label(text)
+            if label is not None:
+                return "label", label
+            expected = "one of the classes" if self.classes is not None else "a label"
+            self._write(f"  {text!r} is not a label; type {expected}, or {k['?']} for help\n")
 
     def ask(self, keys: Sequence[str], candidates: Any = None) -> list[Answer]:
-        """Ask for each key in turn; skipped keys and those after `q` get None."""
-        answers: list[Answer] = []
-        for i, key in enumerate(keys):
-            if self.stop_requested:
-                answers.append(Answer(str(key), None))
-                continue
-            self._show(str(key), None if candidates is None else candidates[i], i, len(keys))
-            text = self._read_label()
-            if text == "q":
-                self.stop_requested = True
-                answers.append(Answer(str(key), None))
-            else:
-                answers.append(Answer(str(key), None if text == "s" else text))
+        """Ask for each key in turn; skipped keys, undone ones and those after a stop get None."""
+        keys = [str(k) for k in keys]
+        answers = [Answer(k, None) for k in keys]
+        given: list[tuple[int, Any]] = []  # (position, what on_answer returned) of this session's answers
+        self.stop_requested = self.interrupted = False
+        i = 0
+        while i < len(keys):
+            self._show(keys[i], None if candidates is None else candidates[i], i, len(keys))
+            while True:
+                action, label = self._read()
+                if action == "label":
+                    token = None
+                    if self.on_answer is not None:
+                        try:
+                            token = self.on_answer(keys[i], label)
+                        except ValueError as exc:  # e.g. not a number for a regression project
+                            self._write(f"  {exc}\n")
+                            continue
+                    answers[i] = Answer(keys[i], label)
+                    given.append((i, token))
+                    i += 1
+                elif action == "skip":
+                    i += 1
+                elif action == "undo":
+                    if not given:
+                        self._write("  nothing to undo: no answer given in this session yet\n")
+                        continue
+                    j, token = given[-1]
+                    if self.on_undo is not None and self.on_undo(keys[j], token) is False:
+                        continue
+                    given.pop()
+                    self._write(f"  undone: {keys[j]} was {answers[j].value!r}; asking it again\n")
+                    answers[j] = Answer(keys[j], None)
+                    i = j
+                else:  # quit or interrupt
+                    self.stop_requested = True
+                    self.interrupted = action == "interrupt"
+                    return answers
+                break
         return answers
 
 

@@ -22,7 +22,8 @@ Adam; `swa_optimizer` overrides it) and weight decay at its own constant learnin
 swa_lr = `swa_lr_ratio` × the training lr, one snapshot per epoch (Maddox et al.'s recipe).
 A divergence guard watches the SWA phase's mean training loss per epoch: a non-finite loss, or one
 above L_last + ½ (L_first − L_last) (having lost half of what pre-training gained; L_first, L_last
-the first and last pre-training epochs' losses; 2 L_first when pre-training gained nothing), stops
+the first and last pre-training epochs' losses; 2 max(L_first, L_last) where pre-training did not
+halve its loss, so a short or noisy pre-training is not mistaken for divergence), stops
 `fit` with a ConfigError naming swa_lr and the loss seen: the snapshots of a diverged run are no
 posterior.
 
@@ -149,10 +150,17 @@ def _unflatten(model: nn.Module, thetas: Tensor) -> dict[str, Tensor]:
 
 
 def divergence_limit(pre_losses: list[float]) -> float:
-    """The highest SWA-phase epoch loss still taken as converged (module docstring):
-    L_last + ½ (L_first − L_last), or 2 L_first when pre-training gained nothing."""
+    """The highest SWA-phase epoch loss still taken as converged (module docstring).
+
+    Where pre-training at least halved its loss (L_last <= L_first / 2), L_last + ½ (L_first −
+    L_last): losing half of that gain is divergence. Where it gained less (a few epochs, a noisy
+    dropout loss), the SWA loss fluctuates around L_first and only 2 max(L_first, L_last) counts;
+    with both 0, only a non-finite loss does.
+    """
     first, last = pre_losses[0], pre_losses[-1]
-    return last + 0.5 * (first - last) if first > last else 2.0 * first
+    if first > 0 and last <= 0.5 * first:
+        return last + 0.5 * (first - last)
+    return 2.0 * max(first, last) if max(first, last) > 0 else math.inf
 
 
 def check_swa_loss(epoch: int, loss: float, *, limit: float, swa_lr: float, optimizer: str) -> None:

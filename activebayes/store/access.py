@@ -338,3 +338,144 @@ def round_queries(session: Session, round_id: int) -> list[tuple[int, str, int, 
         stmt = select(Observation.item_id, Observation.value).where(Observation.id.in_(inner))
         values.update({item: value for item, value in session.execute(stmt)})
     return [(r[0], r[1], r[2], r[3], r[4], values.get(r[0])) for r in result]
+
+
+def pack_round_scores(item_ids: Sequence[int] | np.ndarray, scores: Sequence[float] | np.ndarray) -> tuple[bytes, bytes, int]:
+    """(item ids as little-endian int32 bytes, scores as little-endian float32 bytes, N) of a
+    round's N scored candidates; DataError for mismatched lengths or an id outside int32."""
+    ids = np.asarray(item_ids, dtype=np.int64).reshape(-1)
+    values = np.asarray(scores, dtype=np.float64).reshape(-1)
+    if ids.shape != values.shape:
+        raise DataError(f"candidate scores: expected one score per item id ({len(ids)}), got {len(values)}")
+    if len(ids) and (ids.min() < 0 or ids.max() > np.iinfo(np.int32).max):
+        raise DataError(f"candidate scores: item ids must fit int32, got {ids.min()}..{ids.max()}")
+    return ids.astype("<i4").tobytes(), values.astype("<f4").tobytes(), len(ids)
+
+
+def insert_round_scores(session: Session, round_id: int, item_ids: Any, scores: Any) -> None:
+    """Store every candidate's score of a round as one `round_scores` row (packed arrays)."""
+    from activebayes.store.models import RoundScores
+
+    packed_ids, packed_scores, n = pack_round_scores(item_ids, scores)
+    session.execute(
+        insert(RoundScores.__table__),
+        {"round_id": round_id, "n_candidates": n, "item_ids": packed_ids, "scores": packed_scores},
+    )
+
+
+def read_round_scores(session: Session, round_id: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(item ids [N] int64, scores [N] float32) stored for a round, or None when it has none."""
+    from activebayes.store.models import RoundScores
+
+    stmt = select(RoundScores.n_candidates, RoundScores.item_ids, RoundScores.scores).where(
+        RoundScores.round_id == round_id
+    )
+    found = session.execute(stmt).one_or_none()
+    if found is None:
+        return None
+    n, packed_ids, packed_scores = found
+    ids = np.frombuffer(bytes(packed_ids), dtype="<i4", count=n).astype(np.int64)
+    return ids, np.frombuffer(bytes(packed_scores), dtype="<f4", count=n).astype(np.float32)
+
+
+# ---- labelling: checked appends and undo (`activebayes label`) ----------------------------------
+def label_states(session: Session, project_id: int, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """For each known key: {"item_id", "split", "consumable", "label"} where "label" is the
+    item's current label (its latest observation) or None. Unknown keys are absent."""
+    found: dict[str, tuple[int, str, bool]] = {}
+    unique = list(dict.fromkeys(str(k) for k in keys))
+    for start in range(0, len(unique), KEY_CHUNK):
+        chunk = unique[start : start + KEY_CHUNK]
+        stmt = select(Item.key, Item.id, Item.split, Item.consumable).where(
+            Item.project_id == project_id, Item.key.in_(chunk)
+        )
+        found.update({k: (i, sp, bool(c)) for k, i, sp, c in session.execute(stmt)})
+    current = latest_values(session, [v[0] for v in found.values()])
+    return {
+        k: {"item_id": i, "split": sp, "consumable": c, "label": current.get(i)} for k, (i, sp, c) in found.items()
+    }
+
+
+def append_checked(
+    session: Session,
+    project: Project,
+    rows: Sequence[tuple[str, Any, int | None]],
+    *,
+    expected: dict[str, str | None],
+    who: str,
+    source: str,
+    return_ids: bool = True,
+) -> tuple[list[int], dict[str, tuple[str | None, str | None]]]:
+    """Append one observation per `(key, value, round id or None)` unless some key's current label
+    is no longer `expected[key]` (another writer changed it since the caller looked).
+
+    Returns (new observation ids in row order, or [] unless `return_ids`; {}) or
+    ([], {key: (expected, now)}) when anything changed, having written nothing. Unknown keys and bad values raise DataError. The items' rows
+    are locked first on PostgreSQL (FOR UPDATE); SQLite write transactions are BEGIN IMMEDIATE.
+    Unlike `record_observations` nothing is skipped as a repeat: the caller has already left out
+    the rows whose label would not change.
+    """
+    values = [(str(k), normalize_value(project, v), r) for k, v, r in rows]
+    if not values:
+        return [], {}
+    ids = item_ids_for_keys(session, project.id, [k for k, _, _ in values])
+    unknown = list(dict.fromkeys(k for k, _, _ in values if k not in ids))
+    if unknown:
+        shown = ", ".join(repr(k) for k in unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+        raise DataError(f"answers: {len(unknown)} key(s) are not items of project {project.name!r}: {shown}")
+    if session.get_bind().dialect.name == "postgresql":
+        id_list = sorted(set(ids.values()))
+        for start in range(0, len(id_list), KEY_CHUNK):
+            lock = select(Item.id).where(Item.id.in_(id_list[start : start + KEY_CHUNK])).order_by(Item.id)
+            session.execute(lock.with_for_update()).all()
+    current = latest_values(session, list(set(ids.values())))
+    conflicts = {
+        k: (expected.get(k), current.get(ids[k]))
+        for k in dict.fromkeys(k for k, _, _ in values)
+        if k in expected and current.get(ids[k]) != expected[k]
+    }
+    if conflicts:
+        return [], conflicts
+    now = utcnow()
+    new = [
+        {"item_id": ids[k], "value": v, "who": who, "source": source, "round_id": r, "created_at": now}
+        for k, v, r in values
+    ]
+    table = Observation.__table__
+    out: list[int] = []
+    for start in range(0, len(new), CHUNK):
+        if return_ids:  # RETURNING costs about twice a plain executemany: only when asked
+            stmt = insert(table).returning(table.c.id, sort_by_parameter_order=True)
+            out.extend(row[0] for row in session.execute(stmt, new[start : start + CHUNK]))
+        else:
+            session.execute(insert(table), new[start : start + CHUNK])
+    return out, {}
+
+
+def delete_observation(session: Session, project: Project, observation_id: int) -> str:
+    """Delete observation `observation_id` of `project` (an answer taken back at once); returns
+    its item's key. StoreError when it is not there (already taken back) or when its round is no
+    longer waiting for answers (closed meanwhile: a later fit may have used the answer)."""
+    from sqlalchemy import delete
+
+    stmt = (
+        select(Observation.round_id, Item.key)
+        .join(Item, Item.id == Observation.item_id)
+        .where(Observation.id == observation_id, Item.project_id == project.id)
+    )
+    found = session.execute(stmt).one_or_none()
+    if found is None:
+        raise StoreError(f"observation {observation_id}: no such answer in project {project.name!r} (taken back already?)")
+    round_id, key = found
+    if round_id is not None:
+        lock = select(Round.number, Round.status).where(Round.id == round_id)
+        if session.get_bind().dialect.name == "postgresql":
+            lock = lock.with_for_update()
+        number, status = session.execute(lock).one()
+        if status != "queried":
+            raise StoreError(
+                f"the answer for {key!r} belongs to round {number}, which is {status!r} now, no longer waiting for answers; "
+                "correct it with `activebayes label --from FILE --relabel`"
+            )
+    session.execute(delete(Observation).where(Observation.id == observation_id))
+    return key

@@ -4,6 +4,8 @@
     items         one candidate: stable key, row index into the data file, pool|test split
     rounds        one fit → score → query → answer cycle and its status, metrics, timings
     queries       what a round asked: item, acquisition score, rank (0 = best)
+    round_scores  every candidate's acquisition score of a round (one row per scored round,
+                  packed arrays; see `RoundScores`), for the reports' histograms
     observations  append-only answers: item, value, who, source, round (nullable), time
 
 An item's label is its latest observation (largest id). Features never live in the database:
@@ -26,6 +28,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     UniqueConstraint,
@@ -139,6 +142,25 @@ class Query(Base):
     item_id: Mapped[int] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"))
     score: Mapped[float] = mapped_column(Float)
     rank: Mapped[int] = mapped_column(Integer)
+
+
+class RoundScores(Base):
+    """Every scored candidate of a round and its acquisition score, as two packed arrays of
+    `n_candidates` little-endian values: `item_ids` int32 (`Item.id`, in candidate order) and
+    `scores` float32.
+
+    One row per round that scored its candidates (none for a random cold-start round, a random
+    acquisition, or a round recorded before revision 0002). ~8 bytes per candidate: 480 KB for a
+    pool of 60,000, written in one INSERT (a row per candidate would cost 60,000 rows a round).
+    For batch-bald the scores are its BALD pre-filter scores (nats) of every candidate.
+    """
+
+    __tablename__ = "round_scores"
+
+    round_id: Mapped[int] = mapped_column(ForeignKey("rounds.id", ondelete="CASCADE"), primary_key=True)
+    n_candidates: Mapped[int] = mapped_column(Integer)
+    item_ids: Mapped[bytes] = mapped_column(LargeBinary)
+    scores: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class Observation(Base):

@@ -18,13 +18,20 @@ Schema versions (Alembic, `activebayes/store/migrations`): on open, an empty dat
 at the newest revision; a database at an OLDER revision is upgraded automatically, in one
 transaction, before anything else runs (pass `upgrade=False` to get a StoreError instead); a
 database at a revision this activebayes does not know (written by a newer version) is refused
-with a StoreError that says to upgrade activebayes.
+with a StoreError that says to upgrade activebayes (both are `SchemaVersionError`).
+
+`PoolStore(url, create=False)` opens only an existing activebayes database and writes nothing
+when there is none: a missing or empty SQLite file, or a PostgreSQL database/schema without the
+activebayes tables, raises `SchemaMissingError` (a SQLite file is probed read-only first, so it is
+neither created nor switched to WAL). Only `sqlite:///path` and `postgresql+psycopg://...` URLs are
+accepted (`unsupported_url`); any other driver is a StoreError naming both, before any import.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +42,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, delete, event, inspect, select, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
@@ -46,6 +53,61 @@ from activebayes.store.records import ProjectInfo, QueryInfo, RoundInfo, _projec
 
 BUSY_TIMEOUT_MS = 60_000
 _PG_MIGRATION_LOCK = 74_261_007  # pg_advisory_xact_lock key while migrating
+SUPPORTED_URLS = "sqlite:///path/to/file.db or postgresql+psycopg://user@host/dbname"
+_SUPPORTED_DRIVERS = ("sqlite", "sqlite+pysqlite", "postgresql+psycopg")
+
+
+class SchemaMissingError(StoreError):
+    """`PoolStore(url, create=False)` found no activebayes database at `url` (nothing was written)."""
+
+
+class SchemaVersionError(StoreError):
+    """The schema revision of the database is not this activebayes's newest: `newer` (written by a
+    newer activebayes) or older (refused with `upgrade=False`). `current` is None at base."""
+
+    def __init__(self, message: str, *, current: str | None, head: str, newer: bool) -> None:
+        super().__init__(message)
+        self.current, self.head, self.newer = current, head, newer
+
+
+def unsupported_url(url: str) -> str | None:
+    """Why `url` is not a database URL activebayes can open (see SUPPORTED_URLS), or None.
+    Decided from the URL's text alone: no driver is imported."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return f"{url!r} is not a database URL"
+    if parsed.drivername not in _SUPPORTED_DRIVERS:
+        return (
+            f"unsupported database URL scheme {parsed.drivername + '://'!r} "
+            "(activebayes opens SQLite files, and PostgreSQL through psycopg 3)"
+        )
+    return None
+
+
+def _shown(url: str) -> str:
+    """`url` for a message: the password hidden."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def _require_sqlite_schema(url: str) -> None:
+    """For `create=False`: SchemaMissingError unless the SQLite file at `url` exists and holds an
+    activebayes schema, checked through a read-only connection (the file is not created or
+    changed). Other backends and in-memory databases are checked after connecting."""
+    parsed = make_url(url)
+    database = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or database in ("", ":memory:") or database.startswith("file:"):
+        return
+    path = Path(database)
+    if not path.is_file():
+        raise SchemaMissingError(f"no activebayes database at {_shown(url)} (no file {str(path)!r})")
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"url: {str(path)!r} is not an SQLite database ({exc}); check --db") from exc
+    if not tables & {"alembic_version", "projects"}:
+        raise SchemaMissingError(f"no activebayes database at {_shown(url)} (the file holds no activebayes tables)")
 
 
 def alembic_config() -> Config:
@@ -92,22 +154,36 @@ class PoolStore:
     Args:
         url: `sqlite:///path.db` (embedded default) or `postgresql+psycopg://...`; a bare path is
             taken as a SQLite file.
-        upgrade: upgrade an older schema on open (default); False raises StoreError instead.
+        upgrade: upgrade an older schema on open (default); False raises SchemaVersionError instead.
+        create: create the schema in an empty database (default); False raises SchemaMissingError
+            instead and writes nothing (for read-only use).
     """
 
-    def __init__(self, url: str | Path = "sqlite:///activebayes.db", *, upgrade: bool = True) -> None:
+    def __init__(
+        self, url: str | Path = "sqlite:///activebayes.db", *, upgrade: bool = True, create: bool = True
+    ) -> None:
         url = str(url)
         if "://" not in url:
             url = f"sqlite:///{url}"
         self.url = url
+        reason = unsupported_url(url)
+        if reason is not None:
+            raise StoreError(f"url: {reason}; use {SUPPORTED_URLS}")
+        if not create:
+            _require_sqlite_schema(url)
+        self.engine = None  # type: ignore[assignment]
         try:
             self.engine = _make_engine(url)
             self._write_engine = self.engine.execution_options(activebayes_write=True)
             self._sessions = sessionmaker(self._write_engine, expire_on_commit=False)
             self._read_sessions = sessionmaker(self.engine, expire_on_commit=False)
-            self._migrate(upgrade)
-        except SQLAlchemyError as exc:
-            raise StoreError(f"url: cannot open the database {make_url(url).render_as_string()!r}: {exc}") from exc
+            self._migrate(upgrade, create)
+        except BaseException as exc:
+            if self.engine is not None:
+                self.engine.dispose()  # a store that failed to open keeps no connection
+            if isinstance(exc, SQLAlchemyError):
+                raise StoreError(f"url: cannot open the database {_shown(url)!r}: {exc}") from exc
+            raise
 
     # ---- schema -------------------------------------------------------------------------
     def _revision_state(self, conn: Any, script: ScriptDirectory) -> tuple[str | None, str]:
@@ -117,17 +193,21 @@ class PoolStore:
             try:
                 script.get_revision(current)
             except Exception:  # alembic raises several kinds for an unknown revision
-                raise StoreError(
+                raise SchemaVersionError(
                     f"database: schema revision {current!r} is newer than this activebayes knows "
-                    f"(newest {head!r}); upgrade activebayes to open {self.url!r}"
+                    f"(newest {head!r}); upgrade activebayes to open {_shown(self.url)!r}",
+                    current=current, head=head, newer=True,
                 ) from None
         return current, head
 
-    def _migrate(self, upgrade: bool) -> None:
+    def _migrate(self, upgrade: bool, create: bool = True) -> None:
         cfg = alembic_config()
         script = ScriptDirectory.from_config(cfg)
         with self.engine.connect() as conn, conn.begin():
             current, head = self._revision_state(conn, script)
+            if current is None and not create and not inspect(conn).has_table("alembic_version"):
+                if not inspect(conn).has_table("projects"):
+                    raise SchemaMissingError(f"no activebayes database at {_shown(self.url)} (it has no activebayes tables)")
         if current == head:
             return
         with self._write_engine.connect() as conn, conn.begin():
@@ -140,7 +220,10 @@ class PoolStore:
                 raise StoreError("database: has a 'projects' table but no activebayes schema version; use another database")
             older = current is not None or inspect(conn).has_table("alembic_version")  # base = downgraded
             if older and not upgrade:
-                raise StoreError(f"database: schema revision {current or 'base'!r} is older than {head!r}; open with upgrade=True")
+                raise SchemaVersionError(
+                    f"database: schema revision {current or 'base'!r} is older than {head!r}; open with upgrade=True",
+                    current=current, head=head, newer=False,
+                )
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, "head")
 
@@ -448,3 +531,92 @@ class PoolStore:
             if complete:
                 access.set_status(s, rnd, "answered")
             return recorded
+
+    # ---- every candidate's score of a round (revision 0002) --------------------------------
+    def record_queries_and_scores(
+        self,
+        name: str,
+        number: int,
+        item_ids: Sequence[int],
+        scores: Sequence[float],
+        *,
+        timings: dict[str, float],
+        candidate_ids: Sequence[int] | np.ndarray | None = None,
+        candidate_scores: Sequence[float] | np.ndarray | None = None,
+    ) -> RoundInfo:
+        """`record_queries`, and in the same transaction the score of every candidate the round
+        scored (`candidate_ids` [N] item ids, `candidate_scores` [N]; see `RoundScores`).
+        Without them (a random round) this is `record_queries` exactly."""
+        if (candidate_ids is None) != (candidate_scores is None):
+            raise DataError("candidate_ids, candidate_scores: pass both or neither")
+        with self.transaction() as s:
+            rnd = access.get_round(s, access.get_project(s, name), number)
+            access.insert_queries(s, rnd.id, item_ids, scores)
+            if candidate_ids is not None:
+                access.insert_round_scores(s, rnd.id, candidate_ids, candidate_scores)
+            access.set_status(s, rnd, "scored", timings={**(rnd.timings or {}), **timings})
+            return _round_info(rnd)
+
+    def round_scores(self, name: str, number: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """(item ids [N] int64, scores [N] float32) of every candidate round `number` scored, in
+        candidate order; None for a round without stored scores (random, or recorded before 0002)."""
+        with self.transaction(write=False) as s:
+            rnd = access.get_round(s, access.get_project(s, name), number)
+            return access.read_round_scores(s, rnd.id)
+
+    def scored_rounds(self, name: str) -> list[int]:
+        """The numbers of the rounds that stored every candidate's score, ascending (no arrays read)."""
+        from activebayes.store.models import RoundScores
+
+        with self.transaction(write=False) as s:
+            project = access.get_project(s, name)
+            stmt = (
+                select(Round.number)
+                .join(RoundScores, RoundScores.round_id == Round.id)
+                .where(Round.project_id == project.id)
+                .order_by(Round.number)
+            )
+            return list(s.scalars(stmt))
+
+    # ---- labelling: checked appends and undo (`activebayes label`) ------------------------
+    def label_states(self, name: str, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """For each of `keys` that is an item: {"item_id", "split" ("pool"|"test"), "consumable",
+        "label" (its current label, None when unlabelled)}; unknown keys are left out."""
+        with self.transaction(write=False) as s:
+            return access.label_states(s, access.get_project(s, name).id, keys)
+
+    def record_labels(
+        self,
+        name: str,
+        rows: Sequence[tuple[str, Any, int | None]],
+        *,
+        who: str,
+        source: str,
+        expected: dict[str, str | None],
+        return_ids: bool = True,
+    ) -> tuple[list[int], dict[str, tuple[str | None, str | None]]]:
+        """Append `(key, label, round number or None)` rows in ONE transaction, provided every
+        key's current label is still `expected[key]` (as the caller read it with `label_states`).
+
+        Returns (the new observations' ids — [] with `return_ids=False`, faster for a big file —
+        and {}); or ([], {key: (expected, now)}) having written nothing when another writer
+        changed a label meanwhile. See `access.append_checked`.
+        """
+        with self.transaction() as s:
+            project = access.get_project(s, name)
+            round_ids: dict[int, int] = {}
+            resolved = []
+            for key, value, number in rows:
+                if number is not None and number not in round_ids:
+                    round_ids[number] = access.get_round(s, project, number).id
+                resolved.append((key, value, round_ids[number] if number is not None else None))
+            return access.append_checked(
+                s, project, resolved, expected=expected, who=who, source=source, return_ids=return_ids
+            )
+
+    def retract_observation(self, name: str, observation_id: int) -> str:
+        """Take back an answer just given (the prompt's `u`): delete observation `observation_id`,
+        returning its item's key, so the item's label is what it was before. Refused (StoreError)
+        once the answer's round is no longer waiting for answers. See `access.delete_observation`."""
+        with self.transaction() as s:
+            return access.delete_observation(s, access.get_project(s, name), int(observation_id))

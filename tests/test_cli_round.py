@@ -1,0 +1,462 @@
+"""`activebayes round`: its round files, the checks before a round is created, resuming an
+interrupted round with its recorded options (or --restart-round), and --model files. Every
+mistake is one line, exit 2, and leaves the database unchanged, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from activebayes_cli.main import app
+from cli_checks import assert_mistake, db_dump
+from test_cli import write_pool_csv
+
+TINY = ("--epochs", "2", "--samples", "2", "--device", "cpu")
+WITH_DROPOUT = (
+    "from torch import nn\n"
+    "def make():\n"
+    "    return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Dropout(0.5), nn.Linear(8, 3))\n"
+)
+NO_DROPOUT = (
+    "from torch import nn\n"
+    "def small():\n"
+    "    return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))\n"
+)
+
+
+def run(*args: str):
+    """Invoke the CLI in-process; exceptions that escape the error handler stay visible."""
+    return CliRunner().invoke(app, list(args), catch_exceptions=False)
+
+
+def ok(*args: str):
+    result = run(*args)
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def rows_of(path: str | Path) -> list[list[str]]:
+    with Path(path).open(newline="", encoding="utf-8") as fh:
+        return list(csv.reader(fh))
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch, db_url):
+    """A clean working directory whose ACTIVEBAYES_DB is `db_url` (SQLite, then PostgreSQL)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ACTIVEBAYES_PROJECT", raising=False)
+    monkeypatch.setenv("ACTIVEBAYES_DB", db_url)
+    return db_url
+
+
+def add_project(name: str, *, test_fraction: str = "0.25") -> None:
+    if not Path("pool.csv").exists():
+        write_pool_csv(Path("pool.csv"))
+    ok("init", "--name", name, "--classes", "a,b,c")
+    ok("--project", name, "pool", "add", "pool.csv", "--key-column", "id", "--label-column", "label", "--test-fraction", test_fraction)
+
+
+@pytest.fixture
+def pooled(db):
+    """Project 'blobs': 45 pool items (truth held back) and 15 labelled test items."""
+    add_project("blobs")
+    return db
+
+
+def pool_features() -> dict[str, list[str]]:
+    return {r[0]: r[1:5] for r in rows_of("pool.csv")[1:]}
+
+
+def interrupt_at(monkeypatch, stage: str) -> None:
+    """The next round is killed (KeyboardInterrupt) when it reaches `stage`."""
+    from activebayes.loop import ActiveLearningLoop
+
+    original = ActiveLearningLoop._stage
+
+    def stage_hook(self, name):
+        if name == stage:
+            raise KeyboardInterrupt
+        original(self, name)
+
+    monkeypatch.setattr(ActiveLearningLoop, "_stage", stage_hook)
+
+
+# ---- round files ---------------------------------------------------------------------------------
+def test_round_files_are_per_project_and_never_overwritten(db):
+    add_project("first")
+    add_project("second")
+    result = ok("--project", "first", "round", *TINY, "--k", "3")
+    assert "first-round-1.csv" in result.stdout and not Path("round-1.csv").exists()
+    filled = [r[:1] + ["a"] + r[2:] for r in rows_of("first-round-1.csv")[1:]]
+    with Path("first-round-1.csv").open("a", newline="") as fh:  # a person fills in the form
+        csv.writer(fh).writerows(filled)
+    text = Path("first-round-1.csv").read_text()
+
+    # the second project's round 1 has its own file
+    data = json.loads(ok("--json", "--project", "second", "round", *TINY, "--k", "3").stdout)
+    assert data["csv"] == "second-round-1.csv" and len(rows_of("second-round-1.csv")) == 4
+    assert Path("first-round-1.csv").read_text() == text
+
+    # a round whose file exists is refused before anything is recorded, naming the file
+    ok("--project", "first", "round", *TINY, "--k", "3", "--restart-round", "--csv", "other.csv")  # round 2 waits
+    Path("first-round-3.csv").write_text("key,label\nitem-000,a\n")
+    before = db_dump(db)
+    assert_mistake(run("--project", "first", "round", *TINY, "--restart-round"), "first-round-3.csv", "--force")
+    assert db_dump(db) == before
+    assert Path("first-round-3.csv").read_text() == "key,label\nitem-000,a\n"
+    Path("mine.csv").write_text("precious\n")
+    assert_mistake(run("--project", "first", "round", *TINY, "--restart-round", "--csv", "mine.csv"), "mine.csv", "--force")
+    assert_mistake(run("--project", "first", "round", *TINY, "--restart-round", "--csv", "."), "--csv", "folder")
+    assert db_dump(db) == before
+    assert Path("mine.csv").read_text() == "precious\n"
+
+    # --force overwrites it
+    data = json.loads(ok("--json", "--project", "first", "round", *TINY, "--k", "2", "--restart-round", "--force").stdout)
+    assert data["round"] == 3 and data["csv"] == "first-round-3.csv"
+    assert [r[0] for r in rows_of("first-round-3.csv")[1:]] == [q["key"] for q in data["queries"]]
+    assert Path("first-round-1.csv").read_text() == text
+
+
+def test_round_file_columns_hold_score_rank_and_features(pooled):
+    ok("round", *TINY, "--k", "5", "--oracle", "truth")  # round 1: a random first batch, answered
+    data = json.loads(ok("--json", "round", *TINY, "--k", "4").stdout)
+    assert data["csv"] == "blobs-round-2.csv" and data["status"] == "queried"
+    header, *rows = rows_of("blobs-round-2.csv")
+    assert header == ["key", "label", "score", "rank", "f0", "f1", "f2", "f3"]
+    features = pool_features()
+    assert [r[0] for r in rows] == [q["key"] for q in data["queries"]]
+    for row, query in zip(rows, data["queries"]):
+        assert row[1] == ""
+        assert float(row[2]) == pytest.approx(query["score"]) and int(row[3]) == query["rank"]
+        assert [float(v) for v in row[4:]] == pytest.approx([float(v) for v in features[row[0]]], rel=1e-6)
+    assert any(float(r[2]) > 0 for r in rows)  # BALD scores, not the cold start's zeros
+
+
+def test_round_file_renames_clashing_feature_columns(db):
+    rng = np.random.default_rng(0)
+    with Path("clash.csv").open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["name", "score", "rank", "f", "label"])
+        writer.writerows([[f"k{i}", *np.round(rng.normal(size=3), 3), "ab"[i % 2]] for i in range(20)])
+    ok("init", "--name", "clash", "--classes", "a,b")
+    ok("pool", "add", "clash.csv", "--key-column", "name", "--label-column", "label")
+    ok("round", *TINY, "--k", "2")
+    assert rows_of("clash-round-1.csv")[0] == ["key", "label", "score", "rank", "feature_score", "feature_rank", "f"]
+
+
+def write_idx(path: Path, array: np.ndarray) -> None:
+    """An MNIST IDX file (unsigned bytes)."""
+    header = bytes([0, 0, 0x08, array.ndim]) + np.asarray(array.shape, dtype=">u4").tobytes()
+    path.write_bytes(header + array.astype(np.uint8).tobytes())
+
+
+@pytest.mark.parametrize("layout", ["flat", "chw"])
+def test_round_file_of_an_image_pool_points_at_pngs(db, layout):
+    from matplotlib.image import imread
+
+    n = 30
+    labels = np.arange(n) % 3
+    images = np.zeros((n, 8, 8), dtype=np.uint8)
+    for i, c in enumerate(labels):
+        images[i, 2 * c : 2 * c + 3, 1:7] = 255  # a bright bar whose height is the class
+    write_idx(Path("imgs-idx3-ubyte"), images)
+    write_idx(Path("labels-idx1-ubyte"), labels)
+    ok("init", "--name", "bars", "--classes", "3")
+    ok("pool", "add", "imgs-idx3-ubyte", "--truth", "labels-idx1-ubyte", "--image-layout", layout)
+    data = json.loads(ok("--json", "round", *TINY, "--k", "3").stdout)
+    assert data["images"] == "bars-round-1-images"
+    header, *rows = rows_of("bars-round-1.csv")
+    assert header == ["key", "label", "score", "rank", "image"]
+    assert [r[0] for r in rows] == [q["key"] for q in data["queries"]]
+    for key, _, _, rank, image in rows:
+        assert image.startswith("bars-round-1-images/") and image.endswith(".png")
+        assert Path(image).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        pixels = imread(image)
+        assert pixels.shape[:2] == (112, 112)  # 8x8 enlarged 14 times
+        bar = np.unique(np.flatnonzero(pixels[:, 56, 0] > 0.5) // 14)  # the rows of the bar, in item pixels
+        assert list(bar) == list(range(2 * labels[int(key)], 2 * labels[int(key)] + 3))
+
+    # the image folder is not overwritten either
+    before = db_dump(db)
+    Path("bars-round-2-images").mkdir()
+    Path("bars-round-2-images/old.png").write_bytes(b"x")
+    assert_mistake(run("round", *TINY, "--restart-round"), "bars-round-2-images", "--force")
+    assert db_dump(db) == before
+
+
+def test_label_from_a_filled_in_round_file(pooled):
+    """The round file is the form `activebayes label --from` reads (extra columns ignored)."""
+    ok("round", *TINY, "--k", "4")
+    truth = {r[0]: r[5] for r in rows_of("pool.csv")[1:]}
+    header, *rows = rows_of("blobs-round-1.csv")
+    with Path("blobs-round-1.csv").open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(header)
+        writer.writerows([[r[0], truth[r[0]], *r[2:]] for r in rows])
+    result = ok("--json", "label", "--from", "blobs-round-1.csv")
+    assert json.loads(result.stdout)["recorded"] == 4
+    data = json.loads(ok("--json", "round", *TINY, "--k", "4").stdout)
+    assert data["round"] == 2 and data["labelled"] == 4 and data["csv"] == "blobs-round-2.csv"
+
+
+def test_waiting_round_names_its_file(pooled):
+    ok("round", *TINY, "--k", "3")
+    before = db_dump(pooled)
+    assert_mistake(run("round", *TINY), "still waits for 3", "blobs-round-1.csv", "--restart-round")
+    assert db_dump(pooled) == before
+
+
+# ---- checks before a round is created ------------------------------------------------------------
+def test_mc_dropout_without_dropout_leaves_database_unchanged(pooled):
+    Path("mymodels.py").write_text(NO_DROPOUT)
+    ok("round", *TINY, "--k", "3", "--oracle", "truth")
+    before = db_dump(pooled)
+    result = run("round", *TINY, "--oracle", "truth", "--model", "./mymodels.py:small")
+    assert_mistake(result, "--posterior mc-dropout", "no dropout", "--posterior deep-ensemble", "add dropout")
+    assert db_dump(pooled) == before
+    # the cold start needs no posterior, yet a new project is refused as early
+    add_project("fresh")
+    before = db_dump(pooled)
+    assert_mistake(run("--project", "fresh", "round", *TINY, "--model", "./mymodels.py:small"), "no dropout")
+    assert db_dump(pooled) == before
+    data = json.loads(ok("--json", "--project", "blobs", "round", *TINY, "--k", "3", "--oracle", "truth", "--posterior", "deep-ensemble",
+                         "--model", "./mymodels.py:small").stdout)  # fmt: skip
+    assert data["round"] == 2 and data["status"] == "done" and data["posterior"] == "deep-ensemble"
+
+
+@pytest.mark.parametrize(
+    "source, words",
+    [
+        ("from torch import nn\ndef make():\n    return nn.Sequential(nn.Linear(5, 8), nn.Dropout(0.5), nn.Linear(8, 3))\n",
+         ["--model", "forward pass", "mat1"]),
+        ("from torch import nn\ndef make():\n    return nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 2))\n",
+         ["logits [N, 3]", "(2, 2)"]),
+        # fine on two items, but not as the last layer Laplace needs
+        ("from torch import nn\ndef make():\n    return nn.Sequential(nn.Linear(4, 3), nn.Dropout(0.5), nn.Tanh())\n",
+         ["--posterior laplace", "trial fit", "nn.Linear"]),
+    ],
+)  # fmt: skip
+def test_model_and_posterior_mistakes_leave_database_unchanged(pooled, source, words):
+    Path("nets.py").write_text(source)
+    ok("round", *TINY, "--k", "3", "--oracle", "truth")
+    before = db_dump(pooled)
+    assert_mistake(run("round", *TINY, "--oracle", "truth", "--posterior", "laplace", "--model", "nets.py:make"), *words)
+    assert db_dump(pooled) == before
+
+
+def test_a_failure_while_fitting_is_recorded_as_a_failed_round(pooled, monkeypatch):
+    from activebayes.errors import ConfigError
+    from activebayes.posteriors.mc_dropout import MCDropout
+
+    ok("round", *TINY, "--k", "4", "--oracle", "truth")
+    fit = MCDropout.fit
+
+    def diverging(self, x, y):
+        if x.shape[0] > 2:  # the two-item check passes; the round's own fit fails
+            raise ConfigError("the fit diverged")
+        return fit(self, x, y)
+
+    monkeypatch.setattr(MCDropout, "fit", diverging)
+    result = run("round", *TINY, "--k", "4", "--oracle", "truth")
+    assert_mistake(result, "round 2 failed while fitting", "the fit diverged", "recorded as failed", "activebayes round")
+    status = json.loads(ok("--json", "status").stdout)
+    assert [r["status"] for r in status["rounds"]] == ["done", "failed"]
+    assert "the fit diverged" in status["rounds"][1]["failure_reason"]
+
+    # a bug in the user's network (not a library error) keeps its traceback, and is recorded too
+    def broken(self, x, y):
+        if x.shape[0] > 2:
+            raise RuntimeError("a bug in the network")
+        return fit(self, x, y)
+
+    monkeypatch.setattr(MCDropout, "fit", broken)
+    with pytest.raises(RuntimeError, match="a bug in the network"):
+        run("round", *TINY, "--k", "4", "--oracle", "truth")
+    monkeypatch.setattr(MCDropout, "fit", fit)
+    data = json.loads(ok("--json", "round", *TINY, "--k", "4", "--oracle", "truth").stdout)
+    assert data["round"] == 4 and data["status"] == "done" and data["labelled"] == 4
+    assert [r["status"] for r in json.loads(ok("--json", "status").stdout)["rounds"]] == ["done", "failed", "failed", "done"]
+
+
+def test_posterior_typo_offers_only_the_cli_posteriors(pooled):
+    from activebayes_cli._model import CLI_POSTERIORS
+
+    before = db_dump(pooled)
+    for typo, close in (("gpx", None), ("deep-ensembles", "deep-ensemble"), ("mc_dropout", "mc-dropout")):
+        result = run("round", *TINY, "--posterior", typo)
+        assert_mistake(result, typo, "choose one of")
+        offered = re.search(r"choose one of ([a-z, -]+)", result.stderr).group(1).strip()
+        assert offered.split(", ") == list(CLI_POSTERIORS)  # not gp
+        if close:
+            assert f"did you mean {close}?" in result.stderr
+    assert_mistake(run("round", *TINY, "--posterior", "gp"), "regression", "mc-dropout")
+    assert db_dump(pooled) == before
+
+
+# ---- --model FILE.py:factory and package.module:factory -----------------------------------------
+def test_model_from_a_file_path_or_a_module(pooled, monkeypatch):
+    Path("lib/nets").mkdir(parents=True)
+    Path("lib/nets/deep.py").write_text("from helper import WIDTH\n" + WITH_DROPOUT.replace("8", "WIDTH"))
+    Path("lib/nets/helper.py").write_text("WIDTH = 6\n")  # a sibling module the file imports
+    Path("mymodels.py").write_text(WITH_DROPOUT)
+    for spec in ("./mymodels.py:make", "lib/nets/deep.py:make", str(Path("mymodels.py").resolve()) + ":make"):
+        data = json.loads(ok("--json", "round", *TINY, "--k", "3", "--oracle", "truth", "--model", spec).stdout)
+        assert data["status"] == "done", spec
+        assert data["posterior_settings"]["model"] == str(Path(spec.rsplit(":", 1)[0]).resolve()) + ":make"
+    Path("pkg").mkdir()
+    Path("pkg/__init__.py").write_text("")
+    Path("pkg/models_for_round_test.py").write_text(WITH_DROPOUT)
+    data = json.loads(ok("--json", "round", *TINY, "--k", "3", "--oracle", "truth", "--model", "pkg.models_for_round_test:make").stdout)
+    assert data["status"] == "done" and data["posterior_settings"]["model"] == "pkg.models_for_round_test:make"
+
+
+@pytest.mark.parametrize(
+    "spec, words",
+    [
+        ("./missing.py:make", ["no file at", "missing.py"]),
+        ("./mymodels.py:nope", ["no attribute", "nope"]),
+        ("./mymodels.py", ["mlp, cnn", "path/to/file.py:factory"]),
+        ("./broken.py:make", ["importing", "broken.py", "SyntaxError"]),
+        ("./notes.txt:make", ["notes.txt", "not a Python file"]),
+        ("./mymodels.py:WIDTH", ["not callable"]),
+        (".mymodels:make", ["cannot import module", ".mymodels"]),
+        ("no_such_module_for_round:make", ["cannot import module", "no_such_module_for_round"]),
+    ],
+)
+def test_model_spec_mistakes_leave_database_unchanged(pooled, spec, words):
+    Path("mymodels.py").write_text(WITH_DROPOUT + "WIDTH = 3\n")
+    Path("broken.py").write_text("def make(:\n")
+    Path("notes.txt").write_text("not python\n")
+    before = db_dump(pooled)
+    assert_mistake(run("round", *TINY, "--model", spec), *words)
+    assert db_dump(pooled) == before
+
+
+# ---- resuming an interrupted round ---------------------------------------------------------------
+def fits_seen(monkeypatch) -> list[tuple[int, int | None, int]]:
+    """(members, epochs, items) of every DeepEnsemble fit from now on."""
+    from activebayes.posteriors.ensembles import DeepEnsemble
+
+    seen: list[tuple[int, int | None, int]] = []
+    fit = DeepEnsemble.fit
+
+    def spy(self, x, y):
+        seen.append((self.n_members, self.epochs, int(x.shape[0])))
+        return fit(self, x, y)
+
+    monkeypatch.setattr(DeepEnsemble, "fit", spy)
+    return seen
+
+
+def test_interrupted_round_resumes_with_its_recorded_options(pooled, monkeypatch):
+    ok("round", *TINY, "--k", "4", "--oracle", "truth")
+    options = ("--posterior", "deep-ensemble", "--epochs", "3", "--samples", "3", "--k", "5", "--acquisition", "entropy", "--seed", "7")
+    with monkeypatch.context() as m:
+        interrupt_at(m, "score")  # killed after fitting, before scoring
+        result = run("round", *options, "--device", "cpu", "--oracle", "truth")
+    assert result.exit_code in (1, 130) and "Traceback" not in result.output  # interrupted
+    status = json.loads(ok("--json", "status").stdout)
+    assert [r["status"] for r in status["rounds"]] == ["done", "fitted"]
+
+    # every explicit option that differs is refused in one line naming it; nothing changes
+    before = db_dump(pooled)
+    for args, words in (
+        (["--epochs", "2"], ["round 2", "'fitted'", "--epochs 2 (recorded: 3)", "--restart-round"]),
+        (["--posterior", "mc-dropout"], ["--posterior mc-dropout (recorded: deep-ensemble)"]),
+        (["--samples", "2", "--k", "4"], ["--samples 2 (recorded: 3)", "--k 4 (recorded: 5)"]),
+        (["--acquisition", "bald"], ["--acquisition bald (recorded: entropy)"]),
+        (["--model", "cnn"], ["--model cnn (recorded: mlp)"]),
+        (["--seed", "0"], ["--seed 0"]),
+    ):
+        assert_mistake(run("round", "--device", "cpu", "--oracle", "truth", *args), *words)
+    assert db_dump(pooled) == before
+
+    # a plain `round` (or the same options again) resumes with the recorded ones
+    seen = fits_seen(monkeypatch)
+    result = ok("--json", "round", "--device", "cpu", "--oracle", "truth", "--epochs", "3", "--seed", "7")
+    assert "resuming round 2" in result.stderr and "--posterior deep-ensemble" in result.stderr
+    data = json.loads(result.stdout)
+    assert data["round"] == 2 and data["resumed"] and data["status"] == "done"
+    assert data["posterior"] == "deep-ensemble" and data["acquisition"] == "entropy" and len(data["queries"]) == 5
+    assert data["posterior_settings"] == {"model": "mlp", "n_members": 3, "epochs": 3}
+    assert (3, 3, 4) in seen  # fitted on the 4 labels with the recorded members and epochs
+    assert [r["status"] for r in json.loads(ok("--json", "status").stdout)["rounds"]] == ["done", "done"]
+
+
+def test_recorded_defaults_are_compared_as_the_posteriors_defaults(pooled, monkeypatch):
+    with monkeypatch.context() as m:
+        interrupt_at(m, "score")
+        assert run("round", "--epochs", "2", "--device", "cpu", "--k", "3").exit_code in (1, 130)  # S: the default 20
+    before = db_dump(pooled)
+    assert_mistake(run("round", "--epochs", "2", "--samples", "5"), "--samples 5", "mc-dropout default (20)")
+    assert db_dump(pooled) == before
+    data = json.loads(ok("--json", "round", "--epochs", "2", "--samples", "20", "--device", "cpu").stdout)
+    assert data["resumed"] and data["round"] == 1 and len(data["queries"]) == 3 and data["csv"] == "blobs-round-1.csv"
+
+
+def test_a_round_started_elsewhere_takes_unrecorded_options_from_the_call(pooled):
+    from activebayes.store import PoolStore
+
+    with PoolStore(pooled) as store:  # a round recorded without the CLI's options
+        store.start_round("blobs", posterior="mc-dropout", acquisition="bald", seed=1)
+    data = json.loads(ok("--json", "round", *TINY, "--k", "5", "--oracle", "truth").stdout)
+    assert data["resumed"] and data["round"] == 1 and len(data["queries"]) == 5
+    with PoolStore(pooled) as store:  # one the Python API started with its own posterior
+        store.start_round("blobs", posterior="MCDropout", acquisition="my_score", seed=1)
+    before = db_dump(pooled)
+    assert_mistake(run("round", *TINY, "--oracle", "truth"), "'MCDropout'", "cannot rebuild", "--restart-round")
+    assert db_dump(pooled) == before
+    data = json.loads(ok("--json", "round", *TINY, "--k", "2", "--oracle", "truth", "--restart-round").stdout)
+    assert data["round"] == 3 and data["status"] == "done"
+
+
+def test_restart_round_discards_the_unfinished_round_and_keeps_answers(pooled, monkeypatch):
+    from activebayes.store import PoolStore
+
+    before = db_dump(pooled)
+    assert_mistake(run("round", *TINY, "--restart-round"), "--restart-round", "no unfinished round")
+    assert db_dump(pooled) == before
+
+    first = json.loads(ok("--json", "round", *TINY, "--k", "4").stdout)  # waits for a person
+    key = first["queries"][0]["key"]
+    Path("one.csv").write_text(f"key,label\n{key},b\n")
+    ok("label", "--from", "one.csv", "--who", "ann")  # one answer of four
+    data = json.loads(ok("--json", "round", *TINY, "--k", "3", "--restart-round").stdout)
+    assert data["round"] == 2 and data["status"] == "queried" and data["csv"] == "blobs-round-2.csv"
+    with PoolStore(pooled) as store:
+        rounds = store.rounds("blobs")
+        assert [r.status for r in rounds] == ["failed", "queried"]
+        assert "--restart-round" in rounds[0].failure_reason
+        assert [q.key for q in store.queries("blobs", 1)] == [q["key"] for q in first["queries"]]  # kept
+        (obs,) = [o for o in store.observations("blobs") if o["source"] == "file"]
+        assert (obs["key"], obs["value"], obs["who"], obs["round_id"]) == (key, "b", "ann", rounds[0].id)
+        assert key not in [q.key for q in store.queries("blobs", 2)]
+
+    # an interrupted round too; the same options may be given again
+    with monkeypatch.context() as m:
+        interrupt_at(m, "score")
+        assert run("round", *TINY, "--k", "3", "--oracle", "truth", "--restart-round").exit_code in (1, 130)
+    data = json.loads(ok("--json", "round", *TINY, "--k", "2", "--oracle", "truth", "--restart-round", "--posterior", "laplace").stdout)
+    assert data["round"] == 4 and data["status"] == "done" and data["posterior"] == "laplace"
+    assert [r["status"] for r in json.loads(ok("--json", "status").stdout)["rounds"]] == ["failed", "failed", "failed", "done"]
+
+
+def test_resuming_needs_the_model_the_round_was_started_with(pooled, monkeypatch):
+    Path("nets.py").write_text(WITH_DROPOUT)
+    with monkeypatch.context() as m:
+        interrupt_at(m, "score")
+        assert run("round", *TINY, "--k", "3", "--model", "./nets.py:make").exit_code in (1, 130)
+    Path("nets.py").rename("moved.py")
+    before = db_dump(pooled)
+    assert_mistake(run("round", *TINY), "no file at", "nets.py", "round 1 was started with", "--restart-round")
+    assert_mistake(run("round", *TINY, "--model", "./moved.py:make"), "--model ./moved.py:make (recorded:", "nets.py:make)")
+    assert db_dump(pooled) == before
+    Path("moved.py").rename("nets.py")
+    data = json.loads(ok("--json", "round", *TINY, "--model", "nets.py:make").stdout)  # the same file, however written
+    assert data["resumed"] and data["round"] == 1 and len(data["queries"]) == 3
