@@ -33,7 +33,14 @@ keeps its own seed.
 
 Acquisition: a registry name ("bald", "batch-bald", ...), an `activebayes.acquisition.Acquisition`
 entry, or a plain score function `f(pred) -> [N]` (selected greedily, top-k). With no labels yet
-a round queries `batch_size` candidates uniformly at random (cold start, seeded).
+a round queries `batch_size` candidates uniformly at random (cold start, seeded). "nipv" (a
+Gaussian-process posterior only) pre-filters the candidates by predictive variance like
+batch-bald, then selects with the fitted model over `nipv_reference` pool items drawn with the
+round's generator (`activebayes.acquisition.nipv`).
+
+Regression projects (task "regression"): the targets are the labels read as floats, and the
+test-split metrics are `rmse` and `nll` (Gaussian, of y under the predictive N(μ, σ² + σ_ε²); see
+`activebayes.metrics`), with `n_test`. Classification: `accuracy`, `nll` (categorical), `n_test`.
 """
 
 from __future__ import annotations
@@ -56,7 +63,8 @@ STAGES = ("started", "fit", "fitted", "score", "scored", "ask", "answered", "don
 
 def load_project_data(store: Any, project: str) -> Any:
     """The project's data file as an `activebayes.data.Dataset`, loaded with the project's
-    settings after checking its sha256 (DataError naming the file when it changed)."""
+    settings after checking its sha256 (DataError naming the file when it changed); the feature
+    encoding and standardisation recorded at `pool add` (settings["features"]) are applied."""
     from activebayes.data import load_dataset
 
     info = store.project(project)
@@ -65,6 +73,7 @@ def load_project_data(store: Any, project: str) -> Any:
     return load_dataset(
         path, format=info.data_format, label_column=settings.get("label_column"),
         key_column=settings.get("key_column"), image_layout=settings.get("image_layout", "flat"),
+        features=settings.get("features"),  # recorded at `pool add`: categories + standardisation
     )  # fmt: skip
 
 
@@ -143,6 +152,7 @@ class ActiveLearningLoop:
         hook: HookFn | None = None,
         progress: Callable[[int, int], None] | None = None,
         data: Any = None,
+        nipv_reference: int = 256,
     ) -> None:
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size: expected a positive integer, got {batch_size!r}")
@@ -168,6 +178,9 @@ class ActiveLearningLoop:
         self.progress = progress
         self._data: Any = data
         self._info = store.project(project)
+        if not isinstance(nipv_reference, int) or nipv_reference < 1:
+            raise ConfigError(f"nipv_reference: expected a positive integer, got {nipv_reference!r}")
+        self.nipv_reference = nipv_reference
 
     # ---- helpers ------------------------------------------------------------------------
     def _stage(self, name: str) -> None:
@@ -318,14 +331,40 @@ class ActiveLearningLoop:
                 pred = posterior.predict(self._features(rows[keep.numpy()]).to(self.device), n_samples=self.n_samples)
             selection = acq.select(pred, k, gen)
             return keep[selection.indices.cpu()], selection.scores.detach().cpu().float()
+        if getattr(acq, "needs_model", False):
+            return self._select_with_model(posterior, rows, k, gen)
         scores = self._scores(posterior, rows, acq.score)
         selection = acq.select(scores, k, gen)
         return selection.indices.cpu(), selection.scores.detach().cpu().float()
 
+    def _select_with_model(self, posterior: Any, rows: np.ndarray, k: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """nipv: pre-filter by predictive variance, then `nipv_select` over a seeded reference
+        subset of the whole pool (labelled and unlabelled items)."""
+        from activebayes.acquisition import bald_prefilter
+        from activebayes.acquisition.nipv import nipv_select
+
+        prefilter = self._scores(posterior, rows, self.acquisition.prefilter_score)
+        keep = bald_prefilter(prefilter, self.prefilter_size)
+        labelled_rows = self.store.labels(self.project)[0]
+        pool_rows = np.sort(np.concatenate([np.asarray(rows), np.asarray(labelled_rows)]).astype(np.int64))
+        pick = torch.randperm(len(pool_rows), generator=gen)[: self.nipv_reference].sort().values.numpy()
+        reference = self._features(pool_rows[pick]).to(torch.float64)
+        candidates = self._features(rows[keep.numpy()]).to(torch.float64)
+        selection, first = nipv_select(posterior, candidates, reference, k)
+        # the reports keep every candidate's nipv score when all were scored, none otherwise (the
+        # pre-filter's variances are another quantity)
+        self._pool_scores = torch.empty(len(rows)).index_put_((keep,), first.float()) if len(keep) == len(rows) else None
+        return keep[selection.indices.cpu()], selection.scores.detach().cpu().float()
+
     def _evaluate(self, posterior: Any) -> dict[str, Any]:
-        """accuracy and nll on the labelled test split (classification), {} without one."""
+        """accuracy and nll (classification), or rmse and Gaussian nll (regression), on the
+        labelled test split; {} without one."""
         rows, _, values = self.store.labels(self.project, split="test")
-        if len(rows) == 0 or self._info.task != "classification":
+        if len(rows) == 0:
+            return {}
+        if self._info.task == "regression":
+            return self._evaluate_regression(posterior, rows, values)
+        if self._info.task != "classification":
             return {}
         from activebayes.metrics import accuracy, nll
 
@@ -336,6 +375,22 @@ class ActiveLearningLoop:
                 probs.append(posterior.predict_proba(x).detach().cpu().float())
         probs_t, labels = torch.cat(probs), self._targets(values)
         return {"accuracy": float(accuracy(probs_t, labels)), "nll": float(nll(probs_t, labels)), "n_test": len(rows)}
+
+    def _evaluate_regression(self, posterior: Any, rows: np.ndarray, values: list[str]) -> dict[str, Any]:
+        """rmse of the predictive mean and the Gaussian nll of y under the predictive
+        N(mean, var), read from `predict`: μ_f and σ_f² + σ_ε² of the latent fields where present,
+        else the mixture's moments Σ_s w_s μ_s and Σ_s w_s (σ²_s + μ_s²) − mean²."""
+        from activebayes.metrics import gaussian_nll, rmse
+
+        means, variances = [], []
+        with torch.inference_mode():
+            for start in range(0, len(rows), self.score_batch_size):
+                x = self._features(rows[start : start + self.score_batch_size]).to(self.device)
+                mean, var = predictive_moments(posterior.predict(x, n_samples=self.n_samples))
+                means.append(mean.cpu())
+                variances.append(var.cpu())
+        mean_t, var_t, target = torch.cat(means), torch.cat(variances), self._targets(values).double()
+        return {"rmse": float(rmse(mean_t, target)), "nll": float(gaussian_nll(mean_t, var_t, target)), "n_test": len(rows)}
 
     def _ask(self, rnd: Any) -> tuple[int, bool]:
         """Ask the oracle about the round's unanswered queries; (recorded, still waiting)."""
@@ -387,6 +442,19 @@ class ActiveLearningLoop:
             if result.status != "done":
                 break
         return results
+
+
+def predictive_moments(pred: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """(mean [N], variance [N]) of y under a GaussianPredictive, float64: with latent fields
+    μ_f and σ_f² + σ_ε² (σ_ε² = Σ_s w_s var[s, n]); else the mixture Σ_s w_s N(μ_s, σ²_s)'s
+    mean Σ_s w_s μ_s and variance Σ_s w_s (σ²_s + (μ_s − mean)²)."""
+    weights = pred.sample_weights().to(torch.float64)[:, None]
+    mu, sigma2 = pred.mean.to(torch.float64), pred.var.to(torch.float64)
+    noise = (weights * sigma2).sum(0)
+    if getattr(pred, "latent_mean", None) is not None and getattr(pred, "latent_var", None) is not None:
+        return pred.latent_mean.to(torch.float64), pred.latent_var.to(torch.float64) + noise
+    mean = (weights * mu).sum(0)
+    return mean, noise + (weights * (mu - mean).square()).sum(0)
 
 
 def _resolve_acquisition(acquisition: Any) -> tuple[Any, str]:

@@ -6,6 +6,11 @@
     ece      = Σ_b (|B_b| / N) · |acc(B_b) − conf(B_b)|      (equal-width confidence bins)
     auroc    = P(score_out > score_in) + ½ P(score_out = score_in)
 
+Regression, of a Gaussian predictive N(μ_n, v_n) with v_n = σ_n² + σ_ε² against targets y [N]:
+
+    rmse         = √( (1/N) Σ_n (y_n − μ_n)² )
+    gaussian_nll = (1/N) Σ_n [ ½ log(2π v_n) + (y_n − μ_n)² / (2 v_n) ]     (nats)
+
 >>> import torch
 >>> probs, labels = torch.tensor([[0.9, 0.1], [0.2, 0.8]]), torch.tensor([0, 0])
 >>> float(accuracy(probs, labels))
@@ -13,6 +18,8 @@
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 from torch import Tensor
@@ -96,3 +103,39 @@ def auroc(scores_in: Tensor, scores_out: Tensor) -> Tensor:
     ranks[order] = mid_rank[inverse]
     rank_out = ranks[n_in:].sum()
     return (rank_out - n_out * (n_out + 1) / 2) / (n_in * n_out)
+
+
+def _check_regression(mean: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
+    for name, t in (("mean", mean), ("target", target)):
+        if not isinstance(t, Tensor) or t.dim() != 1:
+            got = tuple(t.shape) if isinstance(t, Tensor) else type(t).__name__
+            raise ShapeError(f"{name}: expected a tensor [N], got {got}")
+    if target.shape[0] != mean.shape[0]:
+        raise ShapeError(f"target: expected N={mean.shape[0]} values to match mean, got {target.shape[0]}")
+    if mean.shape[0] == 0:
+        raise ShapeError("mean: expected at least one item, got N=0")
+    return mean.to(torch.float64), target.to(device=mean.device, dtype=torch.float64)
+
+
+def rmse(mean: Tensor, target: Tensor) -> Tensor:
+    """Root mean squared error √((1/N) Σ_n (y_n − μ_n)²) of predicted means [N] against targets
+    [N], in target units (float64 scalar)."""
+    mean, target = _check_regression(mean, target)
+    return (target - mean).square().mean().sqrt()
+
+
+def gaussian_nll(mean: Tensor, var: Tensor, target: Tensor, noise: float | Tensor = 0.0) -> Tensor:
+    """Mean negative log-likelihood of targets y [N] under N(μ_n, v_n), v_n = var_n + noise:
+
+        (1/N) Σ_n [ ½ log(2π v_n) + (y_n − μ_n)² / (2 v_n) ]      (nats, float64 scalar)
+
+    `var` [N] is the predictive variance of y, or the latent variance σ_n² of f with the
+    observation noise σ_ε² given as `noise` (a float or a tensor [N]); v_n is clamped at 1e-12.
+    """
+    mean, target = _check_regression(mean, target)
+    if not isinstance(var, Tensor) or tuple(var.shape) != tuple(mean.shape):
+        got = tuple(var.shape) if isinstance(var, Tensor) else type(var).__name__
+        raise ShapeError(f"var: expected a tensor [{mean.shape[0]}] like mean, got {got}")
+    noise_t = torch.as_tensor(noise, dtype=torch.float64, device=mean.device)
+    v = (var.to(device=mean.device, dtype=torch.float64) + noise_t).clamp_min(_EPS)
+    return (0.5 * torch.log(2 * math.pi * v) + (target - mean).square() / (2 * v)).mean()

@@ -3,7 +3,8 @@
 Every function here returns a *model factory*: a zero-argument callable that builds a fresh,
 randomly initialised `nn.Sequential` each time it is called. Posteriors take such a factory
 (`model_fn`) because they build several networks (ensemble members) or rebuild one each round.
-The networks output logits [N, C]; posteriors apply the softmax.
+The networks output logits [N, C]; posteriors apply the softmax. For regression (float targets,
+a Gaussian likelihood) build them with n_classes=1: one output per item, [N, 1].
 
 All of them are flat `nn.Sequential`s with `nn.Dropout` layers, so `MCDropout` can split them
 into a deterministic prefix, run once per input, and a stochastic tail batched over samples.

@@ -52,6 +52,7 @@ _SCORE_AXES: dict[str, tuple[str, str]] = {
     "variation-ratio": ("variation ratio 1 − modal vote share", PROBABILITY),
     "margin": ("1 − margin of the two likeliest classes", PROBABILITY),
     "least-confidence": ("1 − largest mean class probability", PROBABILITY),
+    "nipv": ("integrated posterior variance reduction", "squared target units"),
 }
 _REGRESSION_AXES: dict[str, tuple[str, str]] = {
     "variance": ("predictive variance", "squared target units"),

@@ -4,6 +4,8 @@ Minimises the mean cross-entropy (classification: integer targets [N]) or the me
 error (regression: float targets [N] or [N, T]) with Adam or SGD, mini-batches drawn in a
 seeded order, optional early stopping on a held-out split, and hooks for posteriors that need
 the learning rate per step (snapshot ensembles, SWAG) or the weights after each epoch.
+For regression posteriors, the Gaussian likelihood's noise σ² is fitted after training from the
+residuals (`resolve_likelihood`, `fit_noise_variance` and the comment above them).
 """
 
 from __future__ import annotations
@@ -108,7 +110,129 @@ def task_loss(output: Tensor, y: Tensor) -> Tensor:
     """Cross-entropy for integer targets, mean squared error for float targets."""
     if y.dtype in (torch.int64, torch.int32, torch.int16, torch.uint8):
         return nn.functional.cross_entropy(output, y.long())
+    if output.numel() != y.numel():
+        raise ShapeError(
+            f"model_fn: float targets (regression) of shape [N, ...] = {tuple(y.shape[1:])} need as many network outputs "
+            f"per item (one value per item for y [N]: an output [N, 1] or [N]), got [N, ...] = {tuple(output.shape[1:])}"
+        )
     return nn.functional.mse_loss(output.reshape(y.shape), y)
+
+
+# ----------------------------------------------------------------- regression (Gaussian likelihood)
+# The network posteriors (MC dropout, ensembles, Laplace, SWAG) take
+#     y_n | x_n, θ ~ N(f(x_n; θ), σ²)     (one output per item, homoscedastic noise σ² learnt)
+# for regression, chosen by their `likelihood` argument: "gaussian", "categorical", or None (the
+# default) to infer it from y's dtype as `task_loss` does: floating targets -> "gaussian",
+# integer targets -> "categorical".
+#
+# The network is trained with the unchanged mean squared error of `task_loss`; σ² is then fitted in
+# closed form from the training residuals (`fit_noise_variance`). This is the joint MAP of the
+# Gaussian NLL over (θ, σ²), not an approximation of it: with homoscedastic noise the θ that
+# minimises the NLL does not depend on σ² (NLL = ½ log 2πσ² + MSE / 2σ²), and given θ the
+# maximiser over σ² is the residuals' mean square. Training σ² jointly as a parameter would reach
+# the same pair, but would rescale the gradients of θ by 1/σ² (SGD's step size then blows up as
+# the fit improves and σ² shrinks), add a parameter outside the network to stack, vmap and sample
+# (ensembles, SWAG), and make the result depend on the optimiser's path.
+#
+# The noise does not collapse on a perfectly fitted small set: σ² carries a weak scaled
+# inverse-χ² prior of NOISE_PRIOR_COUNT pseudo-observations at NOISE_PRIOR_FRACTION of the
+# targets' variance s_y² (1 when the targets are constant), and a floor NOISE_FLOOR_FRACTION · s_y².
+NOISE_PRIOR_COUNT = 1.0
+NOISE_PRIOR_FRACTION = 1e-2
+NOISE_FLOOR_FRACTION = 1e-6
+_OUTPUT_CHUNK = 4096  # rows per forward pass when computing training residuals
+
+
+def resolve_likelihood(likelihood: str | None, y: Tensor) -> tuple[str, Tensor]:
+    """("gaussian" | "categorical", y cast for it): float32 targets [N] or integer labels [N].
+
+    likelihood None infers it from y's dtype (floating -> gaussian, integer or bool -> categorical).
+    Gaussian targets may be [N] or [N, 1] (flattened to [N]); categorical float targets must hold
+    whole numbers.
+    """
+    if likelihood is None:
+        likelihood = "gaussian" if y.is_floating_point() else "categorical"
+    if likelihood == "categorical":
+        if y.is_floating_point():
+            if not bool((y == y.round()).all()):
+                raise ShapeError("y: likelihood='categorical' expects integer class labels, got non-integer floats")
+            y = y.long()
+        return "categorical", y
+    if likelihood != "gaussian":
+        raise ConfigError(f"likelihood: expected 'gaussian', 'categorical' or None (inferred from y's dtype), got {likelihood!r}")
+    if y.dim() == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.dim() != 1:
+        raise ShapeError(f"y: regression expects one real target per item, [N] or [N, 1], got shape {tuple(y.shape)}")
+    y = y.to(torch.float32)
+    if not bool(torch.isfinite(y).all()):
+        raise ShapeError("y: regression targets contain NaN or infinite values")
+    return "gaussian", y
+
+
+def gaussian_nll(mean: Tensor, y: Tensor, log_var: Tensor | float) -> Tensor:
+    """Mean Gaussian negative log-likelihood ½ (log 2π + log σ² + (y − mean)² / σ²), log σ² = `log_var`."""
+    log_var = torch.as_tensor(log_var, dtype=mean.dtype, device=mean.device)
+    return 0.5 * (math.log(2 * math.pi) + log_var + (y - mean.reshape(y.shape)).square() * torch.exp(-log_var)).mean()
+
+
+def regression_output(output: Tensor, n_leading: int) -> Tensor:
+    """A network's regression output [*lead, N, 1] or [*lead, N] as [*lead, N] (one value per item)."""
+    if output.dim() == n_leading + 2 and output.shape[-1] == 1:
+        return output[..., 0]
+    if output.dim() != n_leading + 1:
+        raise ShapeError(
+            f"model_fn: for regression expected the network to output one value per item, [N, 1] or [N], "
+            f"got [N, ...] = {tuple(output.shape[n_leading + 1 :])}"
+        )
+    return output
+
+
+@torch.no_grad()
+def network_outputs(model: nn.Module, x: Tensor) -> Tensor:
+    """The model's regression outputs [N] on x, in chunks (the model as it is, eval mode expected)."""
+    device = next(model.parameters()).device
+    return torch.cat([regression_output(model(chunk.to(device)), 0) for chunk in x.split(_OUTPUT_CHUNK)])
+
+
+def fit_noise_variance(residuals: Tensor, y: Tensor) -> float:
+    """MAP noise variance from training residuals r [N] (the comment block above `resolve_likelihood`):
+
+        σ² = max((Σ_n r_n² + ν s0²) / (N + ν), NOISE_FLOOR_FRACTION · s_y²),
+        ν = NOISE_PRIOR_COUNT, s0² = NOISE_PRIOR_FRACTION · s_y², s_y² = Var(y) (1 when 0 or N = 1).
+    """
+    y64 = y.detach().to(torch.float64)
+    scale = float(y64.var(correction=0)) if y64.numel() > 1 else 0.0
+    if not scale > 0:
+        scale = 1.0
+    sse = float(residuals.detach().to(torch.float64).square().sum())
+    nu = NOISE_PRIOR_COUNT
+    return max((sse + nu * NOISE_PRIOR_FRACTION * scale) / (residuals.numel() + nu), NOISE_FLOOR_FRACTION * scale)
+
+
+def regression_only(name: str) -> ConfigError:
+    """The error a regression posterior raises for a classifier-only method."""
+    return ConfigError(
+        f"{name}: the posterior was fitted for regression (float targets, Gaussian likelihood), which has no class "
+        "probabilities; use predict(x) -> GaussianPredictive or predict_mean_var(x) -> (mean [N], var [N])"
+    )
+
+
+def classification_only(name: str) -> ConfigError:
+    """The error a classifier raises for a regression-only method."""
+    return ConfigError(
+        f"{name}: the posterior was fitted for classification (integer labels); use predict_proba(x) or "
+        "predict(x) -> Predictive, or fit it on float targets for regression"
+    )
+
+
+def mixture_mean_var(mean: Tensor, var: Tensor, weights: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """Mean and total variance [N] of the mixture Σ_s w_s N(mean[s], var[s]) (mean, var [S, N]):
+    μ = Σ_s w_s mean_s, σ² = Σ_s w_s var_s + Σ_s w_s (mean_s − μ)²."""
+    w = torch.full((mean.shape[0],), 1.0 / mean.shape[0], dtype=mean.dtype, device=mean.device) if weights is None else weights
+    mu = torch.einsum("s,sn->n", w, mean)
+    total = torch.einsum("s,sn->n", w, var) + torch.einsum("s,sn->n", w, (mean - mu).square())
+    return mu, total
 
 
 def cosine_cycle_lr(step: int, steps_per_cycle: int, lr_max: float) -> float:
@@ -206,3 +330,51 @@ def train(
     if best_state is not None:
         model.load_state_dict(best_state)
     return model.eval()
+
+
+def sized_training(
+    n: int,
+    *,
+    epochs: int | None = None,
+    batch_size: int = 64,
+    min_epochs: int = 50,
+    min_steps: int = 500,
+    prior_precision: float = 1.0,
+) -> dict[str, float | int | str | None]:
+    """The training a network gets on `n` labelled items by default: enough optimiser steps
+    however few the items, and an L2 penalty that weakens as the labelled set grows.
+
+        batches = ⌈n / batch_size⌉                     (optimiser steps per epoch)
+        epochs  = max(min_epochs, ⌈min_steps / batches⌉) when `epochs` is None, else `epochs`
+        weight_decay = λ / n                           (λ = prior_precision)
+
+    The weight decay is the gradient of the Gaussian prior N(0, λ⁻¹ I) on the weights divided by
+    n, as the training loss is the MEAN negative log-likelihood: (1/n)(Σ_i −log p(y_i | x_i, θ)
+    + λ/2 ‖θ‖²) has gradient mean-loss' + (λ/n) θ. So a fixed prior is weaker relative to the
+    data the more labels there are. An explicit `epochs` is kept as given (no minimum).
+
+    Returns the record a round keeps: {"rule", "labelled", "batch_size", "min_epochs",
+    "min_steps", "prior_precision", "epochs", "steps", "weight_decay"}.
+    """
+    check_positive_int("n", n)
+    check_positive_int("batch_size", batch_size)
+    if not prior_precision >= 0:
+        raise ConfigError(f"prior_precision: expected a non-negative number, got {prior_precision!r}")
+    batches = math.ceil(n / batch_size)
+    if epochs is None:
+        used = max(int(min_epochs), math.ceil(int(min_steps) / batches))
+        rule = "min-steps"
+    else:
+        check_positive_int("epochs", epochs)
+        used, rule = int(epochs), "explicit-epochs"
+    return {
+        "rule": rule,
+        "labelled": int(n),
+        "batch_size": int(batch_size),
+        "min_epochs": int(min_epochs),
+        "min_steps": int(min_steps),
+        "prior_precision": float(prior_precision),
+        "epochs": used,
+        "steps": used * batches,
+        "weight_decay": float(prior_precision) / n,
+    }

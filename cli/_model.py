@@ -25,26 +25,62 @@ from typing import Any
 from activebayes.errors import ConfigError
 from activebayes_cli._app import CliError
 
-#: The posteriors `activebayes round` can build around a network (`gp` is regression-only and
-#: has no network: it is for the Python API).
+#: The posteriors `activebayes round` can build around a network.
 CLI_POSTERIORS = ("mc-dropout", "deep-ensemble", "snapshot-ensemble", "laplace", "swag")
+#: Those a regression project takes: the Gaussian process (no network, the default) and the
+#: network posteriors (once they fit float targets; `check_regression_posterior` finds out).
+REGRESSION_POSTERIORS = ("gp", *CLI_POSTERIORS)
+#: What a gp round records as its model (it has none).
+NO_MODEL = "none"
+#: The acquisitions a regression project takes (closed forms with a GP's latent fields; nipv: gp only).
+REGRESSION_ACQUISITIONS = ("variance", "eig", "bald", "random", "nipv")
+
+
+def default_posterior(task: str) -> str:
+    """The --posterior of a round that names none: gp for regression, mc-dropout otherwise."""
+    return "gp" if task == "regression" else "mc-dropout"
+
+
+def check_task_options(task: str, posterior: str, acquisition: str) -> None:
+    """One-line CliErrors for an acquisition of the other task, or nipv without the GP."""
+    from activebayes.acquisition import resolve_acquisition
+
+    acq = resolve_acquisition(acquisition)
+    served = getattr(acq, "tasks", frozenset({"classification"}))
+    if task not in served:
+        if task == "regression":
+            raise CliError(
+                f"--acquisition {acq.name}: a classification acquisition, and project is a regression project",
+                f"choose one of {', '.join(REGRESSION_ACQUISITIONS)}",
+            )
+        raise CliError(f"--acquisition {acq.name}: regression only (a Gaussian-process acquisition)", "choose e.g. bald, batch-bald or entropy")
+    if getattr(acq, "needs_model", False) and posterior != "gp":
+        raise CliError(
+            f"--acquisition {acq.name}: needs the Gaussian-process posterior (it fantasises observations with the GP), not {posterior}",
+            "pass --posterior gp, or --acquisition variance / bald with a network posterior",
+        )
 #: posterior_settings keys holding --samples and --epochs, in the order `posterior_factory` tries them.
 SAMPLE_KEYS = ("n_samples", "n_members", "n_snapshots")
 EPOCH_KEYS = ("epochs", "epochs_per_cycle")
 BUILTIN_MODELS = ("mlp", "cnn")
+#: The default training of a network posterior (`activebayes.training.sized_training`): at least
+#: 500 optimiser steps (and 50 epochs) however few the labels, weight decay λ/N with λ = 1.
+TRAINING_DEFAULTS = {"min_epochs": 50, "min_steps": 500, "prior_precision": 1.0}
 MODEL_FORMS = "mlp, cnn, pkg.mod:factory or path/to/file.py:factory"
 
 
-def check_posterior_name(name: str) -> None:
-    """A one-line CliError unless `name` is one of CLI_POSTERIORS."""
-    if name in CLI_POSTERIORS:
+def check_posterior_name(name: str, task: str = "classification") -> None:
+    """A one-line CliError unless `name` is one of CLI_POSTERIORS (REGRESSION_POSTERIORS for
+    a regression project)."""
+    allowed = REGRESSION_POSTERIORS if task == "regression" else CLI_POSTERIORS
+    if name in allowed:
         return
     from activebayes.posteriors import POSTERIORS
 
-    choices = ", ".join(CLI_POSTERIORS)
-    if name in POSTERIORS:
+    choices = ", ".join(allowed)
+    if name in POSTERIORS and task != "regression":
         raise CliError(f"--posterior: {name!r} is a regression posterior without a network", f"choose one of {choices}")
-    close = difflib.get_close_matches(name, CLI_POSTERIORS, n=1)
+    close = difflib.get_close_matches(name, allowed, n=1)
     hint = f" (did you mean {close[0]}?)" if close else ""
     raise CliError(f"--posterior: unknown name {name!r}", f"choose one of {choices}{hint}")
 
@@ -148,18 +184,50 @@ def model_factory(spec: str, input_shape: Sequence[int], n_classes: int) -> Call
     return factory
 
 
+class SizedFit:
+    """An unfitted network posterior whose training is sized to the labelled set when fitted:
+    `fit(x, y)` builds `cls(model_fn, seed=seed, **kwargs)` with `training_record(cls, len(x))`'s
+    epochs (unless kwargs give them) and weight decay, fits it and returns the fitted posterior."""
+
+    def __init__(self, cls: Any, model_fn: Callable[[], Any], kwargs: dict[str, Any], seed: int | None = None) -> None:
+        self.cls, self.model_fn, self.kwargs, self.seed = cls, model_fn, dict(kwargs), seed
+        self.training: dict[str, Any] | None = None  # what the last fit used
+
+    def fit(self, x: Any, y: Any) -> Any:
+        self.training = training_record(self.cls, len(x), self.kwargs.get("epochs"))
+        kwargs = dict(self.kwargs, weight_decay=self.training["weight_decay"])
+        if self.training["rule"] == "min-steps":
+            kwargs["epochs"] = self.training["epochs"]
+        return self.cls(self.model_fn, seed=self.seed, **kwargs).fit(x, y)
+
+
+def training_record(cls: Any, labelled: int, epochs: int | None) -> dict[str, Any]:
+    """The training posterior class `cls` gets on `labelled` items (a round records it as
+    posterior_settings["training"]): `sized_training` with TRAINING_DEFAULTS where the class
+    takes `epochs`; only the weight decay λ/N where it does not (a snapshot ensemble keeps its
+    cycle length)."""
+    from activebayes.training import TrainConfig, sized_training
+
+    record = sized_training(max(int(labelled), 1), epochs=epochs, batch_size=TrainConfig().batch_size, **TRAINING_DEFAULTS)
+    if "epochs" not in inspect.signature(cls).parameters:
+        record = {"rule": "weight-decay-only", **{k: record[k] for k in ("labelled", "prior_precision", "weight_decay")}}
+    return record
+
+
 def posterior_factory(
-    name: str, model_fn: Callable[[], Any], *, samples: int | None, epochs: int | None, device: str
+    name: str, model_fn: Callable[[], Any] | None, *, samples: int | None, epochs: int | None, device: str,
+    labelled: int | None = None,
 ) -> tuple[Callable[..., Any], dict[str, Any]]:
     """(factory(seed=...) -> unfitted posterior, the settings recorded with the round).
 
     `samples` sets the posterior's S: `n_samples` where the constructor takes it, else
     `n_members` (deep ensemble) or `n_snapshots` (snapshot ensemble). `epochs` sets `epochs` (or
-    `epochs_per_cycle`).
+    `epochs_per_cycle`). `gp` takes no network (`model_fn` None): --samples sets its
+    Gauss–Hermite nodes S; it takes no --epochs.
     """
     from activebayes.posteriors import resolve_posterior
 
-    check_posterior_name(name)
+    check_posterior_name(name, "regression" if name == "gp" else "classification")
     cls = resolve_posterior(name)
     accepted = set(inspect.signature(cls).parameters)
     kwargs: dict[str, Any] = {"device": device} if "device" in accepted else {}
@@ -174,7 +242,15 @@ def posterior_factory(
             raise CliError(f"--epochs: posterior {name!r} takes no epochs", "leave --epochs out")
         kwargs[target] = epochs
     settings = {k: v for k, v in kwargs.items() if k != "device"}
-    return functools.partial(cls, model_fn, **kwargs), settings
+    if model_fn is None:
+        return functools.partial(cls, **kwargs), settings
+    if "weight_decay" not in accepted:  # a network not trained by activebayes.training
+        return functools.partial(cls, model_fn, **kwargs), settings
+    # Network posteriors: training sized to the labelled set at each fit (SizedFit); with
+    # `labelled` (the items the round fits on) the settings record it under "training".
+    if labelled:
+        settings["training"] = training_record(cls, labelled, kwargs.get("epochs"))
+    return functools.partial(SizedFit, cls, model_fn, kwargs), settings
 
 
 def posterior_default(name: str, keys: Sequence[str]) -> Any:
@@ -231,3 +307,62 @@ def check_posterior(
             f"scoring on {n} items failed ({type(exc).__name__}: {exc})",
             "fix the network (it must take the data's items and output one logit per class) or choose another --posterior",
         ) from exc
+
+
+def check_regression_posterior(
+    name: str, model_fn: Callable[[], Any] | None, x: Any, acquisition: Any, *, device: str, spec: str
+) -> None:
+    """Fit the posterior on three items with float targets, predict a GaussianPredictive and
+    score them with the acquisition (nipv: select one with the model), as a regression round
+    would: a one-line CliError when any step fails. A network posterior that does not fit float
+    targets is refused naming gp."""
+    import numpy as np
+    import torch
+
+    from activebayes.predictive import GaussianPredictive
+    from activebayes.scoring import score_pool
+
+    n = min(3, x.shape[0])
+    items = torch.from_numpy(np.ascontiguousarray(x[:n])).float()
+    y = torch.linspace(-1.0, 1.0, n)
+    factory, _ = posterior_factory(name, model_fn, samples=2 if name != "gp" else None, epochs=1 if name != "gp" else None, device=device)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            posterior = factory(seed=0).fit(items, y)
+            with torch.inference_mode():
+                pred = posterior.predict(items.to(posterior_device(posterior, device)))
+    except Exception as exc:
+        if name == "gp":
+            raise CliError(f"--posterior gp: a trial fit on {n} items failed ({type(exc).__name__}: {exc})", "check the data file's features (numbers, no NaN)") from exc
+        raise CliError(
+            f"--posterior {name}: does not fit a regression project's float targets yet ({type(exc).__name__}: {exc})",
+            "pass --posterior gp (the regression default)",
+        ) from exc
+    if not isinstance(pred, GaussianPredictive):
+        raise CliError(
+            f"--posterior {name}: predicts {type(pred).__name__}, not a Gaussian predictive, so it does not do regression yet",
+            "pass --posterior gp (the regression default)",
+        )
+    score_fn = acquisition.prefilter_score if acquisition.needs_model else acquisition.score
+    try:
+        with torch.random.fork_rng(devices=[]):
+            scores = score_pool(posterior, items, score_fn, batch_size=n, device=device).scores
+            if tuple(scores.shape) != (n,):
+                raise ValueError(f"expected {n} acquisition scores, got shape {tuple(scores.shape)}")
+            if acquisition.needs_model:
+                from activebayes.acquisition.nipv import nipv_select
+
+                nipv_select(posterior, items.double(), items.double(), 1)
+    except Exception as exc:
+        raise CliError(
+            f"--posterior {name} with --model {spec} and --acquisition {acquisition.name}: a trial fit and scoring on {n} items failed "
+            f"({type(exc).__name__}: {exc})",
+            "choose another --acquisition or --posterior",
+        ) from exc
+
+
+def posterior_device(posterior: Any, device: str) -> Any:
+    """Where a fitted posterior predicts: its `device_` when it records one, else `device`."""
+    from activebayes._device import resolve_device
+
+    return getattr(posterior, "device_", None) or resolve_device(device)

@@ -275,7 +275,7 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
     classes = info.classes if info.task == "classification" else None
     oracle = PromptOracle(classes=classes, feature_names=data.feature_names, output=stream, on_answer=on_answer, on_undo=on_undo)
     try:
-        answers = oracle.ask(keys, data.x[[q.row for q in pending]])
+        answers = oracle.ask(keys, (data.raw if getattr(data, "raw", None) is not None else data.x)[[q.row for q in pending]])
     except KeyboardInterrupt:  # Ctrl-C while an item was drawn or an answer written
         _interrupted(st, store, name, target, saved["answers"])
     if oracle.interrupted:

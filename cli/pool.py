@@ -6,6 +6,12 @@ created per row. A label column is held back as the truth that `round --oracle t
 from, or imported as observations with --labels-are-known. With --test-fraction F a seeded
 random share of the rows becomes the test split, whose labels are recorded so that every round
 reports test accuracy.
+
+Tables are made ready for a network: a csv text column is one-hot encoded (--categorical auto;
+its categories recorded, `error` refuses text), and the features of a csv/npz table are
+standardised (z = (x - mean) / sd per feature, statistics over the pool rows, recorded in the
+project's settings and applied at every fit and score; --no-standardize keeps them raw). A
+project created without --classes reads its classes from the labels here (naturally sorted).
 """
 
 from __future__ import annotations
@@ -29,6 +35,45 @@ app = typer.Typer(no_args_is_help=True)
 class ImageLayout(str, Enum):
     flat = "flat"
     chw = "chw"
+
+
+class Categorical(str, Enum):
+    auto = "auto"
+    error = "error"
+
+
+def infer_classes(labels: list[str] | None, file: Path, truth: Path | None) -> list[str]:
+    """The classes of a project created without `--classes`: the distinct labels, naturally sorted."""
+    from activebayes.data import natural_sorted
+
+    if labels is None:
+        raise CliError(
+            f"--classes: the project was created without classes and {file} has no labels to read them from",
+            "pass --label-column C (or --truth FILE), or create the project with `activebayes init --classes ...`",
+        )
+    found = natural_sorted(labels)
+    if len(found) < 2:
+        source = truth if truth is not None else file
+        raise CliError(
+            f"--classes: the labels of {source} hold {len(found)} distinct value(s) {found}, a classifier needs at least 2",
+            "check the label column, or create the project with `activebayes init --classes ...`",
+        )
+    return found
+
+
+def feature_settings(data: Any, fmt: str, pool_rows: np.ndarray, standardize: bool) -> dict[str, Any] | None:
+    """settings["features"] of a new pool: the text columns' categories and, for a table
+    ([N, D] csv/npz) unless --no-standardize, each feature's mean and scale over the pool rows
+    (the test split excluded), applied at every load (`activebayes.data.fit_features`)."""
+    from activebayes.data.features import can_standardize, fit_features
+
+    scaled = standardize and can_standardize(fmt, data.x)
+    if not scaled and not data.categories:
+        return None
+    rows = np.asarray(data.x)[pool_rows] if scaled else data.x
+    return fit_features(
+        rows, categories=data.categories, one_hot_columns=data.one_hot_columns, standardize_features=scaled
+    )
 
 
 def _csv_header(path: Path) -> list[str]:
@@ -90,6 +135,8 @@ def register_pool(
     image_layout: str = "flat",
     seed: int = 0,
     who: str = "import",
+    standardize: bool = True,
+    categorical: str = "auto",
 ) -> dict[str, Any]:
     """Validate `file` whole, then record it and its items in the store; returns a summary.
 
@@ -117,8 +164,9 @@ def register_pool(
         raise CliError(f"--key-column/--label-column: only a .csv file has columns, got a .{fmt} file", "leave them out")
     classes = info.classes if info.task == "classification" else None
     data = load_dataset(
-        file, format=fmt, label_column=label_column, key_column=key_column, classes=classes, image_layout=image_layout
-    )
+        file, format=fmt, label_column=label_column, key_column=key_column, classes=classes,
+        image_layout=image_layout, categorical=categorical,
+    )  # fmt: skip
     n = len(data)
     keys = data.keys if data.keys is not None else [str(i) for i in range(n)]
     labels = [label_text(v) for v in data.y.tolist()] if data.y is not None else None
@@ -129,7 +177,12 @@ def register_pool(
     if labels is None and (labels_are_known or test_fraction > 0):
         option = "--labels-are-known" if labels_are_known else "--test-fraction"
         raise CliError(f"{option}: {file} has no labels", "pass --label-column C for a csv, or leave the option out")
+    new_classes = None
+    if info.task == "classification" and classes is None:
+        new_classes = infer_classes(labels, file, truth)
+        notes.append(f"classes read from the labels: {', '.join(new_classes[:20])}" + (" ..." if len(new_classes) > 20 else ""))
     pool_rows, test_rows = split_rows(n, test_fraction, seed)
+    features = feature_settings(data, fmt, pool_rows, standardize)
     truth_kind = "none" if labels is None else ("known" if labels_are_known else "held-back")
     settings = {
         "label_column": label_column,
@@ -139,6 +192,8 @@ def register_pool(
         "test_fraction": test_fraction,
         "split_seed": seed,
     }
+    if features is not None:
+        settings["features"] = features
     if truth is not None:
         from activebayes.data import sha256_file
 
@@ -150,7 +205,7 @@ def register_pool(
         name, file, data_format=fmt, settings=settings,
         pool_rows=pool_rows, pool_keys=[keys[i] for i in pool_rows],
         test_rows=test_rows, test_keys=[keys[i] for i in test_rows],
-        observations=[(keys[i], labels[i]) for i in known_rows], who=who, source="import",
+        observations=[(keys[i], labels[i]) for i in known_rows], who=who, source="import", classes=new_classes,
     )  # fmt: skip
     return {
         "project": name,
@@ -161,6 +216,9 @@ def register_pool(
         "test_items": int(len(test_rows)),
         "truth": truth_kind,
         "features": list(data.x.shape[1:]),
+        "standardized": bool(features and features["standardize"]),
+        "categorical": dict(data.categories or {}),
+        "classes": new_classes if new_classes is not None else classes,
         "notes": notes,
     }
 
@@ -176,9 +234,20 @@ def add(
     truth: Annotated[Optional[Path], typer.Option("--truth", help="Labels in a separate file (e.g. MNIST *-labels-idx1-ubyte, .npy, or a key,label csv).")] = None,
     image_layout: Annotated[ImageLayout, typer.Option("--image-layout", help="IDX images as flat rows or [1, H, W] (for --model cnn).")] = ImageLayout.flat,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the test split.")] = 0,
+    standardize: Annotated[bool, typer.Option("--standardize/--no-standardize", help="Standardise a table's features (mean 0, sd 1 over the pool; recorded, applied at every fit and score).")] = True,
+    categorical: Annotated[Categorical, typer.Option("--categorical", help="csv text columns: auto (one-hot encoded, categories recorded) or error.")] = Categorical.auto,
+    image_size: Annotated[Optional[str], typer.Option("--image-size", help="FOLDER of images: resize every image to HxW (e.g. 32x32); default: their common size.")] = None,
+    labels_from_folders: Annotated[bool, typer.Option("--labels-from-folders", help="FOLDER of images: each image's label is its sub-folder's name.")] = False,
 ) -> None:
-    """Register a data file (path + sha256) and create one item per row."""
+    """Register a data file (path + sha256), or a FOLDER of PNG/JPEG images, and create one item per row/image."""
     st = state(ctx)
+    if file.is_dir() or image_size is not None or labels_from_folders:  # images: see cli/pool_folder.py
+        from activebayes_cli.pool_folder import add_folder
+
+        return add_folder(
+            st, file, image_size=image_size, labels_from_folders=labels_from_folders, truth=truth, key_column=key_column,
+            label_column=label_column, test_fraction=test_fraction, labels_are_known=labels_are_known, seed=seed,
+        )  # fmt: skip
     existing_file(file, "FILE")
     if truth is not None:
         existing_file(truth, "--truth")
@@ -188,6 +257,7 @@ def add(
     summary = register_pool(
         store, name, file, key_column=key_column, label_column=label_column, test_fraction=test_fraction,
         labels_are_known=labels_are_known, truth=truth, image_layout=image_layout.value, seed=seed,
+        standardize=standardize, categorical=categorical.value,
     )  # fmt: skip
     for note in summary["notes"]:
         st.out.note(note)
@@ -198,7 +268,10 @@ def add(
         console.print(
             f"Added {summary['pool_items']} pool items"
             + (f" and {summary['test_items']} test items" if summary["test_items"] else "")
-            + f" from {file} ({summary['format']}, features {summary['features']}; {truth_text[summary['truth']]})."
+            + f" from {file} ({summary['format']}, features {summary['features']}"
+            + ("; standardised" if summary["standardized"] else "")
+            + (f"; one-hot: {', '.join(summary['categorical'])}" if summary["categorical"] else "")
+            + f"; {truth_text[summary['truth']]})."
         )
         console.print(f"Next: {escape(next_hint)}")
 

@@ -40,7 +40,7 @@ def init(
     name: Annotated[str, typer.Option("--name", help="Project name (unique in the database).")],
     task: Annotated[TaskName, typer.Option("--task", help="What the oracle answers.")] = TaskName.classification,
     classes: Annotated[
-        Optional[str], typer.Option("--classes", help="Class count N (classes 0..N-1) or comma-separated names.")
+        Optional[str], typer.Option("--classes", help="Class count N (classes 0..N-1) or comma-separated names (default: the distinct labels of the data, read at `pool add`).")
     ] = None,
     db: Annotated[Optional[str], typer.Option("--db", help="Database URL (same as the global --db).")] = None,
 ) -> None:
@@ -53,18 +53,19 @@ def init(
         raise CliError("--name: expected a non-empty project name", "pass e.g. --name digits")
     class_list: list[str] | None = None
     if task is TaskName.classification:
-        if classes is None:
-            raise CliError("--classes: a classification project needs its classes", "pass e.g. --classes 10 or --classes cat,dog")
-        class_list = parse_classes(classes)
+        class_list = parse_classes(classes) if classes is not None else None  # None: read at `pool add`
     elif classes is not None:
         raise CliError("--classes: only a classification project has classes", "leave --classes out for --task regression")
-    info = st.store(create=True).create_project(name, task=task.value, classes=class_list)
+    info = st.store(create=True).create_project(
+        name, task=task.value, classes=class_list, classes_from_data=task is TaskName.classification
+    )
     next_hint = st.next_command("pool", "add", "FILE", project=info.name)
     st.out.result(
         {"project": info.name, "task": info.task, "classes": info.classes, "db": shown_url(st.db)},
         lambda c: c.print(
             f"Created project [bold]{escape(info.name)}[/] ({info.task}"
             + (f", {len(info.classes)} classes" if info.classes else "")
+            + (", classes read from the labels at `pool add`" if info.task == "classification" and not info.classes else "")
             + f") in {escape(shown_url(st.db))}.\nNext: {escape(next_hint)}"
         ),
     )

@@ -15,6 +15,9 @@ One call runs one round of `activebayes.loop.ActiveLearningLoop`:
   overwritten (refused before anything is recorded; --force overwrites it). Then
   `activebayes label --from FILE`, or `activebayes label` to answer in the terminal.
 * With `--oracle truth` the labels held back from the data file answer at once and the round ends.
+* A regression project (`init --task regression`) fits `--posterior gp` by default (a Gaussian
+  process, no network; a network posterior once it fits float targets), takes the acquisitions
+  variance, eig, bald, random and nipv, and records the test split's rmse and Gaussian nll.
 * A round that was interrupted (killed while fitting or scoring) is resumed, never doubled, with
   the options it recorded (posterior and its settings, model, acquisition, k, seed); an option
   given explicitly that differs is refused. `--restart-round` instead marks the unfinished round
@@ -170,9 +173,14 @@ def write_round_csv(path: Path, queries: list[Any], info: Any, data: Any) -> Pat
     item's features under their own names, or for an image pool the path (relative to the CSV)
     of a PNG of the item in `images_folder(path)`. Returns that folder, or None."""
     shape = image_shape(info, data)
-    folder = images_folder(path) if shape is not None else None
+    originals = getattr(data, "folder", None)  # `pool add FOLDER`: the column names each original image file
+    folder = images_folder(path) if shape is not None and originals is None else None
     rows = [[q.key, "", repr(float(q.score)), str(q.rank + 1)] for q in queries]
-    if folder is not None:
+    if originals is not None:
+        header = [*RESERVED_COLUMNS, "image"]
+        for row, q in zip(rows, queries):
+            row.append(str(Path(originals, *q.key.split("/"))))
+    elif folder is not None:
         folder.mkdir(exist_ok=True)
         header = [*RESERVED_COLUMNS, "image"]
         for row, q in zip(rows, queries):
@@ -181,8 +189,9 @@ def write_round_csv(path: Path, queries: list[Any], info: Any, data: Any) -> Pat
             row.append(png.relative_to(path.parent).as_posix())
     else:
         header = [*RESERVED_COLUMNS, *feature_columns(info, data)]
+        shown = data.raw if getattr(data, "raw", None) is not None else data.x  # as in the file, not standardised
         for row, q in zip(rows, queries):
-            row.extend(_text(v) for v in np.asarray(data.x[q.row]).reshape(-1))
+            row.extend(_text(v) for v in np.asarray(shown[q.row]).reshape(-1))
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(header)
@@ -202,7 +211,7 @@ def check_round_file(path: Path, info: Any, data: Any, force: bool) -> None:
             "label from it first, move it away, choose another file with --csv PATH, or pass --force to overwrite it",
         )
     folder = images_folder(path)
-    if image_shape(info, data) is not None and folder.exists() and any(folder.iterdir()):
+    if image_shape(info, data) is not None and getattr(data, "folder", None) is None and folder.exists() and any(folder.iterdir()):
         raise CliError(f"the image folder {folder} of round file {path} already exists", "move it away, choose another --csv PATH, or pass --force")
 
 
@@ -220,7 +229,7 @@ class RoundOptions:
     predict_samples: int | None = None  # the loop's n_samples (S at scoring), None: the posterior's
 
     def text(self) -> str:
-        parts = [f"--posterior {self.posterior}", f"--model {self.model}"]
+        parts = [f"--posterior {self.posterior}"] + ([] if self.posterior == "gp" else [f"--model {self.model}"])
         parts += [f"--samples {self.samples}"] if self.samples is not None else []
         parts += [f"--epochs {self.epochs}"] if self.epochs is not None else []
         return " ".join([*parts, f"--acquisition {self.acquisition}", f"--k {self.k}"])
@@ -233,15 +242,15 @@ def recorded_options(rnd: Any, call: RoundOptions) -> RoundOptions:
     not record from this call."""
     from activebayes.acquisition import resolve_acquisition
     from activebayes.errors import ConfigError
-    from activebayes_cli._model import CLI_POSTERIORS, EPOCH_KEYS, SAMPLE_KEYS
+    from activebayes_cli._model import EPOCH_KEYS, REGRESSION_POSTERIORS, SAMPLE_KEYS
 
     settings = dict(rnd.posterior_settings or {})
-    unknown = sorted(set(settings) - {"model", *SAMPLE_KEYS, *EPOCH_KEYS})
+    unknown = sorted(set(settings) - {"model", "training", *SAMPLE_KEYS, *EPOCH_KEYS})  # training: recomputed
     try:
         acquisition = resolve_acquisition(rnd.acquisition).name
     except ConfigError:
         acquisition = None
-    if rnd.posterior not in CLI_POSTERIORS or unknown or acquisition is None:
+    if rnd.posterior not in REGRESSION_POSTERIORS or unknown or acquisition is None:
         what = f"posterior {rnd.posterior!r}" + (f" with settings {unknown}" if unknown else "")
         what += "" if acquisition is not None else f" and acquisition {rnd.acquisition!r}"
         raise CliError(
@@ -332,8 +341,8 @@ def check_model_output(model_fn: Any, x: Any, n_classes: int, spec: str) -> None
 @app.command("round")
 def round_(
     ctx: typer.Context,
-    posterior: Annotated[str, typer.Option("--posterior", help="mc-dropout, deep-ensemble, snapshot-ensemble, laplace, swag.")] = "mc-dropout",
-    acquisition: Annotated[str, typer.Option("--acquisition", help="bald, batch-bald, entropy, variation-ratio, random, ...")] = "bald",
+    posterior: Annotated[Optional[str], typer.Option("--posterior", help="mc-dropout (classification default), deep-ensemble, snapshot-ensemble, laplace, swag; gp (regression default).", show_default=False)] = None,
+    acquisition: Annotated[str, typer.Option("--acquisition", help="bald, batch-bald, entropy, variation-ratio, random, ...; regression: variance, eig, bald, random, nipv.")] = "bald",
     k: Annotated[int, typer.Option("--k", help="Items to query this round.")] = 10,
     model: Annotated[str, typer.Option("--model", help="mlp, cnn, pkg.module:factory or path/to/file.py:factory (a zero-argument callable returning an nn.Module).")] = "mlp",
     samples: Annotated[Optional[int], typer.Option("--samples", help="Posterior samples S (members for an ensemble).")] = None,
@@ -350,8 +359,12 @@ def round_(
     from activebayes.errors import ActiveBayesError, StoreError
     from activebayes.loop import ActiveLearningLoop, load_project_data
     from activebayes_cli._model import (
+        NO_MODEL,
         check_posterior,
         check_posterior_name,
+        check_regression_posterior,
+        check_task_options,
+        default_posterior,
         model_factory,
         normalize_model_spec,
         posterior_factory,
@@ -365,15 +378,22 @@ def round_(
             raise CliError(f"{option}: expected a positive integer, got {value}", f"pass e.g. {option} 10")
     if csv_path is not None and not csv_path.parent.exists():
         raise CliError(f"--csv: the folder {csv_path.parent} does not exist", "create it or choose another path")
-    check_posterior_name(posterior)
-    call = RoundOptions(posterior, normalize_model_spec(model), samples, epochs, resolve_acquisition(acquisition).name, k)
+    acquisition_name = resolve_acquisition(acquisition).name
+    model_spec = normalize_model_spec(model)
     store = st.store(upgrade=True)  # writes: an older schema is upgraded first
     name = st.project_name()
     info = store.project(name)
     if info.data_path is None or store.count_items(name, split="pool") == 0:
         raise CliError(f"project {name!r} has no data yet", "add a pool first with `activebayes pool add FILE`")
-    if info.task != "classification":
-        raise CliError(f"project {name!r} is a {info.task} project", "`activebayes round` runs classification projects")
+    if info.task not in ("classification", "regression"):
+        raise CliError(f"project {name!r} is a {info.task} project", "`activebayes round` runs classification and regression projects")
+    posterior = posterior or default_posterior(info.task)
+    check_posterior_name(posterior, info.task)
+    if posterior == "gp":
+        if ctx.get_parameter_source("model") not in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP):
+            raise CliError("--model: the gp posterior has no network", "leave --model out, or pass a network --posterior such as mc-dropout")
+        model_spec = NO_MODEL
+    call = RoundOptions(posterior, model_spec, samples, epochs, acquisition_name, k)
     data = load_project_data(store, name)
     answerer = truth_oracle(store, name, data) if oracle is OracleKind.truth else None
 
@@ -411,18 +431,28 @@ def round_(
         raise CliError(f"every pool item of project {name!r} is labelled; nothing is left to ask", "export them with `activebayes export FILE`")
 
     # Check the model and the posterior on two items before anything is recorded.
+    regression = info.task == "regression"
     n_classes = len(info.classes or [])
+    check_task_options(info.task, options.posterior, options.acquisition)
     acq = resolve_acquisition(options.acquisition)
-    try:
-        model_fn = model_factory(options.model, data.x.shape[1:], n_classes)
-    except CliError as exc:
-        if not resuming:
-            raise
-        raise CliError(f"{exc.what} (the model round {latest.number} was started with)", f"{exc.fix}, or pass --restart-round to discard the round") from exc
+    model_fn = None
     shown = options.model if resuming else model  # as typed; a file's path is recorded absolute
-    check_model_output(model_fn, data.x, n_classes, shown)
-    check_posterior(options.posterior, model_fn, data.x, n_classes, acq, device=device, spec=shown)
-    factory, settings = posterior_factory(options.posterior, model_fn, samples=options.samples, epochs=options.epochs, device=device)
+    if options.posterior != "gp":
+        try:
+            model_fn = model_factory(options.model, data.x.shape[1:], 1 if regression else n_classes)
+        except CliError as exc:
+            if not resuming:
+                raise
+            raise CliError(f"{exc.what} (the model round {latest.number} was started with)", f"{exc.fix}, or pass --restart-round to discard the round") from exc
+    if regression:
+        check_regression_posterior(options.posterior, model_fn, data.x, acq, device=device, spec=shown)
+    else:
+        check_model_output(model_fn, data.x, n_classes, shown)
+        check_posterior(options.posterior, model_fn, data.x, n_classes, acq, device=device, spec=shown)
+    factory, settings = posterior_factory(
+        options.posterior, model_fn, samples=options.samples, epochs=options.epochs, device=device,
+        labelled=store.count_labelled(name),  # the training sized to it is recorded
+    )
     settings = {"model": options.model, **settings}
 
     number = latest.number if resuming else (latest.number + 1 if latest is not None else 1)

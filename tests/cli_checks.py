@@ -45,3 +45,20 @@ def db_dump(url: str) -> list[str] | None:
             return out
     finally:
         engine.dispose()
+
+
+def run(*args: str, input: str | None = None):
+    """Invoke the `activebayes` CLI in-process; exceptions that escape its error handler stay
+    visible (catch_exceptions=False)."""
+    from typer.testing import CliRunner
+
+    from activebayes_cli.main import app
+
+    return CliRunner().invoke(app, list(args), input=input, catch_exceptions=False)
+
+
+def ok(*args: str):
+    """`run` that must succeed (exit 0); returns the result."""
+    result = run(*args)
+    assert result.exit_code == 0, result.output
+    return result

@@ -125,7 +125,6 @@ def test_init_creates_project(env):
         (["--classes", "1"], ["--classes", "at least 2"]),
         (["--classes", "a,,b"], ["--classes"]),
         (["--classes", "a,a,b"], ["given more than once"]),
-        ([], ["--classes"]),
         (["--task", "regression", "--classes", "3"], ["--classes"]),
     ],
 )

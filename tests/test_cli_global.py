@@ -8,9 +8,7 @@ Every mistake runs on SQLite and PostgreSQL (`db_url`) and compares `db_dump` be
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import sqlite3
 import uuid
 from pathlib import Path
 

@@ -11,10 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from activebayes_cli.main import app
-from cli_checks import assert_mistake, db_dump
+from cli_checks import assert_mistake, db_dump, ok, run
 from test_cli import write_pool_csv
 
 TINY = ("--epochs", "2", "--samples", "2", "--device", "cpu")
@@ -28,17 +26,6 @@ NO_DROPOUT = (
     "def small():\n"
     "    return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))\n"
 )
-
-
-def run(*args: str):
-    """Invoke the CLI in-process; exceptions that escape the error handler stay visible."""
-    return CliRunner().invoke(app, list(args), catch_exceptions=False)
-
-
-def ok(*args: str):
-    result = run(*args)
-    assert result.exit_code == 0, result.output
-    return result
 
 
 def rows_of(path: str | Path) -> list[list[str]]:
@@ -384,7 +371,9 @@ def test_interrupted_round_resumes_with_its_recorded_options(pooled, monkeypatch
     data = json.loads(result.stdout)
     assert data["round"] == 2 and data["resumed"] and data["status"] == "done"
     assert data["posterior"] == "deep-ensemble" and data["acquisition"] == "entropy" and len(data["queries"]) == 5
+    training = data["posterior_settings"].pop("training")  # the sized training: explicit epochs kept
     assert data["posterior_settings"] == {"model": "mlp", "n_members": 3, "epochs": 3}
+    assert training["rule"] == "explicit-epochs" and training["epochs"] == 3 and training["labelled"] == 4
     assert (3, 3, 4) in seen  # fitted on the 4 labels with the recorded members and epochs
     assert [r["status"] for r in json.loads(ok("--json", "status").stdout)["rounds"]] == ["done", "done"]
 

@@ -10,7 +10,6 @@ import math
 
 import numpy as np
 import pytest
-import torch
 from matplotlib.colors import to_hex
 from matplotlib.image import imread
 from typer.testing import CliRunner

@@ -7,6 +7,14 @@ How a scorer uses an entry (`acq = resolve_acquisition(name)`):
 * `acq.needs_joint` True (batch-bald): stream the pool with `acq.prefilter_score` (BALD), keep
   `keep = bald_prefilter(scores, 2000)`, predict those candidates once more as one Predictive, and
   `keep[acq.select(pred_keep, k, generator).indices]` are the queries.
+* `acq.needs_model` True (nipv, Gaussian-process regression only): stream the pool with
+  `acq.prefilter_score` (the predictive variance), keep the best 2000 the same way, and
+  `activebayes.acquisition.nipv.nipv_select(posterior, x_keep, reference, k)` chooses among them
+  with the fitted model itself (integrated variance over `reference`, a seeded subset of the pool).
+
+`acq.tasks` names the project tasks an entry serves: the regression ones are random, variance,
+eig, bald and nipv (closed forms from a GaussianPredictive's latent fields); nipv is regression
+only.
 
 `select` always returns a `BatchSelection` (indices [K] long, scores [K]). It takes the scores
 [N] from `score` or, as a convenience, a Predictive / probs tensor [S, N, C] that it scores
@@ -77,11 +85,15 @@ class Acquisition:
     selector: Callable[..., BatchSelection]
     needs_joint: bool = False
     prefilter_score: Score | None = None
+    needs_model: bool = False
+    tasks: frozenset[str] = frozenset({"classification"})
 
     def select(
         self, pred_or_scores: Predictive | GaussianPredictive | Tensor, k: int, generator: torch.Generator | None = None
     ) -> BatchSelection:
         """The k candidates to ask about, as a BatchSelection (see the module docstring)."""
+        if self.needs_model:
+            raise ConfigError(f"{self.name}: selects with the fitted model; use activebayes.acquisition.nipv.nipv_select")
         if self.needs_joint:
             if isinstance(pred_or_scores, Tensor) and pred_or_scores.dim() != 3:
                 raise ShapeError(
@@ -96,18 +108,27 @@ class Acquisition:
         return self.selector(scores, k, generator)
 
 
+_BOTH = frozenset({"classification", "regression"})
+
+
+def _model_only(*_: object, **__: object) -> BatchSelection:
+    raise ConfigError("nipv: selects with the fitted model; use activebayes.acquisition.nipv.nipv_select")
+
+
 ACQUISITIONS: dict[str, Acquisition] = {
     acq.name: acq
     for acq in [
-        Acquisition("random", _zeros, _uniform),
-        Acquisition("variance", partial(S.variance, part="total"), greedy),
+        Acquisition("random", _zeros, _uniform, tasks=_BOTH),
+        Acquisition("variance", partial(S.variance, part="total"), greedy, tasks=_BOTH),
         Acquisition("mean-std", S.mean_std, greedy),
         Acquisition("variation-ratio", S.variation_ratio, greedy),
         Acquisition("entropy", S.entropy, greedy),
-        Acquisition("bald", S.bald, greedy),
+        Acquisition("bald", S.bald, greedy, tasks=_BOTH),
         Acquisition("margin", S.margin, greedy),
         Acquisition("least-confidence", S.least_confidence, greedy),
-        Acquisition("eig", S.eig, greedy),
+        Acquisition("eig", S.eig, greedy, tasks=_BOTH),
+        Acquisition("nipv", None, _model_only, needs_model=True, prefilter_score=partial(S.variance, part="total"),
+                    tasks=frozenset({"regression"})),
         Acquisition("batch-bald", None, batch_bald, needs_joint=True, prefilter_score=S.bald),
         Acquisition("power-bald", S.bald, _stochastic("power")),
         Acquisition("softmax-bald", S.bald, _stochastic("softmax")),

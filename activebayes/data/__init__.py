@@ -2,9 +2,20 @@
 
     data = load_dataset("pool.csv", label_column="label", key_column="key", classes=range(10))
     data.x  # [N, D] features;  data.y  # [N] labels or None;  data.keys  # list or None
+
+Tabular pools: `categorical="auto"` one-hot encodes text columns; `features=spec` (a project's
+settings["features"], from `fit_features`) applies the recorded encoding and standardisation.
 """
 
 from activebayes.data.bundled import DIGITS_CLASSES, digits_arrays, write_digits
+from activebayes.data.features import (
+    apply_features,
+    fit_features,
+    natural_sorted,
+    one_hot,
+    standardize,
+    standardize_stats,
+)
 from activebayes.data.loaders import (
     FORMATS,
     Dataset,
@@ -19,6 +30,12 @@ from activebayes.data.loaders import (
 
 __all__ = [
     "DIGITS_CLASSES",
+    "apply_features",
+    "fit_features",
+    "natural_sorted",
+    "one_hot",
+    "standardize",
+    "standardize_stats",
     "FORMATS",
     "Dataset",
     "check_finite",

@@ -10,6 +10,7 @@ files, the line.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import gzip
 import hashlib
 import io
@@ -34,7 +35,11 @@ class Dataset:
     y: [N] labels as given in the file (numbers or text), or None.
     keys: N stable item keys from the file's key column / `keys` array, or None (use row index).
     feature_names: the D feature column names of a csv file (its header, less the label and key
-        columns), or None for formats without names.
+        columns; a one-hot encoded text column c gives "c=<category>" per category), or None.
+    categories: a csv file's text columns and their categories in order (one-hot encoded), or None.
+    one_hot_columns: the positions in x of the one-hot indicator features.
+    raw: the features before the recorded standardisation (None when x is not standardised);
+        what a person should be shown.
     """
 
     x: np.ndarray
@@ -43,6 +48,9 @@ class Dataset:
     path: Path
     format: str
     feature_names: list[str] | None = None
+    categories: dict[str, list[str]] | None = None
+    one_hot_columns: tuple[int, ...] = ()
+    raw: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.x.shape[0])
@@ -63,6 +71,8 @@ def sha256_file(path: str | Path, *, chunk_size: int = 1 << 20) -> str:
 def detect_format(path: str | Path) -> str:
     """The format of a data file from its name: npy, npz, csv or idx (MNIST `*-ubyte[.gz]`)."""
     name = Path(path).name.lower()
+    if name.endswith(".image-folder.npz"):  # a folder of images converted by `pool add FOLDER` (data/images.py)
+        return "image-folder"
     if name.endswith(".gz"):
         name = name[:-3]
     for ext in ("npy", "npz", "csv"):
@@ -149,7 +159,18 @@ def _load_npz(path: Path) -> Dataset:
     return Dataset(x, y, keys, path, "npz")
 
 
-def _load_csv(path: Path, label_column: str | None, key_column: str | None) -> Dataset:
+def _load_csv(
+    path: Path,
+    label_column: str | None,
+    key_column: str | None,
+    categorical: str = "error",
+    categories: dict[str, list[str]] | None = None,
+) -> Dataset:
+    """A csv table. Numeric columns become features as they are; a text column is one-hot encoded
+    (`categorical="auto"`, its categories in natural order, or as recorded in `categories`) or
+    refused (`"error"`). A column mixing numbers and text is refused either way."""
+    from activebayes.data.features import natural_sorted, one_hot
+
     with path.open(newline="", encoding="utf-8") as fh:
         reader = csv.reader(fh)
         header = next(reader, None)
@@ -165,7 +186,8 @@ def _load_csv(path: Path, label_column: str | None, key_column: str | None) -> D
             raise DataError(f"data file {str(path)!r}: no feature columns besides the label/key columns")
         li = header.index(label_column) if label_column else None
         ki = header.index(key_column) if key_column else None
-        feats: list[list[float]] = []
+        cells: list[list[str]] = []
+        lines: list[int] = []
         labels: list[str] = []
         keys: list[str] = []
         for line_no, row in enumerate(reader, start=2):
@@ -173,24 +195,57 @@ def _load_csv(path: Path, label_column: str | None, key_column: str | None) -> D
                 continue
             if len(row) != len(header):
                 raise DataError(f"{str(path)!r} line {line_no}: expected {len(header)} fields, got {len(row)}")
-            try:
-                values = [float(row[i]) for i in feature_idx]
-            except ValueError:
-                bad = next(header[i] for i in feature_idx if not _is_float(row[i]))
-                raise DataError(f"{str(path)!r} line {line_no}: column {bad!r} is not a number") from None
-            if not all(np.isfinite(values)):
-                raise DataError(f"{str(path)!r} line {line_no}: a feature is NaN or infinite")
-            feats.append(values)
+            cells.append([row[i].strip() for i in feature_idx])
+            lines.append(line_no)
             if li is not None:
                 labels.append(row[li].strip())
             if ki is not None:
                 keys.append(row[ki].strip())
-    x = np.asarray(feats, dtype=np.float32).reshape(len(feats), len(feature_idx))
+    recorded = categories is not None
+    categories = dict(categories or {})
+    blocks: list[np.ndarray] = []
+    names: list[str] = []
+    one_hot_cols: list[int] = []
+    found: dict[str, list[str]] = {}
+    for j, col in enumerate(feature_idx):
+        name = header[col]
+        values = [r[j] for r in cells]
+        if name in categories:
+            encoded = one_hot(values, categories[name], column=name, path=path)
+            found[name] = list(categories[name])
+        else:
+            numeric = [_is_float(v) for v in values]
+            if all(numeric):
+                column = np.asarray([float(v) for v in values], dtype=np.float64)
+                bad = ~np.isfinite(column)
+                if bad.any():
+                    raise DataError(f"{str(path)!r} line {lines[int(np.argmax(bad))]}: a feature is NaN or infinite")
+                blocks.append(column.astype(np.float32)[:, None])
+                names.append(name)
+                continue
+            first_text = numeric.index(False)
+            if categorical != "auto" or recorded or any(numeric):
+                shown = f"line {lines[first_text]}: column {name!r}"
+                if categorical != "auto" or recorded:
+                    raise DataError(f"{str(path)!r} {shown} is not a number")
+                first_num = numeric.index(True)
+                raise DataError(
+                    f"{str(path)!r} {shown} is not a number ({values[first_text]!r}) but line {lines[first_num]} holds the "
+                    f"number {values[first_num]!r} (a column is either numeric or categorical); correct that value"
+                )
+            found[name] = natural_sorted(values)
+            encoded = one_hot(values, found[name], column=name, path=path)
+        one_hot_cols.extend(range(len(names), len(names) + encoded.shape[1]))
+        names.extend(f"{name}={c}" for c in found[name])
+        blocks.append(encoded)
+    x = np.concatenate(blocks, axis=1) if cells else np.zeros((0, len(names)), dtype=np.float32)
     y = np.asarray(labels) if li is not None else None
     if ki is not None and len(set(keys)) != len(keys):
         raise DataError(f"data file {str(path)!r}: key column {key_column!r} has duplicate keys")
-    names = [header[i] for i in feature_idx]
-    return Dataset(x, y, keys if ki is not None else None, path, "csv", feature_names=names)
+    return Dataset(
+        x, y, keys if ki is not None else None, path, "csv", feature_names=names,
+        categories=found or None, one_hot_columns=tuple(one_hot_cols),
+    )  # fmt: skip
 
 
 def _is_float(text: str) -> bool:
@@ -209,6 +264,8 @@ def load_dataset(
     key_column: str | None = None,
     classes: Sequence[Any] | None = None,
     image_layout: str = "flat",
+    categorical: str = "error",
+    features: dict[str, Any] | None = None,
 ) -> Dataset:
     """Load a data file; see the module docstring for formats.
 
@@ -218,15 +275,26 @@ def load_dataset(
         label_column, key_column: csv column names (ignored for other formats).
         classes: when given, every label must be one of them (compared as text).
         image_layout: "flat" ([N, H*W]) or "chw" ([N, 1, H, W]) for IDX images.
+        categorical: a csv text column is one-hot encoded ("auto") or refused ("error").
+        features: a spec recorded by `activebayes.data.features.fit_features` (a project's
+            settings["features"]): its text columns are encoded with the recorded categories
+            (an unseen category is a DataError) and its standardisation is applied (`raw` keeps
+            the features before it).
     """
     path = Path(path)
     if not path.is_file():
         raise DataError(f"data file {str(path)!r} does not exist")
     fmt = format or detect_format(path)
+    if fmt == "image-folder":  # images [N, C, H, W] in [0, 1], never standardised; checks the source folder
+        from activebayes.data.images import load_image_pool
+
+        return load_image_pool(path, classes=classes)
     if fmt not in FORMATS:
         raise DataError(f"format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
     if image_layout not in ("flat", "chw"):
         raise DataError(f"image_layout: expected 'flat' or 'chw', got {image_layout!r}")
+    if categorical not in ("auto", "error"):
+        raise DataError(f"categorical: expected 'auto' or 'error', got {categorical!r}")
     if fmt == "npy":
         try:
             x = np.load(path, mmap_mode="r", allow_pickle=False)
@@ -236,7 +304,8 @@ def load_dataset(
     elif fmt == "npz":
         data = _load_npz(path)
     elif fmt == "csv":
-        data = _load_csv(path, label_column, key_column)
+        recorded = features.get("categorical") if features else None
+        data = _load_csv(path, label_column, key_column, categorical, recorded if features else None)
     else:
         data = _load_idx(path, image_layout)
     if data.x.ndim < 2 or data.x.shape[0] == 0:
@@ -246,6 +315,10 @@ def load_dataset(
     check_finite(data.x, path)
     if classes is not None and data.y is not None:
         check_labels(data.y, classes, path)
+    if features and features.get("standardize") and features.get("mean") is not None:
+        from activebayes.data.features import apply_features
+
+        data = dataclasses.replace(data, x=apply_features(data.x, features), raw=data.x)
     return data
 
 

@@ -1,8 +1,9 @@
 """`PromptOracle`: asks a human in the terminal, one item at a time.
 
-Images (8x8, 28x28, or any square [D] row, or [1, H, W]) are drawn as terminal art: small
-images with two shade characters per pixel, larger ones with Unicode half blocks (one character
-holds two vertical pixels). Table rows are drawn as a `rich` table under their column names, or,
+Images (8x8, 28x28, or any square [D] row, [H, W], [1, H, W], or colour [3, H, W] drawn by its
+luminance) are drawn as terminal art: small images with two shade characters per pixel, larger
+ones with Unicode half blocks (one character holds two vertical pixels), shrunk by block averages
+to fit the terminal's width. Table rows are drawn as a `rich` table under their column names, or,
 when that table is wider than the terminal, one `name: value` line per feature.
 
 At the prompt the person types a label, or
@@ -36,16 +37,28 @@ from activebayes.oracles.file import integral_text
 SHADES = " ░▒▓█"
 
 
-def image_art(pixels: np.ndarray) -> str:
+def _shrink(img: np.ndarray, factor: int) -> np.ndarray:
+    """`img` [H, W] averaged over factor x factor blocks (edges padded by repetition)."""
+    h, w = (-(-n // factor) * factor for n in img.shape)
+    padded = np.pad(img, ((0, h - img.shape[0]), (0, w - img.shape[1])), mode="edge")
+    return padded.reshape(h // factor, factor, w // factor, factor).mean(axis=(1, 3))
+
+
+def image_art(pixels: np.ndarray, max_width: int | None = None) -> str:
     """Terminal art of a 2-D grey image (any range; scaled to [0, 1]).
 
     Side <= 16: each pixel is two shade characters from " ░▒▓█" (dark to bright).
     Larger: each character is a top/bottom pixel pair thresholded at 0.5: " ▀▄█".
+    max_width: at most this many characters a line; a wider image is shrunk by block averages.
     """
     img = np.asarray(pixels, dtype=np.float64)
+    small = max(img.shape) <= 16
+    per_pixel = 2 if small else 1
+    if max_width is not None and max_width > 0 and img.shape[1] * per_pixel > max_width:
+        img = _shrink(img, -(-img.shape[1] * per_pixel // max_width))
     lo, hi = float(img.min()), float(img.max())
     img = (img - lo) / (hi - lo) if hi > lo else np.zeros_like(img)
-    if max(img.shape) <= 16:
+    if small:
         levels = np.clip((img * (len(SHADES) - 1)).round().astype(int), 0, len(SHADES) - 1)
         return "\n".join("".join(SHADES[v] * 2 for v in row) for row in levels)
     if img.shape[0] % 2:
@@ -61,6 +74,8 @@ def _as_image(candidate: np.ndarray) -> np.ndarray | None:
     arr = np.asarray(candidate)
     if arr.ndim == 3 and arr.shape[0] == 1:
         return arr[0]
+    if arr.ndim == 3 and arr.shape[0] == 3:  # colour: drawn by its luminance (ITU-R BT.601)
+        return np.tensordot(np.asarray([0.299, 0.587, 0.114]), arr.astype(np.float64), axes=1)
     if arr.ndim == 2:
         return arr
     if arr.ndim == 1 and arr.size in (64, 784):
@@ -77,7 +92,7 @@ class PromptOracle:
             or None for any text.
         feature_names: column names for table rows (default x0, x1, ...).
         input, output: text streams (default stdin/stdout); tests pass io.StringIO.
-        image: "auto" (square 64/784 rows and [1, H, W] are drawn as images), True or False.
+        image: "auto" (square 64/784 rows, [1, H, W] and [3, H, W] are drawn as images), True or False.
         width: the terminal's width in characters; None asks the terminal each time an item is
             drawn ($COLUMNS, else the size of `output`, else of stdout, else 120).
         on_answer: called as `on_answer(key, label)` as soon as a label is typed; what it returns
@@ -141,7 +156,7 @@ class PromptOracle:
             return
         image = _as_image(candidate) if self.image is not False else None
         if image is not None and (self.image is True or self.image == "auto"):
-            self._write(image_art(image) + "\n")
+            self._write(image_art(image, max_width=self.terminal_width()) + "\n")
             return
         self._write(self.render_row(np.asarray(candidate).reshape(-1)))
 

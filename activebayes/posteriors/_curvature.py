@@ -126,6 +126,31 @@ class LastLayerGaussian:
         values = torch.cat([torch.outer(g, a).reshape(-1), g])
         return cls("kron", values, mean, c, d, (q_g, q_a), (g, a))
 
+    @classmethod
+    def fit_regression(cls, structure: str, phi: Tensor, noise_var: float, mean: Tensor) -> LastLayerGaussian:
+        """Curvature for ONE output under the Gaussian likelihood N(y; θᵀφ̃, σ²), σ² = `noise_var`.
+
+        Λ_n = 1/σ² for every item, so the GGN (= the Hessian of the NLL) is φ̃ᵀφ̃/σ² and the
+        posterior N(θ_MAP, (φ̃ᵀφ̃/σ² + δI)⁻¹) is exact Bayesian linear regression on the features.
+        C = 1, so the laplace-torch order [w (D), b] is the φ̃ order. Structures:
+            full: φ̃ᵀφ̃/σ²;  diag: its diagonal Σ_n φ̃_n²/σ²;
+            kron: G = N/σ² [1, 1], A = φᵀφ/N, i.e. weight block φᵀφ/σ² (exact) and bias block
+                N/σ², dropping only the weight-bias cross terms (laplace-torch's KFAC).
+        """
+        n, d = phi.shape
+        inv = 1.0 / noise_var
+        if structure == "full":
+            tilde = _features_with_bias(phi)
+            values, vectors = _symeig(tilde.T @ tilde * inv)
+            return cls("full", values, mean, 1, d, vectors)
+        if structure == "diag":
+            tilde = _features_with_bias(phi)
+            return cls("diag", tilde.square().sum(0) * inv, mean, 1, d)
+        g = phi.new_full((1,), n * inv)
+        a, q_a = _symeig(phi.T @ phi / n)
+        values = torch.cat([torch.outer(g, a).reshape(-1), g])
+        return cls("kron", values, mean, 1, d, (phi.new_ones(1, 1), q_a), (g, a))
+
     def to(self, device: torch.device | str) -> LastLayerGaussian:
         """The same Gaussian with every tensor on `device`."""
         def move(value):

@@ -14,6 +14,13 @@ stacked parameters, `functional_call` under `vmap`); otherwise it loops over the
 >>> ens = DeepEnsemble(mlp(2, 2, hidden=(16,)), n_members=3, epochs=2, seed=0, device="cpu").fit(x, y)
 >>> ens.predict(x[:5]).probs.shape
 torch.Size([3, 5, 2])
+
+Regression (float targets y [N], networks with one output; `likelihood` below): member s predicts
+y | x_n, θ_s ~ N(f_s(x_n), σ_s²), σ_s² its own noise fitted after training from its training
+residuals (`training.fit_noise_variance`; Lakshminarayanan et al. also give each member its own
+variance). `predict` returns a GaussianPredictive (mean [S, N], var[s, n] = σ_s²);
+`predict_mean_var` the mixture's mean and the spread of the f_s (plus mean_s σ_s² with
+observation_noise=True: the total variance of y).
 """
 
 from __future__ import annotations
@@ -32,13 +39,20 @@ from torch.func import functional_call, stack_module_state
 from activebayes._device import resolve_device
 from activebayes.errors import ConfigError, ShapeError
 from activebayes.posteriors.base import check_fitted
-from activebayes.predictive import Predictive
+from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import (
     TrainConfig,
     as_tensor,
     build_model,
     check_positive_int,
+    classification_only,
     cosine_cycle_lr,
+    fit_noise_variance,
+    mixture_mean_var,
+    network_outputs,
+    regression_only,
+    regression_output,
+    resolve_likelihood,
     resolve_train_config,
     train,
 )
@@ -104,16 +118,31 @@ class _StackedEnsemble:
 
     stack_: MemberStack | None
     device_: torch.device
+    likelihood_: str = "categorical"
+    noise_: Tensor | None = None  # regression: σ_m² [M], one per member
+
+    def _fit_noise(self, members: Sequence[nn.Module], x: Tensor, y: Tensor) -> None:
+        """Regression: each member's noise σ_m² [M] from its training residuals (float32, on device_)."""
+        self.noise_ = None
+        if self.likelihood_ == "gaussian":
+            noise = []
+            for member in members:
+                outputs = network_outputs(member, x)
+                noise.append(fit_noise_variance(outputs - y.to(outputs.device), y))
+            self.noise_ = torch.tensor(noise, dtype=torch.float32, device=self.device_)
 
     def to(self, device: str | torch.device) -> _StackedEnsemble:
         """Move the fitted members to `device`; returns self."""
         check_fitted(self, "stack_")
         self.device_ = resolve_device(device)
         self.stack_.to(self.device_)
+        if self.noise_ is not None:
+            self.noise_ = self.noise_.to(self.device_)
         return self
 
-    def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive:
-        """p(y | x_n, θ_s) for the first S members (all M by default): probs [S, N, C]."""
+    def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive | GaussianPredictive:
+        """p(y | x_n, θ_s) for the first S members (all M by default): probs [S, N, C]; for
+        regression a GaussianPredictive with mean [S, N] and var[s, n] = σ_s²."""
         check_fitted(self, "stack_")
         stack = self.stack_
         m = len(stack) if n_samples is None else n_samples
@@ -123,13 +152,30 @@ class _StackedEnsemble:
         x = as_tensor("x", x, dtype).to(self.device_)
         with torch.no_grad():
             logits = stack.logits(x, m)
+        if self.likelihood_ == "gaussian":
+            outputs = regression_output(logits, 1)
+            var = self.noise_[:m].to(outputs.dtype).unsqueeze(1).expand_as(outputs)  # type: ignore[index]
+            return GaussianPredictive(outputs, var, check=False)
         if logits.dim() != 3:
             raise ShapeError(f"model_fn: expected the network to output logits [N, C], got [N, ...] = {tuple(logits.shape[1:])}")
         return Predictive(torch.softmax(logits, dim=-1), check=False)
 
     def predict_proba(self, x: Tensor) -> Tensor:
-        """(1/M) Σ_m p(y | x_n, θ_m), [N, C]."""
+        """(1/M) Σ_m p(y | x_n, θ_m), [N, C] (classification only)."""
+        check_fitted(self, "stack_")
+        if self.likelihood_ == "gaussian":
+            raise regression_only("predict_proba")
         return self.predict(x).mean()
+
+    def predict_mean_var(self, x: Tensor, n_samples: int | None = None, *, observation_noise: bool = False) -> tuple[Tensor, Tensor]:
+        """Regression: mean [N] and variance [N] of f, the spread of the members' outputs (as
+        GaussianProcess.predict_mean_var and BoTorch's posterior); with observation_noise the
+        total variance of y, the equally weighted mixture's (1/S) Σ_s σ_s² + that spread."""
+        check_fitted(self, "stack_")
+        if self.likelihood_ != "gaussian":
+            raise classification_only("predict_mean_var")
+        pred = self.predict(x, n_samples)
+        return mixture_mean_var(pred.mean, pred.var if observation_noise else torch.zeros_like(pred.var))
 
 
 class DeepEnsemble(_StackedEnsemble):
@@ -142,8 +188,11 @@ class DeepEnsemble(_StackedEnsemble):
         seed: member m is initialised and shuffled with the m-th seed drawn from a generator
             seeded with `seed`; None draws one at `fit`.
         device: "auto" (CUDA when present), "cpu" or "cuda[:i]"; `to(device)` moves a fitted one.
+        likelihood: "categorical", "gaussian" (regression, one output per item) or None to infer
+            it from y's dtype at `fit` (float targets -> gaussian).
 
-    Fitted attributes: `stack_` (a `MemberStack`), `seed_`, `device_`.
+    Fitted attributes: `stack_` (a `MemberStack`), `seed_`, `device_`, `likelihood_`, `noise_`
+    (regression: σ_m² [M]; None for classification).
     """
 
     def __init__(
@@ -158,9 +207,11 @@ class DeepEnsemble(_StackedEnsemble):
         batch_size: int | None = None,
         seed: int | None = None,
         device: str | torch.device = "auto",
+        likelihood: str | None = None,
     ) -> None:
         self.model_fn = model_fn
         self.n_members = n_members
+        self.likelihood = likelihood
         self.config = config
         self.epochs, self.lr, self.weight_decay, self.batch_size = epochs, lr, weight_decay, batch_size
         self.seed = seed
@@ -177,12 +228,15 @@ class DeepEnsemble(_StackedEnsemble):
         generator = torch.Generator().manual_seed(seed)
         member_seeds = torch.randint(0, 2**62, (self.n_members,), generator=generator).tolist()
         x, y = as_tensor("x", x, torch.float32), as_tensor("y", y, None)
+        likelihood, y = resolve_likelihood(self.likelihood, y)
         members = [
             train(build_model(self.model_fn, s), x, y, config, seed=s, device=self.device) for s in member_seeds
         ]
         self.stack_ = MemberStack(members)
         self.seed_ = seed
         self.device_ = resolve_device(self.device)
+        self.likelihood_ = likelihood
+        self._fit_noise(self.stack_.members, x, y)
         return self
 
 
@@ -204,9 +258,10 @@ class SnapshotEnsemble(_StackedEnsemble):
         warm_start: start each `fit` after the first from the last fit's weights.
         config: a `TrainConfig` (optimizer, weight decay, batch size); its `epochs`, `lr` and
             `validation_fraction` are replaced by the schedule above.
-        seed, device: as for `DeepEnsemble`.
+        seed, device, likelihood: as for `DeepEnsemble` (regression: σ_m² per snapshot).
 
-    Fitted attributes: `stack_`, `model_` (the final weights), `seed_`, `device_`.
+    Fitted attributes: `stack_`, `model_` (the final weights), `seed_`, `device_`, `likelihood_`,
+    `noise_`.
     """
 
     def __init__(
@@ -222,9 +277,11 @@ class SnapshotEnsemble(_StackedEnsemble):
         batch_size: int | None = None,
         seed: int | None = None,
         device: str | torch.device = "auto",
+        likelihood: str | None = None,
     ) -> None:
         self.model_fn = model_fn
         self.n_snapshots = n_snapshots
+        self.likelihood = likelihood
         self.epochs_per_cycle = epochs_per_cycle
         self.lr_max = lr_max
         self.warm_start = warm_start
@@ -248,6 +305,7 @@ class SnapshotEnsemble(_StackedEnsemble):
         )
         seed = self.seed if self.seed is not None else secrets.randbits(62)
         x, y = as_tensor("x", x, torch.float32), as_tensor("y", y, None)
+        likelihood, y = resolve_likelihood(self.likelihood, y)
         steps_per_cycle = self.epochs_per_cycle * math.ceil(x.shape[0] / config.batch_size)
         if self.warm_start and self.model_ is not None:
             model = copy.deepcopy(self.model_)
@@ -273,6 +331,8 @@ class SnapshotEnsemble(_StackedEnsemble):
         self.model_ = model
         self.seed_ = seed
         self.device_ = resolve_device(self.device)
+        self.likelihood_ = likelihood
+        self._fit_noise(self.stack_.members, x, y)
         return self
 
     def to(self, device: str | torch.device) -> SnapshotEnsemble:

@@ -1,22 +1,60 @@
-"""Exact Gaussian-process regression (gpytorch), for active learning of a real-valued target.
+"""Gaussian-process regression on BoTorch, for active learning of a real-valued target.
 
-Model, in the internal standardised coordinates x̃ = (x − m_x) / s_x, ỹ = (y − m_y) / s_y
-(m_x, s_x the per-feature mean and std of the training inputs, one shared s_x when ard=False;
-m_y, s_y those of the targets; a zero std counts as 1):
+The model is BoTorch's `SingleTaskGP` (float64) with its `Normalize` input transform, its
+`Standardize` outcome transform and hyper-parameters fitted by `botorch.fit.fit_gpytorch_mll`;
+above `max_exact` labelled points, BoTorch's `SingleTaskVariationalGP` (see "Approximate GP").
+The fitted BoTorch model is `model_` (also `botorch_model()`): a `botorch.models.model.Model`
+in the ORIGINAL units (`model_.posterior(X)` undoes both transforms), so BoTorch acquisition
+functions such as `qNegIntegratedPosteriorVariance` can use it directly (exact path only:
+the variational model has no `fantasize`/`condition_on_observations`).
+
+Model, in the internal coordinates x̃_d = (x_d − lo_d) / r_d (the `Normalize` transform with
+bounds computed here: lo_d the minimum and r_d the range of feature d over the training inputs,
+one shared r = max_d r_d when ard=False so that an isotropic kernel stays isotropic in the
+original units; a zero range counts as 1) and ỹ = (y − m_y) / s_y (`Standardize`: m_y the mean,
+s_y the Bessel-corrected std of the targets; below 1e-8, or with one target, s_y = 1):
     ỹ_n = f̃(x̃_n) + ε_n,   f̃ ~ GP(0, a k(x̃, x̃')),   ε_n ~ N(0, σ̃_ε²),
     k = RBF exp(−r²/2) or Matérn-5/2 (1 + √5 r + 5r²/3) exp(−√5 r),  r² = Σ_d (x̃_d − x̃'_d)² / ℓ̃_d².
 Undone in the original units this is a GP with prior mean m_y, outputscale s_y² a, lengthscales
-s_x ℓ̃ and noise variance s_y² σ̃_ε²; `lengthscale`, `outputscale` and `noise` are given, and the
+r_d ℓ̃_d and noise variance s_y² σ̃_ε²; `lengthscale`, `outputscale` and `noise` are given, and the
 fitted `lengthscale_`, `outputscale_`, `noise_` reported, in those ORIGINAL units.
-Hyper-parameters not given are learnt by maximising the exact log marginal likelihood
-    log p(ỹ) = −½ ỹᵀ (K + σ̃_ε² I)⁻¹ ỹ − ½ log det(K + σ̃_ε² I) − (N/2) log 2π
-with Adam (`training_iters` steps at `lr`, full batch, deterministic) from gpytorch's default
-starting values. All linear algebra is float64 Cholesky (no CG / Lanczos shortcuts).
+Two deliberate departures from `SingleTaskGP`'s default modules: the prior mean is zero in the
+standardised units (m_y in the original ones) instead of a learnt `ConstantMean`, and the kernel
+sits in a `ScaleKernel` so that the outputscale a can be learnt or fixed (BoTorch's default has
+no outputscale, i.e. a = 1).
+
+Fitting (hyper-parameters not given), `priors=True` (default): MAXIMUM A POSTERIORI, not maximum
+likelihood — BoTorch 0.18's `SingleTaskGP` priors (Hvarfner et al. 2024, "Vanilla Bayesian
+optimization performs great in high dimensions"), in the internal units:
+    ℓ̃_d ~ LogNormal(√2 + ½ log D, √3),  ℓ̃_d >= 0.025;   σ̃_ε² ~ LogNormal(−4, 1),  σ̃_ε² >= 1e-4;
+and a flat prior on the outputscale a (BoTorch has none to copy). The objective is
+    log p(ỹ | θ) + log p(θ),   log p(ỹ | θ) = −½ ỹᵀ(K + σ̃_ε² I)⁻¹ỹ − ½ log det(K + σ̃_ε² I) − (N/2) log 2π,
+maximised by `fit_gpytorch_mll` (scipy L-BFGS-B, at most `training_iters` iterations; `lr` is
+not used) from the priors' modes (a = 1). `priors=False` drops the two priors (same
+bounds): type-II maximum likelihood. When an attempt fails, `fit_gpytorch_mll` retries from values
+drawn from the priors: those draws use a private RNG seeded with `seed` (0 when None), so a fit
+is a deterministic function of the data and the seed and the global RNG is left untouched. If
+every attempt fails (BoTorch's `ModelFittingError`), a RuntimeWarning says so and the learnt
+hyper-parameters keep their starting values.
+`log_marginal_likelihood_` is log p(y | θ̂) in the ORIGINAL units of y (log p(ỹ | θ̂) − N log s_y,
+without the priors), evaluated in closed form at the fitted θ̂. All exact linear algebra is
+float64 Cholesky (no CG / Lanczos / LOVE shortcuts).
 
 Posterior of the latent function at a candidate (closed form, `predict_mean_var`):
     μ_n = m_y + k_*ᵀ (K + σ_ε² I)⁻¹ (y − m_y),   σ_n² = k(x_n, x_n) − k_*ᵀ (K + σ_ε² I)⁻¹ k_*.
 
-`predict` returns the exact Gaussian predictive y_n ~ N(μ_n, σ_n² + σ_ε²) as a GaussianPredictive
+Approximate GP (more than `max_exact` labelled points, default 5,000, where an exact fit costs
+O(N³) time and O(N²) memory): BoTorch's `SingleTaskVariationalGP` with the same transforms,
+kernel, priors and fixed values, `n_inducing` inducing points chosen among the training inputs by
+BoTorch's greedy variance reduction (under the starting kernel) and then held fixed, and a
+Cholesky variational distribution, fitted by `fit_gpytorch_mll` on the full-batch variational
+ELBO (L-BFGS-B, at most `training_iters` iterations: deterministic). Fixed inducing points: with
+them L-BFGS-B reaches the exact posterior when n_inducing >= N (to 1e-4, tested), while learning
+their locations too stalled 0.004 nats short of it on the same problem (non-convex in Z). μ_n and σ_n² are then
+the SVGP's predictive q(f(x_n)) and `log_marginal_likelihood_` is the ELBO (a lower bound on
+log p(y | θ̂), original units). `approximate_` says which path was taken.
+
+`predict` returns the Gaussian predictive y_n ~ N(μ_n, σ_n² + σ_ε²) as a GaussianPredictive
 with `latent_mean` = μ_n and `latent_var` = σ_n² [N], from which the acquisition scores take closed
 forms: eig = bald = I[y; f(x_n)] = ½ log(1 + σ_n²/σ_ε²) (float64 inside), entropy =
 ½ log(2πe (σ_n² + σ_ε²)), variance parts epistemic σ_n² and aleatoric σ_ε², at any σ_n/σ_ε.
@@ -24,11 +62,11 @@ Alongside, for code that reads samples, it keeps S Gauss–Hermite nodes t_s wit
 w_s = ω_s / √π (ω_s, t_s the physicists' rule, so Σ_s w_s = 1), shared by every candidate:
     mean[s, n] = μ_n + √2 σ_n t_s,   var[s, n] = σ_ε²,   weights = w   (S = n_samples >= 2),
 which reproduce the first 2S − 1 moments of f(x_n): Σ_s w_s mean[s, n] = μ_n and
-Σ_s w_s (mean[s, n] − μ_n)² = σ_n². Everything is deterministic and independent of how a pool is
+Σ_s w_s (mean[s, n] − μ_n)² = σ_n². Prediction is deterministic and independent of how a pool is
 batched. (Read as a mixture of S Gaussians, the nodes' entropy is capped near H[w] + ½ log(2πe σ_ε²)
 once σ_n ≫ σ_ε, which is why the scores use the latent fields instead.) Only each candidate's
 MARGINAL is represented: the nodes are not a joint sample across candidates, so BatchBALD-style
-joint entropies are not meaningful for this posterior.
+joint entropies are not meaningful for this posterior (use `model_.posterior` for joints).
 
 There is no `predict_proba`: the Posterior protocol's `predict_proba` is the class-probability
 mean of a classifier, which regression does not have; use `predict_mean_var`.
@@ -46,10 +84,20 @@ from __future__ import annotations
 import math
 import warnings
 from enum import StrEnum
+from functools import partial
 
 import gpytorch
 import numpy as np
 import torch
+from botorch.exceptions.errors import ModelFittingError
+from botorch.fit import fit_gpytorch_mll
+from botorch.models import SingleTaskGP, SingleTaskVariationalGP
+from botorch.models.model import Model
+from botorch.models.transforms.input import Normalize
+from botorch.models.transforms.outcome import Standardize
+from botorch.optim.fit import fit_gpytorch_mll_scipy
+from gpytorch.constraints import GreaterThan
+from gpytorch.priors import LogNormalPrior
 from torch import Tensor
 
 from activebayes._device import resolve_device
@@ -60,7 +108,9 @@ from activebayes.predictive import GaussianPredictive
 _CHUNK = 2048  # candidates per prediction pass: holds a [chunk, N_train] cross-covariance
 _WORK = torch.float64
 _OUT = torch.float32
-_MIN_NOISE = 1e-6  # lower bound on the learnt standardised noise variance σ̃_ε²
+_MIN_NOISE = 1e-4  # BoTorch's MIN_INFERRED_NOISE_LEVEL: lower bound on a learnt σ̃_ε²
+_MIN_LENGTHSCALE = 2.5e-2  # BoTorch's lower bound on a learnt ℓ̃ (normalised units)
+_MIN_RANGE = 1e-8  # a feature whose training range is below this is not rescaled (Normalize's rule)
 
 
 class Kernel(StrEnum):
@@ -74,6 +124,12 @@ def _positive(name: str, value: float | None) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise ConfigError(f"{name}: expected a positive finite float or None (learnt), got {value!r}")
     return float(value)
+
+
+def _count(name: str, value: object, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ConfigError(f"{name}: expected an integer >= {low}, got {value!r}")
+    return value
 
 
 def _matrix(name: str, x: object, n_features: int | None = None) -> Tensor:
@@ -114,29 +170,23 @@ def hermite_rule(n_nodes: int) -> tuple[Tensor, Tensor]:
     return torch.tensor(nodes, dtype=_WORK), torch.tensor(weights / math.sqrt(math.pi), dtype=_WORK)
 
 
-class _ExactGP(gpytorch.models.ExactGP):
-    """Zero mean, ScaleKernel(RBF | Matérn-5/2), on standardised data."""
-
-    def __init__(self, x: Tensor, y: Tensor, likelihood: gpytorch.likelihoods.GaussianLikelihood,
-                 kernel: Kernel, ard: bool) -> None:
-        super().__init__(x, y, likelihood)
-        dims = x.shape[1] if ard else None
-        base = (gpytorch.kernels.RBFKernel(ard_num_dims=dims) if kernel == Kernel.RBF
-                else gpytorch.kernels.MaternKernel(nu=2.5, ard_num_dims=dims))
-        self.mean_module = gpytorch.means.ZeroMean()
-        self.covar_module = gpytorch.kernels.ScaleKernel(base)
-
-    def forward(self, x: Tensor) -> gpytorch.distributions.MultivariateNormal:
-        return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
-
-
 def _exact():
-    """gpytorch settings for exact float64 Cholesky algebra at any N (no CG / Lanczos)."""
+    """gpytorch settings for exact float64 Cholesky algebra at any N (no CG / Lanczos / LOVE)."""
     return gpytorch.settings.fast_computations(covar_root_decomposition=False, log_prob=False, solves=False)
 
 
+def _bounds(x: Tensor, ard: bool) -> Tensor:
+    """Normalize's bounds [2, D]: per-feature minimum and range (one shared range without ard)."""
+    lo, hi = x.amin(0), x.amax(0)
+    span = hi - lo
+    if not ard:
+        span = span.max().expand_as(span)
+    span = torch.where(span >= _MIN_RANGE, span, torch.ones_like(span))
+    return torch.stack([lo, lo + span])
+
+
 class GaussianProcess:
-    """Exact GP regression posterior (see the module docstring for the maths and units).
+    """GP regression posterior on BoTorch (see the module docstring for the maths and units).
 
     Args:
         kernel: "rbf" or "matern52" (ν = 5/2), inside a ScaleKernel.
@@ -145,10 +195,15 @@ class GaussianProcess:
         lengthscale: ℓ > 0 (original units, the same for every feature, fixed), or None to learn.
         outputscale: prior variance of f > 0 (original units, fixed), or None to learn it.
         n_samples: default S >= 2 of Gauss–Hermite nodes for `predict`.
-        training_iters: Adam steps on the marginal likelihood (0 keeps gpytorch's start values).
-        lr: Adam learning rate.
-        seed: stored for the Posterior contract; fitting and prediction draw no random numbers.
+        training_iters: the L-BFGS-B iteration cap (`maxiter`) of `fit_gpytorch_mll`, on the
+            marginal likelihood (exact) or the ELBO (approximate); 0 keeps the starting values.
+        lr: kept for API compatibility and validated, but unused: L-BFGS-B has no learning rate.
+        seed: seeds `fit_gpytorch_mll`'s random restarts and the approximate GP's fit (None: 0).
         device: "auto", "cpu" or "cuda[:i]".
+        priors: True: BoTorch's lengthscale and noise priors, hyper-parameters are a MAP fit;
+            False: no priors, type-II maximum likelihood.
+        max_exact: largest labelled set fitted by the exact GP; above it the variational GP.
+        n_inducing: inducing points of the variational GP (capped at N).
     """
 
     def __init__(
@@ -164,40 +219,81 @@ class GaussianProcess:
         lr: float = 0.1,
         seed: int | None = None,
         device: str | torch.device = "auto",
+        priors: bool = True,
+        max_exact: int = 5000,
+        n_inducing: int = 512,
     ) -> None:
         try:
             self.kernel = Kernel(kernel)
         except ValueError:
             raise ConfigError(f"kernel: expected one of 'rbf', 'matern52', got {kernel!r}") from None
-        if not isinstance(n_samples, int) or n_samples < 2:
+        if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 2:
             raise ConfigError(f"n_samples: expected an integer >= 2 (Gauss–Hermite nodes), got {n_samples!r}")
-        if not isinstance(training_iters, int) or training_iters < 0:
-            raise ConfigError(f"training_iters: expected a non-negative integer, got {training_iters!r}")
-        if not lr > 0:
+        self.training_iters = _count("training_iters", training_iters, 0)
+        if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not lr > 0 or not math.isfinite(lr):
             raise ConfigError(f"lr: expected a positive learning rate, got {lr!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise ConfigError(f"seed: expected an integer or None, got {seed!r}")
+        self.max_exact = _count("max_exact", max_exact, 1)
+        self.n_inducing = _count("n_inducing", n_inducing, 1)
         self.ard = bool(ard)
+        self.priors = bool(priors)
         self.noise = _positive("noise", noise)
         self.lengthscale = _positive("lengthscale", lengthscale)
         self.outputscale = _positive("outputscale", outputscale)
         self.n_samples = n_samples
-        self.training_iters = training_iters
-        self.lr = lr
+        self.lr = float(lr)
         self.seed = seed
         self.device = device
-        self.model_: _ExactGP | None = None
+        self.model_: SingleTaskGP | SingleTaskVariationalGP | None = None
+        self.approximate_: bool | None = None
         self.device_: torch.device | None = None
-        self.x_shift_: Tensor | None = None
-        self.x_scale_: Tensor | None = None
-        self.y_shift_: float | None = None
-        self.y_scale_: float | None = None
         self.noise_: float | None = None
         self.lengthscale_: Tensor | None = None
         self.outputscale_: float | None = None
         self.log_marginal_likelihood_: float | None = None
 
     # ------------------------------------------------------------------ fitting
+    def _modules(self, bounds: Tensor, y_scale: float, n_features: int):
+        """Likelihood and ScaleKernel(RBF | Matérn-5/2) in the internal units, priors and fixed values set."""
+        span = bounds[1] - bounds[0]  # [D]
+        noise_s = None if self.noise is None else self.noise / y_scale**2
+        noise_bound = _MIN_NOISE if noise_s is None else min(_MIN_NOISE, 0.5 * noise_s)
+        noise_prior = LogNormalPrior(-4.0, 1.0) if self.priors and noise_s is None else None
+        likelihood = gpytorch.likelihoods.GaussianLikelihood(
+            noise_prior=noise_prior,
+            noise_constraint=GreaterThan(noise_bound, transform=None, initial_value=math.exp(-4.0 - 1.0)),
+        )  # initial value: the mode of LogNormal(−4, 1), as BoTorch starts it
+
+        ls_s = None if self.lengthscale is None else self.lengthscale / (span if self.ard else span[:1])
+        ls_bound = _MIN_LENGTHSCALE if ls_s is None else min(_MIN_LENGTHSCALE, 0.5 * float(ls_s.min()))
+        loc, scale = math.sqrt(2.0) + 0.5 * math.log(n_features), math.sqrt(3.0)
+        ls_prior = LogNormalPrior(loc, scale) if self.priors and ls_s is None else None
+        base_kw = dict(
+            ard_num_dims=n_features if self.ard else None,
+            lengthscale_prior=ls_prior,
+            lengthscale_constraint=GreaterThan(ls_bound, transform=None, initial_value=math.exp(loc - scale**2)),
+        )
+        base = (gpytorch.kernels.RBFKernel(**base_kw) if self.kernel == Kernel.RBF
+                else gpytorch.kernels.MaternKernel(nu=2.5, **base_kw))
+        covar = gpytorch.kernels.ScaleKernel(base)
+        likelihood, covar = likelihood.to(bounds), covar.to(bounds)
+        value = partial(torch.tensor, dtype=_WORK, device=bounds.device)  # gpytorch's setters go via float32 for a float
+        covar.outputscale = value(1.0)
+        if noise_s is not None:
+            likelihood.noise = value(noise_s)
+            likelihood.raw_noise.requires_grad_(False)
+        if ls_s is not None:
+            base.lengthscale = ls_s.reshape(base.lengthscale.shape)
+            base.raw_lengthscale.requires_grad_(False)
+        if self.outputscale is not None:
+            covar.outputscale = value(self.outputscale / y_scale**2)
+            covar.raw_outputscale.requires_grad_(False)
+        return likelihood, covar
+
     def fit(self, x: Tensor, y: Tensor) -> GaussianProcess:
-        """Standardise, build the exact GP and fit the hyper-parameters not fixed.
+        """Build the BoTorch GP (exact up to `max_exact` points, else variational) and fit the
+        hyper-parameters not fixed.
 
         Args:
             x: inputs [N, D] (real, finite); y: targets [N] (real, finite).
@@ -208,64 +304,95 @@ class GaussianProcess:
             raise ShapeError("x: expected at least one training point, got N=0")
         dev = resolve_device(self.device)
         x, y = x.to(dev), y.to(dev)
-        x_shift = x.mean(0)
-        x_std = x.std(0, unbiased=False) if self.ard else (x - x_shift).pow(2).mean().sqrt().expand(x.shape[1])
-        x_scale = torch.where(x_std > 1e-12, x_std, torch.ones_like(x_std))
-        y_shift = float(y.mean())
-        y_std = float(y.std(unbiased=False))
-        y_scale = y_std if y_std > 1e-12 else 1.0
-        xs, ys = (x - x_shift) / x_scale, (y - y_shift) / y_scale
-
-        noise_s = None if self.noise is None else self.noise / y_scale**2
-        bound = _MIN_NOISE if noise_s is None else min(_MIN_NOISE, 0.5 * noise_s)
-        likelihood = gpytorch.likelihoods.GaussianLikelihood(noise_constraint=gpytorch.constraints.GreaterThan(bound))
-        model = _ExactGP(xs, ys, likelihood, self.kernel, self.ard).to(device=dev, dtype=_WORK)
-        base = model.covar_module.base_kernel
-        if noise_s is not None:
-            likelihood.noise = noise_s
-            likelihood.raw_noise.requires_grad_(False)
-        if self.lengthscale is not None:
-            scaled = self.lengthscale / (x_scale if self.ard else x_scale[:1])  # [D] or [1]
-            base.lengthscale = scaled.reshape(base.lengthscale.shape)
-            base.raw_lengthscale.requires_grad_(False)
-        if self.outputscale is not None:
-            model.covar_module.outputscale = self.outputscale / y_scale**2
-            model.covar_module.raw_outputscale.requires_grad_(False)
-
-        mll = gpytorch.mlls.ExactMarginalLogLikelihood(likelihood, model)
-        params = [p for p in model.parameters() if p.requires_grad]
-        model.train()
-        with _exact():
-            if params and self.training_iters > 0:
-                optimiser = torch.optim.Adam(params, lr=self.lr)
-                for _ in range(self.training_iters):
-                    optimiser.zero_grad()
-                    loss = -mll(model(xs), ys)
-                    loss.backward()
-                    optimiser.step()
-            with torch.no_grad():
-                # ExactMarginalLogLikelihood divides by N; report the total in the ORIGINAL units of y.
-                total = float(mll(model(xs), ys)) * xs.shape[0] - xs.shape[0] * math.log(y_scale)
-        model.eval()
+        n, d = x.shape
+        bounds = _bounds(x, self.ard)
+        outcome = Standardize(m=1)
+        y_scale = _y_scale(y)  # s_y by Standardize's rule, to convert the fixed values before fitting
+        likelihood, covar = self._modules(bounds, y_scale, d)
+        approximate = n > self.max_exact
+        common = dict(
+            likelihood=likelihood, covar_module=covar, mean_module=gpytorch.means.ZeroMean(),
+            outcome_transform=outcome, input_transform=Normalize(d=d, bounds=bounds),
+        )
+        seed = 0 if self.seed is None else self.seed
+        devices = [dev.index if dev.index is not None else torch.cuda.current_device()] if dev.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices):
+            torch.manual_seed(seed)
+            if approximate:
+                with warnings.catch_warnings():
+                    # BoTorch warns that transforms with learnable parameters misbehave in minibatch
+                    # training; Normalize here has fixed bounds and the fit is full-batch.
+                    warnings.filterwarnings("ignore", message="Using an (input|outcome) transform", category=Warning)
+                    model = SingleTaskVariationalGP(
+                        x, y[:, None], inducing_points=min(self.n_inducing, n), learn_inducing_points=False, **common
+                    ).to(device=dev, dtype=_WORK)
+                mll = gpytorch.mlls.VariationalELBO(model.likelihood, model.model, num_data=n)
+            else:
+                model = SingleTaskGP(x, y[:, None], **common).to(device=dev, dtype=_WORK)
+                mll = gpytorch.mlls.ExactMarginalLogLikelihood(model.likelihood, model)
+            optimizer, options = fit_gpytorch_mll_scipy, {"options": {"maxiter": self.training_iters}}
+            if self.training_iters > 0 and any(p.requires_grad for p in mll.parameters()):
+                with _exact(), gpytorch.settings.max_cholesky_size(10**9):
+                    try:
+                        fit_gpytorch_mll(mll, optimizer=optimizer, optimizer_kwargs=options)
+                    except ModelFittingError:  # every attempt failed; BoTorch rolled back to the start
+                        warnings.warn(
+                            "GaussianProcess: fit_gpytorch_mll failed on every attempt; the learnt "
+                            "hyper-parameters keep their starting values (the priors' modes, a = 1)",
+                            RuntimeWarning, stacklevel=2,
+                        )
         for p in model.parameters():
             p.requires_grad_(False)
+        model.eval()
 
-        self.model_, self.device_ = model, dev
-        self.x_shift_, self.x_scale_, self.y_shift_, self.y_scale_ = x_shift, x_scale, y_shift, y_scale
-        self.noise_ = float(likelihood.noise) * y_scale**2
-        self.outputscale_ = float(model.covar_module.outputscale) * y_scale**2
-        lengthscale = base.lengthscale.detach().reshape(-1) * (x_scale if self.ard else x_scale[:1])
+        y_scale = float(model.outcome_transform.stdvs.reshape(()))
+        self.model_, self.approximate_, self.device_ = model, approximate, dev
+        self.log_marginal_likelihood_ = self._evidence(model) - n * math.log(y_scale)
+        self.noise_ = float(model.likelihood.noise.reshape(())) * y_scale**2
+        kernel = model.covar_module if not approximate else model.model.covar_module
+        self.outputscale_ = float(kernel.outputscale.reshape(())) * y_scale**2
+        span = bounds[1] - bounds[0]
+        lengthscale = kernel.base_kernel.lengthscale.detach().reshape(-1) * (span if self.ard else span[:1])
         self.lengthscale_ = lengthscale.to(_OUT).cpu()  # [D] with ard, else [1]
-        self.log_marginal_likelihood_ = total
         return self
+
+    @staticmethod
+    def _evidence(model: Model) -> float:
+        """log p(ỹ | θ̂) (exact) or the ELBO (variational), in the standardised units, no priors."""
+        model.train()
+        try:
+            with torch.no_grad(), _exact(), gpytorch.settings.max_cholesky_size(10**9):
+                targets = model.train_targets if hasattr(model, "train_targets") else model.model.train_targets
+                if isinstance(model, SingleTaskVariationalGP):
+                    q = model.model(model.model.train_inputs[0])  # stored already normalised
+                    fit_term = model.likelihood.expected_log_prob(targets, q).sum()
+                    value = fit_term - model.model.variational_strategy.kl_divergence().sum()
+                else:
+                    value = model.likelihood(model(model.train_inputs[0])).log_prob(targets)
+        finally:
+            model.eval()
+        return float(value)
+
+    def botorch_model(self) -> Model:
+        """The fitted BoTorch model (`model_`): `SingleTaskGP`, or `SingleTaskVariationalGP` above
+        `max_exact`; inputs and outputs in the original units, float64, on `device_`."""
+        check_fitted(self, "model_")
+        return self.model_  # type: ignore[return-value]
 
     def to(self, device: str | torch.device) -> GaussianProcess:
         """Move the fitted GP to `device`; returns self."""
         check_fitted(self, "model_")
         dev = resolve_device(device)
-        self.model_ = self.model_.to(dev)  # type: ignore[union-attr]
-        self.model_.set_train_data(self.model_.train_inputs[0].to(dev), self.model_.train_targets.to(dev), strict=False)
-        self.x_shift_, self.x_scale_ = self.x_shift_.to(dev), self.x_scale_.to(dev)  # type: ignore[union-attr]
+        model = self.model_
+        model.train()  # type: ignore[union-attr]  # drops prediction caches, restores the original inputs
+        model.to(dev)  # type: ignore[union-attr]
+        if self.approximate_:  # plain attributes that BoTorch keeps for its fitting utilities
+            inner = model.model  # type: ignore[union-attr]
+            inner.train_inputs = [t.to(dev) for t in inner.train_inputs]
+            inner.train_targets = inner.train_targets.to(dev)
+        else:
+            model.set_train_data(model.train_inputs[0].to(dev), model.train_targets.to(dev), strict=False)  # type: ignore[union-attr]
+        model.eval()  # type: ignore[union-attr]
         self.device_ = dev
         return self
 
@@ -273,38 +400,42 @@ class GaussianProcess:
     def _latent(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """μ [N], σ² [N] of f(x) in original units, float64 on the fitted device."""
         check_fitted(self, "model_")
-        x = _matrix("x", x, self.x_shift_.shape[0])  # type: ignore[union-attr]
-        xs = (x.to(self.device_) - self.x_shift_) / self.x_scale_
+        model = self.model_
+        d = model.input_transform.bounds.shape[-1]  # type: ignore[union-attr]
+        x = _matrix("x", x, d).to(self.device_)
+        outcome = model.outcome_transform  # type: ignore[union-attr]
+        shift, scale = outcome.means.reshape(()), outcome.stdvs.reshape(())
         means, variances = [], []
         with torch.no_grad(), _exact(), gpytorch.settings.fast_pred_var(False), \
                 gpytorch.settings.max_cholesky_size(10**9), warnings.catch_warnings():
             # Scoring the labelled points themselves is legitimate; gpytorch warns about it.
             warnings.simplefilter("ignore", gpytorch.utils.warnings.GPInputWarning)
-            for chunk in xs.split(_CHUNK):
-                f = self.model_(chunk)  # type: ignore[misc]
-                means.append(f.mean)
-                variances.append(f.variance.clamp_min(0.0))
+            for chunk in x.split(_CHUNK):
+                xt = model.transform_inputs(chunk)  # type: ignore[union-attr]
+                f = model(xt) if not self.approximate_ else model.model(xt)  # type: ignore[misc, union-attr]
+                means.append(f.mean.reshape(-1))
+                variances.append(f.variance.reshape(-1).clamp_min(0.0))
         if not means:
-            empty = xs.new_zeros(0)
+            empty = x.new_zeros(0)
             return empty, empty
-        mean = torch.cat(means) * self.y_scale_ + self.y_shift_  # type: ignore[operator]
-        return mean, torch.cat(variances) * self.y_scale_**2  # type: ignore[operator]
+        return torch.cat(means) * scale + shift, torch.cat(variances) * scale**2
 
-    def predict_mean_var(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        """Latent posterior mean μ [N] and variance σ² [N] (closed form; float32).
-
-        Add `noise_` to σ² for the predictive variance of a new observation y.
-        """
+    def predict_mean_var(self, x: Tensor, *, observation_noise: bool = False) -> tuple[Tensor, Tensor]:
+        """Latent posterior mean μ [N] and variance σ² [N] (closed form; float32); with
+        observation_noise, the variance σ² + σ_ε² of a new observation y (BoTorch's convention,
+        shared by every regression posterior)."""
         mean, var = self._latent(x)
+        if observation_noise:
+            var = var + self.noise_
         return mean.to(_OUT), var.to(_OUT)
 
     def predict(self, x: Tensor, n_samples: int | None = None) -> GaussianPredictive:
-        """Exact Gaussian predictive of y(x_n) (module docstring): latent_mean, latent_var [N] =
+        """Gaussian predictive of y(x_n) (module docstring): latent_mean, latent_var [N] =
         μ_n, σ_n², with the Gauss–Hermite nodes of f(x_n) as mean [S, N], var [S, N] = σ_ε² and
         weights [S]; float32. Deterministic; the same for any batching of the candidates.
         """
         s = self.n_samples if n_samples is None else n_samples
-        if not isinstance(s, int) or s < 2:
+        if isinstance(s, bool) or not isinstance(s, int) or s < 2:
             raise ConfigError(f"n_samples: expected an integer >= 2 (Gauss–Hermite nodes), got {s!r}")
         mu, var = self._latent(x)
         nodes, weights = hermite_rule(s)
@@ -314,3 +445,11 @@ class GaussianProcess:
         return GaussianPredictive(
             mean.to(_OUT), noise.to(_OUT), weights.to(_OUT), check=False, latent_mean=mu.to(_OUT), latent_var=var.to(_OUT)
         )
+
+
+def _y_scale(y: Tensor) -> float:
+    """s_y as `Standardize` computes it: the Bessel-corrected std, 1 below 1e-8 or for one target."""
+    if y.shape[0] < 2:
+        return 1.0
+    std = float(y.std(unbiased=True))
+    return std if std >= 1e-8 else 1.0

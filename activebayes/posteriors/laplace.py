@@ -26,6 +26,18 @@ Prior precision δ: a float, or "marglik" to maximise the Laplace evidence
 >>> la = Laplace(model=net, hessian="kron", prior_precision=1.0, seed=0).fit(x, y)
 >>> la.predict(x[:5], n_samples=10).probs.shape
 torch.Size([10, 5, 3])
+
+Regression (float targets y [N]; the last nn.Linear has ONE output; `likelihood` below): with
+y | θ ~ N(θᵀφ̃(x), σ²) the last-layer posterior is exact Bayesian linear regression on the features,
+    precision = φ̃ᵀφ̃ / σ² + δI  (the GGN, here the exact Hessian, of the Gaussian NLL; `_curvature`),
+    f(x) ~ N(f_map(x), f_var(x)),  f_var(x) = φ̃(x)ᵀ Σ φ̃(x),   y | f ~ N(f, σ²),
+σ² fitted after training from the MAP network's training residuals (`training.fit_noise_variance`)
+and kept fixed (the evidence, with log p(D | θ_MAP) = Σ_n log N(y_n; f_map(x_n), σ²), tunes δ only).
+`predict` returns a GaussianPredictive: mean[s, n] = φ̃(x_n)ᵀθ_s for the same S weight samples as
+for classification (jointly consistent across a pool, for batch selectors), var = σ², and the
+exact latent_mean = f_map, latent_var = f_var [N], from which the scores take closed forms (the
+samples are Monte Carlo draws of that latent, not quadrature nodes). `predict_mean_var` returns
+(f_map, f_var) in closed form, (f_map, f_var + σ²) with observation_noise=True; `predict_proba` raises.
 """
 
 from __future__ import annotations
@@ -47,8 +59,19 @@ from activebayes.posteriors._curvature import (
     optimise_prior_precision,
 )
 from activebayes.posteriors.base import check_fitted
-from activebayes.predictive import Predictive
-from activebayes.training import TrainConfig, build_model, resolve_train_config, train
+from activebayes.predictive import GaussianPredictive, Predictive
+from activebayes.training import (
+    TrainConfig,
+    build_model,
+    classification_only,
+    fit_noise_variance,
+    gaussian_nll,
+    regression_only,
+    regression_output,
+    resolve_likelihood,
+    resolve_train_config,
+    train,
+)
 
 _BATCH = 4096  # rows per forward pass when extracting features
 
@@ -110,7 +133,14 @@ class Laplace:
             (a TrainConfig, and overrides of its most used knobs; ignored with `model`).
         seed: seeds the network initialisation, training and the weight samples.
         device: "auto", "cpu" or "cuda[:i]".
+        likelihood: "categorical", "gaussian" (regression: the last nn.Linear has one output), or
+            None to infer it from y's dtype at `fit` (float targets -> gaussian).
+
+    Fitted attributes: `model_`, `layer_`, `posterior_`, `prior_precision_`, `log_likelihood_`,
+    `likelihood_`, `noise_` (σ², regression only; None for classification), `device_`.
     """
+
+    likelihood_: str = "categorical"  # set by fit; the class default keeps hand-assembled instances classifiers
 
     def __init__(
         self,
@@ -129,6 +159,7 @@ class Laplace:
         batch_size: int | None = None,
         seed: int | None = None,
         device: str | torch.device = "auto",
+        likelihood: str | None = None,
     ) -> None:
         if (model_fn is None) == (model is None):
             raise ConfigError("Laplace: expected exactly one of model_fn (to train) and model (trained), got "
@@ -153,7 +184,9 @@ class Laplace:
         self.epochs, self.lr, self.weight_decay, self.batch_size = epochs, lr, weight_decay, batch_size
         self.seed = seed
         self.device = device
+        self.likelihood = likelihood
         self.model_: nn.Module | None = None
+        self.noise_: float | None = None
         self.posterior_: LastLayerGaussian | None = None
         self.prior_precision_: float | None = None
         self.log_likelihood_: Tensor | None = None
@@ -164,10 +197,11 @@ class Laplace:
         """Train (model_fn) or copy (model) the network, then fit the last-layer posterior.
 
         Args:
-            x: inputs [N, ...]; y: integer labels [N].
+            x: inputs [N, ...]; y: integer labels [N], or float targets [N] for regression.
         """
         if x.shape[0] != y.shape[0]:
             raise ShapeError(f"y: expected {x.shape[0]} labels to match x, got {y.shape[0]}")
+        likelihood, y = resolve_likelihood(self.likelihood, torch.as_tensor(y))
         dev = resolve_device(self.device)
         if self.model_fn is not None:
             net = build_model(self.model_fn, self.seed)
@@ -181,6 +215,12 @@ class Laplace:
             p.requires_grad_(False)
         layer = last_linear(net)
         phi, logits = features_and_logits(net, layer, x.to(dev))
+        self._sample_seed = self.seed if self.seed is not None else secrets.randbits(63)
+        self._samples: dict[int, tuple[Tensor, Tensor]] = {}
+        if likelihood == "gaussian":
+            self._fit_regression(net, layer, phi, logits, y.to(dev))
+            return self
+        self.likelihood_, self.noise_ = "categorical", None
         if logits.dim() != 2 or not torch.allclose(logits, nn.functional.linear(phi, layer.weight, layer.bias), atol=1e-4, rtol=1e-4):
             raise ConfigError("model: expected the last nn.Linear to produce the network's logits [N, C] "
                               "(nothing may follow it)")
@@ -201,9 +241,31 @@ class Laplace:
             self.prior_precision_ = optimise_prior_precision(self.posterior_)
         else:
             self.prior_precision_ = float(self.prior_precision)
-        self._sample_seed = self.seed if self.seed is not None else secrets.randbits(63)
-        self._samples: dict[int, tuple[Tensor, Tensor]] = {}
         return self
+
+    def _fit_regression(self, net: nn.Module, layer: nn.Linear, phi: Tensor, outputs: Tensor, y: Tensor) -> None:
+        """The Gaussian-likelihood last-layer posterior (module docstring) around the MAP network."""
+        if layer.out_features != 1:
+            raise ConfigError(f"model: for regression expected the last nn.Linear to have one output, got {layer.out_features}")
+        if layer.bias is None:
+            raise ConfigError("model: expected the last nn.Linear to have a bias")
+        f_map = regression_output(outputs, 0)
+        if not torch.allclose(f_map, nn.functional.linear(phi, layer.weight, layer.bias)[:, 0], atol=1e-4, rtol=1e-4):
+            raise ConfigError("model: expected the last nn.Linear to produce the network's output [N, 1] or [N] "
+                              "(nothing may follow it but a reshape)")
+        work = torch.float64
+        f64, y64 = f_map.to(work), y.to(work)
+        noise = fit_noise_variance(f64 - y64, y64)
+        mean = torch.cat([layer.weight.reshape(-1), layer.bias]).to(work)
+        self.posterior_ = LastLayerGaussian.fit_regression(self.hessian.value, phi.to(work), noise, mean)
+        self.log_likelihood_ = -y64.shape[0] * gaussian_nll(f64, y64, math.log(noise))
+        self.likelihood_, self.noise_ = "gaussian", noise
+        self.model_, self.layer_ = net, layer
+        self.device_ = resolve_device(self.device)
+        if self.prior_precision == "marglik":
+            self.prior_precision_ = optimise_prior_precision(self.posterior_)
+        else:
+            self.prior_precision_ = float(self.prior_precision)
 
     def to(self, device: str | torch.device) -> Laplace:
         """Move the fitted network and the last-layer Gaussian to `device`; returns self.
@@ -239,6 +301,9 @@ class Laplace:
 
     def predict_proba(self, x: Tensor) -> Tensor:
         """Posterior predictive mean [N, C]: probit approximation, or the MC mean for link="mc"."""
+        check_fitted(self, "posterior_")
+        if self.likelihood_ == "gaussian":
+            raise regression_only("predict_proba")
         if self.link == Link.MC:
             return self.predict(x).mean()
         phi, logits = self._features(x)
@@ -266,9 +331,29 @@ class Laplace:
             self._samples = {s: (theta[:, : c * d].reshape(s, c, d).to(dtype), theta[:, c * d :].to(dtype))}
         return self._samples[s]
 
-    def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive:
-        """Predictive [S, N, C]: softmax(W_s φ(x) + b_s) for S weight samples shared by all x."""
+    def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive | GaussianPredictive:
+        """Predictive [S, N, C]: softmax(W_s φ(x) + b_s) for S weight samples shared by all x.
+
+        Regression: GaussianPredictive with mean [S, N] = W_s φ(x) + b_s, var = σ², and the exact
+        latent_mean = f_map(x), latent_var = f_var(x) [N] (module docstring).
+        """
         weight, bias = self.sample_weights(n_samples)
-        phi, _ = self._features(x)
+        phi, out = self._features(x)
         logits = torch.einsum("nd,scd->snc", phi, weight) + bias.unsqueeze(1)  # [S, N, C]
+        if self.likelihood_ == "gaussian":
+            mean = logits[..., 0]
+            f_var = self.posterior_.functional_variance(phi, self.prior_precision_, diagonal=True)[:, 0]  # type: ignore[union-attr, arg-type]
+            return GaussianPredictive(mean, torch.full_like(mean, self.noise_), check=False,  # type: ignore[arg-type]
+                                      latent_mean=regression_output(out, 0), latent_var=f_var.to(mean.dtype))
         return Predictive(torch.softmax(logits, dim=-1), check=False)
+
+    def predict_mean_var(self, x: Tensor, *, observation_noise: bool = False) -> tuple[Tensor, Tensor]:
+        """Regression: the latent f's mean f_map(x) [N] and variance f_var(x) [N] (as
+        GaussianProcess.predict_mean_var); with observation_noise, y's: f_var(x) + σ²."""
+        check_fitted(self, "posterior_")
+        if self.likelihood_ != "gaussian":
+            raise classification_only("predict_mean_var")
+        phi, out = self._features(x)
+        f_map = regression_output(out, 0)
+        f_var = self.posterior_.functional_variance(phi, self.prior_precision_, diagonal=True)[:, 0]  # type: ignore[union-attr, arg-type]
+        return f_map, (f_var + self.noise_ if observation_noise else f_var).to(f_map.dtype)

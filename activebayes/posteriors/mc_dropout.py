@@ -24,6 +24,12 @@ forward hooks (a warning says so once per fit); `prefix_cache=False` forces that
 >>> post = MCDropout(mlp(2, 2, hidden=(16,)), n_samples=8, epochs=2, seed=0, device="cpu").fit(x, y)
 >>> post.predict(x[:5]).probs.shape
 torch.Size([8, 5, 2])
+
+Regression (float targets y [N], a network with one output): the mask sets are samples of the
+function, y | x_n, θ_s ~ N(f(x_n; W, m_s), σ²) with σ² the noise fitted after training from the
+residuals of the deterministic (eval-mode, dropout off) network (`training.fit_noise_variance`).
+`predict` returns a GaussianPredictive (mean [S, N], var [S, N] = σ²); `predict_mean_var` the
+mixture's mean and the spread of the S outputs (σ² + spread with observation_noise=True).
 """
 
 from __future__ import annotations
@@ -38,12 +44,19 @@ from torch import Tensor, nn
 from activebayes._device import resolve_device
 from activebayes.errors import ConfigError, ShapeError
 from activebayes.posteriors.base import check_fitted
-from activebayes.predictive import Predictive
+from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import (
     TrainConfig,
     as_tensor,
     build_model,
     check_positive_int,
+    classification_only,
+    fit_noise_variance,
+    mixture_mean_var,
+    network_outputs,
+    regression_only,
+    regression_output,
+    resolve_likelihood,
     resolve_train_config,
     train,
 )
@@ -202,11 +215,17 @@ class MCDropout:
         seed: seeds the initialisation, the data order and the masks; None draws one at `fit`.
         device: "auto" (CUDA when present), "cpu" or "cuda[:i]"; `to(device)` moves a fitted one.
         prefix_cache: False runs S full passes (the reference path) instead of the fast path.
+        likelihood: "categorical" (softmax over logits [N, C]), "gaussian" (regression: one output
+            per item, [N, 1] or [N]), or None to infer it from y's dtype at `fit` (float targets
+            -> gaussian, integer -> categorical).
 
-    Fitted attributes: `model_` (eval mode), `seed_`, `device_`, `split_` (index of the first
+    Fitted attributes: `model_` (eval mode), `seed_`, `device_`, `likelihood_`, `noise_` (σ², a
+    float, regression only; None for classification), `split_` (index of the first
     dropout in the flattened Sequential, None when the fast path does not apply). The masks and
     the weights with masks folded in are kept per (S, device) until the next `fit` or `to`.
     """
+
+    likelihood_: str = "categorical"  # set by fit; the class default keeps hand-assembled instances classifiers
 
     def __init__(
         self,
@@ -221,6 +240,7 @@ class MCDropout:
         seed: int | None = None,
         device: str | torch.device = "auto",
         prefix_cache: bool = True,
+        likelihood: str | None = None,
     ) -> None:
         self.model_fn = model_fn
         self.n_samples = n_samples
@@ -229,11 +249,14 @@ class MCDropout:
         self.seed = seed
         self.device = device
         self.prefix_cache = prefix_cache
+        self.likelihood = likelihood
         self.model_: nn.Module | None = None
+        self.noise_: float | None = None
         self._masks: dict[tuple, DropoutMasks] = {}  # (S, device, dtype) -> masks and folded weights
 
     def fit(self, x: Tensor, y: Tensor) -> MCDropout:
-        """Train the network once on (x [N, ...], y [N]) with `activebayes.training.train`."""
+        """Train the network once on (x [N, ...], y [N]) with `activebayes.training.train`; for
+        regression, then fit the noise σ² from the training residuals."""
         check_positive_int("n_samples", self.n_samples)
         config = resolve_train_config(
             self.config, epochs=self.epochs, lr=self.lr, weight_decay=self.weight_decay, batch_size=self.batch_size
@@ -253,7 +276,13 @@ class MCDropout:
                 stacklevel=2,
             )
         x, y = as_tensor("x", x, torch.float32), as_tensor("y", y, None)
+        likelihood, y = resolve_likelihood(self.likelihood, y)
         self.model_ = train(model, x, y, config, seed=seed, device=self.device)
+        self.likelihood_ = likelihood
+        self.noise_ = None
+        if likelihood == "gaussian":
+            outputs = network_outputs(self.model_, x)
+            self.noise_ = fit_noise_variance(outputs - y.to(outputs.device), y)
         self.seed_, self.split_ = seed, split
         self._masks: dict[tuple, DropoutMasks] = {}
         self.device_ = resolve_device(self.device)
@@ -270,7 +299,7 @@ class MCDropout:
         return self
 
     def predict_logits(self, x: Tensor, n_samples: int | None = None) -> Tensor:
-        """Logits [S, N, C] of the network under S mask sets."""
+        """Logits [S, N, C] of the network under S mask sets (regression: the outputs [S, N])."""
         check_fitted(self, "model_")
         S = self.n_samples if n_samples is None else n_samples
         check_positive_int("n_samples", S)
@@ -289,17 +318,36 @@ class MCDropout:
                 for layer in layers[: self.split_]:
                     h = layer(h)
                 logits = stochastic_tail(layers[self.split_ :], h, masks)
+        if self.likelihood_ == "gaussian":
+            return regression_output(logits, 1)
         if logits.dim() != 3:
             raise ShapeError(f"model_fn: expected the network to output logits [N, C], got [N, ...] = {tuple(logits.shape[1:])}")
         return logits
 
-    def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive:
-        """p(y | x_n, θ_s) for S mask sets: Predictive with probs [S, N, C]."""
-        return Predictive(torch.softmax(self.predict_logits(x, n_samples), dim=-1), check=False)
+    def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive | GaussianPredictive:
+        """p(y | x_n, θ_s) for S mask sets: Predictive with probs [S, N, C]; for regression a
+        GaussianPredictive with mean [S, N] (each mask set's output) and var [S, N] = σ²."""
+        outputs = self.predict_logits(x, n_samples)
+        if self.likelihood_ == "gaussian":
+            return GaussianPredictive(outputs, torch.full_like(outputs, self.noise_), check=False)
+        return Predictive(torch.softmax(outputs, dim=-1), check=False)
 
     def predict_proba(self, x: Tensor) -> Tensor:
-        """Posterior predictive (1/S) Σ_s p(y | x_n, θ_s), [N, C]."""
+        """Posterior predictive (1/S) Σ_s p(y | x_n, θ_s), [N, C] (classification only)."""
+        check_fitted(self, "model_")
+        if self.likelihood_ == "gaussian":
+            raise regression_only("predict_proba")
         return self.predict(x).mean()
+
+    def predict_mean_var(self, x: Tensor, n_samples: int | None = None, *, observation_noise: bool = False) -> tuple[Tensor, Tensor]:
+        """Regression: mean [N] and variance [N] of f, the spread of `predict`'s S outputs
+        (population variance, weights 1/S; as GaussianProcess.predict_mean_var and BoTorch's
+        posterior); with observation_noise the total variance of y, σ² + that spread."""
+        check_fitted(self, "model_")
+        if self.likelihood_ != "gaussian":
+            raise classification_only("predict_mean_var")
+        pred = self.predict(x, n_samples)
+        return mixture_mean_var(pred.mean, pred.var if observation_noise else torch.zeros_like(pred.var))
 
 
 __all__ = ["DropoutMasks", "MCDropout", "flatten_sequential", "full_passes", "stochastic_tail"]

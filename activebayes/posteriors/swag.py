@@ -39,6 +39,13 @@ in train mode with momentum=None, a cumulative average), after which the S netwo
 ...             rank=5, n_snapshots=6, swa_lr=0.05, seed=0).fit(x, y)
 >>> swag.predict(x[:4], n_samples=7).probs.shape
 torch.Size([7, 4, 3])
+
+Regression (float targets y [N], a network with one output; `likelihood`): each weight sample
+predicts y | x_n, θ_s ~ N(f(x_n; θ_s), σ²), σ² fitted after the SWA phase from the training
+residuals of the SWA mean θ̄ (the centre of the posterior; BatchNorm statistics refreshed for it)
+with `training.fit_noise_variance`. `predict` returns a GaussianPredictive (mean [S, N],
+var [S, N] = σ²); `predict_mean_var` the mixture's mean and the spread (σ² + spread with
+observation_noise=True).
 """
 
 from __future__ import annotations
@@ -58,8 +65,20 @@ from torch.func import functional_call, vmap
 from activebayes._device import resolve_device
 from activebayes.errors import ConfigError, ShapeError
 from activebayes.posteriors.base import check_fitted
-from activebayes.predictive import Predictive
-from activebayes.training import TrainConfig, build_model, cosine_cycle_lr, resolve_train_config, train
+from activebayes.predictive import GaussianPredictive, Predictive
+from activebayes.training import (
+    TrainConfig,
+    build_model,
+    classification_only,
+    cosine_cycle_lr,
+    fit_noise_variance,
+    mixture_mean_var,
+    regression_only,
+    regression_output,
+    resolve_likelihood,
+    resolve_train_config,
+    train,
+)
 
 _BN_TYPES = (nn.modules.batchnorm._BatchNorm,)
 _BN_BATCH = 1024  # rows per forward pass when refreshing BatchNorm statistics
@@ -197,7 +216,14 @@ class SWAG:
             The default config (Adam, lr 1e-3) gives swa_lr 3e-4 with Adam.
         var_clamp: eps under Σ_diag.
         seed, device: as for every posterior.
+        likelihood: "categorical", "gaussian" (regression, one output per item) or None to infer
+            it from y's dtype at `fit` (float targets -> gaussian).
+
+    Fitted attributes: `model_`, `moments_`, `swa_lr_`, `device_`, `likelihood_`, `noise_` (σ²,
+    regression only; None for classification).
     """
+
+    likelihood_: str = "categorical"  # set by fit; the class default keeps hand-assembled instances classifiers
 
     def __init__(
         self,
@@ -220,6 +246,7 @@ class SWAG:
         var_clamp: float = 1e-30,
         seed: int | None = None,
         device: str | torch.device = "auto",
+        likelihood: str | None = None,
     ) -> None:
         if swa_optimizer not in (None, "sgd", "adam"):
             raise ConfigError(f"swa_optimizer: expected 'sgd', 'adam' or None (the training optimizer), got {swa_optimizer!r}")
@@ -246,6 +273,8 @@ class SWAG:
         self.var_clamp = var_clamp
         self.seed = seed
         self.device = device
+        self.likelihood = likelihood
+        self.noise_: float | None = None
         self.moments_: SWAGMoments | None = None
         self.model_: nn.Module | None = None
 
@@ -256,6 +285,7 @@ class SWAG:
         """
         if x.shape[0] != y.shape[0]:
             raise ShapeError(f"y: expected {x.shape[0]} labels to match x, got {y.shape[0]}")
+        likelihood, y = resolve_likelihood(self.likelihood, torch.as_tensor(y))
         dev = resolve_device(self.device)
         seed = self.seed if self.seed is not None else secrets.randbits(62)
         seeds = torch.Generator().manual_seed(seed)
@@ -284,7 +314,19 @@ class SWAG:
         self._has_bn = any(isinstance(m, _BN_TYPES) for m in net.modules())
         self._x_train = x.to(dev) if self._has_bn else None
         self._cache: dict[int, tuple[dict[str, Tensor], list[dict[str, Tensor]] | None]] = {}
+        self.likelihood_, self.noise_ = likelihood, None
+        if likelihood == "gaussian":
+            outputs = self._swa_mean_outputs(x.to(dev))
+            self.noise_ = fit_noise_variance(outputs - y.to(outputs.device), y)
         return self
+
+    @torch.no_grad()
+    def _swa_mean_outputs(self, x: Tensor) -> Tensor:
+        """Regression outputs [N] of the network at the SWA mean θ̄ (BatchNorm refreshed for it)."""
+        params = {k: v[0] for k, v in _unflatten(self.model_, self.moments_.mean.unsqueeze(0)).items()}  # type: ignore[arg-type, union-attr]
+        buffers = self._refresh_bn(params) if self._has_bn else dict(self.model_.named_buffers())  # type: ignore[union-attr]
+        return torch.cat([regression_output(functional_call(self.model_, (params, buffers), (chunk,)), 0)  # type: ignore[arg-type]
+                          for chunk in x.split(_BN_BATCH)])
 
     def to(self, device: str | torch.device) -> SWAG:
         """Move the fitted network, the SWAG moments and the BatchNorm data to `device`; returns self.
@@ -326,8 +368,9 @@ class SWAG:
             net(chunk)  # type: ignore[misc]
         return {k: v.clone() for k, v in net.named_buffers()}  # type: ignore[union-attr]
 
-    def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive:
-        """Predictive [S, N, C] of S weight samples shared by every x."""
+    def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive | GaussianPredictive:
+        """Predictive [S, N, C] of S weight samples shared by every x; for regression a
+        GaussianPredictive with mean [S, N] (each sample's output) and var [S, N] = σ²."""
         check_fitted(self, "moments_")
         s = self.n_samples if n_samples is None else n_samples
         if s < 1:
@@ -342,8 +385,24 @@ class SWAG:
             else:
                 logits = torch.stack([functional_call(net, ({k: v[i] for k, v in params.items()}, buffers[i]), (x,))
                                       for i in range(s)])
+        if self.likelihood_ == "gaussian":
+            outputs = regression_output(logits, 1)
+            return GaussianPredictive(outputs, torch.full_like(outputs, self.noise_), check=False)  # type: ignore[arg-type]
         return Predictive(torch.softmax(logits, dim=-1), check=False)  # [S, N, C]
 
     def predict_proba(self, x: Tensor) -> Tensor:
-        """Posterior predictive mean [N, C] = mean over the S samples of `predict`."""
+        """Posterior predictive mean [N, C] = mean over the S samples of `predict` (classification only)."""
+        check_fitted(self, "moments_")
+        if self.likelihood_ == "gaussian":
+            raise regression_only("predict_proba")
         return self.predict(x).mean()
+
+    def predict_mean_var(self, x: Tensor, n_samples: int | None = None, *, observation_noise: bool = False) -> tuple[Tensor, Tensor]:
+        """Regression: mean [N] and variance [N] of f, the spread of `predict`'s S outputs
+        (population variance, weights 1/S; as GaussianProcess.predict_mean_var and BoTorch's
+        posterior); with observation_noise the total variance of y, σ² + that spread."""
+        check_fitted(self, "moments_")
+        if self.likelihood_ != "gaussian":
+            raise classification_only("predict_mean_var")
+        pred = self.predict(x, n_samples)
+        return mixture_mean_var(pred.mean, pred.var if observation_noise else torch.zeros_like(pred.var))

@@ -266,12 +266,15 @@ class PoolStore:
         data_path: str | Path | None = None,
         data_format: str | None = None,
         settings: dict[str, Any] | None = None,
+        classes_from_data: bool = False,
     ) -> ProjectInfo:
-        """Create a project; `classes` are stored as text ("0".."9" for range(10))."""
+        """Create a project; `classes` are stored as text ("0".."9" for range(10)). With
+        `classes_from_data` a classification project may start without classes: `import_pool`
+        records them (read from the data's labels)."""
         if task not in ("classification", "regression", "design"):
             raise StoreError(f"task: expected classification, regression or design, got {task!r}")
         class_list = [str(c) for c in classes] if classes is not None else None
-        if task == "classification" and not class_list:
+        if task == "classification" and not class_list and not (classes_from_data and class_list is None):
             raise StoreError("classes: a classification project needs its class names (e.g. range(10))")
         if class_list is not None and len(set(class_list)) != len(class_list):
             raise StoreError(f"classes: expected distinct names, got {class_list}")
@@ -327,11 +330,20 @@ class PoolStore:
         source: str = "import",
         data_format: str | None = None,
         settings: dict[str, Any] | None = None,
+        classes: Sequence[Any] | None = None,
     ) -> int:
         """`attach_data` + `add_items` (pool, then test split) + `record_observations`, all in ONE
-        transaction: a failure anywhere leaves the project as it was. Returns the items added."""
+        transaction: a failure anywhere leaves the project as it was. Returns the items added.
+        `classes` records the classes of a project created without them (`classes_from_data`)."""
         with self.transaction() as s:
             project = access.get_project(s, name)
+            if classes is not None:
+                class_list = [str(c) for c in classes]
+                if project.classes is not None and [str(c) for c in project.classes] != class_list:
+                    raise StoreError(f"project {name!r}: already has the classes {project.classes}, not {class_list}")
+                if len(class_list) < 1 or len(set(class_list)) != len(class_list):
+                    raise StoreError(f"classes: expected distinct names, got {class_list}")
+                project.classes = class_list
             self._attach_checked(s, project, data_path, data_format, settings)
             added = access.insert_items(s, project.id, pool_rows, pool_keys)
             if test_rows is not None and len(test_rows):

@@ -1,0 +1,115 @@
+"""`activebayes pool add FOLDER`: a folder of images (PNG/JPEG, greyscale or RGB) as the pool.
+
+Every image below FOLDER (sub-folders included) becomes one item whose key is its path relative
+to FOLDER (POSIX separators). The images are decoded once, resized to --image-size HxW when given
+(images of different sizes are refused without it), and stored as one .npz (format
+"image-folder": [N, C, H, W] in [0, 1], never standardised) in `activebayes-cache/` next to a
+SQLite database (for PostgreSQL: in the current folder). That file, which also holds each image's
+sha256, is what the project records; every later load checks the folder against it, so a changed,
+removed or added image is refused. Labels come from the sub-folder names (--labels-from-folders:
+`cat/01.png` is a 'cat') or from --truth FILE (a key,label csv keyed by the relative paths).
+Files that are not .png/.jpg/.jpeg are skipped and counted; names starting with '.' are ignored.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+
+from activebayes_cli._app import CliError
+from activebayes_cli._context import sqlite_path
+from activebayes_cli._parse import existing_file, fraction
+
+CACHE_FOLDER = "activebayes-cache"
+
+
+def cache_folder(db_url: str) -> Path:
+    """Where converted image folders go: `activebayes-cache/` next to a SQLite file, else in the
+    current folder (a server database has no folder of its own; data paths are local anyway)."""
+    path = sqlite_path(db_url)
+    return (path.resolve().parent if path is not None else Path.cwd()) / CACHE_FOLDER
+
+
+def add_folder(
+    st: Any,
+    folder: Path,
+    *,
+    image_size: str | None,
+    labels_from_folders: bool,
+    truth: Path | None,
+    key_column: str | None,
+    label_column: str | None,
+    test_fraction: float,
+    labels_are_known: bool,
+    seed: int,
+) -> None:
+    """Check everything, convert the folder, record it through `register_pool`; print the summary."""
+    from activebayes.data.images import FORMAT, convert_folder, parse_image_size
+    from activebayes_cli.pool import register_pool
+
+    if not folder.is_dir():
+        if folder.exists():
+            raise CliError(f"--image-size/--labels-from-folders: {folder} is a file, not a folder of images", "leave them out for a data file")
+        raise CliError(f"FILE: no file or folder at {folder}", "check the path")
+    if key_column is not None or label_column is not None:
+        raise CliError(
+            "--key-column/--label-column: a folder of images has no columns",
+            "leave them out (keys are the images' paths; labels come from --labels-from-folders or --truth FILE)",
+        )
+    if truth is not None and labels_from_folders:
+        raise CliError("--truth and --labels-from-folders: both give the labels", "use one of them")
+    if truth is not None:
+        existing_file(truth, "--truth")
+    fraction(test_fraction, "--test-fraction")
+    if (labels_are_known or test_fraction > 0) and truth is None and not labels_from_folders:
+        option = "--labels-are-known" if labels_are_known else "--test-fraction"
+        raise CliError(f"{option}: the images of {folder} have no labels", "add --labels-from-folders or --truth FILE")
+    size = parse_image_size(image_size) if image_size is not None else None
+    store = st.store(upgrade=True)
+    name = st.project_name()
+    info = store.project(name)
+    if info.data_path is not None and store.count_items(name) > 0:
+        raise CliError(
+            f"project {name!r} already has a pool from {info.data_path}",
+            "create another project with `activebayes init --name NAME` for a second data file",
+        )
+    classes = info.classes if info.task == "classification" and info.classes else None
+    npz, images = convert_folder(
+        folder, cache_folder(st.db), image_size=size, labels_from_folders=labels_from_folders, classes=classes, stem=name
+    )
+    try:
+        summary = register_pool(
+            store, name, npz, truth=truth, test_fraction=test_fraction, labels_are_known=labels_are_known, seed=seed
+        )
+    except BaseException:
+        npz.unlink(missing_ok=True)  # nothing was recorded: leave no converted copy behind
+        raise
+    summary.update(
+        file=str(folder.resolve()), format=FORMAT, converted=str(npz), images=images["images"],
+        skipped=images["skipped"], image_size=images["size"], channels=images["channels"],
+        manifest_sha256=images["manifest_sha256"],
+    )  # fmt: skip
+    if images["skipped"]:
+        summary["notes"].append(
+            f"skipped {images['skipped']} file(s) that are not .png/.jpg/.jpeg, e.g. {images['skipped_example']!r}"
+        )
+    for note in summary["notes"]:
+        st.out.note(note)
+    truth_text = {"none": "no labels", "known": "labels imported", "held-back": "labels held back as the truth"}
+    next_hint = st.next_command("round", *(("--oracle", "truth") if summary["truth"] == "held-back" else ()))
+
+    def render(console: Any) -> None:
+        c, (h, w) = images["channels"], images["size"]
+        console.print(
+            escape(
+                f"Added {summary['pool_items']} pool items"
+                + (f" and {summary['test_items']} test items" if summary["test_items"] else "")
+                + f" from the images in {folder} ({'grey' if c == 1 else 'RGB'} {h}x{w}, features [{c}, {h}, {w}]; "
+                + f"{truth_text[summary['truth']]})."
+            )
+        )
+        console.print(f"Next: {escape(next_hint)}")
+
+    st.out.result(summary, render)
