@@ -38,6 +38,15 @@ Gaussian-process posterior only) pre-filters the candidates by predictive varian
 batch-bald, then selects with the fitted model over `nipv_reference` pool items drawn with the
 round's generator (`activebayes.acquisition.nipv`).
 
+Acquisition subset (`acquisition_subset=M`, Gal et al. 2017's protocol): each round scores only
+M unlabelled candidates drawn uniformly without replacement by a generator seeded from the
+round seed (so from (seed, round number): reproducible, and a resumed round draws the same
+subset); the batch is selected among them. "random" never runs the posterior over the pool: it
+draws its batch uniformly with the round's generator (the same picks as scoring zeros would).
+
+Timings (the round's `timings` in the store): fit_s (training), evaluate_s (test-split metrics),
+score_s (scoring and selection), ask_s (the oracle).
+
 Regression projects (task "regression"): the targets are the labels read as floats, and the
 test-split metrics are `rmse` and `nll` (Gaussian, of y under the predictive N(μ, σ² + σ_ε²); see
 `activebayes.metrics`), with `n_test`. Classification: `accuracy`, `nll` (categorical), `n_test`.
@@ -153,6 +162,7 @@ class ActiveLearningLoop:
         progress: Callable[[int, int], None] | None = None,
         data: Any = None,
         nipv_reference: int = 256,
+        acquisition_subset: int | None = None,
     ) -> None:
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size: expected a positive integer, got {batch_size!r}")
@@ -181,6 +191,11 @@ class ActiveLearningLoop:
         if not isinstance(nipv_reference, int) or nipv_reference < 1:
             raise ConfigError(f"nipv_reference: expected a positive integer, got {nipv_reference!r}")
         self.nipv_reference = nipv_reference
+        if acquisition_subset is not None and (
+            not isinstance(acquisition_subset, int) or isinstance(acquisition_subset, bool) or acquisition_subset < 1
+        ):
+            raise ConfigError(f"acquisition_subset: expected a positive integer or None, got {acquisition_subset!r}")
+        self.acquisition_subset = acquisition_subset
 
     # ---- helpers ------------------------------------------------------------------------
     def _stage(self, name: str) -> None:
@@ -232,7 +247,8 @@ class ActiveLearningLoop:
             rnd = self.store.start_round(
                 self.project, posterior=name, acquisition=self.acquisition_name, seed=seed,
                 posterior_settings=self.posterior_settings,
-                acquisition_settings={"batch_size": self.batch_size, "n_samples": self.n_samples},
+                acquisition_settings={"batch_size": self.batch_size, "n_samples": self.n_samples}
+                | ({"acquisition_subset": self.acquisition_subset} if self.acquisition_subset is not None else {}),
             )  # fmt: skip
         self._stage("started")
         number = rnd.number
@@ -264,6 +280,9 @@ class ActiveLearningLoop:
         item_ids, cand_rows = self.store.candidates(self.project)
         if len(item_ids) == 0:
             raise StoreError(f"project {self.project!r}: no unlabelled candidates left to query")
+        if self.acquisition_subset is not None and len(item_ids) > self.acquisition_subset:
+            keep = subset_positions(len(item_ids), self.acquisition_subset, rnd.seed)
+            item_ids, cand_rows = item_ids[keep], np.asarray(cand_rows)[keep]
         k = min(self.batch_size, len(item_ids))
         generator = torch.Generator().manual_seed(rnd.seed)
         rows, _, values = self.store.labels(self.project)
@@ -275,7 +294,12 @@ class ActiveLearningLoop:
             t0 = time.perf_counter()
             posterior = self._new_posterior(rnd.seed).fit(self._features(rows), self._targets(values))
             timings["fit_s"] = time.perf_counter() - t0
-            metrics = self._evaluate(posterior) if first_time else None
+            if first_time:
+                t0 = time.perf_counter()
+                metrics = self._evaluate(posterior)
+                timings["evaluate_s"] = time.perf_counter() - t0
+            else:
+                metrics = None
         if first_time:
             rnd = self.store.advance_round(self.project, number, "fitted", metrics=metrics or {}, timings=timings)
         self._stage("fitted")
@@ -323,6 +347,9 @@ class ActiveLearningLoop:
     def _select(self, posterior: Any, rows: np.ndarray, k: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         """(positions [k] into `rows`, their scores [k]) chosen by the acquisition."""
         acq = self.acquisition
+        if self.acquisition_name == "random":  # no posterior over the pool: uniform draws only
+            selection = acq.select(torch.zeros(len(rows)), k, gen)
+            return selection.indices.cpu(), selection.scores.detach().cpu().float()
         if getattr(acq, "needs_joint", False):
             from activebayes.acquisition import bald_prefilter
 
@@ -442,6 +469,15 @@ class ActiveLearningLoop:
             if result.status != "done":
                 break
         return results
+
+
+def subset_positions(n: int, m: int, seed: int) -> np.ndarray:
+    """`min(m, n)` sorted positions in range(n), uniformly without replacement, from a generator
+    seeded from the round seed `seed` (the acquisition subset of a round)."""
+    if m >= n:
+        return np.arange(n)
+    rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, 0x5AB5E7])
+    return np.sort(rng.choice(n, size=m, replace=False))
 
 
 def predictive_moments(pred: Any) -> tuple[torch.Tensor, torch.Tensor]:

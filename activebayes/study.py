@@ -24,9 +24,32 @@ TOML layout (every key optional except `acquisitions`; unknown keys are refused)
     [data]   dataset = "digits" | "mnist"; path (mnist folder, relative to the TOML file);
              pool_size (subset of the training pool); test_size (mnist subset of the test set);
              test_fraction (digits: held-back share)
-    [loop]   initial, balanced_initial, batch_size, max_labels, score_batch_size
+             validation_size (a seeded held-out set removed from the pool, as the paper's
+             5,000-image validation set, which its code only monitors; nothing is fitted on it)
+    [loop]   initial, balanced_initial, batch_size, max_labels, score_batch_size,
+             acquisition_subset (score a random subset of M unlabelled items each round, seeded
+             from the round seed = f(seed + repeat, round): reproducible and resumable)
     [model]  posterior ("mc-dropout", ...), network ("mlp" | "cnn"), hidden, dropout,
-             conv_dropout, epochs, lr, weight_decay, train_batch_size, n_samples
+             conv_dropout, epochs, lr, train_batch_size, n_samples,
+             weight_decay (a number, or "gal": c / N with N the labelled items of the round,
+             c = GAL_WEIGHT_DECAY_C; see below), masks ("shared" | "independent": MC dropout masks
+             shared by every item or drawn per item, both seeded)
+    [report] paper = "gal2017": the plot marks the paper's Table 1 points and results.json
+             quotes them
+
+Gal et al. 2017's code (github.com/Riashat/Deep-Bayesian-Active-Learning,
+MC_Dropout_Keras/Dropout_Bald_Q10_N1000_Paper.py): `c = 3.5; Weight_Decay = c / N` with
+`Dense(256, W_regularizer=l2(Weight_Decay))` (the first dense layer only), a Keras penalty
+λ·||W||² added to the mean cross-entropy; torch's Adam `weight_decay=w` adds w·W to the gradient,
+the gradient of (w/2)·||W||², so "gal" uses w = 2 · 3.5 / N (applied by `train` to every
+parameter, not the one layer). The same script: Adam (Keras defaults, lr 0.001), batch 128,
+a random 2,000-image pool subset scored per acquisition with 100 dropout passes, a 5,000-image
+validation set passed as validation_data (monitoring only), a 40,000-image pool.
+
+Per-run entry point (one process per run, e.g. activebayes.study_jobs):
+`run_one(config, out_dir, acquisition, repeat, device, progress)` runs or resumes one
+(acquisition, repeat) project; `collect_results(config, out_dir)` then writes results.json and
+the plot from the store. `run_study` is prepare + every run_one in turn + collect_results.
 """
 
 from __future__ import annotations
@@ -59,15 +82,27 @@ _SCHEMA: dict[str | None, dict[str, tuple[str, str]]] = {
     None: {"name": ("name", "str"), "seed": ("seed", "int>=0"), "repeats": ("repeats", "int>0"),
            "acquisitions": ("acquisitions", "list[str]")},
     "data": {"dataset": ("dataset", "str"), "path": ("data_path", "str"), "pool_size": ("pool_size", "int>0"),
-             "test_size": ("test_size", "int>0"), "test_fraction": ("test_fraction", "fraction")},
+             "test_size": ("test_size", "int>0"), "test_fraction": ("test_fraction", "fraction"),
+             "validation_size": ("validation_size", "int>0")},
     "loop": {"initial": ("initial", "int>0"), "balanced_initial": ("balanced_initial", "bool"),
              "batch_size": ("batch_size", "int>0"), "max_labels": ("max_labels", "int>0"),
-             "score_batch_size": ("score_batch_size", "int>0")},
+             "score_batch_size": ("score_batch_size", "int>0"), "acquisition_subset": ("acquisition_subset", "int>0")},
     "model": {"posterior": ("posterior", "str"), "network": ("network", "str"), "hidden": ("hidden", "list[int>0]"),
               "dropout": ("dropout", "fraction"), "conv_dropout": ("conv_dropout", "fraction"),
-              "epochs": ("epochs", "int>0"), "lr": ("lr", "float>0"), "weight_decay": ("weight_decay", "float>=0"),
-              "train_batch_size": ("train_batch_size", "int>0"), "n_samples": ("n_samples", "int>0")},
+              "epochs": ("epochs", "int>0"), "lr": ("lr", "float>0"), "weight_decay": ("weight_decay", "float>=0|gal"),
+              "train_batch_size": ("train_batch_size", "int>0"), "n_samples": ("n_samples", "int>0"),
+              "masks": ("masks", "shared|independent")},
+    "report": {"paper": ("paper", "gal2017")},
 }  # fmt: skip
+GAL_WEIGHT_DECAY_C = 7.0  # torch weight decay c / N: 2 × the Keras l2 constant 3.5 (module docstring)
+# Gal et al. 2017, Table 1: labels to reach 10% / 5% test error on MNIST
+GAL2017_TABLE1 = {"bald": (145, 335), "variation-ratio": (120, 295), "entropy": (165, 355),
+                  "mean-std": (230, 695), "random": (255, 835)}  # fmt: skip
+ACCURACY_TARGETS = (0.90, 0.95)
+TIMING_MILESTONES = (100, 500, 1000)
+# keys added after the first studies: left out of the recorded config at their defaults, so
+# older output folders still resume
+_OPTIONAL = {"validation_size": None, "acquisition_subset": None, "masks": "shared", "paper": None}
 
 
 @dataclass(frozen=True)
@@ -95,9 +130,13 @@ class StudyConfig:
     conv_dropout: float = 0.25
     epochs: int | None = None
     lr: float | None = None
-    weight_decay: float | None = None
+    weight_decay: float | str | None = None
     train_batch_size: int | None = None
     n_samples: int | None = None
+    validation_size: int | None = None
+    acquisition_subset: int | None = None
+    masks: str = "shared"
+    paper: str | None = None
     source: str | None = field(default=None, compare=False)  # the TOML file it came from
 
     @classmethod
@@ -163,7 +202,12 @@ class StudyConfig:
         if len(set(names)) != len(names):
             raise ConfigError(f"{where}acquisitions: expected distinct names, got {list(self.acquisitions)}")
         object.__setattr__(self, "acquisitions", tuple(names))
-        posterior_class(self.posterior, where)
+        cls = posterior_class(self.posterior, where)
+        accepted = inspect.signature(cls).parameters
+        if self.masks != "shared" and "masks" not in accepted:
+            raise ConfigError(f"{where}model.masks: {self.posterior!r} has no dropout masks; leave it out or use mc-dropout")
+        if self.weight_decay == "gal" and "weight_decay_scale" not in accepted:
+            raise ConfigError(f"{where}model.weight_decay: \"gal\" needs a posterior with weight_decay_scale (mc-dropout), got {self.posterior!r}")
         if self.dataset not in DATASETS:
             raise ConfigError(f"{where}data.dataset: expected one of {', '.join(DATASETS)}, got {self.dataset!r}")
         if self.network not in NETWORKS:
@@ -182,6 +226,10 @@ class StudyConfig:
         if self.max_labels <= self.initial:
             raise ConfigError(f"{where}loop.max_labels: expected more than loop.initial ({self.initial}), got {self.max_labels}")
         available = 60_000 if self.dataset == "mnist" else 1797 - round(self.test_fraction * 1797)
+        if self.validation_size is not None:
+            if self.validation_size >= available:
+                raise ConfigError(f"{where}data.validation_size: {self.dataset} leaves {available} training items, got {self.validation_size}")
+            available -= self.validation_size
         if self.pool_size is not None and self.pool_size > available:
             raise ConfigError(f"{where}data.pool_size: {self.dataset} leaves {available} pool items, got {self.pool_size}")
         pool = self.pool_size or available
@@ -196,6 +244,9 @@ class StudyConfig:
         """The config as plain JSON values (recorded in results.json and checked on resume)."""
         out = dataclasses.asdict(self)
         out.pop("source")
+        for key, default in _OPTIONAL.items():
+            if out[key] == default:
+                del out[key]
         return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
 
     @property
@@ -226,6 +277,15 @@ def _check(key: str, value: Any, kind: str) -> Any:
             raise bad("a positive number" if kind == "float>0" else "a non-negative number")
         if kind == "fraction" and not 0 <= value < 1:
             raise bad("a number in [0, 1)")
+    elif kind == "float>=0|gal":
+        if value == "gal":
+            return value
+        if isinstance(value, str):
+            raise bad('a non-negative number or "gal"')
+        return _check(key, value, "float>=0")
+    elif kind in ("shared|independent", "gal2017"):
+        if value not in kind.split("|"):
+            raise bad(" or ".join(f'"{v}"' for v in kind.split("|")))
     elif kind == "list[str]":
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise bad("a list of names")
@@ -299,8 +359,22 @@ def initial_rows(pool: np.ndarray, labels: np.ndarray, n: int, *, balanced: bool
     return np.sort(np.concatenate(chosen))
 
 
+def _mnist_pool(config: StudyConfig, repeat: int, n: int) -> np.ndarray:
+    """Repeat `repeat`'s pool rows of the MNIST training set: without a validation set as before
+    (all, or a seeded pool_size subset); with one, its seeded validation_size rows are left out
+    first and the pool is drawn from the rest."""
+    if config.validation_size is None:
+        if config.pool_size is None:
+            return np.arange(n)
+        return np.sort(_rng(config, repeat, 0).choice(n, size=config.pool_size, replace=False))
+    rest = _rng(config, repeat, 2).permutation(n)[config.validation_size :]
+    if config.pool_size is not None:
+        rest = _rng(config, repeat, 0).choice(rest, size=config.pool_size, replace=False)
+    return np.sort(rest)
+
+
 def _atomic_savez(path: Path, **arrays: np.ndarray) -> None:
-    tmp = path.with_name(path.name + ".partial")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.partial")
     with tmp.open("wb") as fh:
         np.savez(fh, **arrays)
     os.replace(tmp, path)
@@ -321,7 +395,7 @@ def prepare_data(config: StudyConfig, out_dir: Path) -> _Data:
         n_test = round(config.test_fraction * len(y))
         for r in range(config.repeats):
             order = _rng(config, r, 0).permutation(len(y))
-            pool = order[n_test:]
+            pool = order[n_test + (config.validation_size or 0) :]
             if config.pool_size is not None:
                 pool = pool[: config.pool_size]
             splits.append((np.sort(pool), np.sort(order[:n_test])))
@@ -330,9 +404,7 @@ def prepare_data(config: StudyConfig, out_dir: Path) -> _Data:
 
         files = mnist_files(Path(config.data_path or ""))
         train_y, test_y = read_idx(files["train_y"]).astype(np.int64), read_idx(files["test_y"]).astype(np.int64)
-        pools = [np.arange(len(train_y)) if config.pool_size is None else
-                 np.sort(_rng(config, r, 0).choice(len(train_y), size=config.pool_size, replace=False))
-                 for r in range(config.repeats)]  # fmt: skip
+        pools = [_mnist_pool(config, r, len(train_y)) for r in range(config.repeats)]
         test = np.arange(len(test_y))
         if config.test_size is not None:
             test = np.sort(np.random.default_rng([config.seed, 7]).choice(len(test_y), size=config.test_size, replace=False))
@@ -395,7 +467,10 @@ def _posterior_factory(config: StudyConfig, shape: tuple[int, ...], device: str)
         model_fn = gal_cnn(shape, 10, conv_dropout=config.conv_dropout, dense_dropout=config.dropout)
     else:
         model_fn = mlp(math.prod(shape), 10, hidden=config.hidden, dropout=config.dropout)
-    options = {"epochs": config.epochs, "lr": config.lr, "weight_decay": config.weight_decay,
+    gal = config.weight_decay == "gal"
+    options = {"epochs": config.epochs, "lr": config.lr, "weight_decay": None if gal else config.weight_decay,
+               "weight_decay_scale": GAL_WEIGHT_DECAY_C if gal else None,
+               "masks": None if config.masks == "shared" else config.masks,
                "batch_size": config.train_batch_size, "n_samples": config.n_samples}  # fmt: skip
     accepted = inspect.signature(cls).parameters
     kwargs = {k: v for k, v in options.items() if v is not None and k in accepted}
@@ -418,7 +493,103 @@ def _check_resumable(config: StudyConfig, out_dir: Path) -> None:
                 "use another --out folder, or the same config to resume"
             )
     else:
-        record.write_text(json.dumps(config.to_dict(), indent=2) + "\n", encoding="utf-8")
+        tmp = record.with_name(f"{record.name}.{os.getpid()}.partial")
+        tmp.write_text(json.dumps(config.to_dict(), indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, record)  # atomic: parallel runs never read half a record
+
+
+def prepare_study(config: StudyConfig, out_dir: str | Path, *, device: str = "auto") -> _Data:
+    """Check the device and `out_dir` (created; refused when it holds another config), write the
+    data file once and return the splits. Safe to call from every worker process."""
+    from activebayes._device import resolve_device
+
+    resolve_device(device)  # a bad device fails before anything is written
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"out_dir: {str(out_dir)!r} is a file; pass a folder")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _check_resumable(config, out_dir)
+    return prepare_data(config, out_dir)
+
+
+_DATASETS: dict[tuple[str, int, int], Any] = {}  # the study's data file, loaded once per process
+
+
+def _dataset(store: Any, name: str, data: _Data) -> Any:
+    from activebayes.loop import load_project_data
+
+    stat = data.path.stat()
+    key = (str(data.path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _DATASETS:
+        _DATASETS.clear()
+        _DATASETS[key] = load_project_data(store, name)
+    return _DATASETS[key]
+
+
+def _curve(store: Any, name: str, max_labels: int) -> list[tuple[int, float]]:
+    return [(r.labelled_count, float(r.metrics["accuracy"])) for r in store.rounds(name)
+            if r.status == "done" and "accuracy" in r.metrics and r.labelled_count <= max_labels]  # fmt: skip
+
+
+def _run_project(store: Any, config: StudyConfig, data: _Data, repeat: int, acquisition: str, device: str,
+                 on_round: Callable[[], None] | None) -> tuple[list[tuple[int, float]], int]:  # fmt: skip
+    """Run (or resume) project "<acquisition>-r<repeat+1>" to max_labels; (its curve, rounds run)."""
+    from activebayes.loop import ActiveLearningLoop
+    from activebayes.oracles import SimulatedOracle
+
+    factory, settings = _posterior_factory(config, data.shape, device)
+    name = f"{acquisition}-r{repeat + 1}"
+    _import(store, name, data, data.splits[repeat])
+    loop = ActiveLearningLoop(
+        factory, acquisition, store, name, SimulatedOracle(dict(zip(data.keys, data.labels))),
+        batch_size=config.batch_size, seed=config.seed + repeat, device=device,
+        score_batch_size=config.score_batch_size, who="simulated", posterior_name=config.posterior,
+        posterior_settings=settings, data=_dataset(store, name, data), acquisition_subset=config.acquisition_subset,
+    )  # fmt: skip
+    rounds = 0
+    while not _finished(store, name, config.max_labels):
+        loop.step()
+        rounds += 1
+        if on_round is not None:
+            on_round()
+    return _curve(store, name, config.max_labels), rounds
+
+
+def run_one(
+    config: StudyConfig,
+    out_dir: str | Path,
+    acquisition: str,
+    repeat: int,
+    device: str = "auto",
+    progress: Callable[[int, int, str], None] | None = None,
+) -> list[tuple[int, float]]:
+    """Run (or resume) ONE (acquisition, repeat) of the study in `out_dir` (repeat counts from 0);
+    returns its learning curve [(labels, test accuracy), ...]. Prepares `out_dir` itself
+    (`prepare_study`), so separate processes may each call it for different runs; each opens
+    the shared study.db. progress(rounds_done, rounds_per_run, text) follows each round."""
+    from activebayes.acquisition import resolve_acquisition
+    from activebayes.store import PoolStore
+
+    acquisition = resolve_acquisition(acquisition).name
+    if acquisition not in config.acquisitions:
+        raise ConfigError(f"acquisition: {acquisition!r} is not in the study's acquisitions {list(config.acquisitions)}")
+    if not isinstance(repeat, int) or not 0 <= repeat < config.repeats:
+        raise ConfigError(f"repeat: expected 0 to {config.repeats - 1}, got {repeat!r}")
+    data = prepare_study(config, out_dir, device=device)
+    text = f"{acquisition}, repeat {repeat + 1}/{config.repeats}"
+    with PoolStore(f"sqlite:///{Path(out_dir) / 'study.db'}") as store:
+        name = f"{acquisition}-r{repeat + 1}"
+        state = {"done": 0}
+        if name in store.projects():
+            state["done"] = sum(1 for r in store.rounds(name) if r.status == "done" and "accuracy" in r.metrics)
+
+        def on_round() -> None:
+            state["done"] += 1
+            if progress is not None:
+                progress(min(state["done"], config.rounds_per_run), config.rounds_per_run, text)
+
+        curve, _ = _run_project(store, config, data, repeat, acquisition, device, on_round)
+    return curve
 
 
 def run_study(
@@ -437,63 +608,145 @@ def run_study(
         device: "auto" (CUDA when present), "cpu" or "cuda[:i]": training, scoring, evaluation.
         progress: called as progress(rounds_done, rounds_total, text) after each round.
     """
-    from activebayes._device import resolve_device
-    from activebayes.loop import ActiveLearningLoop, load_project_data
-    from activebayes.oracles import SimulatedOracle
-    from activebayes.report import plot_learning_curves
     from activebayes.store import PoolStore
 
-    resolve_device(device)  # a bad device fails before anything is written
     started = time.perf_counter()
     out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ConfigError(f"out_dir: {str(out_dir)!r} is a file; pass a folder")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    _check_resumable(config, out_dir)
-    data = prepare_data(config, out_dir)
-    factory, settings = _posterior_factory(config, data.shape, device)
-    oracle = SimulatedOracle(dict(zip(data.keys, data.labels)))
-    db = out_dir / "study.db"
+    data = prepare_study(config, out_dir, device=device)
     total = config.repeats * len(config.acquisitions) * config.rounds_per_run
-    done = rounds_run = 0
-    runs: dict[str, list[list[tuple[int, float]]]] = {a: [] for a in config.acquisitions}
-    dataset = None  # every project shares the one data file: load (and checksum) it once
-    with PoolStore(f"sqlite:///{db}") as store:
-        for repeat, split in enumerate(data.splits):
+    state = {"done": 0}
+    rounds_run = 0
+    with PoolStore(f"sqlite:///{out_dir / 'study.db'}") as store:
+        for repeat in range(config.repeats):
             for acquisition in config.acquisitions:
                 name = f"{acquisition}-r{repeat + 1}"
-                _import(store, name, data, split)
-                dataset = dataset if dataset is not None else load_project_data(store, name)
-                loop = ActiveLearningLoop(
-                    factory, acquisition, store, name, oracle, batch_size=config.batch_size,
-                    seed=config.seed + repeat, device=device, score_batch_size=config.score_batch_size,
-                    who="simulated", posterior_name=config.posterior, posterior_settings=settings, data=dataset,
-                )  # fmt: skip
-                finished = sum(1 for r in store.rounds(name) if r.status == "done" and "accuracy" in r.metrics)
-                done += min(finished, config.rounds_per_run)
-                while not _finished(store, name, config.max_labels):
-                    loop.step()
-                    rounds_run += 1
-                    done += 1
+                if name in store.projects():
+                    finished = sum(1 for r in store.rounds(name) if r.status == "done" and "accuracy" in r.metrics)
+                    state["done"] += min(finished, config.rounds_per_run)
+                text = f"{acquisition}, repeat {repeat + 1}/{config.repeats}"
+
+                def on_round(text: str = text) -> None:
+                    state["done"] += 1
                     if progress is not None:
-                        progress(min(done, total), total, f"{acquisition}, repeat {repeat + 1}/{config.repeats}")
-                runs[acquisition].append(
-                    [(r.labelled_count, float(r.metrics["accuracy"])) for r in store.rounds(name)
-                     if r.status == "done" and "accuracy" in r.metrics and r.labelled_count <= config.max_labels]
-                )  # fmt: skip
+                        progress(min(state["done"], total), total, text)
+
+                rounds_run += _run_project(store, config, data, repeat, acquisition, device, on_round)[1]
+    return collect_results(config, out_dir, rounds_run=rounds_run, started=started)
+
+
+def labels_to_reach(curve: Sequence[tuple[int, float]], target: float) -> int | None:
+    """The first label count (in increasing order) whose accuracy is >= `target`; None if never."""
+    for labels, value in sorted(curve):
+        if value >= target:
+            return int(labels)
+    return None
+
+
+def _reach_summary(config: StudyConfig, runs: Mapping[str, list[list[tuple[int, float]]]],
+                   curves: Mapping[str, list[dict[str, float]]]) -> dict[str, dict[str, Any]]:  # fmt: skip
+    out: dict[str, dict[str, Any]] = {}
+    for acquisition, points in curves.items():
+        mean_curve = [(c["labels"], c["mean"]) for c in points]
+        out[acquisition] = {
+            f"{a:.2f}": {"mean": labels_to_reach(mean_curve, a),
+                         "per_seed": [labels_to_reach(run, a) for run in runs[acquisition]]}
+            for a in ACCURACY_TARGETS
+        }  # fmt: skip
+    return out
+
+
+def _timing_summary(config: StudyConfig, store: Any) -> dict[str, dict[str, Any]]:
+    """acquisition -> {milestone labels: {fit_s, evaluate_s, score_s: median over repeats, n}}
+    for each milestone in TIMING_MILESTONES some repeat reached (the first round at >= it)."""
+    out: dict[str, dict[str, Any]] = {}
+    for acquisition in config.acquisitions:
+        per_milestone: dict[str, Any] = {}
+        for milestone in TIMING_MILESTONES:
+            if milestone > config.max_labels:
+                continue
+            rows = []
+            for repeat in range(config.repeats):
+                name = f"{acquisition}-r{repeat + 1}"
+                if name not in store.projects():
+                    continue
+                done = [r for r in store.rounds(name) if r.status == "done" and r.labelled_count >= milestone]
+                if done:
+                    rows.append(min(done, key=lambda r: r.labelled_count).timings or {})
+            if rows:
+                entry: dict[str, Any] = {"n": len(rows)}
+                for key in ("fit_s", "evaluate_s", "score_s"):
+                    values = [float(t[key]) for t in rows if key in t]
+                    entry[key] = float(np.median(values)) if values else None
+                per_milestone[str(milestone)] = entry
+        out[acquisition] = per_milestone
+    return out
+
+
+def plot_study(config: StudyConfig, curves: Mapping[str, list[dict[str, float]]], path: Path) -> Path:
+    """Mean ± sd bands per acquisition; with `paper = "gal2017"` the paper's Table 1 points."""
+    from activebayes.report import _figure
+
+    if not any(curves.values()):
+        raise DataError("curves: expected at least one finished round, got none")
+    figure = _figure()
+    axes = figure.add_subplot()
+    for acquisition, points in curves.items():
+        if not points:
+            continue
+        xs = np.asarray([c["labels"] for c in points], dtype=np.float64)
+        mean = np.asarray([c["mean"] for c in points])
+        sd = np.asarray([c["sd"] for c in points])
+        (line,) = axes.plot(xs, mean, linewidth=1.6, label=acquisition)
+        axes.fill_between(xs, mean - sd, mean + sd, color=line.get_color(), alpha=0.2, linewidth=0)
+        if config.paper == "gal2017" and acquisition in GAL2017_TABLE1:
+            n90, n95 = GAL2017_TABLE1[acquisition]
+            axes.scatter([n90, n95], [0.90, 0.95], marker="x", s=40, color=line.get_color(), zorder=3)
+    if config.paper == "gal2017":
+        axes.scatter([], [], marker="x", color="0.3", label="Gal et al. 2017, Table 1")
+        axes.axhline(0.90, color="0.7", linewidth=0.8, linestyle=":")
+        axes.axhline(0.95, color="0.7", linewidth=0.8, linestyle=":")
+    axes.set_xlabel("labelled items")
+    axes.set_ylabel("test accuracy")
+    axes.grid(True, alpha=0.3)
+    axes.legend()
+    axes.set_title(f"{config.name}: {config.posterior}, mean ± sd of {config.repeats} repeat(s)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path)
+    return path
+
+
+def collect_results(config: StudyConfig, out_dir: str | Path, *, rounds_run: int = 0,
+                    started: float | None = None) -> StudyResult:  # fmt: skip
+    """Read every run's curve and timings from out_dir/study.db and write results.json and
+    learning-curve.png (after run_study, or after all run_one calls of a parallel runner)."""
+    from activebayes.store import PoolStore
+
+    started = time.perf_counter() if started is None else started
+    out_dir = Path(out_dir)
+    db = out_dir / "study.db"
+    runs: dict[str, list[list[tuple[int, float]]]] = {a: [] for a in config.acquisitions}
+    with PoolStore(f"sqlite:///{db}") as store:
+        projects = set(store.projects())
+        for repeat in range(config.repeats):
+            for acquisition in config.acquisitions:
+                name = f"{acquisition}-r{repeat + 1}"
+                if name in projects:
+                    runs[acquisition].append(_curve(store, name, config.max_labels))
+        timings = _timing_summary(config, store)
     curves = {a: summarise(points) for a, points in runs.items()}
-    plot = plot_learning_curves(
-        {a: [(c["labels"], c["mean"]) for c in points] for a, points in curves.items()},
-        out_dir / "learning-curve.png",
-        title=f"{config.name}: {config.posterior}, mean of {config.repeats} repeat(s)",
-    )  # fmt: skip
-    elapsed = time.perf_counter() - started
+    plot = plot_study(config, curves, out_dir / "learning-curve.png")
+    document: dict[str, Any] = {
+        "config": config.to_dict(), "curves": curves,
+        "runs": {a: [[list(p) for p in run] for run in rs] for a, rs in runs.items()},
+        "labels_to_reach": _reach_summary(config, runs, curves), "timings": timings,
+        "database": str(db), "plot": str(plot),
+    }  # fmt: skip
+    if config.paper == "gal2017":
+        document["paper"] = {"source": "Gal, Islam & Ghahramani 2017, Table 1 (labels to reach 10% / 5% error)",
+                             "labels_to_reach": {a: {"0.90": n90, "0.95": n95} for a, (n90, n95) in GAL2017_TABLE1.items()}}  # fmt: skip
     results = out_dir / "results.json"
-    document = {"config": config.to_dict(), "curves": curves,
-                "runs": {a: [[list(p) for p in run] for run in rs] for a, rs in runs.items()},
-                "database": str(db), "plot": str(plot)}  # fmt: skip
     results.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    return StudyResult(config, out_dir, db, results, plot, runs, curves, rounds_run, elapsed)
+    return StudyResult(config, out_dir, db, results, plot, runs, curves, rounds_run, time.perf_counter() - started)
 
 
 def _finished(store: Any, name: str, max_labels: int) -> bool:
@@ -521,4 +774,5 @@ def _import(store: Any, name: str, data: _Data, split: _Split) -> None:
     )  # fmt: skip
 
 
-__all__ = ["StudyConfig", "StudyResult", "initial_rows", "prepare_data", "run_study", "summarise"]
+__all__ = ["StudyConfig", "StudyResult", "collect_results", "initial_rows", "labels_to_reach", "prepare_data",
+           "prepare_study", "run_one", "run_study", "summarise"]

@@ -3,12 +3,16 @@
 Reads the TOML config (data paths relative to it), runs every acquisition `repeats` times with a
 simulated oracle, and writes study.db, results.json and learning-curve.png into --out (default:
 a folder `<config stem>-results` beside the config). Rerunning with the same --out resumes.
+--jobs N runs the (acquisition, repeat) runs in N spawned worker processes sharing study.db
+(activebayes.study_jobs); a failed run lets the others finish, then one line names it.
 Prints a table of the mean (± sd) test accuracy against the number of labels per acquisition.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -44,10 +48,12 @@ def run(
     config_file: Annotated[Path, typer.Argument(metavar="CONFIG", help="The study's .toml file.")],
     out: Annotated[Optional[Path], typer.Option("--out", help="Output folder (default: <config stem>-results beside the config); an existing one is resumed.")] = None,
     device: Annotated[str, typer.Option("--device", help="auto (CUDA when present), cpu or cuda.")] = "auto",
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes running the (acquisition, repeat) runs side by side (spawned; they share one GPU); 1 runs them in this process.")] = 1,
 ) -> None:
     """Run (or resume) a simulated study; writes results.json and learning-curve.png."""
     from activebayes._device import resolve_device
     from activebayes.study import StudyConfig, run_study
+    from activebayes.study_jobs import StudyRunsFailed, run_study_jobs
 
     st = state(ctx)
     config = StudyConfig.from_toml(config_file)  # every config mistake fails here, before any write
@@ -59,7 +65,17 @@ def run(
     started = time.perf_counter()
     try:
         with st.out.progress(f"study {config.name}", total=None) as advance:
-            result = run_study(config, folder, device=device, progress=lambda done, total, text: advance(done, total, text))
+            report = lambda done, total, text: advance(done, total, text)  # noqa: E731
+            if jobs == 1:
+                result = run_study(config, folder, device=device, progress=report)
+            else:
+                result = run_study_jobs(config, folder, jobs=jobs, device=device, progress=report)
+    except StudyRunsFailed as exc:
+        if exc.user_mistake:
+            raise  # one line, exit 2 (the root command group)
+        line = f"error: {exc}"  # a bug: one line here, the traceback in the log file; exit 1
+        print(json.dumps({"error": line.removeprefix("error: "), "exit_code": 1}) if st.out.json else line, file=sys.stderr, flush=True)
+        raise typer.Exit(1) from None
     finally:
         torch.set_num_threads(threads)
     elapsed = time.perf_counter() - started

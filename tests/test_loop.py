@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from activebayes.data import write_digits
-from activebayes.errors import DataError, StoreError
+from activebayes.errors import ConfigError, DataError, StoreError
 from activebayes.loop import ActiveLearningLoop, round_seed
 from activebayes.oracles import PromptOracle, SimulatedOracle
 from activebayes.predictive import Predictive
@@ -250,3 +250,59 @@ def test_progress_reports_every_scored_candidate(tmp_path):
         assert seen[-1] == (candidates, candidates)
         assert [d for d, _ in seen] == sorted(d for d, _ in seen)
         assert len(seen) == -(-candidates // 7)
+
+
+class CountingSoftmax(TinySoftmax):
+    """TinySoftmax counting the items `predict` saw (pool scoring) and `predict_proba` calls."""
+
+    predicted: list[int] = []
+
+    def predict(self, x: torch.Tensor, n_samples: int | None = None) -> Predictive:
+        CountingSoftmax.predicted.append(int(x.shape[0]))
+        return super().predict(x, n_samples)
+
+
+def counting_factory(seed: int) -> CountingSoftmax:
+    return CountingSoftmax(seed=seed)
+
+
+def test_acquisition_subset_limits_scored_items_and_is_seeded(tmp_path):
+    from activebayes.loop import subset_positions
+
+    runs = []
+    for i, seed in enumerate((4, 4, 9)):
+        CountingSoftmax.predicted = []
+        with PoolStore(f"sqlite:///{tmp_path / f'{i}.db'}") as store:
+            truth = make_project(store, tmp_path)
+            seen: list[tuple[int, int]] = []
+            loop = ActiveLearningLoop(counting_factory, "bald", store, "digits", SimulatedOracle(truth), batch_size=5,
+                                      seed=seed, acquisition_subset=40, progress=lambda d, t: seen.append((d, t)))  # fmt: skip
+            results = loop.run(3)
+            runs.append([r.queried for r in results])
+            assert sum(CountingSoftmax.predicted) == 2 * 40  # rounds 2 and 3 score 40 candidates each
+            assert seen[-1] == (40, 40)
+            # round 2's queries lie in its seeded subset of the candidates
+            rnd = store.rounds("digits")[1]
+            labelled = set(results[0].queried)
+            candidates = [str(r) for r in range(POOL) if str(r) not in labelled]
+            subset = {candidates[p] for p in subset_positions(len(candidates), 40, rnd.seed)}
+            assert set(results[1].queried) <= subset
+    assert runs[0] == runs[1] and runs[0] != runs[2]
+    assert subset_positions(10, 40, 1).tolist() == list(range(10))
+    assert subset_positions(100, 7, 1).tolist() == subset_positions(100, 7, 1).tolist() != subset_positions(100, 7, 2).tolist()
+    with PoolStore(f"sqlite:///{tmp_path / '0.db'}") as store:
+        with pytest.raises(ConfigError, match="acquisition_subset"):
+            ActiveLearningLoop(tiny_factory, "bald", store, "digits", acquisition_subset=0)
+
+
+def test_random_skips_pool_scoring_but_fits_and_evaluates_with_timings(store, tmp_path):
+    truth = make_project(store, tmp_path)
+    CountingSoftmax.predicted = []
+    loop = ActiveLearningLoop(counting_factory, "random", store, "digits", SimulatedOracle(truth), batch_size=6, seed=1)
+    results = loop.run(3)
+    assert CountingSoftmax.predicted == []  # no predict over the pool
+    assert all(0.0 <= r.metrics["accuracy"] <= 1.0 for r in results[1:])
+    assert len(set(k for r in results for k in r.queried)) == 18
+    for r in store.rounds("digits")[1:]:
+        assert {"fit_s", "evaluate_s", "score_s", "ask_s"} <= set(r.timings)
+        assert all(r.timings[k] >= 0 for k in ("fit_s", "evaluate_s", "score_s"))

@@ -204,3 +204,135 @@ def test_mnist_data_file(tmp_path):
         assert all(data.keys[i].startswith("train-") for i in split.pool)
         assert all(data.keys[i].startswith("test-") for i in split.test)
     assert not np.array_equal(data.splits[0].pool, data.splits[1].pool)
+
+
+# ---- Gal et al. 2017's protocol as options ------------------------------------------------------
+@pytest.mark.parametrize(
+    "table, key, value, words",
+    [
+        ("loop", "acquisition_subset", 0, ["loop.acquisition_subset", "positive integer"]),
+        ("loop", "acquisition_subset", "2000", ["loop.acquisition_subset", "positive integer"]),
+        ("data", "validation_size", -5, ["data.validation_size", "positive integer"]),
+        ("data", "validation_size", 1300, ["data.validation_size", "leaves"]),
+        ("data", "validation_size", 1210, ["loop.max_labels", "exceeds the pool"]),  # 1258 - 1210 < 40 + 10
+        ("model", "weight_decay", "paper", ["model.weight_decay", '"gal"']),
+        ("model", "weight_decay", -1.0, ["model.weight_decay", "non-negative"]),
+        ("model", "masks", "per-item", ["model.masks", '"shared" or "independent"']),
+        ("report", "paper", "gal2016", ["report.paper", '"gal2017"']),
+        ("report", "colour", "red", ["report.colour: unknown key"]),
+    ],
+)
+def test_protocol_options_validated(table, key, value, words):
+    raw = {"acquisitions": ["bald"], "loop": {"max_labels": 40}, table: {key: value}}
+    with pytest.raises(ConfigError) as info:
+        StudyConfig.from_dict(raw, source="s.toml")
+    message = str(info.value)
+    assert "\n" not in message and all(w in message for w in words), message
+
+
+def test_protocol_options_parse_and_need_mc_dropout():
+    raw = {"acquisitions": ["bald"], "data": {"validation_size": 100}, "loop": {"acquisition_subset": 50},
+           "model": {"weight_decay": "gal", "masks": "independent"}, "report": {"paper": "gal2017"}}  # fmt: skip
+    config = StudyConfig.from_dict(raw)
+    assert (config.validation_size, config.acquisition_subset, config.weight_decay, config.masks, config.paper) == (
+        100, 50, "gal", "independent", "gal2017")  # fmt: skip
+    assert StudyConfig.from_dict({"acquisitions": ["bald"], "model": {"weight_decay": 3}}).weight_decay == 3.0
+    # the defaults are left out of the recorded config, so folders of older studies still resume
+    plain = StudyConfig.from_dict({"acquisitions": ["bald"]}).to_dict()
+    assert not {"validation_size", "acquisition_subset", "masks", "paper"} & set(plain)
+    for model in ({"masks": "independent"}, {"weight_decay": "gal"}):
+        with pytest.raises(ConfigError, match="model."):
+            StudyConfig.from_dict({"acquisitions": ["bald"], "model": {"posterior": "deep-ensemble", **model}})
+
+
+def test_gal2017_study_configs_use_the_papers_protocol():
+    for name, labels in (("mnist.toml", 1000), ("mnist-300.toml", 300)):
+        text = (ROOT / "studies" / "gal2017" / name).read_text()
+        assert f"max_labels = {labels}\n" in text and "acquisition_subset = 2000" in text
+        assert 'weight_decay = "gal"' in text and 'masks = "independent"' in text and 'paper = "gal2017"' in text
+        assert "validation_size = 5000" in text and "repeats = 3" in text
+        assert '["bald", "variation-ratio", "entropy", "mean-std", "random"]' in text
+
+
+def test_labels_to_reach_hand_made_curve():
+    from activebayes.study import labels_to_reach
+
+    curve = [(40, 0.93), (20, 0.5), (30, 0.9), (50, 0.96)]
+    assert labels_to_reach(curve, 0.90) == 30  # the first label count at or above the target
+    assert labels_to_reach(curve, 0.95) == 50
+    assert labels_to_reach(curve, 0.97) is None
+    assert labels_to_reach([], 0.9) is None
+
+
+def test_independent_masks_reproducible_and_unlike_shared():
+    import torch
+
+    from activebayes.nets import mlp
+    from activebayes.posteriors.mc_dropout import MCDropout
+
+    x = torch.randn(48, 6, generator=torch.Generator().manual_seed(0))
+    y = (x[:, 0] > 0).long()
+
+    def fit(masks, **kw):
+        return MCDropout(mlp(6, 2, hidden=(16,)), n_samples=5, epochs=2, seed=3, device="cpu", masks=masks, **kw).fit(x, y)
+
+    same = x[:1].repeat(4, 1)  # one item four times
+    shared, independent = fit("shared"), fit("independent")
+    p_shared, p_ind = shared.predict(same).probs, independent.predict(same).probs
+    assert torch.equal(p_shared[:, 0], p_shared[:, 3])  # shared masks: the copies agree
+    assert not torch.equal(p_ind[:, 0], p_ind[:, 3])  # independent: each item its own masks
+    assert torch.equal(p_ind, fit("independent").predict(same).probs)  # seeded: reproducible
+    assert torch.equal(p_ind, independent.predict(same).probs)
+    reference = MCDropout(mlp(6, 2, hidden=(16,)), n_samples=5, epochs=2, seed=3, device="cpu", masks="independent",
+                          prefix_cache=False).fit(x, y)  # fmt: skip
+    assert reference.predict(same).probs.shape == (5, 4, 2)
+    with pytest.raises(ConfigError, match="masks"):
+        MCDropout(mlp(6, 2), masks="sometimes")
+    # weight_decay_scale: c / N of the training items
+    from activebayes.training import resolve_train_config
+
+    assert resolve_train_config(None, weight_decay=7.0 / 48).weight_decay == pytest.approx(7.0 / 48)
+
+
+def test_protocol_study_end_to_end(tmp_path):
+    text = BASE.replace("max_labels = 40", "max_labels = 100").replace("batch_size = 10", "batch_size = 40")
+    text = text.replace("epochs = 30", "epochs = 5\nweight_decay = \"gal\"\nmasks = \"independent\"")
+    text = text.replace("pool_size = 400", "pool_size = 400\nvalidation_size = 100")
+    text = text.replace("[model]", "acquisition_subset = 60\n\n[model]") + '\n[report]\npaper = "gal2017"\n'
+    (tmp_path / "p.toml").write_text(text)
+    config = StudyConfig.from_toml(tmp_path / "p.toml")
+    a = run_study(config, tmp_path / "a", device="cpu")
+    doc = json.loads(a.results.read_text())
+    assert set(doc["labels_to_reach"]["bald"]) == {"0.90", "0.95"}
+    reach = doc["labels_to_reach"]["bald"]["0.90"]
+    assert len(reach["per_seed"]) == 2 and all(v is None or v in (20, 60, 100) for v in reach["per_seed"])
+    for acquisition in ("bald", "random"):
+        t = doc["timings"][acquisition]["100"]
+        assert t["n"] == 2 and all(t[k] is not None and t[k] >= 0 for k in ("fit_s", "evaluate_s", "score_s"))
+    assert doc["paper"]["labels_to_reach"]["bald"] == {"0.90": 145, "0.95": 335}
+    assert a.plot.stat().st_size > 0
+    with sqlite3.connect(a.database) as conn:  # the validation rows are in no pool
+        pool = conn.execute("SELECT COUNT(*) FROM items WHERE split = 'pool' GROUP BY project_id").fetchall()
+    assert {n for (n,) in pool} == {400}
+    b = run_study(config, tmp_path / "b", device="cpu")
+    assert b.runs == a.runs  # seeded subset and masks: the same study again
+
+
+def test_run_one_per_run_then_collect_results_equals_run_study(tmp_path):
+    from activebayes.study import collect_results, run_one
+
+    config = StudyConfig.from_toml(DIGITS_TOML)
+    whole = run_study(config, tmp_path / "whole", device="cpu")
+    seen: list[tuple[int, int, str]] = []
+    for repeat in range(config.repeats):
+        for acquisition in config.acquisitions:
+            curve = run_one(config, tmp_path / "parts", acquisition, repeat, "cpu", progress=lambda *a: seen.append(a))
+            assert curve == whole.runs[acquisition][repeat]
+    assert seen[-1] == (config.rounds_per_run, config.rounds_per_run, f"random, repeat {config.repeats}/{config.repeats}")
+    parts = collect_results(config, tmp_path / "parts")
+    assert parts.runs == whole.runs and parts.curves == whole.curves
+    assert run_one(config, tmp_path / "parts", "bald", 0, "cpu") == whole.runs["bald"][0]  # finished: nothing to do
+    with pytest.raises(ConfigError, match="repeat"):
+        run_one(config, tmp_path / "parts", "bald", config.repeats, "cpu")
+    with pytest.raises(ConfigError, match="not in the study"):
+        run_one(config, tmp_path / "parts", "entropy", 0, "cpu")

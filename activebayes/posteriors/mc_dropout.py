@@ -25,6 +25,16 @@ forward hooks (a warning says so once per fit); `prefix_cache=False` forces that
 >>> post.predict(x[:5]).probs.shape
 torch.Size([8, 5, 2])
 
+Independent masks (`masks="independent"`, as Keras/Theano dropout at test time in the code of
+Gal et al. 2017): every item gets its own S mask sets, drawn per `predict` call from a generator
+on the model's device seeded from (seed, S), so the same call on the same inputs gives the same
+result (reproducible; a different batching or device draws other masks). The deterministic
+prefix still runs once; the tail runs S times. `masks="shared"` (default) is the consistent
+scheme above.
+
+Gal et al.'s N-scaled weight decay: `weight_decay_scale=c` sets the weight decay to c / N at `fit`
+(N the number of training items), overriding `weight_decay`.
+
 Regression (float targets y [N], a network with one output): the mask sets are samples of the
 function, y | x_n, θ_s ~ N(f(x_n; W, m_s), σ²) with σ² the noise fitted after training from the
 residuals of the deterministic (eval-mode, dropout off) network (`training.fit_noise_variance`).
@@ -181,6 +191,31 @@ def stochastic_tail(layers: Sequence[nn.Module], h: Tensor, masks: DropoutMasks)
     return h
 
 
+MASK_MODES = ("shared", "independent")
+
+
+def independent_passes(model: nn.Module, x: Tensor, n_samples: int, generator: torch.Generator) -> Tensor:
+    """S forward passes of `model` (eval mode) with a fresh dropout mask per item, per pass and per
+    dropout layer, drawn from `generator` (channel-wise for Dropout1d/2d/3d); returns [S, N, *out]."""
+
+    def apply_mask(module: nn.Module, args: tuple, output: Tensor) -> Tensor:
+        inputs = args[0]
+        keep = 1.0 - float(module.p)
+        if keep <= 0.0:
+            return torch.zeros_like(inputs)
+        shape = inputs.shape if isinstance(module, nn.Dropout) else inputs.shape[:2] + (1,) * (inputs.dim() - 2)
+        m = torch.empty(shape, device=inputs.device, dtype=inputs.dtype).bernoulli_(keep, generator=generator)
+        return inputs * m / keep
+
+    handles = [module.register_forward_hook(apply_mask) for module in model.modules() if isinstance(module, _MASKED)]
+    try:
+        outputs = [model(x) for _ in range(n_samples)]
+    finally:
+        for handle in handles:
+            handle.remove()
+    return torch.stack(outputs)
+
+
 def full_passes(model: nn.Module, x: Tensor, masks: DropoutMasks) -> Tensor:
     """The reference path: S complete forward passes, the j-th dropout call of pass s applying
     masks.mask(j, ...)[s]. Works for any model; returns [S, N, *out]."""
@@ -241,7 +276,17 @@ class MCDropout:
         device: str | torch.device = "auto",
         prefix_cache: bool = True,
         likelihood: str | None = None,
+        masks: str = "shared",
+        weight_decay_scale: float | None = None,
     ) -> None:
+        if masks not in MASK_MODES:
+            raise ConfigError(f"masks: expected one of {', '.join(MASK_MODES)}, got {masks!r}")
+        if weight_decay_scale is not None and not (
+            isinstance(weight_decay_scale, (int, float)) and not isinstance(weight_decay_scale, bool) and weight_decay_scale >= 0
+        ):
+            raise ConfigError(f"weight_decay_scale: expected a non-negative number or None, got {weight_decay_scale!r}")
+        self.masks = masks
+        self.weight_decay_scale = weight_decay_scale
         self.model_fn = model_fn
         self.n_samples = n_samples
         self.config = config
@@ -258,8 +303,11 @@ class MCDropout:
         """Train the network once on (x [N, ...], y [N]) with `activebayes.training.train`; for
         regression, then fit the noise σ² from the training residuals."""
         check_positive_int("n_samples", self.n_samples)
+        weight_decay = self.weight_decay
+        if self.weight_decay_scale is not None:  # Gal et al. 2017: c / N, N the training items
+            weight_decay = float(self.weight_decay_scale) / max(int(len(x)), 1)
         config = resolve_train_config(
-            self.config, epochs=self.epochs, lr=self.lr, weight_decay=self.weight_decay, batch_size=self.batch_size
+            self.config, epochs=self.epochs, lr=self.lr, weight_decay=weight_decay, batch_size=self.batch_size
         )
         seed = self.seed if self.seed is not None else secrets.randbits(62)
         model = build_model(self.model_fn, seed)
@@ -310,7 +358,17 @@ class MCDropout:
         if masks is None:  # masks (and folded weights) depend on (seed, S) only: keep them
             masks = self._masks[key] = DropoutMasks(self.seed_, S, device=self.device_, dtype=dtype)
         with torch.no_grad():
-            if self.split_ is None or not self.prefix_cache:
+            if self.masks == "independent":
+                generator = torch.Generator(device=self.device_).manual_seed(_mix_seed(self.seed_, S, -2) & 0x7FFFFFFFFFFFFFFF)
+                if self.split_ is None or not self.prefix_cache:
+                    logits = independent_passes(self.model_, x, S, generator)
+                else:
+                    layers = flatten_sequential(self.model_)
+                    h = x
+                    for layer in layers[: self.split_]:
+                        h = layer(h)
+                    logits = independent_passes(nn.Sequential(*layers[self.split_ :]), h, S, generator)
+            elif self.split_ is None or not self.prefix_cache:
                 logits = full_passes(self.model_, x, masks)
             else:
                 layers = flatten_sequential(self.model_)
@@ -350,4 +408,4 @@ class MCDropout:
         return mixture_mean_var(pred.mean, pred.var if observation_noise else torch.zeros_like(pred.var))
 
 
-__all__ = ["DropoutMasks", "MCDropout", "flatten_sequential", "full_passes", "stochastic_tail"]
+__all__ = ["DropoutMasks", "MCDropout", "flatten_sequential", "full_passes", "independent_passes", "stochastic_tail"]

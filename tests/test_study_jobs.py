@@ -1,0 +1,148 @@
+"""`activebayes study run --jobs N` (activebayes.study_jobs): the same results as --jobs 1,
+resuming a killed parallel study, a failing run reported in one line, progress totals, and the
+labels-to-reach table."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from activebayes import study_jobs
+from activebayes.errors import DataError
+from activebayes.study import StudyConfig, run_study
+from activebayes.study import labels_to_reach, run_one
+from activebayes.study_jobs import StudyRunsFailed, reach_table, run_study_jobs, worker_threads
+from activebayes_cli.main import app
+
+ROOT = Path(__file__).resolve().parents[1]
+DIGITS_TOML = ROOT / "studies" / "gal2017" / "digits.toml"
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, list(args), catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory):
+    """The digits study with --jobs 1 (run_study), once for the module."""
+    out = tmp_path_factory.mktemp("serial")
+    run_study(StudyConfig.from_toml(DIGITS_TOML), out)
+    return json.loads((out / "results.json").read_text())
+
+
+def test_jobs_2_equals_jobs_1_and_progress_counts_every_round(tmp_path, serial):
+    calls = []
+    result = run_study_jobs(StudyConfig.from_toml(DIGITS_TOML), tmp_path, jobs=2, progress=lambda d, t, s: calls.append((d, t)))
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert doc["curves"] == serial["curves"] and doc["runs"] == serial["runs"]
+    assert result.rounds_run == 12
+    assert {t for _, t in calls} == {12}  # 2 acquisitions x 2 repeats x 3 rounds
+    assert calls[0][0] == 0 and calls[-1][0] == 12
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+    # A finished study adds nothing, with --jobs too.
+    assert run_study_jobs(StudyConfig.from_toml(DIGITS_TOML), tmp_path, jobs=2).rounds_run == 0
+
+
+def test_cli_jobs_2(tmp_path, serial):
+    out = tmp_path / "out"
+    result = run("--json", "study", "run", str(DIGITS_TOML), "--out", str(out), "--jobs", "2")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["rounds_run"] == 12 and summary["curves"] == serial["curves"]
+
+
+def _done_rounds(db: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as conn:
+            return conn.execute("SELECT count(*) FROM rounds WHERE status = 'done'").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def test_killed_parallel_study_resumes(tmp_path, serial):
+    out = tmp_path / "out"
+    cli = Path(sys.executable).parent / "activebayes"
+    command = [str(cli), "--json", "study", "run", str(DIGITS_TOML), "--out", str(out), "--jobs", "2"]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while _done_rounds(out / "study.db") < 3 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the parent and its spawned workers, at once
+        proc.wait()
+    done = _done_rounds(out / "study.db")
+    assert 3 <= done < 12, "the study was not killed midway; make it longer"
+    assert not (out / "results.json").exists()
+    resumed = run("--json", "study", "run", str(DIGITS_TOML), "--out", str(out), "--jobs", "2")
+    assert resumed.exit_code == 0, resumed.output
+    summary = json.loads(resumed.stdout)
+    assert summary["curves"] == serial["curves"]
+    assert json.loads((out / "results.json").read_text())["runs"] == serial["runs"]
+    assert _done_rounds(out / "study.db") == 12
+
+
+# Per-run functions for the failure tests: module level, so spawned workers import them by name.
+def fail_bald_r2_bug(config, out_dir, acquisition, repeat, *, device="auto", progress=None):
+    if (acquisition, repeat) == ("bald", 1):
+        raise RuntimeError("boom in the network")
+    return run_one(config, out_dir, acquisition, repeat, device=device, progress=progress)
+
+
+def fail_random_r1_mistake(config, out_dir, acquisition, repeat, *, device="auto", progress=None):
+    if (acquisition, repeat) == ("random", 0):
+        raise DataError("labels: item 7 has no label; fix the data")
+    return run_one(config, out_dir, acquisition, repeat, device=device, progress=progress)
+
+
+def test_a_failing_run_lets_the_others_finish_and_is_named_in_one_line(tmp_path, monkeypatch, serial):
+    config = StudyConfig.from_toml(DIGITS_TOML)
+    with pytest.raises(StudyRunsFailed) as caught:
+        run_study_jobs(config, tmp_path / "a", jobs=2, run_one=fail_bald_r2_bug)
+    exc = caught.value
+    assert [f.run for f in exc.failures] == ["bald-r2"] and not exc.user_mistake
+    assert "bald-r2" in str(exc) and "RuntimeError: boom in the network" in str(exc) and "\n" not in str(exc)
+    log = tmp_path / "a" / study_jobs.ERROR_LOG
+    assert exc.log == log and "Traceback" in log.read_text() and "boom in the network" in log.read_text()
+    assert _done_rounds(tmp_path / "a" / "study.db") == 9  # the three other runs finished
+
+    # Through the CLI: a bug is one line naming the run and the log, exit 1; a user's mistake exit 2.
+    monkeypatch.setattr(study_jobs, "default_run_one", lambda: fail_bald_r2_bug)
+    bug = CliRunner().invoke(app, ["study", "run", str(DIGITS_TOML), "--out", str(tmp_path / "b"), "--jobs", "2"])
+    assert bug.exit_code == 1
+    lines = [line for line in bug.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "bald-r2" in lines[0] and "boom in the network" in lines[0] and study_jobs.ERROR_LOG in lines[0]
+    monkeypatch.setattr(study_jobs, "default_run_one", lambda: fail_random_r1_mistake)
+    mistake = CliRunner().invoke(app, ["study", "run", str(DIGITS_TOML), "--out", str(tmp_path / "c"), "--jobs", "2"])
+    assert mistake.exit_code == 2
+    lines = [line for line in mistake.stderr.splitlines() if line.strip()]
+    assert lines[-1].startswith("error: study run random-r1 failed: labels: item 7 has no label")
+    assert not (tmp_path / "c" / study_jobs.ERROR_LOG).exists()
+
+    # Rerunning without the fault resumes only the failed run and gives the serial results.
+    monkeypatch.undo()
+    again = run("--json", "study", "run", str(DIGITS_TOML), "--out", str(tmp_path / "a"), "--jobs", "2")
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["rounds_run"] == 3
+    assert json.loads(again.stdout)["curves"] == serial["curves"]
+
+
+def test_worker_threads_share_the_cores():
+    assert worker_threads(2, cores=16) == 8 and worker_threads(15, cores=16) == 1 and worker_threads(4, cores=2) == 1
+
+
+def test_reach_table_against_the_paper():
+    curve = [(20, 0.5), (150, 0.91), (300, 0.95)]
+    assert labels_to_reach(curve, 0.90) == 150 and labels_to_reach(curve, 0.95) == 300 and labels_to_reach(curve, 0.99) is None
+    reach = {"bald": {"0.90": {"mean": 150}, "0.95": {"mean": 300}}, "random": {"0.90": {"mean": 150}, "0.95": {"mean": None}}}
+    text = reach_table({"curves": {"bald": [], "random": []}, "labels_to_reach": reach})
+    assert "| bald | 150 | 145 | 300 | 335 |" in text and "| random | 150 | 255 | not reached | 835 |" in text
