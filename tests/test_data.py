@@ -68,6 +68,15 @@ def test_csv_label_and_key_columns(tmp_path):
         load_dataset(path, label_column="y")
 
 
+def test_csv_saved_with_a_byte_order_mark(tmp_path):
+    """Excel's "CSV UTF-8" starts the file with a BOM: the first column is still called "id"."""
+    path = tmp_path / "bom.csv"
+    path.write_bytes("id,a,label\nr1,1.5,cat\nr2,-1,dog\n".encode("utf-8-sig"))
+    data = load_dataset(path, label_column="label", key_column="id", classes=["cat", "dog"])
+    assert data.keys == ["r1", "r2"] and data.y.tolist() == ["cat", "dog"]
+    assert load_labels(path, label_column="label", key_column="id").keys == ["r1", "r2"]
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [

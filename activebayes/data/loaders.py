@@ -171,7 +171,7 @@ def _load_csv(
     refused (`"error"`). A column mixing numbers and text is refused either way."""
     from activebayes.data.features import natural_sorted, one_hot
 
-    with path.open(newline="", encoding="utf-8") as fh:
+    with path.open(newline="", encoding="utf-8-sig") as fh:
         reader = csv.reader(fh)
         header = next(reader, None)
         if not header:
@@ -328,7 +328,7 @@ def load_labels(path: str | Path, *, format: str | None = None, label_column: st
     path = Path(path)
     fmt = format or detect_format(path)
     if fmt == "csv":
-        with path.open(newline="", encoding="utf-8") as fh:
+        with path.open(newline="", encoding="utf-8-sig") as fh:
             table = list(csv.reader(fh))
         header = [h.strip() for h in (table[0] if table else [])]
         if label_column not in header:
