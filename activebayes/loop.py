@@ -405,18 +405,18 @@ class ActiveLearningLoop:
 
     def _evaluate_regression(self, posterior: Any, rows: np.ndarray, values: list[str]) -> dict[str, Any]:
         """rmse of the predictive mean and the Gaussian nll of y under the predictive
-        N(mean, var), read from `predict`: μ_f and σ_f² + σ_ε² of the latent fields where present,
-        else the mixture's moments Σ_s w_s μ_s and Σ_s w_s (σ²_s + μ_s²) − mean²."""
+        N(mean, var) of `predict(x).moments()` (the latent fields' μ_f, σ_f² + σ_ε² where present,
+        else the mixture's mean and total variance)."""
         from activebayes.metrics import gaussian_nll, rmse
 
         means, variances = [], []
         with torch.inference_mode():
             for start in range(0, len(rows), self.score_batch_size):
                 x = self._features(rows[start : start + self.score_batch_size]).to(self.device)
-                mean, var = predictive_moments(posterior.predict(x, n_samples=self.n_samples))
+                mean, var = posterior.predict(x, n_samples=self.n_samples).moments(observation_noise=True)
                 means.append(mean.cpu())
                 variances.append(var.cpu())
-        mean_t, var_t, target = torch.cat(means), torch.cat(variances), self._targets(values).double()
+        mean_t, var_t, target = torch.cat(means).double(), torch.cat(variances).double(), self._targets(values).double()
         return {"rmse": float(rmse(mean_t, target)), "nll": float(gaussian_nll(mean_t, var_t, target)), "n_test": len(rows)}
 
     def _ask(self, rnd: Any) -> tuple[int, bool]:
@@ -478,19 +478,6 @@ def subset_positions(n: int, m: int, seed: int) -> np.ndarray:
         return np.arange(n)
     rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, 0x5AB5E7])
     return np.sort(rng.choice(n, size=m, replace=False))
-
-
-def predictive_moments(pred: Any) -> tuple[torch.Tensor, torch.Tensor]:
-    """(mean [N], variance [N]) of y under a GaussianPredictive, float64: with latent fields
-    μ_f and σ_f² + σ_ε² (σ_ε² = Σ_s w_s var[s, n]); else the mixture Σ_s w_s N(μ_s, σ²_s)'s
-    mean Σ_s w_s μ_s and variance Σ_s w_s (σ²_s + (μ_s − mean)²)."""
-    weights = pred.sample_weights().to(torch.float64)[:, None]
-    mu, sigma2 = pred.mean.to(torch.float64), pred.var.to(torch.float64)
-    noise = (weights * sigma2).sum(0)
-    if getattr(pred, "latent_mean", None) is not None and getattr(pred, "latent_var", None) is not None:
-        return pred.latent_mean.to(torch.float64), pred.latent_var.to(torch.float64) + noise
-    mean = (weights * mu).sum(0)
-    return mean, noise + (weights * (mu - mean).square()).sum(0)
 
 
 def _resolve_acquisition(acquisition: Any) -> tuple[Any, str]:

@@ -196,6 +196,21 @@ class GaussianPredictive:
             return self.weights
         return torch.full((self.n_samples,), 1.0 / self.n_samples, dtype=self.mean.dtype, device=self.mean.device)
 
+    def moments(self, *, observation_noise: bool = True) -> tuple[Tensor, Tensor]:
+        """Mean [N] and variance [N] of the predictive, in mean's dtype.
+
+        With observation_noise, of y: the mixture Σ_s w_s N(μ_s, σ²_s) has mean μ̄ = Σ_s w_s μ_s
+        and variance Σ_s w_s σ²_s + Σ_s w_s (μ_s − μ̄)²; with latent fields it is exactly
+        N(latent_mean, latent_var + Σ_s w_s σ²_s). Without, of the latent f: the spread
+        Σ_s w_s (μ_s − μ̄)², or latent_var (BoTorch's `observation_noise=False`).
+        """
+        w = self.sample_weights().to(self.mean.dtype)
+        noise = torch.einsum("s,sn->n", w, self.var.to(self.mean.dtype)) if observation_noise else 0.0
+        if self.has_latent:
+            return self.latent_mean.to(self.mean.dtype), self.latent_var.to(self.mean.dtype) + noise  # type: ignore[union-attr]
+        centre = torch.einsum("s,sn->n", w, self.mean)
+        return centre, torch.einsum("s,sn->n", w, (self.mean - centre).square()) + noise
+
     def to(self, device: torch.device | str) -> GaussianPredictive:
         def move(tensor: Tensor | None) -> Tensor | None:
             return None if tensor is None else tensor.to(device)

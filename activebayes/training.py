@@ -226,15 +226,6 @@ def classification_only(name: str) -> ConfigError:
     )
 
 
-def mixture_mean_var(mean: Tensor, var: Tensor, weights: Tensor | None = None) -> tuple[Tensor, Tensor]:
-    """Mean and total variance [N] of the mixture Σ_s w_s N(mean[s], var[s]) (mean, var [S, N]):
-    μ = Σ_s w_s mean_s, σ² = Σ_s w_s var_s + Σ_s w_s (mean_s − μ)²."""
-    w = torch.full((mean.shape[0],), 1.0 / mean.shape[0], dtype=mean.dtype, device=mean.device) if weights is None else weights
-    mu = torch.einsum("s,sn->n", w, mean)
-    total = torch.einsum("s,sn->n", w, var) + torch.einsum("s,sn->n", w, (mean - mu).square())
-    return mu, total
-
-
 def cosine_cycle_lr(step: int, steps_per_cycle: int, lr_max: float) -> float:
     """Huang et al. (2017): lr = lr_max / 2 · (cos(π · (step mod T) / T) + 1), T steps a cycle."""
     position = (step % steps_per_cycle) / steps_per_cycle

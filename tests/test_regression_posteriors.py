@@ -26,7 +26,6 @@ from activebayes.training import (
     NOISE_PRIOR_FRACTION,
     fit_noise_variance,
     gaussian_nll,
-    mixture_mean_var,
     resolve_likelihood,
 )
 
@@ -66,10 +65,15 @@ def test_noise_variance_map_with_prior_and_floor():
 def test_mixture_mean_and_total_variance_by_hand():
     mean = torch.tensor([[0.0, 1.0], [2.0, 1.0]])
     var = torch.tensor([[1.0, 0.5], [3.0, 0.5]])
-    mu, total = mixture_mean_var(mean, var)
+    mu, total = GaussianPredictive(mean, var).moments()
     torch.testing.assert_close(mu, torch.tensor([1.0, 1.0]))
     torch.testing.assert_close(total, torch.tensor([2.0 + 1.0, 0.5]))  # E var + Var mean
-    mu, total = mixture_mean_var(mean, var, torch.tensor([0.25, 0.75]))
+    torch.testing.assert_close(GaussianPredictive(mean, var).moments(observation_noise=False)[1], torch.tensor([1.0, 0.0]))
+    noise = torch.tensor([[1.0, 0.5], [1.0, 0.5]])  # the latent contract: the same σ² in every sample
+    latent = GaussianPredictive(mean, noise, latent_mean=torch.tensor([5.0, 6.0]), latent_var=torch.tensor([0.1, 0.2]))
+    torch.testing.assert_close(latent.moments()[1], torch.tensor([0.1 + 1.0, 0.2 + 0.5]))  # exact: latent + σ²
+    torch.testing.assert_close(latent.moments(observation_noise=False), (torch.tensor([5.0, 6.0]), torch.tensor([0.1, 0.2])))
+    mu, total = GaussianPredictive(mean, var, torch.tensor([0.25, 0.75])).moments()
     torch.testing.assert_close(mu, torch.tensor([1.5, 1.0]))
     torch.testing.assert_close(total, torch.tensor([0.25 + 2.25 + 0.25 * 2.25 + 0.75 * 0.25, 0.5]))
 
@@ -304,7 +308,7 @@ def test_regression_predictive_shapes_values_and_mean_var(fitted_regressor):
         torch.testing.assert_close(mean, pred.latent_mean)
         torch.testing.assert_close(var, pred.latent_var + pred.var[0])
     else:
-        ref_mean, ref_var = mixture_mean_var(pred.mean, pred.var)
+        ref_mean, ref_var = pred.moments()
         torch.testing.assert_close(mean, ref_mean)
         torch.testing.assert_close(var, ref_var)
     assert bool((var >= pred.var.min(0).values - 1e-6).all())  # total >= noise

@@ -68,13 +68,8 @@ def variance(pred: AnyPredictive, part: VariancePart | str = VariancePart.TOTAL)
     part = E.parse_option(VariancePart, part, "part")
     pred = as_predictive(pred)
     if isinstance(pred, GaussianPredictive):
-        w = pred.sample_weights()
-        aleatoric = torch.einsum("s,sn->n", w, pred.var)
-        if pred.has_latent:
-            epistemic = pred.latent_var.to(aleatoric.dtype)  # type: ignore[union-attr]
-        else:
-            centre = torch.einsum("s,sn->n", w, pred.mean)
-            epistemic = torch.einsum("s,sn->n", w, (pred.mean - centre) ** 2)
+        aleatoric = torch.einsum("s,sn->n", pred.sample_weights(), pred.var)
+        epistemic = pred.moments(observation_noise=False)[1].to(aleatoric.dtype)
         return {"total": aleatoric + epistemic, "aleatoric": aleatoric, "epistemic": epistemic}[part]
     probs, w = E.working_probs(pred), pred.sample_weights()
     mean = torch.einsum("s,snc->nc", w.to(probs.dtype), probs)

@@ -48,7 +48,6 @@ from activebayes.training import (
     classification_only,
     cosine_cycle_lr,
     fit_noise_variance,
-    mixture_mean_var,
     network_outputs,
     regression_only,
     regression_output,
@@ -174,8 +173,7 @@ class _StackedEnsemble:
         check_fitted(self, "stack_")
         if self.likelihood_ != "gaussian":
             raise classification_only("predict_mean_var")
-        pred = self.predict(x, n_samples)
-        return mixture_mean_var(pred.mean, pred.var if observation_noise else torch.zeros_like(pred.var))
+        return self.predict(x, n_samples).moments(observation_noise=observation_noise)
 
 
 class DeepEnsemble(_StackedEnsemble):

@@ -62,7 +62,6 @@ from activebayes.training import (
     check_positive_int,
     classification_only,
     fit_noise_variance,
-    mixture_mean_var,
     network_outputs,
     regression_only,
     regression_output,
@@ -404,8 +403,7 @@ class MCDropout:
         check_fitted(self, "model_")
         if self.likelihood_ != "gaussian":
             raise classification_only("predict_mean_var")
-        pred = self.predict(x, n_samples)
-        return mixture_mean_var(pred.mean, pred.var if observation_noise else torch.zeros_like(pred.var))
+        return self.predict(x, n_samples).moments(observation_noise=observation_noise)
 
 
 __all__ = ["DropoutMasks", "MCDropout", "flatten_sequential", "full_passes", "independent_passes", "stochastic_tail"]

@@ -72,7 +72,6 @@ from activebayes.training import (
     classification_only,
     cosine_cycle_lr,
     fit_noise_variance,
-    mixture_mean_var,
     regression_only,
     regression_output,
     resolve_likelihood,
@@ -404,5 +403,4 @@ class SWAG:
         check_fitted(self, "moments_")
         if self.likelihood_ != "gaussian":
             raise classification_only("predict_mean_var")
-        pred = self.predict(x, n_samples)
-        return mixture_mean_var(pred.mean, pred.var if observation_noise else torch.zeros_like(pred.var))
+        return self.predict(x, n_samples).moments(observation_noise=observation_noise)
