@@ -105,3 +105,13 @@ def test_seed() -> int:
     """The seed of the slow training tests, from ACTIVEBAYES_TEST_SEED (default 0), so their
     assertions can be re-run at other seeds: a test must hold whatever the seed."""
     return int(os.environ.get("ACTIVEBAYES_TEST_SEED", "0"))
+
+
+@pytest.fixture
+def cli_db(db_url, tmp_path, monkeypatch) -> str:
+    """`db_url` (SQLite, then PostgreSQL) as the CLI's database: ACTIVEBAYES_DB set, no
+    ACTIVEBAYES_PROJECT, and an empty working directory (tmp_path)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ACTIVEBAYES_PROJECT", raising=False)
+    monkeypatch.setenv("ACTIVEBAYES_DB", db_url)
+    return db_url

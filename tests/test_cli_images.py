@@ -41,12 +41,9 @@ def write_images(root: Path, n: int = 6, *, rgb: bool = False, size: int = 8, ex
 
 
 @pytest.fixture
-def db(tmp_path, monkeypatch, db_url):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("ACTIVEBAYES_PROJECT", raising=False)
-    monkeypatch.setenv("ACTIVEBAYES_DB", db_url)
+def db(cli_db):
     ok("init", "--name", "shapes")
-    return db_url
+    return cli_db
 
 
 @pytest.mark.parametrize("rgb", [False, True], ids=["grey", "rgb"])

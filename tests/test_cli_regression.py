@@ -28,11 +28,9 @@ def write_regression_csv(path: Path, n: int = 48) -> None:
 
 
 @pytest.fixture
-def regression(tmp_path, monkeypatch, db_url):
+def regression(cli_db):
     """Project 'reg' (regression): 36 pool items (truth held back), 12 labelled test items."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("ACTIVEBAYES_PROJECT", raising=False)
-    monkeypatch.setenv("ACTIVEBAYES_DB", db_url)
+    db_url = cli_db
     write_regression_csv(Path("pool.csv"))
     ok("init", "--name", "reg", "--task", "regression")
     ok("pool", "add", "pool.csv", "--key-column", "id", "--label-column", "y", "--test-fraction", "0.25")
@@ -95,11 +93,10 @@ def test_a_network_posterior_that_cannot_fit_float_targets_is_refused_naming_gp(
     assert db_dump(regression) == before
 
 
-def test_classification_project_refuses_nipv(tmp_path, monkeypatch, db_url):
+def test_classification_project_refuses_nipv(cli_db):
     from test_cli import write_pool_csv
 
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("ACTIVEBAYES_DB", db_url)
+    db_url = cli_db
     write_pool_csv(Path("pool.csv"))
     ok("init", "--name", "c", "--classes", "a,b,c")
     ok("pool", "add", "pool.csv", "--key-column", "id", "--label-column", "label")

@@ -34,12 +34,8 @@ def rows_of(path: str | Path) -> list[list[str]]:
 
 
 @pytest.fixture
-def db(tmp_path, monkeypatch, db_url):
-    """A clean working directory whose ACTIVEBAYES_DB is `db_url` (SQLite, then PostgreSQL)."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("ACTIVEBAYES_PROJECT", raising=False)
-    monkeypatch.setenv("ACTIVEBAYES_DB", db_url)
-    return db_url
+def db(cli_db):
+    return cli_db
 
 
 def add_project(name: str, *, test_fraction: str = "0.25") -> None:

@@ -33,11 +33,8 @@ def write_table(path: Path, n: int = 30, *, colour: bool = True, label: bool = T
 
 
 @pytest.fixture
-def db(tmp_path, monkeypatch, db_url):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("ACTIVEBAYES_PROJECT", raising=False)
-    monkeypatch.setenv("ACTIVEBAYES_DB", db_url)
-    return db_url
+def db(cli_db):
+    return cli_db
 
 
 def project_settings(url: str) -> tuple[list[str], dict]:

@@ -209,11 +209,9 @@ def run(*args: str):
 
 
 @pytest.fixture
-def campaign(db_url, tmp_path, monkeypatch):
+def campaign(cli_db, tmp_path):
     """A database whose project ran rounds with bald, entropy (twice) and random, on two posteriors."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("ACTIVEBAYES_DB", db_url)
-    monkeypatch.delenv("ACTIVEBAYES_PROJECT", raising=False)
+    db_url = cli_db
     with PoolStore(db_url) as store:
         truth = make_project(store, tmp_path, pool=150, test=40)
         oracle = SimulatedOracle(truth)
