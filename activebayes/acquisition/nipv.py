@@ -20,15 +20,13 @@ recorded score is the reduction it adds at that step.
 The model: `botorch_view(posterior)` needs a BoTorch `Model` of the latent f. A posterior that
 exposes `botorch_model` (an attribute or a zero-argument method returning a fitted BoTorch Model
 taking inputs [.., D] in the ORIGINAL input units, float64, and giving f in original target
-units) is used as is. A `GaussianProcess` of the gpytorch build (fitted `model_` in standardised
-coordinates) is wrapped in an equivalent SingleTaskGP with the same kernel, hyper-parameters and
-training data. Anything else (the network posteriors, or a GaussianProcess fitted as the
-variational GP, `approximate_`, which cannot fantasise exactly) is refused with a ConfigError.
+units; `GaussianProcess` does) is used as is. Anything else (the network posteriors, or a
+GaussianProcess fitted as the variational GP, `approximate_`, which cannot fantasise exactly) is
+refused with a ConfigError.
 """
 
 from __future__ import annotations
 
-import copy
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,14 +48,12 @@ REFERENCE_SIZE = 256
 class BoTorchView:
     """A BoTorch model of the latent f with the maps from and to the caller's units.
 
-    model: the BoTorch Model. to_inputs: original inputs [N, D] -> the model's inputs (float64,
-    on the model's device). var_scale: the model's variances times var_scale are in squared
-    original target units.
+    model: the BoTorch Model (variances in squared original target units). to_inputs: original
+    inputs [N, D] -> the model's inputs (float64, on the model's device).
     """
 
     model: Any
     to_inputs: Callable[[Tensor], Tensor]
-    var_scale: float = 1.0
 
 
 def _device_of(model: Any) -> torch.device:
@@ -78,39 +74,15 @@ def botorch_view(posterior: Any) -> BoTorchView:
             "`max_exact` labelled points: raise max_exact, or use --acquisition variance"
         )
     exposed = getattr(posterior, "botorch_model", None)
-    if exposed is not None:
-        model = exposed if isinstance(exposed, Model) else exposed() if callable(exposed) else None
-        if not isinstance(model, Model):
-            raise ConfigError(f"nipv: {type(posterior).__name__}.botorch_model is not a BoTorch Model ({type(model).__name__})")
-        device = _device_of(model)
-        return BoTorchView(model, lambda x: x.to(device=device, dtype=torch.float64))
-    inner = getattr(posterior, "model_", None)
-    if inner is None or not hasattr(inner, "covar_module") or getattr(posterior, "x_shift_", None) is None:
+    model = exposed if isinstance(exposed, Model) or not callable(exposed) else exposed()
+    if model is None:
         raise ConfigError(
             f"nipv: needs a Gaussian-process posterior (a BoTorch model to fantasise with), got {type(posterior).__name__}"
         )
-    return _wrap_gpytorch(posterior)
-
-
-def _wrap_gpytorch(gp: Any) -> BoTorchView:
-    """A SingleTaskGP equal to a fitted gpytorch ExactGP in its standardised coordinates."""
-    import gpytorch
-    from botorch.models import SingleTaskGP
-
-    inner = gp.model_
-    xs = inner.train_inputs[0].detach().to(torch.float64)
-    ys = inner.train_targets.detach().to(torch.float64).unsqueeze(-1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # BoTorch's advice to normalise inputs: they are standardised
-        model = SingleTaskGP(
-            xs, ys, likelihood=copy.deepcopy(inner.likelihood), covar_module=copy.deepcopy(inner.covar_module),
-            mean_module=gpytorch.means.ZeroMean(), outcome_transform=None, input_transform=None,
-        )  # fmt: skip
-    model = model.to(device=xs.device, dtype=torch.float64).eval()
-    for p in model.parameters():
-        p.requires_grad_(False)
-    shift, scale = gp.x_shift_.to(torch.float64), gp.x_scale_.to(torch.float64)
-    return BoTorchView(model, lambda x: (x.to(device=shift.device, dtype=torch.float64) - shift) / scale, float(gp.y_scale_) ** 2)
+    if not isinstance(model, Model):
+        raise ConfigError(f"nipv: {type(posterior).__name__}.botorch_model is not a BoTorch Model ({type(model).__name__})")
+    device = _device_of(model)
+    return BoTorchView(model, lambda x: x.to(device=device, dtype=torch.float64))
 
 
 def _integrated_variance(view: BoTorchView, reference: Tensor) -> float:
@@ -148,7 +120,7 @@ def nipv(posterior: Any, candidates: Tensor, reference: Tensor, *, chunk: int = 
     [N] (float64, squared target units): qNIPV(x) − qNIPV(∅), see the module docstring."""
     view, cand, ref = _prepare(posterior, candidates, reference)
     base = _integrated_variance(view, ref)
-    return (_qnipv(view, ref, cand, None, chunk) + base).clamp_min(0.0).cpu() * view.var_scale
+    return (_qnipv(view, ref, cand, None, chunk) + base).clamp_min(0.0).cpu()
 
 
 def nipv_select(
@@ -167,12 +139,12 @@ def nipv_select(
         pending = cand[chosen] if chosen else None
         values = _qnipv(view, ref, cand, pending, chunk).cpu()
         if first is None:
-            first = ((values - previous).clamp_min(0.0) * view.var_scale).float()
+            first = (values - previous).clamp_min(0.0).float()
         if chosen:
             values[chosen] = -torch.inf
         best = int(torch.argmax(values))
         chosen.append(best)
-        gains.append(max(float(values[best]) - previous, 0.0) * view.var_scale)
+        gains.append(max(float(values[best]) - previous, 0.0))
         previous = float(values[best])
     selection = BatchSelection(torch.tensor(chosen, dtype=torch.long), torch.tensor(gains, dtype=torch.float32))
     return selection, first  # type: ignore[return-value]
