@@ -111,14 +111,13 @@ def test_fit_returns_self_and_same_seed_gives_identical_predictions(case, fitted
     assert torch.equal(fitted.predict(x).probs, fitted.predict(x).probs)  # predict itself is repeatable
 
 
-def test_to_device_keeps_the_predictions(case, moons):
+def test_to_device_keeps_the_predictions(case, fitted, moons):
     """Every posterior has to(device) -> self; moving a fitted posterior (here to the CPU it is on;
     tests/test_devices.py moves them to CUDA when present) keeps its samples."""
     _, factory = case
-    posterior = factory(0)
     with pytest.raises(NotFittedError):
-        posterior.to("cpu")
-    posterior.fit(*moons)
+        factory(0).to("cpu")
+    posterior = fitted
     x = moons[0][:11]
     before = posterior.predict(x).probs
     assert posterior.to("cpu") is posterior
