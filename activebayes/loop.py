@@ -47,6 +47,10 @@ draws its batch uniformly with the round's generator (the same picks as scoring 
 Timings (the round's `timings` in the store): fit_s (training), evaluate_s (test-split metrics),
 score_s (scoring and selection), ask_s (the oracle).
 
+Test metrics (`evaluation`): "predictive" scores the posterior predictive (the MC average over
+S samples for sampled posteriors); "deterministic" scores MC dropout's network with dropout off
+(weight scaling: one pass), as the Gal et al. 2017 code's Keras `model.evaluate` does.
+
 Regression projects (task "regression"): the targets are the labels read as floats, and the
 test-split metrics are `rmse` and `nll` (Gaussian, of y under the predictive N(μ, σ² + σ_ε²); see
 `activebayes.metrics`), with `n_test`. Classification: `accuracy`, `nll` (categorical), `n_test`.
@@ -67,6 +71,9 @@ from activebayes._device import resolve_device
 from activebayes.errors import ConfigError, StoreError
 
 HookFn = Callable[[str], None]
+# test-split metrics from the posterior predictive, or from the network alone (mc-dropout
+# without masks: Keras' evaluate, as Gal et al. 2017's code)
+EVALUATIONS = ("predictive", "deterministic")
 STAGES = ("started", "fit", "fitted", "score", "scored", "ask", "answered", "done")
 
 
@@ -139,6 +146,10 @@ class ActiveLearningLoop:
         progress: called as progress(items_scored, items_total) while the pool is scored.
         data: the project's data already loaded by `load_project_data` (checked against its
             sha256 by the caller); None loads and checks it on first use.
+        acquisition_subset: M, score a seeded random subset of M candidates per round.
+        evaluation: "predictive" (test metrics from `predict_proba`, the posterior predictive)
+            or "deterministic" (`predict_proba_deterministic`: mc-dropout's network with dropout
+            off, as Keras' `evaluate` in Gal et al. 2017's code).
     """
 
     def __init__(
@@ -163,6 +174,7 @@ class ActiveLearningLoop:
         data: Any = None,
         nipv_reference: int = 256,
         acquisition_subset: int | None = None,
+        evaluation: str = "predictive",
     ) -> None:
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size: expected a positive integer, got {batch_size!r}")
@@ -196,6 +208,9 @@ class ActiveLearningLoop:
         ):
             raise ConfigError(f"acquisition_subset: expected a positive integer or None, got {acquisition_subset!r}")
         self.acquisition_subset = acquisition_subset
+        if evaluation not in EVALUATIONS:
+            raise ConfigError(f"evaluation: expected one of {', '.join(EVALUATIONS)}, got {evaluation!r}")
+        self.evaluation = evaluation
 
     # ---- helpers ------------------------------------------------------------------------
     def _stage(self, name: str) -> None:
@@ -248,7 +263,8 @@ class ActiveLearningLoop:
                 self.project, posterior=name, acquisition=self.acquisition_name, seed=seed,
                 posterior_settings=self.posterior_settings,
                 acquisition_settings={"batch_size": self.batch_size, "n_samples": self.n_samples}
-                | ({"acquisition_subset": self.acquisition_subset} if self.acquisition_subset is not None else {}),
+                | ({"acquisition_subset": self.acquisition_subset} if self.acquisition_subset is not None else {})
+                | ({"evaluation": self.evaluation} if self.evaluation != "predictive" else {}),
             )  # fmt: skip
         self._stage("started")
         number = rnd.number
@@ -395,11 +411,16 @@ class ActiveLearningLoop:
             return {}
         from activebayes.metrics import accuracy, nll
 
+        predict_proba = posterior.predict_proba
+        if self.evaluation == "deterministic":
+            predict_proba = getattr(posterior, "predict_proba_deterministic", None)
+            if predict_proba is None:
+                raise ConfigError(f"evaluation: 'deterministic' needs a posterior with one network (mc-dropout), got {type(posterior).__name__}")
         probs = []
         with torch.inference_mode():
             for start in range(0, len(rows), self.score_batch_size):
                 x = self._features(rows[start : start + self.score_batch_size]).to(self.device)
-                probs.append(posterior.predict_proba(x).detach().cpu().float())
+                probs.append(predict_proba(x).detach().cpu().float())
         probs_t, labels = torch.cat(probs), self._targets(values)
         return {"accuracy": float(accuracy(probs_t, labels)), "nll": float(nll(probs_t, labels)), "n_test": len(rows)}
 

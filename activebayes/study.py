@@ -28,7 +28,10 @@ TOML layout (every key optional except `acquisitions`; unknown keys are refused)
              5,000-image validation set, which its code only monitors; nothing is fitted on it)
     [loop]   initial, balanced_initial, batch_size, max_labels, score_batch_size,
              acquisition_subset (score a random subset of M unlabelled items each round, seeded
-             from the round seed = f(seed + repeat, round): reproducible and resumable)
+             from the round seed = f(seed + repeat, round): reproducible and resumable),
+             evaluation ("predictive": test accuracy of the posterior predictive;
+             "deterministic": of mc-dropout's network with dropout off, one pass, as Keras'
+             model.evaluate in the Gal et al. 2017 code)
     [model]  posterior ("mc-dropout", ...), network ("mlp" | "cnn"), hidden, dropout,
              conv_dropout, epochs, lr, train_batch_size, n_samples,
              weight_decay (a number, or "gal": c / N with N the labelled items of the round,
@@ -86,7 +89,8 @@ _SCHEMA: dict[str | None, dict[str, tuple[str, str]]] = {
              "validation_size": ("validation_size", "int>0")},
     "loop": {"initial": ("initial", "int>0"), "balanced_initial": ("balanced_initial", "bool"),
              "batch_size": ("batch_size", "int>0"), "max_labels": ("max_labels", "int>0"),
-             "score_batch_size": ("score_batch_size", "int>0"), "acquisition_subset": ("acquisition_subset", "int>0")},
+             "score_batch_size": ("score_batch_size", "int>0"), "acquisition_subset": ("acquisition_subset", "int>0"),
+             "evaluation": ("evaluation", "predictive|deterministic")},
     "model": {"posterior": ("posterior", "str"), "network": ("network", "str"), "hidden": ("hidden", "list[int>0]"),
               "dropout": ("dropout", "fraction"), "conv_dropout": ("conv_dropout", "fraction"),
               "epochs": ("epochs", "int>0"), "lr": ("lr", "float>0"), "weight_decay": ("weight_decay", "float>=0|gal"),
@@ -102,7 +106,8 @@ ACCURACY_TARGETS = (0.90, 0.95)
 TIMING_MILESTONES = (100, 500, 1000)
 # keys added after the first studies: left out of the recorded config at their defaults, so
 # older output folders still resume
-_OPTIONAL = {"validation_size": None, "acquisition_subset": None, "masks": "shared", "paper": None}
+_OPTIONAL = {"validation_size": None, "acquisition_subset": None, "masks": "shared", "paper": None,
+             "evaluation": "predictive"}
 
 
 @dataclass(frozen=True)
@@ -136,6 +141,7 @@ class StudyConfig:
     validation_size: int | None = None
     acquisition_subset: int | None = None
     masks: str = "shared"
+    evaluation: str = "predictive"
     paper: str | None = None
     source: str | None = field(default=None, compare=False)  # the TOML file it came from
 
@@ -206,6 +212,8 @@ class StudyConfig:
         accepted = inspect.signature(cls).parameters
         if self.masks != "shared" and "masks" not in accepted:
             raise ConfigError(f"{where}model.masks: {self.posterior!r} has no dropout masks; leave it out or use mc-dropout")
+        if self.evaluation == "deterministic" and not hasattr(cls, "predict_proba_deterministic"):
+            raise ConfigError(f"{where}loop.evaluation: \"deterministic\" needs one network to run without dropout (mc-dropout), got {self.posterior!r}")
         if self.weight_decay == "gal" and "weight_decay_scale" not in accepted:
             raise ConfigError(f"{where}model.weight_decay: \"gal\" needs a posterior with weight_decay_scale (mc-dropout), got {self.posterior!r}")
         if self.dataset not in DATASETS:
@@ -283,7 +291,7 @@ def _check(key: str, value: Any, kind: str) -> Any:
         if isinstance(value, str):
             raise bad('a non-negative number or "gal"')
         return _check(key, value, "float>=0")
-    elif kind in ("shared|independent", "gal2017"):
+    elif kind in ("shared|independent", "predictive|deterministic", "gal2017"):
         if value not in kind.split("|"):
             raise bad(" or ".join(f'"{v}"' for v in kind.split("|")))
     elif kind == "list[str]":
@@ -545,6 +553,7 @@ def _run_project(store: Any, config: StudyConfig, data: _Data, repeat: int, acqu
         batch_size=config.batch_size, seed=config.seed + repeat, device=device,
         score_batch_size=config.score_batch_size, who="simulated", posterior_name=config.posterior,
         posterior_settings=settings, data=_dataset(store, name, data), acquisition_subset=config.acquisition_subset,
+        evaluation=config.evaluation,
     )  # fmt: skip
     rounds = 0
     while not _finished(store, name, config.max_labels):

@@ -306,3 +306,25 @@ def test_random_skips_pool_scoring_but_fits_and_evaluates_with_timings(store, tm
     for r in store.rounds("digits")[1:]:
         assert {"fit_s", "evaluate_s", "score_s", "ask_s"} <= set(r.timings)
         assert all(r.timings[k] >= 0 for k in ("fit_s", "evaluate_s", "score_s"))
+
+
+class AlwaysZero(TinySoftmax):
+    """Its deterministic prediction says class 0 for every item (hand-checkable accuracy)."""
+
+    def predict_proba_deterministic(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.one_hot(torch.zeros(x.shape[0], dtype=torch.long), self.n_classes).float()
+
+
+def test_deterministic_evaluation_uses_the_network_without_dropout(store, tmp_path):
+    truth = make_project(store, tmp_path)
+    loop = ActiveLearningLoop(lambda seed: AlwaysZero(seed=seed), "bald", store, "digits", SimulatedOracle(truth),
+                              batch_size=5, seed=1, evaluation="deterministic")  # fmt: skip
+    result = loop.run(2)[1]  # round 1 is the cold start: nothing fitted, nothing evaluated
+    assert result.metrics["accuracy"] == pytest.approx(float(np.mean(truth[POOL : POOL + TEST] == 0)))
+    assert store.rounds("digits")[1].acquisition_settings["evaluation"] == "deterministic"
+    predictive = ActiveLearningLoop(tiny_factory, "bald", store, "digits", SimulatedOracle(truth), batch_size=5, seed=1).step()
+    assert predictive.metrics["accuracy"] != result.metrics["accuracy"]  # the predictive is scored by default
+    with pytest.raises(ConfigError, match="evaluation: 'deterministic' needs.*TinySoftmax"):
+        ActiveLearningLoop(tiny_factory, "bald", store, "digits", SimulatedOracle(truth), evaluation="deterministic").step()
+    with pytest.raises(ConfigError, match="evaluation: expected one of predictive, deterministic"):
+        ActiveLearningLoop(tiny_factory, "bald", store, "digits", evaluation="mc")

@@ -179,3 +179,17 @@ def test_gal_cnn_on_1000_mnist_images_is_95_percent_accurate(mnist, test_seed):
     probs = torch.cat([posterior.predict_proba((x - mean) / std) for x in mnist["test_x"].split(2000)])
     accuracy = (probs.argmax(-1) == mnist["test_y"]).float().mean()
     assert accuracy >= 0.95
+
+
+def test_deterministic_proba_is_the_network_without_dropout(fitted_mlp):
+    """Weight scaling: with inverted dropout the network in eval mode is the standard-dropout
+    prediction, computed by hand here from the Sequential's layers."""
+    posterior, x = fitted_mlp
+    got = posterior.predict_proba_deterministic(x)
+    h = x.float()
+    for layer in posterior.model_:
+        if not isinstance(layer, torch.nn.Dropout):
+            h = layer(h)
+    torch.testing.assert_close(got, torch.softmax(h, -1))
+    assert torch.equal(got, posterior.predict_proba_deterministic(x))  # no masks: no randomness
+    assert not torch.allclose(got, posterior.predict_proba(x))  # unlike the MC average

@@ -243,6 +243,13 @@ def test_protocol_options_parse_and_need_mc_dropout():
     for model in ({"masks": "independent"}, {"weight_decay": "gal"}):
         with pytest.raises(ConfigError, match="model."):
             StudyConfig.from_dict({"acquisitions": ["bald"], "model": {"posterior": "deep-ensemble", **model}})
+    assert StudyConfig.from_dict({"acquisitions": ["bald"], "loop": {"evaluation": "deterministic"}}).evaluation == "deterministic"
+    assert "evaluation" not in plain
+    with pytest.raises(ConfigError, match="loop.evaluation.*mc-dropout"):
+        StudyConfig.from_dict({"acquisitions": ["bald"], "loop": {"evaluation": "deterministic"},
+                               "model": {"posterior": "deep-ensemble"}})  # fmt: skip
+    with pytest.raises(ConfigError, match='loop.evaluation: expected "predictive" or "deterministic"'):
+        StudyConfig.from_dict({"acquisitions": ["bald"], "loop": {"evaluation": "mc"}})
 
 
 def test_gal2017_study_configs_use_the_papers_protocol():
@@ -250,7 +257,7 @@ def test_gal2017_study_configs_use_the_papers_protocol():
         text = (ROOT / "studies" / "gal2017" / name).read_text()
         assert f"max_labels = {labels}\n" in text and "acquisition_subset = 2000" in text
         assert 'weight_decay = "gal"' in text and 'masks = "independent"' in text and 'paper = "gal2017"' in text
-        assert "validation_size = 5000" in text and "repeats = 3" in text
+        assert "validation_size = 5000" in text and "repeats = 3" in text and 'evaluation = "deterministic"' in text
         assert '["bald", "variation-ratio", "entropy", "mean-std", "random"]' in text
 
 

@@ -396,6 +396,21 @@ class MCDropout:
             raise regression_only("predict_proba")
         return self.predict(x).mean()
 
+    def predict_proba_deterministic(self, x: Tensor) -> Tensor:
+        """Standard dropout's test-time prediction, softmax(f(x; θ)) with every dropout layer off,
+        [N, C] (classification only). Inverted dropout scales the kept units by 1/(1−p) while
+        training, so the network without masks is the weight-scaling rule (Srivastava et al.
+        2014): what Keras' `model.evaluate` reports, and what Gal et al. (2017) score test
+        accuracy with. The MC average `predict_proba` is the Bayesian predictive instead."""
+        check_fitted(self, "model_")
+        if self.likelihood_ == "gaussian":
+            raise regression_only("predict_proba_deterministic")
+        dtype = next(self.model_.parameters()).dtype
+        x = as_tensor("x", x, dtype).to(self.device_)
+        self.model_.eval()
+        with torch.no_grad():
+            return torch.softmax(self.model_(x), dim=-1)
+
     def predict_mean_var(self, x: Tensor, n_samples: int | None = None, *, observation_noise: bool = False) -> tuple[Tensor, Tensor]:
         """Regression: mean [N] and variance [N] of f, the spread of `predict`'s S outputs
         (population variance, weights 1/S; as GaussianProcess.predict_mean_var and BoTorch's
