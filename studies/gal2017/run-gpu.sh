@@ -4,10 +4,12 @@
 # Runs the 5 acquisitions x 3 repeats as JOBS worker processes sharing the GPU (default: the
 # number of runs, capped by the CPU cores and by ~2 GiB of GPU memory per worker), resumes an
 # interrupted study in OUT_DIR, then writes OUT_DIR/table1.md: labels to reach 10% / 5% test
-# error per acquisition next to the paper's Table 1.
+# error per acquisition next to the paper's Table 1. CONFIG=path/to.toml runs another config of
+# the same study (mnist-300.toml, or a copy whose data.path points at the MNIST files elsewhere).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
+config="${CONFIG:-$here/mnist.toml}"
 out="${1:-$here/mnist-results}"
 py="${PYTHON:-$root/.venv/bin/python}"
 [ -x "$py" ] || py=python3
@@ -26,6 +28,6 @@ fi
 echo "gal2017 mnist: --device cuda --jobs $jobs --out $out" >&2
 cli="$(dirname "$py")/activebayes"
 [ -x "$cli" ] || cli=activebayes
-"$cli" study run "$here/mnist.toml" --out "$out" --device cuda --jobs "$jobs"
+"$cli" study run "$config" --out "$out" --device cuda --jobs "$jobs"
 "$py" -m activebayes.study_jobs table "$out/results.json" "$out/table1.md"
 echo "table: $out/table1.md" >&2
