@@ -27,7 +27,7 @@ PY
 fi
 echo "gal2017 mnist: --device cuda --jobs $jobs --out $out" >&2
 cli="$(dirname "$py")/activebayes"
-[ -x "$cli" ] || cli=activebayes
+[ -f "$cli" ] && [ -x "$cli" ] || cli=activebayes  # a file: ./activebayes may be the package folder
 "$cli" study run "$config" --out "$out" --device cuda --jobs "$jobs"
 "$py" -m activebayes.study_jobs table "$out/results.json" "$out/table1.md"
 echo "table: $out/table1.md" >&2
