@@ -43,7 +43,7 @@ _LAZY = {
     "SimulatedOracle": "activebayes.oracles",
     "FileOracle": "activebayes.oracles",
     "PromptOracle": "activebayes.oracles",
-    "SimulatedParticipant": "activebayes.oracles.participant",
+    "SimulatedParticipant": "activebayes.design",
     "load_dataset": "activebayes.data",
     "MemorySpanModel": "activebayes.design",
     "GridPosterior": "activebayes.design",

@@ -18,5 +18,5 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     except RuntimeError as exc:
         raise ConfigError(f"device: expected 'auto', 'cpu' or 'cuda[:i]', got {device!r}") from exc
     if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("device: 'cuda' was asked for but no CUDA device is available; use --device cpu or auto")
+        raise ConfigError(f"device={device!r}: no CUDA device is available; use device='cpu' or 'auto'")
     return resolved

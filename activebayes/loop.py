@@ -27,9 +27,10 @@ uninterrupted one.
 
 Posteriors: `posterior` is a factory `(seed: int) -> Posterior` called once per round with the
 round seed, giving a fresh unfitted posterior every round (e.g.
-`functools.partial(MCDropout, model_factory, epochs=50)` works as `factory(seed=...)`). An
-already-built Posterior instance is also accepted: it is deep-copied, unfitted, every round and
-keeps its own seed.
+`functools.partial(MCDropout, model_factory, train=TrainConfig(epochs=50))` works as
+`factory(seed=...)`). An already-built Posterior instance is also accepted: it is cloned,
+unfitted, every round (`posteriors.clone`: its class rebuilt from `get_params()`) and keeps its
+own seed.
 
 Acquisition: a registry name ("bald", "batch-bald", ...), an `activebayes.acquisition.Acquisition`
 entry, or a plain score function `f(pred) -> [N]` (selected greedily, top-k). With no labels yet
@@ -58,7 +59,6 @@ test-split metrics are `rmse` and `nll` (Gaussian, of y under the predictive N(Î
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -69,28 +69,16 @@ import torch
 
 from activebayes._device import resolve_device
 from activebayes.errors import ConfigError, StoreError
+from activebayes.posteriors.base import clone
+from activebayes.store import RoundStatus, RoundStep
 
 HookFn = Callable[[str], None]
 # test-split metrics from the posterior predictive, or from the network alone (mc-dropout
 # without masks: Keras' evaluate, as Gal et al. 2017's code)
 EVALUATIONS = ("predictive", "deterministic")
-STAGES = ("started", "fit", "fitted", "score", "scored", "ask", "answered", "done")
-
-
-def load_project_data(store: Any, project: str) -> Any:
-    """The project's data file as an `activebayes.data.Dataset`, loaded with the project's
-    settings after checking its sha256 (DataError naming the file when it changed); the feature
-    encoding and standardisation recorded at `pool add` (settings["features"]) are applied."""
-    from activebayes.data import load_dataset
-
-    info = store.project(project)
-    path = store.verify_data(project)
-    settings = info.settings
-    return load_dataset(
-        path, format=info.data_format, label_column=settings.get("label_column"),
-        key_column=settings.get("key_column"), image_layout=settings.get("image_layout", "flat"),
-        features=settings.get("features"),  # recorded at `pool add`: categories + standardisation
-    )  # fmt: skip
+_S = RoundStatus
+#: the stages a round passes, as the `hook` sees them: its statuses and the work between them
+STAGES = (_S.started.value, "fit", _S.fitted.value, "score", _S.scored.value, "ask", _S.answered.value, _S.done.value)
 
 
 def round_seed(seed: int, number: int) -> int:
@@ -109,7 +97,7 @@ class RoundResult:
     """
 
     number: int
-    status: str
+    status: RoundStatus
     labelled: int
     queried: list[str]
     scores: list[float]
@@ -120,7 +108,7 @@ class RoundResult:
 
     @property
     def waiting(self) -> bool:
-        return self.status == "queried"
+        return RoundStatus(self.status).waiting
 
 
 class ActiveLearningLoop:
@@ -144,8 +132,8 @@ class ActiveLearningLoop:
         hook: called with each stage name in STAGES as the round passes it (for progress
             display and for the kill tests).
         progress: called as progress(items_scored, items_total) while the pool is scored.
-        data: the project's data already loaded by `load_project_data` (checked against its
-            sha256 by the caller); None loads and checks it on first use.
+        data: the project's data already loaded by `activebayes.data.load_project_data`
+            (checked against its sha256 by the caller); None loads and checks it on first use.
         acquisition_subset: M, score a seeded random subset of M candidates per round.
         evaluation: "predictive" (test metrics from `predict_proba`, the posterior predictive)
             or "deterministic" (`predict_proba_deterministic`: mc-dropout's network with dropout
@@ -215,10 +203,12 @@ class ActiveLearningLoop:
     # ---- helpers ------------------------------------------------------------------------
     def _stage(self, name: str) -> None:
         if self.hook is not None:
-            self.hook(name)
+            self.hook(str(name))  # a RoundStatus as its value
 
     def _features(self, rows: np.ndarray) -> torch.Tensor:
         if self._data is None:
+            from activebayes.data import load_project_data
+
             self._data = load_project_data(self.store, self.project)
         x = np.ascontiguousarray(self._data.x[np.asarray(rows, dtype=np.int64)])
         return torch.from_numpy(x).float()
@@ -229,10 +219,16 @@ class ActiveLearningLoop:
             return torch.tensor([index[v] for v in values], dtype=torch.long)
         return torch.tensor([float(v) for v in values], dtype=torch.float32)
 
+    _unfitted: tuple[int, Any] | None = None  # (round seed, the posterior step() built for that round)
+
     def _new_posterior(self, seed: int) -> Any:
-        if hasattr(self.posterior, "fit"):
-            return copy.deepcopy(self.posterior)
-        return self.posterior(seed=seed)
+        """The round's unfitted posterior: the factory's for `seed`, or a `clone` of the given
+        instance (its class rebuilt from `get_params()`). Built once per round: when step()
+        builds it to record its class name, the round's fit takes that same one."""
+        if self._unfitted is not None and self._unfitted[0] == seed:
+            posterior, self._unfitted = self._unfitted[1], None
+            return posterior
+        return clone(self.posterior) if hasattr(self.posterior, "fit") else self.posterior(seed=seed)
 
     # ---- the round ----------------------------------------------------------------------
     def labelled_count(self) -> int:
@@ -245,20 +241,22 @@ class ActiveLearningLoop:
         candidates again), so the next `step()` starts a new round. Returns the discarded
         round's RoundInfo, or None when no round is unfinished."""
         rnd = self.store.latest_round(self.project)
-        if rnd is None or rnd.status in ("done", "failed"):
+        if rnd is None or rnd.status.finished:
             return None
-        return self.store.advance_round(self.project, rnd.number, "failed", failure_reason=reason)
+        return self.store.advance_round(self.project, rnd.number, RoundStatus.failed, failure_reason=reason)
 
     def step(self) -> RoundResult:
         """Run (or resume) one round; see the module docstring for the statuses."""
         rnd = self.store.latest_round(self.project)
-        resumed = rnd is not None and rnd.status not in ("done", "failed")
+        resumed = RoundStatus.next_step(rnd.status if rnd is not None else None) is not RoundStep.new
         if not resumed:
             if self.store.count_candidates(self.project) == 0:
                 raise StoreError(f"project {self.project!r}: no unlabelled candidates left to query")
             number = rnd.number + 1 if rnd is not None else 1
             seed = round_seed(self.seed, number)
-            name = self.posterior_name or type(self._new_posterior(seed)).__name__
+            if not self.posterior_name:  # the class name, of the posterior this round fits
+                self._unfitted = (seed, self._new_posterior(seed))
+            name = self.posterior_name or type(self._unfitted[1]).__name__
             rnd = self.store.start_round(
                 self.project, posterior=name, acquisition=self.acquisition_name, seed=seed,
                 posterior_settings=self.posterior_settings,
@@ -266,33 +264,33 @@ class ActiveLearningLoop:
                 | ({"acquisition_subset": self.acquisition_subset} if self.acquisition_subset is not None else {})
                 | ({"evaluation": self.evaluation} if self.evaluation != "predictive" else {}),
             )  # fmt: skip
-        self._stage("started")
+        self._stage(RoundStatus.started)
         number = rnd.number
         recorded = 0
         self._ask_s: float | None = None
         try:
-            if rnd.status in ("started", "fitted"):
+            if rnd.status.refits:
                 rnd = self._fit_and_select(rnd)
-            if rnd.status == "scored":
-                rnd = self.store.advance_round(self.project, number, "queried")
-            if rnd.status == "queried":
+            if rnd.status is RoundStatus.scored:
+                rnd = self.store.advance_round(self.project, number, RoundStatus.queried)
+            if rnd.status.waiting:
                 recorded, waiting = self._ask(rnd)
                 if waiting:
                     return self._result(number, resumed, recorded)
                 rnd = self.store.latest_round(self.project)
-            if rnd.status == "answered":
+            if rnd.status is RoundStatus.answered:
                 timings = {"ask_s": self._ask_s} if self._ask_s is not None else {}
-                self.store.advance_round(self.project, number, "done", timings=timings)
-                self._stage("done")
+                self.store.advance_round(self.project, number, RoundStatus.done, timings=timings)
+                self._stage(RoundStatus.done)
         except (StoreError, KeyboardInterrupt):
             raise
         except Exception as exc:
-            self.store.advance_round(self.project, number, "failed", failure_reason=f"{type(exc).__name__}: {exc}")
+            self.store.advance_round(self.project, number, RoundStatus.failed, failure_reason=f"{type(exc).__name__}: {exc}")
             raise
         return self._result(number, resumed, recorded)
 
     def _fit_and_select(self, rnd: Any) -> Any:
-        number, first_time = rnd.number, rnd.status == "started"
+        number, first_time = rnd.number, rnd.status is RoundStatus.started
         item_ids, cand_rows = self.store.candidates(self.project)
         if len(item_ids) == 0:
             raise StoreError(f"project {self.project!r}: no unlabelled candidates left to query")
@@ -317,8 +315,8 @@ class ActiveLearningLoop:
             else:
                 metrics = None
         if first_time:
-            rnd = self.store.advance_round(self.project, number, "fitted", metrics=metrics or {}, timings=timings)
-        self._stage("fitted")
+            rnd = self.store.advance_round(self.project, number, RoundStatus.fitted, metrics=metrics or {}, timings=timings)
+        self._stage(RoundStatus.fitted)
         self._stage("score")
         t0 = time.perf_counter()
         if posterior is None:
@@ -335,7 +333,7 @@ class ActiveLearningLoop:
             self.project, number, item_ids[chosen.numpy()].tolist(), scores.tolist(), timings=timings,
             candidate_ids=None if pool_scores is None else item_ids, candidate_scores=pool_scores,
         )  # fmt: skip
-        self._stage("scored")
+        self._stage(RoundStatus.scored)
         return rnd
 
     def _scores(self, posterior: Any, rows: np.ndarray, score_fn: Callable) -> torch.Tensor:
@@ -444,8 +442,8 @@ class ActiveLearningLoop:
         """Ask the oracle about the round's unanswered queries; (recorded, still waiting)."""
         pending = [q for q in self.store.queries(self.project, rnd.number) if q.value is None]
         if not pending:
-            self.store.advance_round(self.project, rnd.number, "answered")
-            self._stage("answered")
+            self.store.advance_round(self.project, rnd.number, RoundStatus.answered)
+            self._stage(RoundStatus.answered)
             return 0, False
         if self.oracle is None:
             return 0, True
@@ -460,14 +458,14 @@ class ActiveLearningLoop:
         )
         self._ask_s = time.perf_counter() - t0
         if not stop:
-            self._stage("answered")
+            self._stage(RoundStatus.answered)
         return recorded, stop
 
     def _result(self, number: int, resumed: bool, recorded: int) -> RoundResult:
         rnd = next(r for r in reversed(self.store.rounds(self.project)) if r.number == number)
         queries = self.store.queries(self.project, number)
         return RoundResult(
-            number, "done" if rnd.status == "done" else rnd.status, rnd.labelled_count, [q.key for q in queries],
+            number, rnd.status, rnd.labelled_count, [q.key for q in queries],
             [q.score for q in queries], recorded, rnd.metrics, rnd.timings, resumed,
         )  # fmt: skip
 
@@ -480,14 +478,14 @@ class ActiveLearningLoop:
         results: list[RoundResult] = []
         while rounds is None or len(results) < rounds:
             latest = self.store.latest_round(self.project)
-            if latest is None or latest.status in ("done", "failed"):
+            if latest is None or latest.status.finished:
                 if until_labels is not None and self.labelled_count() >= until_labels:
                     break
                 if self.store.count_candidates(self.project) == 0:
                     break
             result = self.step()
             results.append(result)
-            if result.status != "done":
+            if result.status is not RoundStatus.done:
                 break
         return results
 

@@ -37,7 +37,7 @@ from activebayes._device import resolve_device
 from activebayes.errors import ConfigError, ShapeError
 from activebayes.predictive import GaussianPredictive, Predictive
 
-Acquisition = Callable[[Predictive | GaussianPredictive], Tensor]  # Predictive [S, N, C] -> scores [N]
+ScoreFn = Callable[[Predictive | GaussianPredictive], Tensor]  # Predictive [S, N, C] -> scores [N]
 ProgressFn = Callable[[int, int], None]  # (items done, items total)
 
 
@@ -86,7 +86,7 @@ def pool_batch(pool: Any, start: int, stop: int) -> Tensor:
 def score_pool(
     posterior: Any,
     pool: Any,
-    acquisition: Acquisition,
+    acquisition: ScoreFn,
     *,
     batch_size: int = 1024,
     device: str | torch.device = "auto",
@@ -152,4 +152,4 @@ def score_pool(
     return PoolScores(best_idx, best_scores)
 
 
-__all__ = ["Acquisition", "PoolScores", "pool_batch", "pool_size", "score_pool"]
+__all__ = ["PoolScores", "ScoreFn", "pool_batch", "pool_size", "score_pool"]

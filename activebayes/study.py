@@ -58,7 +58,6 @@ the plot from the store. `run_study` is prepare + every run_one in turn + collec
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import json
 import math
 import os
@@ -71,6 +70,7 @@ from typing import Any
 import numpy as np
 
 from activebayes.errors import ConfigError, DataError
+from activebayes.store import RoundStatus
 
 DATASETS = ("digits", "mnist")
 NETWORKS = ("mlp", "cnn")
@@ -209,12 +209,11 @@ class StudyConfig:
             raise ConfigError(f"{where}acquisitions: expected distinct names, got {list(self.acquisitions)}")
         object.__setattr__(self, "acquisitions", tuple(names))
         cls = posterior_class(self.posterior, where)
-        accepted = inspect.signature(cls).parameters
-        if self.masks != "shared" and "masks" not in accepted:
+        if self.masks != "shared" and "masks" not in cls.options:
             raise ConfigError(f"{where}model.masks: {self.posterior!r} has no dropout masks; leave it out or use mc-dropout")
         if self.evaluation == "deterministic" and not hasattr(cls, "predict_proba_deterministic"):
             raise ConfigError(f"{where}loop.evaluation: \"deterministic\" needs one network to run without dropout (mc-dropout), got {self.posterior!r}")
-        if self.weight_decay == "gal" and "weight_decay_scale" not in accepted:
+        if self.weight_decay == "gal" and "weight_decay_scale" not in cls.options:
             raise ConfigError(f"{where}model.weight_decay: \"gal\" needs a posterior with weight_decay_scale (mc-dropout), got {self.posterior!r}")
         if self.dataset not in DATASETS:
             raise ConfigError(f"{where}data.dataset: expected one of {', '.join(DATASETS)}, got {self.dataset!r}")
@@ -304,14 +303,14 @@ def _check(key: str, value: Any, kind: str) -> Any:
 
 
 def posterior_class(name: str, where: str = "") -> type:
-    """The registered posterior class `name`; it must build its networks from a `model_fn`."""
-    from activebayes.posteriors import resolve_posterior
+    """The registered posterior class `name`; it must be a network posterior (built from a `model_fn`)."""
+    from activebayes.posteriors import NetworkPosterior, resolve_posterior
 
     try:
         cls = resolve_posterior(name)
     except ConfigError as exc:
         raise ConfigError(f"{where}model.{exc}") from None
-    if "model_fn" not in inspect.signature(cls).parameters:
+    if not issubclass(cls, NetworkPosterior):
         raise ConfigError(f"{where}model.posterior: {name!r} does not train a network from model_fn; use e.g. mc-dropout")
     return cls
 
@@ -454,7 +453,7 @@ class StudyResult:
     elapsed_s: float
 
 
-def summarise(runs: Sequence[Sequence[tuple[int, float]]]) -> list[dict[str, float]]:
+def summarise_curves(runs: Sequence[Sequence[tuple[int, float]]]) -> list[dict[str, float]]:
     """Mean and sd (ddof=1; 0 for one run) of the metric at each label count all runs share."""
     shared = set.intersection(*({n for n, _ in run} for run in runs)) if runs else set()
     out = []
@@ -469,6 +468,7 @@ def _posterior_factory(config: StudyConfig, shape: tuple[int, ...], device: str)
     from functools import partial
 
     from activebayes.nets import gal_cnn, mlp
+    from activebayes.training import resolve_train_config
 
     cls = posterior_class(config.posterior)
     if config.network == "cnn":
@@ -476,15 +476,16 @@ def _posterior_factory(config: StudyConfig, shape: tuple[int, ...], device: str)
     else:
         model_fn = mlp(math.prod(shape), 10, hidden=config.hidden, dropout=config.dropout)
     gal = config.weight_decay == "gal"
-    options = {"epochs": config.epochs, "lr": config.lr, "weight_decay": None if gal else config.weight_decay,
-               "weight_decay_scale": GAL_WEIGHT_DECAY_C if gal else None,
-               "masks": None if config.masks == "shared" else config.masks,
-               "batch_size": config.train_batch_size, "n_samples": config.n_samples}  # fmt: skip
-    accepted = inspect.signature(cls).parameters
-    kwargs = {k: v for k, v in options.items() if v is not None and k in accepted}
-    if "device" in accepted:
-        kwargs["device"] = device
-    settings = {k: v for k, v in kwargs.items() if k != "device"} | {"network": config.network}
+    training = {"epochs": config.epochs, "lr": config.lr, "weight_decay": None if gal else config.weight_decay,
+                "batch_size": config.train_batch_size}  # fmt: skip
+    own = {"weight_decay_scale": GAL_WEIGHT_DECAY_C if gal else None,
+           "masks": None if config.masks == "shared" else config.masks}  # fmt: skip
+    training = {k: v for k, v in training.items() if v is not None}
+    kwargs = {k: v for k, v in own.items() if v is not None and k in cls.options}
+    if config.n_samples is not None:
+        kwargs["n_samples"] = config.n_samples
+    settings = training | kwargs | {"network": config.network}
+    kwargs |= {"train": resolve_train_config(**training), "device": device}
     return partial(cls, model_fn, **kwargs), settings
 
 
@@ -524,7 +525,7 @@ _DATASETS: dict[tuple[str, int, int], Any] = {}  # the study's data file, loaded
 
 
 def _dataset(store: Any, name: str, data: _Data) -> Any:
-    from activebayes.loop import load_project_data
+    from activebayes.data import load_project_data
 
     stat = data.path.stat()
     key = (str(data.path.resolve()), stat.st_size, stat.st_mtime_ns)
@@ -536,7 +537,7 @@ def _dataset(store: Any, name: str, data: _Data) -> Any:
 
 def _curve(store: Any, name: str, max_labels: int) -> list[tuple[int, float]]:
     return [(r.labelled_count, float(r.metrics["accuracy"])) for r in store.rounds(name)
-            if r.status == "done" and "accuracy" in r.metrics and r.labelled_count <= max_labels]  # fmt: skip
+            if r.status is RoundStatus.done and "accuracy" in r.metrics and r.labelled_count <= max_labels]  # fmt: skip
 
 
 def _run_project(store: Any, config: StudyConfig, data: _Data, repeat: int, acquisition: str, device: str,
@@ -590,7 +591,7 @@ def run_one(
         name = f"{acquisition}-r{repeat + 1}"
         state = {"done": 0}
         if name in store.projects():
-            state["done"] = sum(1 for r in store.rounds(name) if r.status == "done" and "accuracy" in r.metrics)
+            state["done"] = sum(1 for r in store.rounds(name) if r.status is RoundStatus.done and "accuracy" in r.metrics)
 
         def on_round() -> None:
             state["done"] += 1
@@ -630,7 +631,7 @@ def run_study(
             for acquisition in config.acquisitions:
                 name = f"{acquisition}-r{repeat + 1}"
                 if name in store.projects():
-                    finished = sum(1 for r in store.rounds(name) if r.status == "done" and "accuracy" in r.metrics)
+                    finished = sum(1 for r in store.rounds(name) if r.status is RoundStatus.done and "accuracy" in r.metrics)
                     state["done"] += min(finished, config.rounds_per_run)
                 text = f"{acquisition}, repeat {repeat + 1}/{config.repeats}"
 
@@ -678,7 +679,7 @@ def _timing_summary(config: StudyConfig, store: Any) -> dict[str, dict[str, Any]
                 name = f"{acquisition}-r{repeat + 1}"
                 if name not in store.projects():
                     continue
-                done = [r for r in store.rounds(name) if r.status == "done" and r.labelled_count >= milestone]
+                done = [r for r in store.rounds(name) if r.status is RoundStatus.done and r.labelled_count >= milestone]
                 if done:
                     rows.append(min(done, key=lambda r: r.labelled_count).timings or {})
             if rows:
@@ -742,7 +743,7 @@ def collect_results(config: StudyConfig, out_dir: str | Path, *, rounds_run: int
                 if name in projects:
                     runs[acquisition].append(_curve(store, name, config.max_labels))
         timings = _timing_summary(config, store)
-    curves = {a: summarise(points) for a, points in runs.items()}
+    curves = {a: summarise_curves(points) for a, points in runs.items()}
     plot = plot_study(config, curves, out_dir / "learning-curve.png")
     document: dict[str, Any] = {
         "config": config.to_dict(), "curves": curves,
@@ -760,9 +761,9 @@ def collect_results(config: StudyConfig, out_dir: str | Path, *, rounds_run: int
 
 def _finished(store: Any, name: str, max_labels: int) -> bool:
     latest = store.latest_round(name)
-    if latest is not None and latest.status not in ("done", "failed"):
+    if latest is not None and not latest.status.finished:
         return False  # an interrupted round is finished first
-    return any(r.status == "done" and r.labelled_count >= max_labels for r in store.rounds(name))
+    return any(r.status is RoundStatus.done and r.labelled_count >= max_labels for r in store.rounds(name))
 
 
 def _import(store: Any, name: str, data: _Data, split: _Split) -> None:
@@ -784,4 +785,4 @@ def _import(store: Any, name: str, data: _Data, split: _Split) -> None:
 
 
 __all__ = ["StudyConfig", "StudyResult", "collect_results", "initial_rows", "labels_to_reach", "prepare_data",
-           "prepare_study", "run_one", "run_study", "summarise"]
+           "prepare_study", "run_one", "run_study", "summarise_curves"]

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from activebayes.errors import ActiveBayesError, ConfigError
+from activebayes.store import RoundStatus
 
 ERROR_LOG = "study-errors.log"
 
@@ -139,7 +140,7 @@ def plan_runs(config: Any, out_dir: Path, device: str) -> tuple[list[tuple[str, 
             for acquisition in config.acquisitions:
                 name = f"{acquisition}-r{repeat + 1}"
                 study._import(store, name, data, split)
-                finished = sum(1 for r in store.rounds(name) if r.status == "done" and "accuracy" in r.metrics)
+                finished = sum(1 for r in store.rounds(name) if r.status is RoundStatus.done and "accuracy" in r.metrics)
                 done[name] = min(finished, config.rounds_per_run)
                 if not study._finished(store, name, config.max_labels):
                     todo.append((acquisition, repeat))

@@ -57,6 +57,20 @@ class TrainConfig:
     patience: int = 5
     schedule: Literal["constant", "cosine"] = "constant"
 
+    def __post_init__(self) -> None:
+        """Check every field once, here: a one-line ConfigError naming the field."""
+        for name in ("epochs", "batch_size", "patience"):
+            check_positive_int(f"TrainConfig.{name}", getattr(self, name))
+        for name, low, strict in (("lr", 0.0, True), ("weight_decay", 0.0, False), ("momentum", 0.0, False)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (value > low if strict else value >= low):
+                raise ConfigError(f"TrainConfig.{name}: expected a {'positive' if strict else 'non-negative'} number, got {value!r}")
+        if not 0.0 <= self.validation_fraction < 1.0:
+            raise ConfigError(f"TrainConfig.validation_fraction: expected a number in [0, 1), got {self.validation_fraction!r}")
+        for name, choices in (("optimizer", ("adam", "sgd")), ("schedule", ("constant", "cosine"))):
+            if getattr(self, name) not in choices:
+                raise ConfigError(f"TrainConfig.{name}: expected one of {', '.join(map(repr, choices))}, got {getattr(self, name)!r}")
+
 
 def as_tensor(name: str, value: object, dtype: torch.dtype | None = None) -> Tensor:
     """`value` (a tensor, numpy array or nested sequence) as a tensor, cast to `dtype` when given."""
@@ -83,7 +97,8 @@ def resolve_train_config(
 ) -> TrainConfig:
     """`config` (or the defaults) with every override that is not None applied.
 
-    Posteriors take both a `config` and the four most used knobs as keywords; this merges them.
+    For callers holding the four most used knobs one by one (the CLI's --epochs, a study's
+    [model] keys); posteriors take the resulting TrainConfig as `train`.
     """
     base = TrainConfig() if config is None else config
     if not isinstance(base, TrainConfig):
@@ -93,12 +108,7 @@ def resolve_train_config(
         for name, value in (("epochs", epochs), ("lr", lr), ("weight_decay", weight_decay), ("batch_size", batch_size))
         if value is not None
     }
-    merged = dataclasses.replace(base, **overrides)
-    if merged.epochs < 1 or merged.batch_size < 1:
-        raise ConfigError(f"config: expected epochs >= 1 and batch_size >= 1, got {merged.epochs} and {merged.batch_size}")
-    if merged.lr <= 0 or merged.weight_decay < 0:
-        raise ConfigError(f"config: expected lr > 0 and weight_decay >= 0, got {merged.lr} and {merged.weight_decay}")
-    return merged
+    return dataclasses.replace(base, **overrides)  # __post_init__ checks the merged fields
 
 
 def build_model(model_fn: Callable[[], nn.Module], seed: int | None) -> nn.Module:

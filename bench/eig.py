@@ -24,8 +24,7 @@ import warnings
 import numpy as np
 import torch
 
-from activebayes.design import EIGTable, GridPosterior, MemorySpanModel
-from activebayes.oracles.participant import SimulatedParticipant
+from activebayes.design import EIGTable, GridPosterior, MemorySpanModel, SimulatedParticipant
 
 DESIGNS = torch.arange(1.0, 16.0, dtype=torch.float64)
 

@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from activebayes.nets import gal_cnn  # noqa: E402
 from activebayes.posteriors import MCDropout  # noqa: E402
+from activebayes.training import TrainConfig  # noqa: E402
 from activebayes.scoring import score_pool  # noqa: E402
 
 MNIST = ROOT.parent / "shared" / "data" / "mnist" / "train-images-idx3-ubyte.gz"
@@ -119,7 +120,7 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
     labels = torch.arange(256) % 10
-    posterior = MCDropout(gal_cnn(), n_samples=S, epochs=1, batch_size=64, seed=0, device="cpu")
+    posterior = MCDropout(gal_cnn(), n_samples=S, train=TrainConfig(epochs=1, batch_size=64), seed=0, device="cpu")
     posterior.fit(pool[:256], labels)
     model = posterior.model_
     B = args.batch_size

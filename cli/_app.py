@@ -28,8 +28,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from typer import _click
-from typer.exceptions import Abort
+from typer import Abort, TyperException
 from typer.core import TyperGroup
 
 from activebayes.errors import ActiveBayesError, ConfigError, DataError, ShapeError, StoreError
@@ -177,14 +176,15 @@ class ActiveBayesGroup(TyperGroup):
 
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        except _click.exceptions.NoArgsIsHelpError as exc:
-            exc.show()
-            sys.exit(exc.exit_code)
-        except _click.exceptions.UsageError as exc:
-            command = exc.ctx.command_path if exc.ctx is not None else "activebayes"
-            fail(f"error: {' '.join(exc.format_message().split()).rstrip('.')}; see `{command} --help`")
-        except _click.exceptions.ClickException as exc:
-            fail(f"error: {' '.join(exc.format_message().split()).rstrip('.')}; see `activebayes --help`")
+        except TyperException as exc:  # the option parser's errors (Typer's public base class)
+            if type(exc).__name__ == "NoArgsIsHelpError":  # as Typer tells it, without importing it
+                exc.show()  # type: ignore[attr-defined]
+                sys.exit(exc.exit_code)
+            message = " ".join(exc.format_message().split()).rstrip(".")
+            if hasattr(exc, "ctx"):  # a usage error: point at the command's own --help
+                ctx = exc.ctx
+                fail(f"error: {message}; see `{ctx.command_path if ctx is not None else 'activebayes'} --help`")
+            fail(f"error: {message}; see `activebayes --help`")
         except Abort:
             print("Aborted.", file=sys.stderr)
             sys.exit(1)

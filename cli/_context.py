@@ -62,6 +62,19 @@ def check_db_url(url: str) -> None:
         )
 
 
+def check_device(device: str) -> None:
+    """A --device the library refuses (`activebayes._device.resolve_device`) as a one-line
+    mistake naming the flag, before anything is written."""
+    from activebayes._device import resolve_device
+    from activebayes.errors import ConfigError
+
+    try:
+        resolve_device(device)
+    except ConfigError as exc:
+        what = str(exc).split("; ")[0].split(": ", 1)[-1]  # the library names its argument `device`
+        raise CliError(f"--device {device}: {what}", "pass --device cpu, or auto (CUDA when present)") from exc
+
+
 def sqlite_path(url: str) -> Path | None:
     """The file behind an `sqlite:///…` URL, or None for another backend or an in-memory database."""
     from sqlalchemy.engine import make_url
@@ -102,6 +115,7 @@ class CliState:
         path = sqlite_path(self.db)
         if path is not None and create and not path.parent.exists():
             raise CliError(f"--db: the folder {path.parent} does not exist", "create it or choose another path")
+        from activebayes.errors import StoreError
         from activebayes.store import PoolStore
         from activebayes.store.store import SchemaMissingError, SchemaVersionError
 
@@ -124,6 +138,10 @@ class CliState:
                 f"activebayes ({exc.head!r})",
                 "upgrade it with `activebayes migrate`",
             ) from None
+        except StoreError as exc:
+            if not str(exc).startswith("url: "):
+                raise
+            raise CliError(f"--db: {str(exc).removeprefix('url: ').split('; ')[0]}", DB_FIX) from exc  # the library's `url`
         return self._store
 
     def project_name(self) -> str:

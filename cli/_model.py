@@ -15,7 +15,6 @@ import functools
 import hashlib
 import importlib
 import importlib.util
-import inspect
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -59,7 +58,9 @@ def check_task_options(task: str, posterior: str, acquisition: str) -> None:
             f"--acquisition {acq.name}: needs the Gaussian-process posterior (it fantasises observations with the GP), not {posterior}",
             "pass --posterior gp, or --acquisition variance / bald with a network posterior",
         )
-#: posterior_settings keys holding --samples and --epochs, in the order `posterior_factory` tries them.
+#: posterior_settings keys holding --samples and --epochs. A round records "n_samples" (every
+#: posterior's S) and "epochs" (or a snapshot ensemble's "epochs_per_cycle"); rounds recorded
+#: before the rename hold a deep ensemble's "n_members" or a snapshot ensemble's "n_snapshots".
 SAMPLE_KEYS = ("n_samples", "n_members", "n_snapshots")
 EPOCH_KEYS = ("epochs", "epochs_per_cycle")
 BUILTIN_MODELS = ("mlp", "cnn")
@@ -186,32 +187,49 @@ def model_factory(spec: str, input_shape: Sequence[int], n_classes: int) -> Call
 
 class SizedFit:
     """An unfitted network posterior whose training is sized to the labelled set when fitted:
-    `fit(x, y)` builds `cls(model_fn, seed=seed, **kwargs)` with `training_record(cls, len(x))`'s
-    epochs (unless kwargs give them) and weight decay, fits it and returns the fitted posterior."""
+    `fit(x, y)` builds `cls(model_fn, seed=seed, train=TrainConfig(epochs, weight_decay), **kwargs)`
+    with `training_record(cls, len(x), epochs)`'s epochs (unless `epochs` is given) and weight
+    decay, fits it and returns the fitted posterior."""
 
-    def __init__(self, cls: Any, model_fn: Callable[[], Any], kwargs: dict[str, Any], seed: int | None = None) -> None:
-        self.cls, self.model_fn, self.kwargs, self.seed = cls, model_fn, dict(kwargs), seed
+    def __init__(
+        self, cls: Any, model_fn: Callable[[], Any], kwargs: dict[str, Any], seed: int | None = None, *, epochs: int | None = None
+    ) -> None:
+        self.cls, self.model_fn, self.kwargs, self.seed, self.epochs = cls, model_fn, dict(kwargs), seed, epochs
         self.training: dict[str, Any] | None = None  # what the last fit used
 
     def fit(self, x: Any, y: Any) -> Any:
-        self.training = training_record(self.cls, len(x), self.kwargs.get("epochs"))
-        kwargs = dict(self.kwargs, weight_decay=self.training["weight_decay"])
-        if self.training["rule"] == "min-steps":
-            kwargs["epochs"] = self.training["epochs"]
-        return self.cls(self.model_fn, seed=self.seed, **kwargs).fit(x, y)
+        from activebayes.training import TrainConfig
+
+        self.training = training_record(self.cls, len(x), self.epochs)
+        epochs = self.training["epochs"] if self.training["rule"] == "min-steps" else self.epochs
+        train = TrainConfig(weight_decay=self.training["weight_decay"], **({"epochs": epochs} if epochs is not None else {}))
+        return self.cls(self.model_fn, seed=self.seed, train=train, **self.kwargs).fit(x, y)
 
 
 def training_record(cls: Any, labelled: int, epochs: int | None) -> dict[str, Any]:
     """The training posterior class `cls` gets on `labelled` items (a round records it as
-    posterior_settings["training"]): `sized_training` with TRAINING_DEFAULTS where the class
-    takes `epochs`; only the weight decay λ/N where it does not (a snapshot ensemble keeps its
-    cycle length)."""
+    posterior_settings["training"]): `sized_training` with TRAINING_DEFAULTS where `train.epochs`
+    sets the class's training length; only the weight decay λ/N where an option of its own does
+    (`epochs_option`: a snapshot ensemble keeps its cycle length)."""
     from activebayes.training import TrainConfig, sized_training
 
     record = sized_training(max(int(labelled), 1), epochs=epochs, batch_size=TrainConfig().batch_size, **TRAINING_DEFAULTS)
-    if "epochs" not in inspect.signature(cls).parameters:
+    if cls.epochs_option is not None:
         record = {"rule": "weight-decay-only", **{k: record[k] for k in ("labelled", "prior_precision", "weight_decay")}}
     return record
+
+
+def posterior_defaults(name: str) -> dict[str, Any]:
+    """The constructor arguments an unfitted posterior `name` takes by default (`get_params()`
+    of one built with nothing else; a network posterior gets a factory it never calls)."""
+    from activebayes.posteriors import NetworkPosterior, resolve_posterior
+
+    cls = resolve_posterior(name)
+    return (cls(_never_called) if issubclass(cls, NetworkPosterior) else cls()).get_params()
+
+
+def _never_called() -> Any:
+    raise AssertionError("posterior_defaults builds no network")
 
 
 def posterior_factory(
@@ -220,47 +238,43 @@ def posterior_factory(
 ) -> tuple[Callable[..., Any], dict[str, Any]]:
     """(factory(seed=...) -> unfitted posterior, the settings recorded with the round).
 
-    `samples` sets the posterior's S: `n_samples` where the constructor takes it, else
-    `n_members` (deep ensemble) or `n_snapshots` (snapshot ensemble). `epochs` sets `epochs` (or
-    `epochs_per_cycle`). `gp` takes no network (`model_fn` None): --samples sets its
-    Gauss–Hermite nodes S; it takes no --epochs.
+    `samples` sets the posterior's S, `n_samples`. `epochs` sets `train.epochs`, or the option
+    that sets a network posterior's training length where that does not (`epochs_option`: a
+    snapshot ensemble's `epochs_per_cycle`). `gp` takes no network (`model_fn` None): --samples
+    sets its Gauss–Hermite nodes S; it takes no --epochs.
     """
-    from activebayes.posteriors import resolve_posterior
+    from activebayes.posteriors import NetworkPosterior, resolve_posterior
 
     check_posterior_name(name, "regression" if name == "gp" else "classification")
     cls = resolve_posterior(name)
-    accepted = set(inspect.signature(cls).parameters)
-    kwargs: dict[str, Any] = {"device": device} if "device" in accepted else {}
+    network = issubclass(cls, NetworkPosterior)
+    kwargs: dict[str, Any] = {"device": device}
+    settings: dict[str, Any] = {}
     if samples is not None:
-        target = next((p for p in SAMPLE_KEYS if p in accepted), None)
-        if target is None:
-            raise CliError(f"--samples: posterior {name!r} has no number of samples", "leave --samples out")
-        kwargs[target] = samples
-    if epochs is not None:
-        target = next((p for p in EPOCH_KEYS if p in accepted), None)
-        if target is None:
-            raise CliError(f"--epochs: posterior {name!r} takes no epochs", "leave --epochs out")
-        kwargs[target] = epochs
-    settings = {k: v for k, v in kwargs.items() if k != "device"}
-    if model_fn is None:
+        kwargs["n_samples"] = settings["n_samples"] = samples
+    if epochs is not None and not network:
+        raise CliError(f"--epochs: posterior {name!r} takes no epochs", "leave --epochs out")
+    if model_fn is None or not network:
         return functools.partial(cls, **kwargs), settings
-    if "weight_decay" not in accepted:  # a network not trained by activebayes.training
-        return functools.partial(cls, model_fn, **kwargs), settings
+    train_epochs = epochs
+    if epochs is not None and cls.epochs_option is not None:
+        kwargs[cls.epochs_option] = settings[cls.epochs_option] = epochs
+        train_epochs = None
+    elif epochs is not None:
+        settings["epochs"] = epochs
     # Network posteriors: training sized to the labelled set at each fit (SizedFit); with
     # `labelled` (the items the round fits on) the settings record it under "training".
     if labelled:
-        settings["training"] = training_record(cls, labelled, kwargs.get("epochs"))
-    return functools.partial(SizedFit, cls, model_fn, kwargs), settings
+        settings["training"] = training_record(cls, labelled, train_epochs)
+    return functools.partial(SizedFit, cls, model_fn, kwargs, epochs=train_epochs), settings
 
 
 def posterior_default(name: str, keys: Sequence[str]) -> Any:
-    """The constructor default of the first of `keys` that posterior `name` takes (what a round
-    recorded without --samples/--epochs ran with; None: the training config's default)."""
-    from activebayes.posteriors import resolve_posterior
-
-    parameters = inspect.signature(resolve_posterior(name)).parameters
-    found = next((parameters[k] for k in keys if k in parameters), None)
-    return None if found is None or found.default is inspect.Parameter.empty else found.default
+    """The default of the first of `keys` that posterior `name` takes (`posterior_defaults`):
+    what a round recorded without --samples/--epochs ran with; None where the training sized to
+    the labelled set decides (--epochs of most network posteriors)."""
+    defaults = posterior_defaults(name)
+    return next((defaults[k] for k in keys if k in defaults), None)
 
 
 def check_posterior(

@@ -1,10 +1,13 @@
-"""Output helpers: rich text for people, JSON on stdout for programs, progress on stderr.
+"""Output helpers: rich text for people, JSON on stdout for programs, progress on stderr, and
+the learning-curve table the study and demo commands print (`curves_table`).
 
 With `--json`, stdout carries exactly one JSON document per command and nothing else; notes go
 to stderr. With `--quiet`, notes and progress bars are left out (results and errors remain).
 """
 
 from __future__ import annotations
+
+import re
 
 import json
 import sys
@@ -15,6 +18,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 
 @dataclass
@@ -86,3 +90,31 @@ class Output:
                 bar.update(task, completed=done)
 
             yield advance
+
+
+def curves_table(title: str, curves: dict[str, list[dict[str, Any]]], repeats: int) -> Table:
+    """Labels down, one column per curve: mean test accuracy (± sd over repeats), from
+    `activebayes.study`'s curves [{"labels", "mean", "sd", "n"}]."""
+    table = Table(title=title)
+    table.add_column("labels", justify="right")
+    for name in curves:
+        table.add_column(name, justify="right")
+    by_name = [{p["labels"]: p for p in points} for points in curves.values()]
+    for n in sorted({p["labels"] for points in curves.values() for p in points}):
+        cells = []
+        for points in by_name:
+            p = points.get(n)
+            cells.append("" if p is None else (f"{p['mean']:.3f} ± {p['sd']:.3f}" if repeats > 1 else f"{p['mean']:.3f}"))
+        table.add_row(str(n), *cells)
+    return table
+
+
+# ---- file names ---------------------------------------------------------------------------------
+def safe_name(text: str) -> str:
+    """`text` usable in a file name: runs of anything but letters, digits, '.', '_', '-' become '_'."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "item"
+
+
+def round_csv_name(project: str, number: int) -> str:
+    """The default round file of round `number`: `<project>-round-<N>.csv` (in the current folder)."""
+    return f"{safe_name(project)}-round-{number}.csv"

@@ -2,6 +2,9 @@
 
     activebayes design memory-span                         ask a person at the terminal
     activebayes design memory-span --simulate-span 6.5     a simulated participant
+
+Trials are recorded in a database with --db URL (or the global --db, for a person; a simulated
+session records nothing unless --db is given). --json prints one JSON object on stdout.
 """
 
 from __future__ import annotations
@@ -15,12 +18,21 @@ from typing import Annotated, Any, Optional
 import torch
 import typer
 from rich.console import Console
-from rich.table import Table
-from typer.exceptions import Abort
+from typer import Abort
 
-from activebayes.design import GridPosterior, MemorySpanModel, SessionTrace, Trial, run_design_session, summarise
+from activebayes.design import (
+    GridPosterior,
+    MemorySpanModel,
+    SessionTrace,
+    SimulatedParticipant,
+    Trial,
+    run_design_session,
+    summarise_posterior,
+)
 from activebayes_cli._app import CliError
 from activebayes_cli._context import state
+from activebayes_cli._memory_span import trial_line
+from activebayes_cli._options import CommandDb
 
 design_app = typer.Typer(help="Bayesian experimental design: choose the most informative trial next.", no_args_is_help=True)
 
@@ -61,39 +73,6 @@ def _check(ok: bool, what: str, fix: str) -> None:
         raise CliError(what, fix)
 
 
-def _trial_line(trial: Trial, offset: int = 0) -> str:
-    lo, hi = trial.interval
-    outcome = "recalled" if trial.outcome else "not recalled"
-    return (
-        f"trial {trial.index + 1 + offset:>3}: {trial.design:g} digits, {outcome:<12} EIG {trial.eig:.3f} nats   "
-        f"span {trial.mean:.2f} ± {trial.sd:.2f}, 90% [{lo:.2f}, {hi:.2f}]"
-    )
-
-
-def _trials_table(trace: SessionTrace, title: str) -> Table:
-    table = Table(title=title)
-    for name in ("trial", "digits", "recalled", "EIG (nats)", "mean", "sd", "90% interval"):
-        table.add_column(name, justify="right")
-    for t in trace.trials:
-        lo, hi = t.interval
-        table.add_row(str(t.index + 1), f"{t.design:g}", "yes" if t.outcome else "no", f"{t.eig:.3f}",
-                      f"{t.mean:.2f}", f"{t.sd:.2f}", f"[{lo:.2f}, {hi:.2f}]")  # fmt: skip
-    return table
-
-
-def memory_span_demo(console: Console, seed: int = 0, *, span: float = 6.5, trials: int = 12) -> SessionTrace:
-    """A short simulated memory-span session (EIG designs, 1..15 digits), printed as a table."""
-    from activebayes.oracles.participant import SimulatedParticipant
-
-    posterior = GridPosterior(MemorySpanModel())
-    designs = torch.arange(1.0, 16.0, dtype=torch.float64)
-    trace = run_design_session(posterior, designs, SimulatedParticipant(span, seed=seed), trials, seed=seed)
-    console.print(_trials_table(trace, f"memory span: EIG-chosen lists, simulated participant with span {span:g}"))
-    s = summarise(posterior)
-    console.print(f"span estimate {s['mean']:.2f} ± {s['sd']:.2f} (90% [{s['interval'][0]:.2f}, {s['interval'][1]:.2f}])")
-    return trace
-
-
 @design_app.command("memory-span")
 def memory_span(
     ctx: typer.Context,
@@ -104,13 +83,15 @@ def memory_span(
     simulate_span: Annotated[Optional[float], typer.Option("--simulate-span", help="Answer with a simulated participant of this span.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated participant and the digits shown.")] = 0,
     target_sd: Annotated[Optional[float], typer.Option("--target-sd", help="Stop once the posterior sd of the span is at most this.")] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object (trials and posterior) on stdout.")] = False,
-    db: Annotated[Optional[str], typer.Option("--db", help="Record trials in this database (default: the global --db for a person, none for a simulation).")] = None,
+    db: CommandDb = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write a PNG of the posterior and the designs.")] = None,
 ) -> None:
-    """Estimate a memory span: each trial shows the list length with the largest expected information gain."""
+    """Estimate a memory span: each trial shows the list length with the largest expected information gain.
+
+    Trials are recorded in --db: by default a person's in the global --db, a simulation's nowhere.
+    """
     cli = state(ctx)
-    json_output = json_output or cli.out.json
+    json_output = cli.out.json
     _check(trials >= 1, f"--trials: expected a positive number of trials, got {trials}", "pass e.g. --trials 20")
     _check(2 <= max_digits <= 40, f"--max-digits: expected a list length between 2 and 40, got {max_digits}", "pass e.g. --max-digits 15")
     _check(target_sd is None or (math.isfinite(target_sd) and target_sd > 0),
@@ -143,8 +124,6 @@ def memory_span(
             console.print(f"resumed {who!r}: {offset} earlier trials, span {posterior.mean:.2f} ± {posterior.sd:.2f}")
 
     if simulate_span is not None:
-        from activebayes.oracles.participant import SimulatedParticipant
-
         responder: Any = SimulatedParticipant(simulate_span, seed=seed)
     else:
         responder = _PromptParticipant(console, seed * 1_000_003 + offset)  # new digits when resuming
@@ -155,7 +134,7 @@ def memory_span(
             record.add(trial, offset=offset)
         done.append(trial)
         if not json_output:
-            console.print(_trial_line(trial, offset), soft_wrap=True)
+            console.print(trial_line(trial, offset), soft_wrap=True)
 
     try:
         trace = run_design_session(
@@ -169,7 +148,7 @@ def memory_span(
         from activebayes.design.plots import plot_session
 
         plot_session(trace, plot, true_span=simulate_span)
-    summary = summarise(posterior)
+    summary = summarise_posterior(posterior)
     if json_output:
         out = {"trials": [{"design": t.design, "outcome": t.outcome, "eig": t.eig} for t in trace.trials], "posterior": summary}
         typer.echo(json.dumps(out))

@@ -53,7 +53,7 @@ def _target_round(store: Any, name: str, number: int | None) -> int | None:
             known = ", ".join(str(r.number) for r in rounds) or "none yet"
             raise CliError(f"--round: project {name!r} has no round {number} (rounds: {known})", "pass one of them or leave --round out")
         return number
-    if rounds and rounds[-1].status == "queried":
+    if rounds and rounds[-1].status.waiting:
         return rounds[-1].number
     return None
 
@@ -229,7 +229,7 @@ def _next(st: Any, console: Any, target: int | None, remaining: int) -> None:
 # ---- the terminal prompt ----------------------------------------------------------------------
 def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, who: str) -> None:
     from activebayes.errors import StoreError
-    from activebayes.loop import load_project_data
+    from activebayes.data import load_project_data
     from activebayes.oracles import PromptOracle
 
     if target is None:
@@ -266,8 +266,10 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
             return True
         try:
             store.retract_observation(name, observation_id)
-        except StoreError as exc:
-            stream.write(f"  cannot undo: {exc}\n")
+        except StoreError as exc:  # taken back already, or its round closed meanwhile (the library's fix: relabel)
+            what, fixable, _ = str(exc).partition("; ")
+            fix = "; correct it with `activebayes label --from FILE --relabel`" if fixable else ""
+            stream.write(f"  cannot undo: {what}{fix}\n")
             return False
         saved["answers"] -= 1
         return True

@@ -26,6 +26,7 @@ from activebayes import __version__
 from activebayes_cli import demo, design, label, pool, project, report, round_, study
 from activebayes_cli._app import ActiveBayesGroup
 from activebayes_cli._context import DEFAULT_DB, CliState
+from activebayes_cli._options import DbUrl, Json, ProjectName, Quiet
 from activebayes_cli._output import Output
 
 app = typer.Typer(
@@ -47,15 +48,10 @@ def _version(value: bool) -> None:
 @app.callback()
 def main(
     ctx: typer.Context,
-    db: Annotated[
-        str, typer.Option("--db", envvar="ACTIVEBAYES_DB", help="Database URL (sqlite:///file.db or postgresql+psycopg://…).")
-    ] = DEFAULT_DB,
-    project: Annotated[
-        Optional[str],
-        typer.Option("--project", envvar="ACTIVEBAYES_PROJECT", help="Project name (default: the only one in the database)."),
-    ] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or notes.")] = False,
+    db: DbUrl = DEFAULT_DB,
+    project: ProjectName = None,
+    json_output: Json = False,
+    quiet: Quiet = False,
     version: Annotated[
         Optional[bool], typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = None,

@@ -24,6 +24,7 @@ from rich.table import Table
 
 from activebayes_cli._app import CliError
 from activebayes_cli._context import CliState, check_db_url, shown_url, state
+from activebayes_cli._options import CommandDb
 from activebayes_cli._parse import parse_classes, writable_target
 
 app = typer.Typer()
@@ -42,7 +43,7 @@ def init(
     classes: Annotated[
         Optional[str], typer.Option("--classes", help="Class count N (classes 0..N-1) or comma-separated names (default: the distinct labels of the data, read at `pool add`).")
     ] = None,
-    db: Annotated[Optional[str], typer.Option("--db", help="Database URL (same as the global --db).")] = None,
+    db: CommandDb = None,
 ) -> None:
     """Create a project (and the database when it does not exist yet)."""
     st = state(ctx)
@@ -74,15 +75,18 @@ def init(
 def _next_step(st: CliState, name: str, has_data: bool, latest: Any, unlabelled: int, pending: int) -> str:
     if not has_data:
         return f"add data with `{st.next_command('pool', 'add', 'FILE')}`"
-    if latest is not None and latest.status == "queried" and pending:
-        from activebayes_cli.round_ import round_csv_name  # the file `activebayes round` wrote
+    from activebayes.store import RoundStatus, RoundStep
+
+    resumes = latest is not None and RoundStatus.next_step(latest.status, pending) is RoundStep.resume
+    if resumes and latest.status.waiting:
+        from activebayes_cli._output import round_csv_name  # the file `activebayes round` wrote
 
         return (
             f"answer the {pending} open queries of round {latest.number}: "
             f"`{st.next_command('label', '--from', round_csv_name(name, latest.number))}` or `{st.next_command('label')}`"
         )
-    if latest is not None and latest.status in ("started", "fitted", "scored"):
-        return f"round {latest.number} stopped while {latest.status!r}: `{st.next_command('round')}` resumes it"
+    if resumes:
+        return f"round {latest.number} stopped while {latest.status.value!r}: `{st.next_command('round')}` resumes it"
     if unlabelled == 0:
         return f"every pool item is labelled: `{st.next_command('export', 'FILE')}`"
     return f"run `{st.next_command('round')}` to choose the next items to label"
@@ -191,7 +195,7 @@ def status(ctx: typer.Context) -> None:
     rounds = store.rounds(name)
     latest = rounds[-1] if rounds else None
     pending = 0
-    if latest is not None and latest.status == "queried":
+    if latest is not None and latest.status.waiting:
         pending = sum(q.value is None for q in store.queries(name, latest.number))
     next_step = _next_step(st, name, info.data_path is not None and n_pool > 0, latest, n_pool - labelled, pending)
     data = {

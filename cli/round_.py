@@ -30,7 +30,6 @@ from __future__ import annotations
 import csv
 import gzip
 import math
-import re
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -38,25 +37,29 @@ from typing import Annotated, Any, Optional
 
 import numpy as np
 import typer
-from typer._click.core import ParameterSource
 from rich.markup import escape
 from rich.table import Table
 
 from activebayes_cli._app import CliError
-from activebayes_cli._context import state
+from activebayes_cli._context import check_device, state
+from activebayes_cli._options import Device
+from activebayes_cli._options import given as option_given
+from activebayes_cli._output import round_csv_name, safe_name
 
 app = typer.Typer()
 
-STAGE_TEXT = {
-    "started": "starting round",
-    "fit": "fitting the posterior",
-    "fitted": "fitted",
-    "score": "scoring the pool",
-    "scored": "queries recorded",
-    "ask": "asking the oracle",
-    "answered": "answers recorded",
-    "done": "done",
-}
+
+def stage_texts() -> dict[str, str]:
+    """What the progress line says at each stage of the loop (`activebayes.loop.STAGES`)."""
+    from activebayes.store import RoundStatus as S  # imported on use: the store is heavy
+
+    return {
+        S.started.value: "starting round", "fit": "fitting the posterior", S.fitted.value: "fitted",
+        "score": "scoring the pool", S.scored.value: "queries recorded", "ask": "asking the oracle",
+        S.answered.value: "answers recorded", S.done.value: "done",
+    }  # fmt: skip
+
+
 DISCARDED = "discarded by `activebayes round --restart-round`"
 RESERVED_COLUMNS = ("key", "label", "score", "rank")
 IMAGE_MIN_SIDE = 112  # PNGs of small images are enlarged (nearest neighbour) to at least this
@@ -67,40 +70,7 @@ class OracleKind(str, Enum):
     truth = "truth"
 
 
-def truth_oracle(store: Any, name: str, data: Any) -> Any:
-    """A SimulatedOracle answering from the labels held back at `pool add` (the data file's
-    labels, or its --truth file, checked against its recorded sha256)."""
-    from activebayes.data import sha256_file
-    from activebayes.errors import DataError
-    from activebayes.oracles import SimulatedOracle
-    from activebayes_cli.pool import label_text, truth_labels
-
-    keys = data.keys if data.keys is not None else [str(i) for i in range(len(data))]
-    settings = store.project(name).settings
-    if data.y is not None:
-        return SimulatedOracle({k: label_text(v) for k, v in zip(keys, data.y.tolist())})
-    if settings.get("truth_path"):
-        path = Path(settings["truth_path"])
-        if not path.is_file() or sha256_file(path) != settings.get("truth_sha256"):
-            raise DataError(f"truth file {str(path)!r} of project {name!r} is missing or changed since `pool add`; restore it")
-        return SimulatedOracle(dict(zip(keys, truth_labels(path, keys, None))))
-    raise CliError(
-        f"--oracle truth: project {name!r} has no held-back truth (its data file has no labels)",
-        "answer with `activebayes label`, or use a data file with a label column (or pool add --truth FILE)",
-    )
-
-
 # ---- the round file ----------------------------------------------------------------------------
-def safe_name(text: str) -> str:
-    """`text` usable in a file name: runs of anything but letters, digits, '.', '_', '-' become '_'."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "item"
-
-
-def round_csv_name(project: str, number: int) -> str:
-    """The default round file of round `number`: `<project>-round-<N>.csv` (in the current folder)."""
-    return f"{safe_name(project)}-round-{number}.csv"
-
-
 def images_folder(csv_path: Path) -> Path:
     """Where the PNGs of an image pool's queries go: `<csv name>-images/` next to the CSV."""
     return csv_path.with_name(f"{csv_path.stem}-images")
@@ -254,7 +224,7 @@ def recorded_options(rnd: Any, call: RoundOptions) -> RoundOptions:
         what = f"posterior {rnd.posterior!r}" + (f" with settings {unknown}" if unknown else "")
         what += "" if acquisition is not None else f" and acquisition {rnd.acquisition!r}"
         raise CliError(
-            f"round {rnd.number} stopped while {rnd.status!r} and was started with {what}, which `activebayes round` cannot rebuild",
+            f"round {rnd.number} stopped while {rnd.status.value!r} and was started with {what}, which `activebayes round` cannot rebuild",
             "resume it from Python with the same options, or pass --restart-round to discard it and start a new round",
         )
     by_cli = "model" in settings
@@ -273,7 +243,7 @@ def differences(ctx: typer.Context, call: RoundOptions, rec: RoundOptions, seed:
     from activebayes_cli._model import EPOCH_KEYS, SAMPLE_KEYS, posterior_default
 
     def given(param: str) -> bool:
-        return ctx.get_parameter_source(param) not in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
+        return option_given(ctx, param)
 
     def shown(value: Any, keys: tuple[str, ...]) -> Any:
         return value if value is not None else f"the {rec.posterior} default ({posterior_default(rec.posterior, keys)})"
@@ -347,7 +317,7 @@ def round_(
     model: Annotated[str, typer.Option("--model", help="mlp, cnn, pkg.module:factory or path/to/file.py:factory (a zero-argument callable returning an nn.Module).")] = "mlp",
     samples: Annotated[Optional[int], typer.Option("--samples", help="Posterior samples S (members for an ensemble).")] = None,
     epochs: Annotated[Optional[int], typer.Option("--epochs", help="Training epochs per fit.")] = None,
-    device: Annotated[str, typer.Option("--device", help="auto (CUDA when present), cpu or cuda.")] = "auto",
+    device: Device = "auto",
     seed: Annotated[int, typer.Option("--seed", help="Study seed; round r uses a seed derived from (seed, r).")] = 0,
     oracle: Annotated[OracleKind, typer.Option("--oracle", help="human: write <project>-round-N.csv and wait; truth: the held-back labels answer.")] = OracleKind.human,
     csv_path: Annotated[Optional[Path], typer.Option("--csv", help="Where to write the queries to label (default <project>-round-N.csv).")] = None,
@@ -357,7 +327,10 @@ def round_(
     """Fit on the labelled items, score the pool, record the round and show what to label next."""
     from activebayes.acquisition import resolve_acquisition
     from activebayes.errors import ActiveBayesError, StoreError
-    from activebayes.loop import ActiveLearningLoop, load_project_data
+    from activebayes.data import load_project_data
+    from activebayes.loop import ActiveLearningLoop
+    from activebayes.oracles import NoTruthError, truth_oracle
+    from activebayes.store import RoundStatus, RoundStep
     from activebayes_cli._model import (
         NO_MODEL,
         check_posterior,
@@ -378,6 +351,7 @@ def round_(
             raise CliError(f"{option}: expected a positive integer, got {value}", f"pass e.g. {option} 10")
     if csv_path is not None and not csv_path.parent.exists():
         raise CliError(f"--csv: the folder {csv_path.parent} does not exist", "create it or choose another path")
+    check_device(device)
     acquisition_name = resolve_acquisition(acquisition).name
     model_spec = normalize_model_spec(model)
     store = st.store(upgrade=True)  # writes: an older schema is upgraded first
@@ -390,23 +364,31 @@ def round_(
     posterior = posterior or default_posterior(info.task)
     check_posterior_name(posterior, info.task)
     if posterior == "gp":
-        if ctx.get_parameter_source("model") not in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP):
+        if option_given(ctx, "model"):
             raise CliError("--model: the gp posterior has no network", "leave --model out, or pass a network --posterior such as mc-dropout")
         model_spec = NO_MODEL
     call = RoundOptions(posterior, model_spec, samples, epochs, acquisition_name, k)
     data = load_project_data(store, name)
-    answerer = truth_oracle(store, name, data) if oracle is OracleKind.truth else None
+    answerer = None
+    if oracle is OracleKind.truth:  # the labels held back at `pool add` (the data file's, or --truth FILE's)
+        try:
+            answerer = truth_oracle(store, name, data)
+        except NoTruthError as exc:
+            raise CliError(
+                f"--oracle truth: {exc}",
+                "answer with `activebayes label`, or use a data file with a label column (or pool add --truth FILE)",
+            ) from exc
 
     # What this call continues: an unfinished round (resumed with its recorded options, or
     # discarded by --restart-round), a round whose answers are all in (closed), or nothing.
     latest = store.latest_round(name)
     pending = []
-    if latest is not None and latest.status == "queried":
+    if latest is not None and latest.status.waiting:
         pending = [q for q in store.queries(name, latest.number) if q.value is None]
-    unfinished = latest is not None and (latest.status in ("started", "fitted", "scored") or bool(pending))
-    to_close = latest is not None and latest.status in ("queried", "answered") and not pending
+    step = RoundStatus.next_step(latest.status if latest is not None else None, len(pending))
+    unfinished, to_close = step is RoundStep.resume, step is RoundStep.close
     if restart_round and not unfinished:
-        where = "it has no rounds yet" if latest is None else f"its latest round {latest.number} is {latest.status!r}"
+        where = "it has no rounds yet" if latest is None else f"its latest round {latest.number} is {latest.status.value!r}"
         if to_close:
             where = f"round {latest.number} has all its answers; the next round closes it"
         raise CliError(f"--restart-round: project {name!r} has no unfinished round to discard ({where})", "leave --restart-round out")
@@ -423,7 +405,7 @@ def round_(
         changed = differences(ctx, call, options, seed, latest)
         if changed:
             raise CliError(
-                f"round {latest.number} stopped while {latest.status!r} and is resumed with the options it was started with, "
+                f"round {latest.number} stopped while {latest.status.value!r} and is resumed with the options it was started with, "
                 f"but this call asks for {', '.join(changed)}",
                 "leave those options out to resume it, or pass --restart-round to discard it and start a new round",
             )
@@ -463,11 +445,12 @@ def round_(
     n_candidates = store.count_candidates(name)
     bar = st.out.bar()
     tasks: dict[str, Any] = {"stage": None}
+    stage_text = stage_texts()
 
     def hook(stage: str) -> None:
         tasks["stage"] = stage
         if bar is not None and "line" in tasks:
-            bar.update(tasks["line"], description=STAGE_TEXT.get(stage, stage))
+            bar.update(tasks["line"], description=stage_text.get(stage, stage))
             if stage == "score":
                 bar.update(tasks["score"], visible=True)
 
@@ -482,11 +465,11 @@ def round_(
     )  # fmt: skip
     if restart_round:
         loop.discard(DISCARDED)
-        st.out.note(f"discarded round {latest.number} (it stopped while {latest.status!r}); starting round {number}")
+        st.out.note(f"discarded round {latest.number} (it stopped while {latest.status.value!r}); starting round {number}")
     elif to_close:
         loop.step()  # every answer is in: close that round, then run a new one
     if resuming:
-        st.out.note(f"resuming round {number} (it stopped while {latest.status!r}) with its recorded options: {options.text()}")
+        st.out.note(f"resuming round {number} (it stopped while {latest.status.value!r}) with its recorded options: {options.text()}")
 
     try:
         if bar is None:
@@ -498,9 +481,9 @@ def round_(
                 result = loop.step()
     except Exception as exc:
         failed = store.latest_round(name)
-        if failed is None or failed.number != number or failed.status != "failed":
+        if failed is None or failed.number != number or failed.status is not RoundStatus.failed:
             raise  # not this round's failure (e.g. a StoreError, a KeyboardInterrupt: resumable)
-        stage = STAGE_TEXT.get(tasks["stage"] or "", "running")
+        stage = stage_text.get(tasks["stage"] or "", "running")
         if isinstance(exc, ActiveBayesError) and not isinstance(exc, StoreError):
             raise CliError(
                 f"round {failed.number} failed while {stage} ({type(exc).__name__}: {exc}) and is recorded as failed",

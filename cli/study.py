@@ -11,35 +11,19 @@ Prints a table of the mean (± sd) test accuracy against the number of labels pe
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
-import torch
 import typer
-from rich.table import Table
 
 from activebayes_cli._context import state
+from activebayes_cli._options import Device
+from activebayes_cli._output import curves_table
+from activebayes_cli._threads import one_intra_op_thread
 
 app = typer.Typer(help="Simulated active-learning studies from a TOML config.", no_args_is_help=True)
-
-
-def curves_table(title: str, curves: dict[str, list[dict[str, Any]]], repeats: int) -> Table:
-    """Labels down, one column per acquisition: mean test accuracy (± sd over repeats)."""
-    table = Table(title=title)
-    table.add_column("labels", justify="right")
-    for name in curves:
-        table.add_column(name, justify="right")
-    by_name = [{p["labels"]: p for p in points} for points in curves.values()]
-    for n in sorted({p["labels"] for points in curves.values() for p in points}):
-        cells = []
-        for points in by_name:
-            p = points.get(n)
-            cells.append("" if p is None else (f"{p['mean']:.3f} ± {p['sd']:.3f}" if repeats > 1 else f"{p['mean']:.3f}"))
-        table.add_row(str(n), *cells)
-    return table
 
 
 @app.command("run")
@@ -47,7 +31,7 @@ def run(
     ctx: typer.Context,
     config_file: Annotated[Path, typer.Argument(metavar="CONFIG", help="The study's .toml file.")],
     out: Annotated[Optional[Path], typer.Option("--out", help="Output folder (default: <config stem>-results beside the config); an existing one is resumed.")] = None,
-    device: Annotated[str, typer.Option("--device", help="auto (CUDA when present), cpu or cuda.")] = "auto",
+    device: Device = "auto",
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes running the (acquisition, repeat) runs side by side (spawned; they share one GPU); 1 runs them in this process.")] = 1,
 ) -> None:
     """Run (or resume) a simulated study; writes results.json and learning-curve.png."""
@@ -59,12 +43,9 @@ def run(
     config = StudyConfig.from_toml(config_file)  # every config mistake fails here, before any write
     resolve_device(device)
     folder = out if out is not None else config_file.resolve().parent / f"{config_file.stem}-results"
-    threads = torch.get_num_threads()
-    if "OMP_NUM_THREADS" not in os.environ:
-        torch.set_num_threads(1)  # small networks on shared cores: one intra-op thread is fastest
     started = time.perf_counter()
     try:
-        with st.out.progress(f"study {config.name}", total=None) as advance:
+        with one_intra_op_thread(), st.out.progress(f"study {config.name}", total=None) as advance:
             report = lambda done, total, text: advance(done, total, text)  # noqa: E731
             if jobs == 1:
                 result = run_study(config, folder, device=device, progress=report)
@@ -76,8 +57,6 @@ def run(
         line = f"error: {exc}"  # a bug: one line here, the traceback in the log file; exit 1
         print(json.dumps({"error": line.removeprefix("error: "), "exit_code": 1}) if st.out.json else line, file=sys.stderr, flush=True)
         raise typer.Exit(1) from None
-    finally:
-        torch.set_num_threads(threads)
     elapsed = time.perf_counter() - started
     summary = {
         "name": config.name,

@@ -17,7 +17,7 @@ from activebayes.acquisition import (
     least_confidence,
     margin,
     mean_std,
-    random,
+    random_scores,
     variance,
     variation_ratio,
 )
@@ -150,14 +150,14 @@ def test_scores_run_on_device_without_host_sync(device):
 
 def test_random_is_seeded_and_uniform():
     probs = dirichlet(2, 1000, 3, seed=7)
-    a = random(probs, torch.Generator().manual_seed(3))
-    b = random(probs, torch.Generator().manual_seed(3))
-    c = random(probs, torch.Generator().manual_seed(4))
+    a = random_scores(probs, torch.Generator().manual_seed(3))
+    b = random_scores(probs, torch.Generator().manual_seed(3))
+    c = random_scores(probs, torch.Generator().manual_seed(4))
     assert torch.equal(a, b) and not torch.equal(a, c)
     assert a.shape == (1000,) and 0.0 <= float(a.min()) and float(a.max()) < 1.0
     assert abs(float(a.mean()) - 0.5) < 0.05
     gauss = GaussianPredictive(torch.zeros(2, 10), torch.ones(2, 10))
-    assert random(gauss, torch.Generator().manual_seed(0)).shape == (10,)
+    assert random_scores(gauss, torch.Generator().manual_seed(0)).shape == (10,)
 
 
 def test_options_and_wrong_inputs_raise():

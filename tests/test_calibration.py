@@ -69,7 +69,7 @@ def test_default_swag_is_a_posterior_no_worse_than_the_map(splits):
     """
     swag_probs, spreads = [], []
     for seed, _, x, y, x_test, y_test, _ in splits:
-        pred = SWAG(MODEL_FN, config=CONFIG, seed=seed, device="cpu").fit(x, y).predict(x_test)
+        pred = SWAG(MODEL_FN, train=CONFIG, seed=seed, device="cpu").fit(x, y).predict(x_test)
         swag_probs.append((pred.mean(), y_test))
         spreads.append(float(bald(pred).mean()))
     assert mean_nll(swag_probs) <= mean_nll([(p, yt) for *_, yt, p in splits])

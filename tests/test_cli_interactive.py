@@ -237,12 +237,13 @@ def test_demo_fast_end_to_end(tmp_path, monkeypatch):
     # both strategies start from the same random labels, so their first fits agree exactly
     assert curves["MC dropout + BALD"][0] == curves["MC dropout + random"][0]
     assert Path(summary["plot"]).read_bytes()[:4] == b"\x89PNG"
-    with PoolStore(summary["database"]) as store:
-        assert sorted(store.projects()) == ["digits-bald-1", "digits-random-1"]
-        rounds = store.rounds("digits-bald-1")
-        assert [r.status for r in rounds] == ["done"] * 4 and rounds[1].acquisition == "bald"
-        assert len(store.labels("digits-bald-1")[0]) == 50
-        assert [(r.labelled_count, r.metrics["accuracy"]) for r in rounds[1:]] == [
+    assert json.loads(Path(summary["results"]).read_text())["config"]["acquisitions"] == ["bald", "random"]
+    with PoolStore(summary["database"]) as store:  # the demo is a study (activebayes.study.run_study)
+        assert sorted(store.projects()) == ["bald-r1", "random-r1"]
+        rounds = store.rounds("bald-r1")  # the 20 initial labels are imported, not queried
+        assert all(r.status == "done" for r in rounds) and len(rounds) == 3 and rounds[0].acquisition == "bald"
+        assert len(store.labels("bald-r1")[0]) == 50
+        assert [(r.labelled_count, r.metrics["accuracy"]) for r in rounds] == [
             (p["labels"], p["accuracy"]) for p in curves["MC dropout + BALD"]
         ]
     span = summary["memory_span"]

@@ -330,7 +330,7 @@ def fits_seen(monkeypatch) -> list[tuple[int, int | None, int]]:
     fit = DeepEnsemble.fit
 
     def spy(self, x, y):
-        seen.append((self.n_members, self.epochs, int(x.shape[0])))
+        seen.append((self.n_samples, self.train.epochs, int(x.shape[0])))
         return fit(self, x, y)
 
     monkeypatch.setattr(DeepEnsemble, "fit", spy)
@@ -368,7 +368,7 @@ def test_interrupted_round_resumes_with_its_recorded_options(pooled, monkeypatch
     assert data["round"] == 2 and data["resumed"] and data["status"] == "done"
     assert data["posterior"] == "deep-ensemble" and data["acquisition"] == "entropy" and len(data["queries"]) == 5
     training = data["posterior_settings"].pop("training")  # the sized training: explicit epochs kept
-    assert data["posterior_settings"] == {"model": "mlp", "n_members": 3, "epochs": 3}
+    assert data["posterior_settings"] == {"model": "mlp", "n_samples": 3, "epochs": 3}
     assert training["rule"] == "explicit-epochs" and training["epochs"] == 3 and training["labelled"] == 4
     assert (3, 3, 4) in seen  # fitted on the 4 labels with the recorded members and epochs
     assert [r["status"] for r in json.loads(ok("--json", "status").stdout)["rounds"]] == ["done", "done"]
@@ -445,3 +445,13 @@ def test_resuming_needs_the_model_the_round_was_started_with(pooled, monkeypatch
     Path("moved.py").rename("nets.py")
     data = json.loads(ok("--json", "round", *TINY, "--model", "nets.py:make").stdout)  # the same file, however written
     assert data["resumed"] and data["round"] == 1 and len(data["queries"]) == 3
+
+
+def test_a_device_the_library_refuses_names_the_flag(pooled):
+    import torch
+
+    before = db_dump(pooled)
+    assert_mistake(run("round", "--device", "gpu"), "--device gpu: expected 'auto', 'cpu' or 'cuda[:i]'", "--device cpu")
+    if not torch.cuda.is_available():
+        assert_mistake(run("round", "--device", "cuda"), "--device cuda: no CUDA device is available", "pass --device cpu")
+    assert db_dump(pooled) == before

@@ -71,7 +71,7 @@ def test_classes_read_from_labels_text_one_hot_and_standardised(db):
 
     with PoolStore(db, create=False) as store:
         rows = np.sort(np.asarray(store.candidates("t")[1]))  # the pool rows (none labelled yet)
-        from activebayes.loop import load_project_data
+        from activebayes.data import load_project_data
 
         data = load_project_data(store, "t")
     # statistics over the pool rows (the test split excluded); indicators left as they are
@@ -110,7 +110,7 @@ def test_no_standardize_keeps_raw_features(db):
     assert summary["standardized"] is False and summary["categorical"] == {}
     _, settings = project_settings(db)
     assert "features" not in settings
-    from activebayes.loop import load_project_data
+    from activebayes.data import load_project_data
     from activebayes.store import PoolStore
 
     with PoolStore(db, create=False) as store:

@@ -7,7 +7,7 @@ import json
 from rich.console import Console
 from typer.testing import CliRunner
 
-from activebayes_cli.design import memory_span_demo
+from activebayes_cli._memory_span import memory_span_demo
 from activebayes_cli.main import app
 
 runner = CliRunner()

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from activebayes.design import GridPosterior, MemorySpanModel, run_design_session
+from activebayes.design import GridPosterior, MemorySpanModel, SimulatedParticipant, run_design_session
 from activebayes.errors import ConfigError
-from activebayes.oracles.participant import SimulatedParticipant
 
 DESIGNS = torch.arange(1.0, 15.0, dtype=torch.float64)
 

@@ -27,20 +27,21 @@ import torch
 from activebayes.nets import mlp
 from activebayes.posteriors import SWAG, DeepEnsemble, GaussianProcess, Laplace, MCDropout, SnapshotEnsemble
 from activebayes.predictive import GaussianPredictive, Predictive
+from activebayes.training import TrainConfig
 
 # Float32 networks give ~1e-6 differences between CPU and CUDA kernels; 1e-4 on probabilities and
 # scores is far above that and far below any real disagreement.
 ATOL = 1e-4
 
 _NET = mlp(2, 2, hidden=(32,), dropout=0.2)
-_TRAIN = {"epochs": 30, "lr": 1e-2, "batch_size": 50}
+_TRAIN = {"train": TrainConfig(epochs=30, lr=1e-2, batch_size=50)}
 
 # name -> factory(device) of an unfitted classifier for the two moons (200 points, ~1 s to fit)
 CLASSIFIERS = {
     "mc-dropout": lambda device: MCDropout(_NET, n_samples=8, **_TRAIN, seed=0, device=device),
-    "deep-ensemble": lambda device: DeepEnsemble(_NET, n_members=3, **_TRAIN, seed=0, device=device),
+    "deep-ensemble": lambda device: DeepEnsemble(_NET, n_samples=3, **_TRAIN, seed=0, device=device),
     "snapshot-ensemble": lambda device: SnapshotEnsemble(
-        _NET, n_snapshots=3, epochs_per_cycle=10, lr_max=2e-2, batch_size=50, seed=0, device=device
+        _NET, n_samples=3, epochs_per_cycle=10, lr_max=2e-2, train=TrainConfig(batch_size=50), seed=0, device=device
     ),
     # hessian="kron" and prior_precision="marglik" are the defaults
     "laplace-kron-marglik": lambda device: Laplace(_NET, n_samples=8, **_TRAIN, seed=0, device=device),
@@ -238,7 +239,7 @@ def test_loop_round_on_device(acquisition, device, tmp_path):
     from activebayes.store import PoolStore
 
     def factory(seed: int) -> MCDropout:
-        return MCDropout(mlp(64, 10, hidden=(32,)), n_samples=6, epochs=5, seed=seed, device=device)
+        return MCDropout(mlp(64, 10, hidden=(32,)), n_samples=6, train=TrainConfig(epochs=5), seed=seed, device=device)
 
     with PoolStore(f"sqlite:///{tmp_path / 'loop.db'}") as store:
         truth = _digits_project(store, tmp_path)
@@ -294,8 +295,7 @@ def _replay_on_cpu(trace, make_posterior, target: str = "all") -> None:
 
 
 def test_design_session_on_device(device):
-    from activebayes.design import GridPosterior, MemorySpanModel, run_design_session
-    from activebayes.oracles.participant import SimulatedParticipant
+    from activebayes.design import GridPosterior, MemorySpanModel, SimulatedParticipant, run_design_session
 
     # Pyro's working-memory setting: prior N(7, 2²), the participant recalls iff length < 6
     def fixed(on_device: str) -> GridPosterior:

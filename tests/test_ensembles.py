@@ -14,6 +14,7 @@ from activebayes.posteriors import DeepEnsemble, SnapshotEnsemble
 from activebayes.posteriors import ensembles as ensembles_module
 from activebayes.posteriors.ensembles import MemberStack
 from activebayes.training import cosine_cycle_lr
+from activebayes.training import TrainConfig
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +29,7 @@ def _flat(model: nn.Module) -> torch.Tensor:
 
 def test_deep_ensemble_members_differ_and_predict_in_eval_mode(data):
     x, y = data
-    ens = DeepEnsemble(mlp(3, 2, hidden=(16,)), n_members=3, epochs=3, seed=0, device="cpu").fit(x, y)
+    ens = DeepEnsemble(mlp(3, 2, hidden=(16,)), n_samples=3, train=TrainConfig(epochs=3), seed=0, device="cpu").fit(x, y)
     members = ens.stack_.members
     assert len(members) == 3 and all(not m.training for m in members)
     assert not torch.equal(_flat(members[0]), _flat(members[1]))
@@ -51,7 +52,7 @@ def test_members_differ_by_initialisation_and_by_data_order(data, monkeypatch):
         return real_train(model, *args, **kwargs)
 
     monkeypatch.setattr(ensembles_module, "train", recording_train)
-    DeepEnsemble(mlp(3, 2, hidden=(8,)), n_members=3, epochs=1, seed=4, device="cpu").fit(x, y)
+    DeepEnsemble(mlp(3, 2, hidden=(8,)), n_samples=3, train=TrainConfig(epochs=1), seed=4, device="cpu").fit(x, y)
     inits, seeds = zip(*seen)
     assert len(set(seeds)) == 3  # each member shuffles the data with its own seed
     assert not torch.equal(inits[0], inits[1]) and not torch.equal(inits[1], inits[2])
@@ -119,7 +120,7 @@ def test_snapshot_ensemble_follows_the_cyclic_schedule(data, monkeypatch):
 
     monkeypatch.setattr(ensembles_module, "train", recording_train)
     ens = SnapshotEnsemble(
-        mlp(3, 2, hidden=(8,)), n_snapshots=3, epochs_per_cycle=2, lr_max=0.05, batch_size=32, seed=0, device="cpu"
+        mlp(3, 2, hidden=(8,)), n_samples=3, epochs_per_cycle=2, lr_max=0.05, train=TrainConfig(batch_size=32), seed=0, device="cpu"
     ).fit(x, y)
     assert calls["config"].epochs == 6 and calls["config"].validation_fraction == 0.0
     steps_per_cycle = 2 * 3  # 2 epochs of ceil(96 / 32) steps
@@ -133,7 +134,7 @@ def test_snapshot_ensemble_follows_the_cyclic_schedule(data, monkeypatch):
 
 def test_snapshot_warm_start_continues_from_the_previous_fit(data):
     x, y = data
-    kwargs = dict(n_snapshots=2, epochs_per_cycle=1, lr_max=1e-7, seed=0, device="cpu")
+    kwargs = dict(n_samples=2, epochs_per_cycle=1, lr_max=1e-7, seed=0, device="cpu")
     cold = SnapshotEnsemble(mlp(3, 2, hidden=(8,)), lr_max=0.05, **{k: v for k, v in kwargs.items() if k != "lr_max"})
     trained = _flat(cold.fit(x, y).model_)
     warm = SnapshotEnsemble(mlp(3, 2, hidden=(8,)), warm_start=True, **kwargs)
@@ -148,7 +149,7 @@ def test_snapshot_warm_start_continues_from_the_previous_fit(data):
 
 def test_bad_configuration_is_refused(data):
     x, y = data
-    with pytest.raises(ConfigError, match="n_members"):
-        DeepEnsemble(mlp(3, 2), n_members=0, device="cpu").fit(x, y)
+    with pytest.raises(ConfigError, match="n_samples"):
+        DeepEnsemble(mlp(3, 2), n_samples=0, device="cpu").fit(x, y)
     with pytest.raises(ConfigError, match="lr_max"):
         SnapshotEnsemble(mlp(3, 2), lr_max=-1.0, device="cpu").fit(x, y)

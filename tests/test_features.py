@@ -106,7 +106,7 @@ def test_cli_default_training_is_sized_to_each_fit(monkeypatch):
     from activebayes_cli._model import posterior_factory
 
     seen = []
-    monkeypatch.setattr(MCDropout, "fit", lambda self, x, y: seen.append((self.epochs, self.weight_decay, len(x))) or self)
+    monkeypatch.setattr(MCDropout, "fit", lambda self, x, y: seen.append((self.train.epochs, self.train.weight_decay, len(x))) or self)
     factory, settings = posterior_factory("mc-dropout", mlp(2, 2), samples=None, epochs=None, device="cpu", labelled=10)
     assert settings["training"]["epochs"] == 500 and settings["training"]["weight_decay"] == pytest.approx(0.1)
     for n in (10, 200):

@@ -15,6 +15,7 @@ from activebayes.posteriors._curvature import (
     optimise_prior_precision,
 )
 from activebayes.posteriors.laplace import Laplace
+from activebayes.training import TrainConfig
 from activebayes.predictive import Predictive
 
 HESSIANS = ["diag", "kron", "full"]
@@ -174,7 +175,7 @@ def test_weight_samples_give_the_glm_predictive(trained, hessian):
     net, x, y = trained
     la = Laplace(model=net, hessian=hessian, prior_precision=1.0, seed=4, device="cpu").fit(x, y)
     x_test = x[:4]
-    weight, bias = la.sample_weights(40000)
+    weight, bias = la.weight_samples(40000)
     phi, logits = la._features(x_test)
     f = torch.einsum("nd,scd->snc", phi, weight) + bias.unsqueeze(1)  # [S, N, C]
     f_map, f_var = la.functional_variance(x_test)
@@ -218,11 +219,11 @@ def test_posthoc_does_not_touch_the_model(trained):
 
 def test_model_fn_trains_with_the_shared_routine():
     x, y = toy_data(120, seed=3, dtype=torch.float32)
-    la = Laplace(lambda: mlp(torch.float32), hessian="kron", epochs=30, lr=1e-2, seed=0, device="cpu").fit(x, y)
+    la = Laplace(lambda: mlp(torch.float32), hessian="kron", train=TrainConfig(epochs=30, lr=1e-2), seed=0, device="cpu").fit(x, y)
     assert la.prior_precision_ > 0
     acc = (la.predict_proba(x).argmax(1) == y).float().mean()
     assert acc > 0.8
-    same = Laplace(lambda: mlp(torch.float32), hessian="kron", epochs=30, lr=1e-2, seed=0, device="cpu").fit(x, y)
+    same = Laplace(lambda: mlp(torch.float32), hessian="kron", train=TrainConfig(epochs=30, lr=1e-2), seed=0, device="cpu").fit(x, y)
     assert torch.equal(same.predict(x[:10], n_samples=4).probs, la.predict(x[:10], n_samples=4).probs)
 
 

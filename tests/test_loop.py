@@ -221,12 +221,13 @@ def test_plain_score_function_and_random_acquisition(tmp_path):
 def test_with_mc_dropout_posterior(tmp_path, acquisition):
     from activebayes.nets import mlp
     from activebayes.posteriors.mc_dropout import MCDropout
+    from activebayes.training import TrainConfig
 
     with PoolStore(f"sqlite:///{tmp_path / 'x.db'}") as store:
         truth = make_project(store, tmp_path, pool=120, test=40)
 
         def factory(seed: int) -> MCDropout:
-            return MCDropout(mlp(64, 10, hidden=(32,)), n_samples=6, epochs=3, seed=seed, device="cpu")
+            return MCDropout(mlp(64, 10, hidden=(32,)), n_samples=6, train=TrainConfig(epochs=3), seed=seed, device="cpu")
 
         loop = ActiveLearningLoop(factory, acquisition, store, "digits", SimulatedOracle(truth), batch_size=4,
                                   score_batch_size=32, prefilter_size=20)  # fmt: skip

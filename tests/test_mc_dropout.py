@@ -76,15 +76,21 @@ def test_masks_are_bernoulli_scaled_and_channelwise_for_dropout2d():
 def fitted_mlp():
     x = torch.randn(64, 4, generator=torch.Generator().manual_seed(0))
     y = (x[:, 0] + x[:, 1] > 0).long()
-    return MCDropout(mlp(4, 2, hidden=(16, 16)), n_samples=12, epochs=3, seed=5, device="cpu").fit(x, y), x
+    return MCDropout(mlp(4, 2, hidden=(16, 16)), n_samples=12, train=TrainConfig(epochs=3), seed=5, device="cpu").fit(x, y), x
+
+
+def _reference_path(posterior: MCDropout) -> MCDropout:
+    """The fitted `posterior` with prefix_cache=False (S full passes), sharing its network."""
+    reference = MCDropout(**(posterior.get_params() | {"prefix_cache": False}))
+    reference.model_, reference.seed_, reference.split_, reference.device_ = (
+        posterior.model_, posterior.seed_, posterior.split_, posterior.device_,
+    )  # fmt: skip
+    return reference
 
 
 def test_posterior_fast_path_equals_reference_path(fitted_mlp):
     posterior, x = fitted_mlp
-    reference = MCDropout(posterior.model_fn, n_samples=12, seed=5, device="cpu", prefix_cache=False)
-    reference.model_, reference.seed_, reference.split_, reference.device_ = (
-        posterior.model_, posterior.seed_, posterior.split_, posterior.device_,
-    )  # fmt: skip
+    reference = _reference_path(posterior)
     torch.testing.assert_close(posterior.predict(x).probs, reference.predict(x).probs, rtol=1e-5, atol=1e-6)
 
 
@@ -108,10 +114,7 @@ def test_prefix_runs_once_and_masks_are_shared_by_every_item(fitted_mlp):
 
 def test_reference_path_runs_the_prefix_once_per_sample(fitted_mlp):
     posterior, x = fitted_mlp
-    reference = MCDropout(posterior.model_fn, n_samples=12, seed=5, device="cpu", prefix_cache=False)
-    reference.model_, reference.seed_, reference.split_, reference.device_ = (
-        posterior.model_, posterior.seed_, posterior.split_, posterior.device_,
-    )  # fmt: skip
+    reference = _reference_path(posterior)
     first = flatten_sequential(reference.model_)[1]
     calls = []
     handle = first.register_forward_hook(lambda module, args, out: calls.append(1))
@@ -136,7 +139,7 @@ class _Wrapped(nn.Module):
 def test_models_it_cannot_split_warn_once_and_use_full_passes():
     x = torch.randn(32, 4, generator=torch.Generator().manual_seed(0))
     y = (x[:, 0] > 0).long()
-    posterior = MCDropout(_Wrapped, n_samples=6, epochs=2, seed=0, device="cpu")
+    posterior = MCDropout(_Wrapped, n_samples=6, train=TrainConfig(epochs=2), seed=0, device="cpu")
     with pytest.warns(UserWarning, match="not an nn.Sequential"):
         posterior.fit(x, y)
     assert posterior.split_ is None
@@ -152,7 +155,7 @@ def test_models_it_cannot_split_warn_once_and_use_full_passes():
 
 def test_network_without_dropout_is_refused():
     with pytest.raises(ConfigError, match="Dropout"):
-        MCDropout(lambda: nn.Sequential(nn.Linear(2, 2)), epochs=1, device="cpu").fit(torch.zeros(4, 2), torch.zeros(4).long())
+        MCDropout(lambda: nn.Sequential(nn.Linear(2, 2)), train=TrainConfig(epochs=1), device="cpu").fit(torch.zeros(4, 2), torch.zeros(4).long())
 
 
 def test_bad_n_samples_is_refused(fitted_mlp):
@@ -174,7 +177,7 @@ def test_gal_cnn_on_1000_mnist_images_is_95_percent_accurate(mnist, test_seed):
     idx = torch.cat([rows[torch.randperm(rows.numel(), generator=generator)[:100]] for rows in per_class])
     mean, std = 0.1307, 0.3081  # MNIST's pixel mean and standard deviation
     config = TrainConfig(epochs=15, lr=2e-3, batch_size=32, schedule="cosine")
-    posterior = MCDropout(gal_cnn(), n_samples=20, config=config, seed=test_seed, device="cpu")
+    posterior = MCDropout(gal_cnn(), n_samples=20, train=config, seed=test_seed, device="cpu")
     posterior.fit((mnist["train_x"][idx] - mean) / std, train_y[idx])
     probs = torch.cat([posterior.predict_proba((x - mean) / std) for x in mnist["test_x"].split(2000)])
     accuracy = (probs.argmax(-1) == mnist["test_y"]).float().mean()

@@ -25,6 +25,35 @@ def test_simulated_oracle_from_array_and_mapping():
     assert skipping.ask(["5"])[0].skipped and isinstance(skipping, Oracle)
 
 
+def test_truth_oracle_answers_from_a_projects_held_back_labels(tmp_path):
+    from types import SimpleNamespace
+
+    from activebayes.data import Dataset, label_text
+    from activebayes.oracles import NoTruthError, truth_oracle
+
+    class Store:  # what truth_oracle reads of a PoolStore
+        def __init__(self, settings):
+            self.settings = settings
+
+        def project(self, name):
+            return SimpleNamespace(settings=self.settings)
+
+    labelled = Dataset(np.zeros((3, 2)), np.array([3.0, 1.0, 2.5]), ["a", "b", "c"], tmp_path / "x.npz", "npz")
+    assert truth_oracle(Store({}), "p", labelled).ask(["a", "c"]) == [Answer("a", "3"), Answer("c", "2.5")]
+    assert [label_text(v) for v in (np.int64(3), 3.0, " 3", "cat")] == ["3", "3", "3", "cat"]
+    unlabelled = Dataset(np.zeros((3, 2)), None, None, tmp_path / "x.npy", "npy")
+    with pytest.raises(NoTruthError, match="project 'p' has no held-back truth"):
+        truth_oracle(Store({}), "p", unlabelled)
+    truth = tmp_path / "truth.csv"
+    truth.write_text("key,label\n0,a\n1,b\n2,a\n")
+    with pytest.raises(DataError, match="truth file .* is missing or changed"):
+        truth_oracle(Store({"truth_path": str(truth), "truth_sha256": "0" * 64}), "p", unlabelled)
+    from activebayes.data import sha256_file
+
+    oracle = truth_oracle(Store({"truth_path": str(truth), "truth_sha256": sha256_file(truth)}), "p", unlabelled)
+    assert oracle.ask(["1", "2"]) == [Answer("1", "b"), Answer("2", "a")]
+
+
 def test_file_oracle_reads_and_answers(tmp_path):
     path = tmp_path / "answers.csv"
     path.write_text("key,label\na,cat\nb,dog\na,cat\n\n")

@@ -1,52 +1,85 @@
 """The contract every posterior follows (activebayes/posteriors/base.py), run over all of them.
 
-To add a posterior, append one entry to POSTERIOR_CASES:
+To add a network posterior, append one entry to POSTERIOR_CASES:
 
     pytest.param(factory, id="cli-name")
 
 where factory(seed: int) returns an UNFITTED posterior for 2-feature, 2-class inputs (the
 two-moons data of the `moons` fixture, 200 points), configured so that `fit` takes about a
-second on a CPU core and `predict` returns S >= 2 samples.
+second on a CPU core and `predict` returns S >= 2 samples; and its own bad arguments to
+BAD_OPTIONS. The Gaussian process (regression, no network) has its own test at the end.
 """
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 import torch
 
-from activebayes import NotFittedError, Predictive
+from activebayes import ConfigError, NotFittedError, Predictive
 from activebayes.nets import mlp
-from activebayes.posteriors import SWAG, DeepEnsemble, Laplace, MCDropout, SnapshotEnsemble
+from activebayes.posteriors import (
+    POSTERIORS,
+    SWAG,
+    DeepEnsemble,
+    Laplace,
+    MCDropout,
+    NetworkPosterior,
+    Posterior,
+    SnapshotEnsemble,
+    clone,
+)
+from activebayes.posteriors._network import SHARED_PARAMS, NetworkArgs
+from activebayes.training import TrainConfig, build_model, train
 
 _NET = mlp(2, 2, hidden=(32, 32), dropout=0.2)
+_TRAIN = TrainConfig(epochs=100, lr=1e-2, batch_size=100)
 
 POSTERIOR_CASES = [
+    pytest.param(lambda seed: MCDropout(_NET, n_samples=16, train=_TRAIN, seed=seed, device="cpu"), id="mc-dropout"),
     pytest.param(
-        lambda seed: MCDropout(_NET, n_samples=16, epochs=100, lr=1e-2, batch_size=100, seed=seed, device="cpu"),
-        id="mc-dropout",
-    ),
-    pytest.param(
-        lambda seed: DeepEnsemble(_NET, n_members=4, epochs=60, lr=1e-2, batch_size=100, seed=seed, device="cpu"),
+        lambda seed: DeepEnsemble(_NET, n_samples=4, train=TrainConfig(epochs=60, lr=1e-2, batch_size=100), seed=seed, device="cpu"),
         id="deep-ensemble",
     ),
     pytest.param(
         lambda seed: SnapshotEnsemble(
-            _NET, n_snapshots=4, epochs_per_cycle=25, lr_max=2e-2, batch_size=100, seed=seed, device="cpu"
+            _NET, n_samples=4, epochs_per_cycle=25, lr_max=2e-2, train=TrainConfig(batch_size=100), seed=seed, device="cpu"
         ),
         id="snapshot-ensemble",
     ),
     pytest.param(
-        lambda seed: Laplace(_NET, hessian="full", prior_precision=1.0, n_samples=16, epochs=100, lr=1e-2, batch_size=100, seed=seed, device="cpu"),
+        lambda seed: Laplace(_NET, hessian="full", prior_precision=1.0, n_samples=16, train=_TRAIN, seed=seed, device="cpu"),
         id="laplace",
     ),
     pytest.param(
-        lambda seed: SWAG(
-            _NET, rank=10, n_snapshots=20, n_samples=16, epochs=100, lr=1e-2, batch_size=100, seed=seed,
-            device="cpu",
-        ),
+        lambda seed: SWAG(_NET, rank=10, n_snapshots=20, n_samples=16, train=_TRAIN, seed=seed, device="cpu"),
         id="swag",
     ),
 ]
+
+#: Arguments every network posterior refuses in __init__, and the argument its error names.
+BAD_SHARED = [
+    ({"n_samples": 0}, "n_samples"),
+    ({"n_samples": 2.5}, "n_samples"),
+    ({"train": {"epochs": 3}}, "train"),
+    ({"seed": "zero"}, "seed"),
+    ({"device": "gpu please"}, "device"),
+    ({"likelihood": "poisson"}, "likelihood"),
+    ({"model_fn": None}, "model_fn"),  # neither model_fn nor model
+    ({"model": torch.nn.Linear(2, 2)}, "model_fn"),  # both
+    ({"model_fn": torch.nn.Linear(2, 2)}, "model_fn"),  # a network where a factory belongs
+]
+#: Each posterior's own options, refused in __init__.
+BAD_OPTIONS = {
+    "mc-dropout": [({"masks": "sometimes"}, "masks"), ({"weight_decay_scale": -1.0}, "weight_decay_scale")],
+    "deep-ensemble": [],
+    "snapshot-ensemble": [({"epochs_per_cycle": 0}, "epochs_per_cycle"), ({"lr_max": -1.0}, "lr_max")],
+    "laplace": [({"hessian": "lowrank"}, "hessian"), ({"link": "bridge"}, "link"), ({"prior_precision": 0.0}, "prior_precision"),
+                ({"subset": "all"}, "subset")],
+    "swag": [({"n_snapshots": 1}, "n_snapshots"), ({"schedule": "step"}, "schedule"), ({"swa_optimizer": "rmsprop"}, "swa_optimizer"),
+             ({"swa_lr": 0.0}, "swa_lr"), ({"scale": -1.0}, "scale")],
+}  # fmt: skip
 
 _FITTED: dict[str, object] = {}
 
@@ -102,13 +135,77 @@ def test_fitted_posterior_classifies_training_data(fitted, moons):
     assert accuracy > 0.95
 
 
-def test_fit_returns_self_and_same_seed_gives_identical_predictions(case, fitted, moons):
+def test_fit_returns_self_and_the_rebuilt_posterior_gives_identical_predictions(case, fitted, moons):
+    """get_params round trip: type(p)(**p.get_params()) with the same seed fits to the same samples."""
     _, factory = case
-    again = factory(0)
+    params = factory(0).get_params()
+    again = type(fitted)(**params)
+    assert again.get_params() == params
     assert again.fit(*moons) is again
     x = torch.cat([moons[0][:20], _far_points()])
     assert torch.equal(fitted.predict(x).probs, again.predict(x).probs)
     assert torch.equal(fitted.predict(x).probs, fitted.predict(x).probs)  # predict itself is repeatable
+    assert again.seed_ == 0 and again.likelihood_ == "categorical" and again.device_.type == "cpu"
+
+
+def test_get_params_names_every_constructor_argument_and_clone_is_unfitted(case, fitted):
+    _, factory = case
+    posterior = factory(0)
+    assert isinstance(posterior, NetworkPosterior) and isinstance(fitted, Posterior)
+    own = [name for name in inspect.signature(type(posterior)).parameters if name != "shared"]
+    assert set(posterior.get_params()) == {*own, *NetworkArgs.__annotations__} == {*SHARED_PARAMS, *type(posterior).options}
+    copy = fitted.clone()
+    assert type(copy) is type(fitted) and copy.get_params() == fitted.get_params()
+    assert clone(fitted).get_params() == fitted.get_params()
+    with pytest.raises(NotFittedError):
+        copy.predict(torch.zeros(2, 2))
+
+
+def test_bad_arguments_are_refused_in_init_with_one_line_naming_them(case):
+    name, factory = case
+    params = factory(0).get_params()
+    for bad, argument in [*BAD_SHARED, *BAD_OPTIONS[name]]:
+        with pytest.raises(ConfigError, match=f"^{argument}: ") as info:
+            type(factory(0))(**(params | bad))
+        assert "\n" not in str(info.value), (bad, str(info.value))
+
+
+@pytest.fixture(scope="module")
+def trained(moons):
+    """Two networks trained on the two moons, outside any posterior."""
+    return [train(build_model(_NET, seed), *moons, _TRAIN, seed=seed, device="cpu") for seed in (0, 1)]
+
+
+def _weights(network: torch.nn.Module) -> torch.Tensor:
+    return torch.cat([p.detach().reshape(-1) for p in network.parameters()])
+
+
+def test_an_already_trained_network_is_used_as_model(case, trained, moons):
+    """model= instead of model_fn: the network is copied, never changed; MC dropout, the deep
+    ensemble (model = its members) and Laplace skip training; the snapshot ensemble starts its
+    cycles and SWAG its SWA phase from it."""
+    name, factory = case
+    before = [_weights(net).clone() for net in trained]
+    params = factory(0).get_params() | {"model_fn": None}
+    if name == "deep-ensemble":
+        params |= {"model": trained, "n_samples": 2}
+        with pytest.raises(ConfigError, match="^model: "):
+            type(factory(0))(**(params | {"model": trained[0]}))
+        with pytest.raises(ConfigError, match="^n_samples: "):
+            type(factory(0))(**(params | {"n_samples": 3}))
+    else:
+        params |= {"model": trained[0]}
+    posterior = type(factory(0))(**params).fit(*moons)
+    x, y = moons
+    pred = posterior.predict(x[:7])
+    assert isinstance(pred, Predictive) and pred.probs.shape[1:] == (7, 2)
+    assert (posterior.predict_proba(x).argmax(-1) == y).float().mean() > 0.95
+    assert all(torch.equal(_weights(net), w) for net, w in zip(trained, before))  # the given networks are untouched
+    if name in ("mc-dropout", "laplace"):
+        assert posterior.model_ is not trained[0] and torch.equal(_weights(posterior.model_), before[0])
+    if name == "deep-ensemble":
+        assert all(torch.equal(_weights(m), w) for m, w in zip(posterior.stack_.members, before))
+    assert type(posterior)(**posterior.get_params()).fit(*moons).predict(x[:7]).probs.equal(pred.probs)
 
 
 def test_to_device_keeps_the_predictions(case, fitted, moons):
@@ -142,3 +239,34 @@ def test_bald_far_from_data_exceeds_bald_on_training_points(fitted, moons, bald)
     # posterior disagrees with itself off the data, on average, well beyond its disagreement on it
     assert far_bald.mean() > 2 * train_bald.mean()
     assert far_bald.max() > train_bald.max()
+
+
+def test_every_registered_posterior_is_covered():
+    assert {param.id for param in POSTERIOR_CASES} | {"gp"} == set(POSTERIORS)
+
+
+def test_gaussian_process_follows_the_protocol():
+    """The GP (regression, no network) is not a NetworkPosterior, but fits, predicts, moves,
+    rebuilds from get_params and refuses bad arguments in __init__ the same way."""
+    from activebayes.posteriors.gp import GaussianProcess
+
+    x = torch.linspace(0, 1, 24).unsqueeze(-1)
+    y = torch.sin(6 * x[:, 0])
+    gp = GaussianProcess(n_samples=5, seed=0, device="cpu")
+    assert not isinstance(gp, NetworkPosterior)
+    assert set(gp.get_params()) == set(inspect.signature(GaussianProcess).parameters)
+    with pytest.raises(NotFittedError):
+        gp.to("cpu")
+    assert gp.fit(x, y) is gp
+    pred = gp.predict(x[:7])
+    assert pred.mean.shape == pred.var.shape == (5, 7)
+    assert gp.to("cpu") is gp and torch.equal(gp.predict(x[:7]).mean, pred.mean)
+    again = type(gp)(**gp.get_params())
+    assert again.get_params() == gp.get_params() and torch.equal(again.fit(x, y).predict(x[:7]).mean, pred.mean)
+    with pytest.raises(NotFittedError):
+        gp.clone().predict(x)
+    for bad, argument in (({"n_samples": 1}, "n_samples"), ({"kernel": "cubic"}, "kernel"), ({"noise": -1.0}, "noise"),
+                          ({"seed": 1.5}, "seed")):
+        with pytest.raises(ConfigError, match=f"^{argument}: ") as info:
+            GaussianProcess(**(gp.get_params() | bad))
+        assert "\n" not in str(info.value)

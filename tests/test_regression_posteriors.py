@@ -24,6 +24,7 @@ from activebayes.training import (
     NOISE_FLOOR_FRACTION,
     NOISE_PRIOR_COUNT,
     NOISE_PRIOR_FRACTION,
+    TrainConfig,
     fit_noise_variance,
     gaussian_nll,
     resolve_likelihood,
@@ -158,7 +159,7 @@ def test_laplace_full_is_exact_bayesian_linear_regression():
     assert bool((pred.var == pred.var[0, 0]).all()) and float(pred.var[0, 0]) == pytest.approx(sigma2, rel=1e-6)
     GaussianPredictive(pred.mean, pred.var, latent_mean=pred.latent_mean, latent_var=pred.latent_var)  # validates
     # the samples mean[s] = φ̃ᵀθ_s with θ_s = θ_MAP + Σ^{1/2} z_s: the same linear map of the weight samples
-    weight, bias = la.sample_weights()
+    weight, bias = la.weight_samples()
     theta = torch.cat([weight[:, 0, :], bias], dim=1).to(F64)  # [S, D+1]
     torch.testing.assert_close(pred.mean.to(F64), theta @ t_test.T, rtol=1e-5, atol=1e-5)
 
@@ -241,13 +242,13 @@ def test_laplace_regression_explicit_likelihood_and_bad_models():
 
 # ------------------------------------------------------ the regression contract of every posterior
 _NET = mlp(1, 1, hidden=(32, 32), dropout=0.1)
-_TRAIN = {"epochs": 100, "lr": 1e-2, "batch_size": 100}
+_TRAIN = {"train": TrainConfig(epochs=100, lr=1e-2, batch_size=100)}
 
 REGRESSORS = [
     pytest.param(lambda seed, device="cpu": MCDropout(_NET, n_samples=16, **_TRAIN, seed=seed, device=device), id="mc-dropout"),
-    pytest.param(lambda seed, device="cpu": DeepEnsemble(_NET, n_members=3, **_TRAIN, seed=seed, device=device), id="deep-ensemble"),
+    pytest.param(lambda seed, device="cpu": DeepEnsemble(_NET, n_samples=3, **_TRAIN, seed=seed, device=device), id="deep-ensemble"),
     pytest.param(
-        lambda seed, device="cpu": SnapshotEnsemble(_NET, n_snapshots=3, epochs_per_cycle=30, lr_max=1e-2, batch_size=100,
+        lambda seed, device="cpu": SnapshotEnsemble(_NET, n_samples=3, epochs_per_cycle=30, lr_max=1e-2, train=TrainConfig(batch_size=100),
                                                     seed=seed, device=device),
         id="snapshot-ensemble",
     ),
@@ -378,13 +379,13 @@ def test_regression_before_fit_raises(regressor):
 
 
 def test_classifier_refuses_predict_mean_var(moons):
-    post = MCDropout(mlp(2, 2, hidden=(8,)), n_samples=4, epochs=1, seed=0, device="cpu").fit(*moons)
+    post = MCDropout(mlp(2, 2, hidden=(8,)), n_samples=4, train=TrainConfig(epochs=1), seed=0, device="cpu").fit(*moons)
     assert post.likelihood_ == "categorical" and post.noise_ is None
     with pytest.raises(ConfigError, match="classification"):
         post.predict_mean_var(moons[0][:3])
 
 
 def test_regression_network_must_have_one_output(wave):
-    post = DeepEnsemble(mlp(1, 3, hidden=(8,)), n_members=2, epochs=1, seed=0, device="cpu")
+    post = DeepEnsemble(mlp(1, 3, hidden=(8,)), n_samples=2, train=TrainConfig(epochs=1), seed=0, device="cpu")
     with pytest.raises(ShapeError, match="one value per item"):
         post.fit(*wave)

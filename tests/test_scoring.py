@@ -10,6 +10,7 @@ from torch.utils.data import TensorDataset
 from activebayes import ConfigError, Predictive, ShapeError
 from activebayes.nets import mlp
 from activebayes.posteriors import MCDropout
+from activebayes.training import TrainConfig
 from activebayes.scoring import PoolScores, score_pool
 
 
@@ -90,7 +91,7 @@ def test_n_samples_is_passed_to_the_posterior(pool):
 def test_mc_dropout_pool_scores_do_not_depend_on_batch_size(bald):
     x = torch.randn(80, 4, generator=torch.Generator().manual_seed(2))
     y = (x[:, 0] > 0).long()
-    posterior = MCDropout(mlp(4, 2, hidden=(16,)), n_samples=10, epochs=2, seed=0, device="cpu").fit(x, y)
+    posterior = MCDropout(mlp(4, 2, hidden=(16,)), n_samples=10, train=TrainConfig(epochs=2), seed=0, device="cpu").fit(x, y)
     small = score_pool(posterior, x, bald, batch_size=7, device="auto").scores
     large = score_pool(posterior, x, bald, batch_size=80, device="auto").scores
     torch.testing.assert_close(small, large, rtol=1e-5, atol=1e-6)

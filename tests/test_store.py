@@ -206,6 +206,28 @@ def test_round_status_rules(store):
         store.queries("p", 9)
 
 
+def test_round_status_enum_stores_plain_strings_and_holds_the_resume_rule(store):
+    import json
+
+    from activebayes.store import RoundStatus as S
+    from activebayes.store import RoundStep
+
+    store.create_project("p", classes=[0, 1])
+    store.add_items("p", rows=range(4))
+    store.start_round("p", posterior="x", acquisition="y", seed=0)
+    info = store.advance_round("p", 1, S.fitted)
+    assert info.status is S.fitted and info.status == "fitted" and f"{info.status}" == "fitted"
+    assert json.dumps({"status": info.status}) == '{"status": "fitted"}'
+    with store.transaction(write=False) as s:  # the database holds the value, as before the enum
+        assert s.execute(text("SELECT status FROM rounds")).scalar_one() == "fitted"
+    assert S.next_step(None) is RoundStep.new
+    assert [S.next_step(s) for s in (S.done, S.failed)] == [RoundStep.new] * 2
+    assert [S.next_step(s) for s in (S.started, S.fitted, S.scored)] == [RoundStep.resume] * 3
+    assert S.next_step(S.queried, 2) is RoundStep.resume and S.next_step("queried", 0) is RoundStep.close
+    assert S.next_step(S.answered) is RoundStep.close
+    assert [s.value for s in S if s.refits] == ["started", "fitted"] and S.queried.waiting
+
+
 def test_bulk_import_in_one_transaction(store):
     store.create_project("big", classes=[0, 1])
     n = 30_000

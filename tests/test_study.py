@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from activebayes.errors import ConfigError, DataError
-from activebayes.study import StudyConfig, initial_rows, prepare_data, run_study, summarise
+from activebayes.study import StudyConfig, initial_rows, prepare_data, run_study, summarise_curves
 from activebayes_cli.main import app
 from cli_checks import assert_mistake
 
@@ -158,12 +158,12 @@ def test_initial_rows_balanced_and_seeded():
         initial_rows(pool[:12], labels, 20, balanced=True, rng=np.random.default_rng(0))
 
 
-def test_summarise_hand_computed():
+def test_summarise_curves_hand_computed():
     runs = [[(20, 0.5), (30, 0.7)], [(20, 0.7), (30, 0.9), (40, 1.0)]]
-    out = summarise(runs)
+    out = summarise_curves(runs)
     assert [p["labels"] for p in out] == [20, 30]  # only the label counts both runs reached
     assert out[0]["mean"] == pytest.approx(0.6) and out[0]["sd"] == pytest.approx(np.sqrt(0.02))
-    assert summarise([[(20, 0.4)]]) == [{"labels": 20, "mean": 0.4, "sd": 0.0, "n": 1}]
+    assert summarise_curves([[(20, 0.4)]]) == [{"labels": 20, "mean": 0.4, "sd": 0.0, "n": 1}]
 
 
 def test_config_errors_name_the_key():
@@ -276,12 +276,13 @@ def test_independent_masks_reproducible_and_unlike_shared():
 
     from activebayes.nets import mlp
     from activebayes.posteriors.mc_dropout import MCDropout
+    from activebayes.training import TrainConfig
 
     x = torch.randn(48, 6, generator=torch.Generator().manual_seed(0))
     y = (x[:, 0] > 0).long()
 
     def fit(masks, **kw):
-        return MCDropout(mlp(6, 2, hidden=(16,)), n_samples=5, epochs=2, seed=3, device="cpu", masks=masks, **kw).fit(x, y)
+        return MCDropout(mlp(6, 2, hidden=(16,)), n_samples=5, train=TrainConfig(epochs=2), seed=3, device="cpu", masks=masks, **kw).fit(x, y)
 
     same = x[:1].repeat(4, 1)  # one item four times
     shared, independent = fit("shared"), fit("independent")
@@ -290,7 +291,7 @@ def test_independent_masks_reproducible_and_unlike_shared():
     assert not torch.equal(p_ind[:, 0], p_ind[:, 3])  # independent: each item its own masks
     assert torch.equal(p_ind, fit("independent").predict(same).probs)  # seeded: reproducible
     assert torch.equal(p_ind, independent.predict(same).probs)
-    reference = MCDropout(mlp(6, 2, hidden=(16,)), n_samples=5, epochs=2, seed=3, device="cpu", masks="independent",
+    reference = MCDropout(mlp(6, 2, hidden=(16,)), n_samples=5, train=TrainConfig(epochs=2), seed=3, device="cpu", masks="independent",
                           prefix_cache=False).fit(x, y)  # fmt: skip
     assert reference.predict(same).probs.shape == (5, 4, 2)
     with pytest.raises(ConfigError, match="masks"):

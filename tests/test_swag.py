@@ -7,6 +7,7 @@ from torch import nn
 from activebayes.errors import ConfigError, NotFittedError, ShapeError
 from activebayes.posteriors.swag import SWAG, SWAGMoments
 from activebayes.predictive import Predictive
+from activebayes.training import TrainConfig
 
 
 def iterates(t=7, p=5, seed=0):
@@ -121,7 +122,7 @@ def bn_mlp():
 
 def test_fit_collects_one_snapshot_per_epoch_and_predicts():
     x, y = toy()
-    swag = SWAG(small_mlp, rank=4, n_snapshots=6, swa_lr=0.05, n_samples=9, epochs=8, lr=1e-2, seed=0,
+    swag = SWAG(small_mlp, rank=4, n_snapshots=6, swa_lr=0.05, n_samples=9, train=TrainConfig(epochs=8, lr=1e-2), seed=0,
                 device="cpu").fit(x, y)
     assert swag.moments_.n == 6 and swag.moments_.deviation_matrix().shape == (sum(p.numel() for p in small_mlp().parameters()), 4)
     pred = swag.predict(x)
@@ -130,17 +131,17 @@ def test_fit_collects_one_snapshot_per_epoch_and_predicts():
     torch.testing.assert_close(swag.predict_proba(x), pred.mean())
     # batch independence and seeding
     torch.testing.assert_close(swag.predict(x[10:20]).probs, pred.probs[:, 10:20], atol=1e-6, rtol=0)
-    same = SWAG(small_mlp, rank=4, n_snapshots=6, swa_lr=0.05, n_samples=9, epochs=8, lr=1e-2, seed=0,
+    same = SWAG(small_mlp, rank=4, n_snapshots=6, swa_lr=0.05, n_samples=9, train=TrainConfig(epochs=8, lr=1e-2), seed=0,
                 device="cpu").fit(x, y)
     assert torch.equal(same.predict(x).probs, pred.probs)
-    other = SWAG(small_mlp, rank=4, n_snapshots=6, swa_lr=0.05, n_samples=9, epochs=8, lr=1e-2, seed=1,
+    other = SWAG(small_mlp, rank=4, n_snapshots=6, swa_lr=0.05, n_samples=9, train=TrainConfig(epochs=8, lr=1e-2), seed=1,
                  device="cpu").fit(x, y)
     assert not torch.allclose(other.predict(x).probs, pred.probs)
 
 
 def test_vectorised_predict_equals_a_loop_over_samples():
     x, y = toy()
-    swag = SWAG(small_mlp, rank=3, n_snapshots=4, swa_lr=0.05, epochs=5, seed=2, device="cpu", schedule="cyclic").fit(x, y)
+    swag = SWAG(small_mlp, rank=3, n_snapshots=4, swa_lr=0.05, train=TrainConfig(epochs=5), seed=2, device="cpu", schedule="cyclic").fit(x, y)
     params, _ = swag._samples(5)
     probs = swag.predict(x, n_samples=5).probs
     for s in range(5):
@@ -151,7 +152,7 @@ def test_vectorised_predict_equals_a_loop_over_samples():
 
 def test_batchnorm_statistics_are_refreshed_per_sample():
     x, y = toy()
-    swag = SWAG(bn_mlp, rank=3, n_snapshots=4, swa_lr=0.05, epochs=5, seed=3, device="cpu").fit(x, y)
+    swag = SWAG(bn_mlp, rank=3, n_snapshots=4, swa_lr=0.05, train=TrainConfig(epochs=5), seed=3, device="cpu").fit(x, y)
     params, buffers = swag._samples(4)
     assert buffers is not None and len(buffers) == 4
     for s in range(4):
@@ -168,7 +169,6 @@ def test_swa_phase_keeps_its_own_constant_learning_rate(monkeypatch):
     """A cosine pre-training schedule does not anneal the SWA phase; the default swa_lr is
     swa_lr_ratio × the training lr, with the training optimizer unless swa_optimizer is given."""
     from activebayes.posteriors import swag as swag_module
-    from activebayes.training import TrainConfig
 
     seen = []
     real_train = swag_module.train
@@ -180,13 +180,13 @@ def test_swa_phase_keeps_its_own_constant_learning_rate(monkeypatch):
     monkeypatch.setattr(swag_module, "train", spy)
     x, y = toy(48)
     config = TrainConfig(epochs=3, lr=0.02, schedule="cosine", optimizer="sgd")
-    swag = SWAG(small_mlp, config=config, rank=2, n_snapshots=3, seed=0, device="cpu").fit(x, y)
+    swag = SWAG(small_mlp, train=config, rank=2, n_snapshots=3, seed=0, device="cpu").fit(x, y)
     (pre, _), (swa, lr_at) = seen
     assert pre.schedule == "cosine"
     assert swa.schedule == "constant" and lr_at is None and swa.optimizer == "sgd"
     assert swa.lr == pytest.approx(0.3 * 0.02) and swag.swa_lr_ == pytest.approx(0.006)
     seen.clear()
-    SWAG(small_mlp, config=config, rank=2, n_snapshots=3, swa_lr=0.01, swa_optimizer="adam", seed=0, device="cpu").fit(x, y)
+    SWAG(small_mlp, train=config, rank=2, n_snapshots=3, swa_lr=0.01, swa_optimizer="adam", seed=0, device="cpu").fit(x, y)
     assert seen[1][0].lr == 0.01 and seen[1][0].optimizer == "adam"
 
 
@@ -195,7 +195,7 @@ def test_divergence_guard_stops_fit_with_one_line():
     return the snapshots of a diverged run, naming swa_lr and the loss it saw."""
     x, y = toy()
     with pytest.raises(ConfigError, match=r"swa_lr: the SWA phase \(sgd, swa_lr=50\) diverged in SWA epoch \d+: training loss") as info:
-        SWAG(small_mlp, rank=2, n_snapshots=5, swa_lr=50.0, swa_optimizer="sgd", epochs=30, lr=1e-2, seed=0,
+        SWAG(small_mlp, rank=2, n_snapshots=5, swa_lr=50.0, swa_optimizer="sgd", train=TrainConfig(epochs=30, lr=1e-2), seed=0,
              device="cpu").fit(x, y)
     assert "\n" not in str(info.value)
 
@@ -221,13 +221,13 @@ def test_a_short_noisy_pre_training_is_not_taken_for_divergence():
 
     for data_seed in (1, 2, 5):  # each refused by the previous rule (half the gain of ~0.03 back)
         x, y = toy(10, seed=data_seed)
-        swag = SWAG(mlp(2, 3), epochs=2, n_snapshots=20, seed=0, device="cpu").fit(x, y)
+        swag = SWAG(mlp(2, 3), train=TrainConfig(epochs=2), n_snapshots=20, seed=0, device="cpu").fit(x, y)
         assert swag.moments_.n == 20
 
 
 def test_to_moves_the_fitted_posterior_and_keeps_its_samples():
     x, y = toy()
-    swag = SWAG(bn_mlp, rank=3, n_snapshots=4, swa_lr=0.05, epochs=5, seed=3, device="cpu").fit(x, y)
+    swag = SWAG(bn_mlp, rank=3, n_snapshots=4, swa_lr=0.05, train=TrainConfig(epochs=5), seed=3, device="cpu").fit(x, y)
     before = swag.predict(x[:9], n_samples=4).probs
     assert swag.to("cpu") is swag
     assert swag.moments_.mean.device.type == "cpu" and swag.device_.type == "cpu"
@@ -238,7 +238,7 @@ def test_to_moves_the_fitted_posterior_and_keeps_its_samples():
 
 def test_diag_only_and_errors():
     x, y = toy(48)
-    swag = SWAG(small_mlp, diag_only=True, rank=0, n_snapshots=3, swa_lr=0.05, epochs=3, seed=0, device="cpu").fit(x, y)
+    swag = SWAG(small_mlp, diag_only=True, rank=0, n_snapshots=3, swa_lr=0.05, train=TrainConfig(epochs=3), seed=0, device="cpu").fit(x, y)
     assert swag.predict(x[:2], n_samples=3).probs.shape == (3, 2, 3)
     with pytest.raises(NotFittedError):
         SWAG(small_mlp).predict(x)

@@ -23,7 +23,7 @@ from activebayes.acquisition.scores import (
     least_confidence,
     margin,
     mean_std,
-    random,
+    random_scores,
     variance,
     variation_ratio,
 )
@@ -44,7 +44,7 @@ __all__ = [
     "least_confidence",
     "margin",
     "mean_std",
-    "random",
+    "random_scores",
     "resolve_acquisition",
     "stochastic_batch",
     "top_k",

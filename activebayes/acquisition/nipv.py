@@ -71,7 +71,7 @@ def botorch_view(posterior: Any) -> BoTorchView:
     if getattr(posterior, "approximate_", False):
         raise ConfigError(
             "nipv: needs the exact GP (fantasised observations); this fit is the variational GP used above "
-            "`max_exact` labelled points: raise max_exact, or use --acquisition variance"
+            "`max_exact` labelled points: raise max_exact, or use acquisition 'variance'"
         )
     exposed = getattr(posterior, "botorch_model", None)
     model = exposed if isinstance(exposed, Model) or not callable(exposed) else exposed()

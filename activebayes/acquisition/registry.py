@@ -48,7 +48,7 @@ Selector = Callable[[Tensor, int, "torch.Generator | None"], BatchSelection]
 
 def _zeros(pred: Predictive | GaussianPredictive | Tensor) -> Tensor:
     """0 for every candidate, [N] (the score recorded for random acquisition)."""
-    return torch.zeros_like(S.random(pred))
+    return torch.zeros_like(S.random_scores(pred))
 
 
 def _uniform(scores: Tensor, k: int, generator: torch.Generator | None) -> BatchSelection:

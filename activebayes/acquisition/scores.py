@@ -42,7 +42,7 @@ def _reference(pred: Predictive | GaussianPredictive) -> Tensor:
     return pred.probs if isinstance(pred, Predictive) else pred.mean
 
 
-def random(pred: AnyPredictive, generator: torch.Generator | None = None) -> Tensor:
+def random_scores(pred: AnyPredictive, generator: torch.Generator | None = None) -> Tensor:
     """Uniform scores u_n ~ U[0, 1), [N]: top-k of them is a uniformly random subset.
 
     Drawn on `generator`'s device and moved to the predictive's; None uses torch's global

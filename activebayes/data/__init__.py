@@ -5,6 +5,7 @@
 
 Tabular pools: `categorical="auto"` one-hot encodes text columns; `features=spec` (a project's
 settings["features"], from `fit_features`) applies the recorded encoding and standardisation.
+A store project's data file and held-back truth: `load_project_data`, `project_truth`.
 """
 
 from activebayes.data.bundled import DIGITS_CLASSES, digits_arrays, write_digits
@@ -22,11 +23,13 @@ from activebayes.data.loaders import (
     check_finite,
     check_labels,
     detect_format,
+    label_text,
     load_dataset,
     load_labels,
     read_idx,
     sha256_file,
 )
+from activebayes.data.project import load_project_data, project_truth, truth_labels
 
 __all__ = [
     "DIGITS_CLASSES",
@@ -42,9 +45,13 @@ __all__ = [
     "check_labels",
     "detect_format",
     "digits_arrays",
+    "label_text",
     "load_dataset",
     "load_labels",
+    "load_project_data",
+    "project_truth",
     "read_idx",
     "sha256_file",
+    "truth_labels",
     "write_digits",
 ]

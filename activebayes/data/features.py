@@ -2,7 +2,7 @@
 
 Both are pure functions of arrays; `pool add` computes them once over the whole imported file
 and records the result in the project's settings ("features", see `FeatureSpec`), and every load
-of the project's data (`activebayes.loop.load_project_data`) applies the recorded spec, so every
+of the project's data (`activebayes.data.load_project_data`) applies the recorded spec, so every
 fit and every score sees the same features.
 
     spec = fit_features(x, names, categories, standardize=True)   # at import

@@ -71,10 +71,10 @@ def parse_image_size(text: str) -> tuple[int, int]:
     """'HxW' (e.g. 28x28) or 'N' (N x N) -> (H, W); DataError otherwise."""
     match = re.fullmatch(r"\s*(\d+)\s*(?:[xX×]\s*(\d+)\s*)?", text or "")
     if not match:
-        raise DataError(f"--image-size: expected HxW (e.g. 28x28) or one number for a square, got {text!r}; e.g. --image-size 32x32")
+        raise DataError(f"image_size: expected HxW (e.g. 28x28) or one number for a square, got {text!r}; e.g. '32x32'")
     h, w = int(match.group(1)), int(match.group(2) or match.group(1))
     if not (1 <= h <= 8192 and 1 <= w <= 8192):
-        raise DataError(f"--image-size: sides must be 1 to 8192 pixels, got {h}x{w}; choose a smaller size")
+        raise DataError(f"image_size: sides must be 1 to 8192 pixels, got {h}x{w}; choose a smaller size")
     return h, w
 
 
@@ -160,7 +160,7 @@ def convert_folder(
         loose = [k for k in keys if "/" not in k]
         if loose:
             raise DataError(
-                f"--labels-from-folders: {len(loose)} image(s) lie directly in {str(folder)!r}, e.g. {loose[0]!r}; "
+                f"labels_from_folders: {len(loose)} image(s) lie directly in {str(folder)!r}, e.g. {loose[0]!r}; "
                 "put every image in a sub-folder named after its label"
             )
         labels = [k.split("/", 1)[0] for k in keys]
@@ -169,7 +169,7 @@ def convert_folder(
             bad = next((i for i, lab in enumerate(labels) if lab not in allowed), None)
             if bad is not None:
                 raise DataError(
-                    f"--labels-from-folders: the folder {labels[bad]!r} (of {keys[bad]!r}) is not one of the project's "
+                    f"labels_from_folders: the folder {labels[bad]!r} (of {keys[bad]!r}) is not one of the project's "
                     f"classes {sorted(allowed)[:20]}; rename the folder, or create the project with those classes"
                 )
     pixels: list[np.ndarray] = []
@@ -182,7 +182,7 @@ def convert_folder(
             elif original != first:
                 raise DataError(
                     f"image folder {str(folder)!r}: {rel!r} is {original[0]}x{original[1]} but {keys[0]!r} is "
-                    f"{first[0]}x{first[1]} (HxW); pass --image-size HxW to resize every image to one size"
+                    f"{first[0]}x{first[1]} (HxW); pass image_size=(H, W) to resize every image to one size"
                 )
         pixels.append(arr)
     x = np.stack(pixels)  # [N, H, W, 3]

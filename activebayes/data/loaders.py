@@ -94,6 +94,15 @@ def check_finite(x: np.ndarray, path: Path) -> None:
             raise DataError(f"data file {str(path)!r}: row {start + int(np.argmax(bad))} has a NaN or infinite feature")
 
 
+def label_text(value: Any) -> str:
+    """A label as the store keeps it before its task's check: 3, 3.0, np.int64(3), " 3" -> "3"."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
 def check_labels(y: np.ndarray, classes: Sequence[Any], path: Path) -> None:
     """DataError naming the first label (and its row) that is not among `classes`."""
     allowed = {str(c) for c in classes}

@@ -8,13 +8,16 @@
     nmc_eig           nested Monte Carlo EIG where no grid fits (biased upward, O(1/M))
     EIGAcquisition, best_design, optimize_design   BoTorch over discrete or continuous designs
     run_design_session  EIG vs random / fixed / staircase baselines, with a trace of trials
+    summarise_posterior the posterior mean, sd and interval of θ, as sessions report it
+    SimulatedParticipant  a participant answering from a known span (the simulated oracle)
 """
 
 from activebayes.design.baselines import Strategy, make_strategy
 from activebayes.design.eig import EIGTable, exact_eig, grid_eig, nmc_eig, normal_prior_sampler, theta_eig
 from activebayes.design.grid import GridPosterior
 from activebayes.design.model import Link, MemorySpanModel, binary_entropy, recall_probability
-from activebayes.design.session import SessionTrace, Trial, run_design_session, summarise
+from activebayes.design.participant import SimulatedParticipant
+from activebayes.design.session import SessionTrace, Trial, run_design_session, summarise_posterior
 
 _BOTORCH = ("EIGAcquisition", "best_design", "optimize_design")
 
@@ -34,6 +37,7 @@ __all__ = [
     "Link",
     "MemorySpanModel",
     "SessionTrace",
+    "SimulatedParticipant",
     "Strategy",
     "Trial",
     "best_design",
@@ -46,6 +50,6 @@ __all__ = [
     "optimize_design",
     "recall_probability",
     "run_design_session",
-    "summarise",
+    "summarise_posterior",
     "theta_eig",
 ]

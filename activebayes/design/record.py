@@ -62,20 +62,10 @@ class DesignRecord:
         elif store.project(project).task != "design":
             raise StoreError(f"project: {project!r} exists with task {store.project(project).task!r}, expected 'design'")
         keys = [design_key(d) for d in torch.as_tensor(designs)]
-        known = {obs_key for obs_key in self._item_keys()}
+        known = store.item_keys(project)
         rows = [i for i, k in enumerate(keys) if k not in known]
         if rows:
             store.add_items(project, rows=rows, keys=[keys[i] for i in rows], consumable=False)
-
-    def _item_keys(self) -> list[str]:
-        from sqlalchemy import select
-
-        from activebayes.store.access import get_project
-        from activebayes.store.models import Item
-
-        with self.store.transaction(write=False) as s:
-            pid = get_project(s, self.project).id
-            return list(s.scalars(select(Item.key).where(Item.project_id == pid)))
 
     def trials(self) -> list[dict[str, Any]]:
         """This participant's recorded trials, in order: dicts with trial, design, outcome, eig."""

@@ -7,7 +7,7 @@ the posterior sd of θ is at most `target_sd`.
 
 >>> from activebayes.design.model import MemorySpanModel
 >>> from activebayes.design.grid import GridPosterior
->>> from activebayes.oracles.participant import SimulatedParticipant
+>>> from activebayes.design import SimulatedParticipant
 >>> post = GridPosterior(MemorySpanModel())
 >>> who = SimulatedParticipant(6.0, deterministic=True)
 >>> trace = run_design_session(post, torch.arange(1.0, 15.0), who, 3, seed=0)
@@ -60,11 +60,11 @@ class SessionTrace:
         """{"strategy", "trials": [...], "posterior": {"mean", "sd", "interval"}} (JSON-ready)."""
         out: dict[str, Any] = {"strategy": self.strategy, "trials": [asdict(t) for t in self.trials]}
         if self.posterior is not None:
-            out["posterior"] = summarise(self.posterior)
+            out["posterior"] = summarise_posterior(self.posterior)
         return out
 
 
-def summarise(posterior: GridPosterior, level: float = 0.9) -> dict[str, Any]:
+def summarise_posterior(posterior: GridPosterior, level: float = 0.9) -> dict[str, Any]:
     """{"mean", "sd", "interval"} of θ (and "slope_mean" when the slope is learnt)."""
     out: dict[str, Any] = {"mean": posterior.mean, "sd": posterior.sd, "interval": list(posterior.interval(level))}
     if posterior.slope_grid is not None:

@@ -1,25 +1,16 @@
 """Who answers the queries: `ask(keys, candidates) -> list[Answer]` (see `base`).
 
-`SimulatedOracle` (held-back truth), `FileOracle` (a `key,label` CSV as spreadsheets write it:
-a BOM, `;` or tab, `id`/`answer` headers, extra columns), `PromptOracle` (a person in the
-terminal: skip, undo, help, Ctrl-C keeps what was typed; `on_answer` hands each answer over as it
-is given), `SimulatedParticipant` (memory span, in `participant.py`, loaded lazily).
+`SimulatedOracle` (held-back truth; `truth_oracle` builds one for a store project),
+`FileOracle` (a `key,label` CSV as spreadsheets write it: a BOM, `;` or tab, `id`/`answer`
+headers, extra columns), `PromptOracle` (a person in the terminal: skip, undo, help, Ctrl-C
+keeps what was typed; `on_answer` hands each answer over as it is given). The memory-span participant of a design session is `activebayes.design.SimulatedParticipant`.
 """
 
 from __future__ import annotations
 
-import importlib
-
 from activebayes.oracles.base import Answer, Oracle
 from activebayes.oracles.file import FileOracle
 from activebayes.oracles.prompt import PromptOracle, image_art
-from activebayes.oracles.simulated import SimulatedOracle
+from activebayes.oracles.simulated import NoTruthError, SimulatedOracle, truth_oracle
 
-
-def __getattr__(name: str):  # lazy: participant.py is written separately and imports design/
-    if name == "SimulatedParticipant":
-        return importlib.import_module("activebayes.oracles.participant").SimulatedParticipant
-    raise AttributeError(name)
-
-
-__all__ = ["Answer", "FileOracle", "Oracle", "PromptOracle", "SimulatedOracle", "SimulatedParticipant", "image_art"]
+__all__ = ["Answer", "FileOracle", "NoTruthError", "Oracle", "PromptOracle", "SimulatedOracle", "image_art", "truth_oracle"]

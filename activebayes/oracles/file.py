@@ -204,7 +204,7 @@ class FileOracle:
             if known is not None and key not in known:
                 raise DataError(
                     f"{at}: key {key!r} is not an item of this project; correct line {line} "
-                    "(keys are as in <project>-round-N.csv or `activebayes export`) and run the command again"
+                    "(keys are the project's item keys, as its round files and exports name them) and run the command again"
                 )
             if key in labels and labels[key] != label:
                 raise DataError(

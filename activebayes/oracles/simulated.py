@@ -1,4 +1,5 @@
-"""`SimulatedOracle`: answers from a held-back truth, for simulated studies."""
+"""`SimulatedOracle`: answers from a held-back truth, for simulated studies; `truth_oracle` builds
+one from a store project's held-back labels."""
 
 from __future__ import annotations
 
@@ -52,6 +53,24 @@ class SimulatedOracle:
                 answers.append(Answer(key, self.truth[key]))
         self.asked += len(answers)
         return answers
+
+
+class NoTruthError(DataError):
+    """`truth_oracle`: the project holds back no labels (its data file has none, and no truth
+    file was recorded)."""
+
+
+def truth_oracle(store: Any, project: str, data: Any = None) -> SimulatedOracle:
+    """A SimulatedOracle answering from the labels held back when the project's pool was added:
+    the data file's labels, or its truth file (checked against its recorded sha256; DataError
+    when missing or changed). `data`: the project's data already loaded by
+    `activebayes.data.load_project_data` (loaded here when None). NoTruthError without any."""
+    from activebayes.data import project_truth
+
+    truth = project_truth(store, project, data)
+    if truth is None:
+        raise NoTruthError(f"project {project!r} has no held-back truth (its data file has no labels)")
+    return SimulatedOracle(truth)
 
 
 def _plain(value: Any) -> Any:

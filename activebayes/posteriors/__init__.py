@@ -1,4 +1,5 @@
-"""Posterior approximations, one module each, all following `base.Posterior`.
+"""Posterior approximations, one module each, all following `base.Posterior`; the network
+posteriors share the base `_network.NetworkPosterior`.
 
 `POSTERIORS` maps the CLI name of each to "module:Class"; `resolve_posterior` imports it.
 """
@@ -8,7 +9,8 @@ from __future__ import annotations
 import importlib
 
 from activebayes.errors import ConfigError
-from activebayes.posteriors.base import Posterior, check_fitted
+from activebayes.posteriors._network import NetworkPosterior
+from activebayes.posteriors.base import Posterior, check_fitted, clone
 
 POSTERIORS: dict[str, str] = {
     "mc-dropout": "activebayes.posteriors.mc_dropout:MCDropout",
@@ -38,4 +40,4 @@ def __getattr__(name: str):  # lazy access: activebayes.posteriors.MCDropout
     raise AttributeError(name)
 
 
-__all__ = ["POSTERIORS", "Posterior", "check_fitted", "resolve_posterior"]
+__all__ = ["POSTERIORS", "NetworkPosterior", "Posterior", "check_fitted", "clone", "resolve_posterior"]

@@ -3,16 +3,22 @@
     fit(x [N, ...], y [N]) -> self
     predict(x [N, ...], n_samples=None) -> Predictive with probs [S, N, C]
     predict_proba(x [N, ...]) -> Tensor [N, C], the posterior predictive mean
+    to(device) -> self, the fitted posterior moved ("auto", "cpu", "cuda[:i]")
+    get_params() -> {argument: value}, the constructor arguments (scikit-learn style), so that
+        type(p)(**p.get_params()) is an unfitted copy (`clone`)
 
-Constructors store configuration only; `fit` does the work and sets attributes ending in `_`.
-Sampling at prediction time is seeded from the posterior's `seed`, independently of batching, so
-scores do not depend on how a pool is split into batches.
+Constructors store configuration only (checked there); `fit` does the work and sets attributes
+ending in `_`. Sampling at prediction time is seeded from the posterior's `seed`, independently
+of batching, so scores do not depend on how a pool is split into batches.
+The network posteriors share one base, `_network.NetworkPosterior`.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+import copy
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
+import torch
 from torch import Tensor
 
 from activebayes.errors import NotFittedError
@@ -26,6 +32,22 @@ class Posterior(Protocol):
     def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive: ...
 
     def predict_proba(self, x: Tensor) -> Tensor: ...
+
+    def to(self, device: str | torch.device) -> Posterior: ...
+
+    def get_params(self) -> dict[str, Any]: ...
+
+
+P = TypeVar("P")
+
+
+def clone(posterior: P) -> P:
+    """An unfitted copy of `posterior`: type(posterior)(**posterior.get_params()). An object
+    without `get_params` (outside the protocol) is deep-copied instead."""
+    get_params = getattr(posterior, "get_params", None)
+    if get_params is None:
+        return copy.deepcopy(posterior)
+    return type(posterior)(**get_params())
 
 
 def check_fitted(posterior: object, attribute: str) -> None:

@@ -9,10 +9,10 @@ built by one `model_fn`, prediction runs all of them as ONE vectorised call (`to
 stacked parameters, `functional_call` under `vmap`); otherwise it loops over the members.
 
 >>> import torch
->>> from activebayes.nets import mlp
->>> x = torch.randn(64, 2); y = (x[:, 0] > 0).long()
->>> ens = DeepEnsemble(mlp(2, 2, hidden=(16,)), n_members=3, epochs=2, seed=0, device="cpu").fit(x, y)
->>> ens.predict(x[:5]).probs.shape
+>>> from activebayes import TrainConfig, nets
+>>> ens = DeepEnsemble(nets.mlp(2, 2, hidden=(16,)), n_samples=3, train=TrainConfig(epochs=2), seed=0, device="cpu")
+>>> x = torch.randn(64, 2)
+>>> ens.fit(x, (x[:, 0] > 0).long()).predict(x[:5]).probs.shape
 torch.Size([3, 5, 2])
 
 Regression (float targets y [N], networks with one output; `likelihood` below): member s predicts
@@ -28,31 +28,23 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-import secrets
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import Unpack
 
 import torch
 from torch import Tensor, nn
 from torch.func import functional_call, stack_module_state
 
-from activebayes._device import resolve_device
-from activebayes.errors import ConfigError, ShapeError
-from activebayes.posteriors.base import check_fitted
+from activebayes.errors import ConfigError
+from activebayes.posteriors._network import ModelFn, NetworkArgs, NetworkPosterior, check_positive_number, inputs_for
 from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import (
-    TrainConfig,
     as_tensor,
-    build_model,
     check_positive_int,
-    classification_only,
     cosine_cycle_lr,
     fit_noise_variance,
     network_outputs,
-    regression_only,
-    regression_output,
-    resolve_likelihood,
-    resolve_train_config,
     train,
 )
 
@@ -112,37 +104,33 @@ class MemberStack:
         return torch.stack([member(x) for member in self.members[:m]])
 
 
-class _StackedEnsemble:
+class _StackedEnsemble(NetworkPosterior):
     """Prediction for ensembles whose members live in a fitted `stack_` (a `MemberStack`)."""
 
-    stack_: MemberStack | None
-    device_: torch.device
-    likelihood_: str = "categorical"
+    _fitted_attribute = "stack_"
+    stack_: MemberStack | None = None
     noise_: Tensor | None = None  # regression: σ_m² [M], one per member
 
-    def _fit_noise(self, members: Sequence[nn.Module], x: Tensor, y: Tensor) -> None:
-        """Regression: each member's noise σ_m² [M] from its training residuals (float32, on device_)."""
-        self.noise_ = None
+    def _fit_members(self, members: Sequence[nn.Module], x: Tensor, y: Tensor) -> None:
+        """Stack the trained members; regression: each member's noise σ_m² [M] from its
+        training residuals (float32, on device_)."""
+        self.stack_ = MemberStack(members)
         if self.likelihood_ == "gaussian":
             noise = []
-            for member in members:
+            for member in self.stack_.members:
                 outputs = network_outputs(member, x)
                 noise.append(fit_noise_variance(outputs - y.to(outputs.device), y))
             self.noise_ = torch.tensor(noise, dtype=torch.float32, device=self.device_)
 
-    def to(self, device: str | torch.device) -> _StackedEnsemble:
-        """Move the fitted members to `device`; returns self."""
-        check_fitted(self, "stack_")
-        self.device_ = resolve_device(device)
-        self.stack_.to(self.device_)
+    def _move(self, device: torch.device) -> None:
+        self.stack_.to(device)
         if self.noise_ is not None:
-            self.noise_ = self.noise_.to(self.device_)
-        return self
+            self.noise_ = self.noise_.to(device)
 
     def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive | GaussianPredictive:
         """p(y | x_n, θ_s) for the first S members (all M by default): probs [S, N, C]; for
         regression a GaussianPredictive with mean [S, N] and var[s, n] = σ_s²."""
-        check_fitted(self, "stack_")
+        self._check_fitted()
         stack = self.stack_
         m = len(stack) if n_samples is None else n_samples
         if not isinstance(m, int) or isinstance(m, bool) or not 1 <= m <= len(stack):
@@ -151,110 +139,68 @@ class _StackedEnsemble:
         x = as_tensor("x", x, dtype).to(self.device_)
         with torch.no_grad():
             logits = stack.logits(x, m)
-        if self.likelihood_ == "gaussian":
-            outputs = regression_output(logits, 1)
-            var = self.noise_[:m].to(outputs.dtype).unsqueeze(1).expand_as(outputs)  # type: ignore[index]
-            return GaussianPredictive(outputs, var, check=False)
-        if logits.dim() != 3:
-            raise ShapeError(f"model_fn: expected the network to output logits [N, C], got [N, ...] = {tuple(logits.shape[1:])}")
-        return Predictive(torch.softmax(logits, dim=-1), check=False)
-
-    def predict_proba(self, x: Tensor) -> Tensor:
-        """(1/M) Σ_m p(y | x_n, θ_m), [N, C] (classification only)."""
-        check_fitted(self, "stack_")
-        if self.likelihood_ == "gaussian":
-            raise regression_only("predict_proba")
-        return self.predict(x).mean()
-
-    def predict_mean_var(self, x: Tensor, n_samples: int | None = None, *, observation_noise: bool = False) -> tuple[Tensor, Tensor]:
-        """Regression: mean [N] and variance [N] of f, the spread of the members' outputs (as
-        GaussianProcess.predict_mean_var and BoTorch's posterior); with observation_noise the
-        total variance of y, the equally weighted mixture's (1/S) Σ_s σ_s² + that spread."""
-        check_fitted(self, "stack_")
-        if self.likelihood_ != "gaussian":
-            raise classification_only("predict_mean_var")
-        return self.predict(x, n_samples).moments(observation_noise=observation_noise)
+        return self._predictive(logits)
 
 
 class DeepEnsemble(_StackedEnsemble):
     """M networks trained independently, differing by initialisation and data order.
 
-    Args:
-        model_fn: a zero-argument callable returning a fresh network outputting logits [N, C].
-        n_members: M; `predict(x, n_samples=S)` uses the first S <= M members.
-        config: a `TrainConfig`; `epochs`, `lr`, `weight_decay`, `batch_size` override its fields.
+    Args (beyond `NetworkPosterior`'s shared ones):
+        n_samples: M, the members; `predict(x, n_samples=S)` uses the first S <= M.
+        model: instead of `model_fn`, a sequence of M = n_samples trained networks, used as the
+            members as they are (copied; `fit` only fits a regression's noise σ_m²).
         seed: member m is initialised and shuffled with the m-th seed drawn from a generator
             seeded with `seed`; None draws one at `fit`.
-        device: "auto" (CUDA when present), "cpu" or "cuda[:i]"; `to(device)` moves a fitted one.
-        likelihood: "categorical", "gaussian" (regression, one output per item) or None to infer
-            it from y's dtype at `fit` (float targets -> gaussian).
 
     Fitted attributes: `stack_` (a `MemberStack`), `seed_`, `device_`, `likelihood_`, `noise_`
     (regression: σ_m² [M]; None for classification).
     """
 
-    def __init__(
-        self,
-        model_fn: Callable[[], nn.Module],
-        *,
-        n_members: int = 5,
-        config: TrainConfig | None = None,
-        epochs: int | None = None,
-        lr: float | None = None,
-        weight_decay: float | None = None,
-        batch_size: int | None = None,
-        seed: int | None = None,
-        device: str | torch.device = "auto",
-        likelihood: str | None = None,
-    ) -> None:
-        self.model_fn = model_fn
-        self.n_members = n_members
-        self.likelihood = likelihood
-        self.config = config
-        self.epochs, self.lr, self.weight_decay, self.batch_size = epochs, lr, weight_decay, batch_size
-        self.seed = seed
-        self.device = device
-        self.stack_: MemberStack | None = None
+    def __init__(self, model_fn: ModelFn | None = None, *, n_samples: int = 5, **shared: Unpack[NetworkArgs]) -> None:
+        super().__init__(model_fn, n_samples=n_samples, **shared)
 
-    def fit(self, x: Tensor, y: Tensor) -> DeepEnsemble:
-        """Train M members on (x [N, ...], y [N]) with `activebayes.training.train`."""
-        check_positive_int("n_members", self.n_members)
-        config = resolve_train_config(
-            self.config, epochs=self.epochs, lr=self.lr, weight_decay=self.weight_decay, batch_size=self.batch_size
-        )
-        seed = self.seed if self.seed is not None else secrets.randbits(62)
-        generator = torch.Generator().manual_seed(seed)
-        member_seeds = torch.randint(0, 2**62, (self.n_members,), generator=generator).tolist()
-        x, y = as_tensor("x", x, torch.float32), as_tensor("y", y, None)
-        likelihood, y = resolve_likelihood(self.likelihood, y)
-        members = [
-            train(build_model(self.model_fn, s), x, y, config, seed=s, device=self.device) for s in member_seeds
-        ]
-        self.stack_ = MemberStack(members)
-        self.seed_ = seed
-        self.device_ = resolve_device(self.device)
-        self.likelihood_ = likelihood
-        self._fit_noise(self.stack_.members, x, y)
-        return self
+    def _check_model(self, model: object) -> None:
+        if isinstance(model, nn.Module) or not isinstance(model, Sequence):
+            raise ConfigError(
+                f"model: a deep ensemble takes a sequence of trained networks (its members), got {type(model).__name__}; "
+                "wrap one network in a list, or pass model_fn to train the members"
+            )
+        if not all(isinstance(member, nn.Module) for member in model):
+            raise ConfigError("model: expected every member to be a trained torch.nn.Module")
+        if len(model) != self.n_samples:
+            raise ConfigError(f"n_samples: model holds {len(model)} trained networks, so pass n_samples={len(model)}; got {self.n_samples}")
+
+    def _fit_network(self, x: Tensor, y: Tensor) -> None:
+        """Train M members on (x, y) with `activebayes.training.train` (or copy the given ones)."""
+        if self.model is not None:
+            members = [copy.deepcopy(member).to(self.device_) for member in self.model]
+        else:
+            generator = torch.Generator().manual_seed(self.seed_)
+            member_seeds = torch.randint(0, 2**62, (self.n_samples,), generator=generator).tolist()
+            networks = [self._network(s) for s in member_seeds]
+            x = inputs_for(networks[0], x)
+            members = [train(net, x, y, self.train_config, seed=s, device=self.device_) for net, s in zip(networks, member_seeds)]
+        self._fit_members(members, inputs_for(members[0], x), y)
 
 
 class SnapshotEnsemble(_StackedEnsemble):
     """Snapshots of ONE training run with a cyclic cosine learning rate (Huang et al., 2017).
 
-    The run lasts n_snapshots · epochs_per_cycle epochs; at step t the learning rate is
+    The run lasts n_samples · epochs_per_cycle epochs; at step t the learning rate is
     lr_max / 2 · (cos(π · (t mod T) / T) + 1) with T the steps of one cycle
     (`activebayes.training.cosine_cycle_lr`), and the weights at the end of each cycle are a
     member. With `warm_start=True` a later `fit` starts from the previous fit's final weights
     instead of a fresh initialisation (Jung, Kim & Lee, ICLR 2023), which suits active learning
     where each round adds a few labels.
 
-    Args:
-        model_fn: a zero-argument callable returning a fresh network outputting logits [N, C].
-        n_snapshots: M members, one per cycle.
+    Args (beyond `NetworkPosterior`'s shared ones):
+        n_samples: M members, one per cycle.
+        model: instead of `model_fn`, a trained network the run starts from (copied) in place
+            of a fresh initialisation: the cycles still train, as they must to give snapshots.
         epochs_per_cycle: epochs of one cosine cycle.
-        lr_max: the learning rate at the start of each cycle; None takes the config's `lr`.
+        lr_max: the learning rate at the start of each cycle; None takes `train.lr`.
         warm_start: start each `fit` after the first from the last fit's weights.
-        config: a `TrainConfig` (optimizer, weight decay, batch size); its `epochs`, `lr` and
+        train: the optimizer, weight decay and batch size; its `epochs`, `lr` and
             `validation_fraction` are replaced by the schedule above.
         seed, device, likelihood: as for `DeepEnsemble` (regression: σ_m² per snapshot).
 
@@ -262,82 +208,54 @@ class SnapshotEnsemble(_StackedEnsemble):
     `noise_`.
     """
 
+    options = ("epochs_per_cycle", "lr_max", "warm_start")
+    epochs_option = "epochs_per_cycle"
+
     def __init__(
-        self,
-        model_fn: Callable[[], nn.Module],
-        *,
-        n_snapshots: int = 5,
-        epochs_per_cycle: int = 10,
-        lr_max: float | None = None,
-        warm_start: bool = False,
-        config: TrainConfig | None = None,
-        weight_decay: float | None = None,
-        batch_size: int | None = None,
-        seed: int | None = None,
-        device: str | torch.device = "auto",
-        likelihood: str | None = None,
-    ) -> None:
-        self.model_fn = model_fn
-        self.n_snapshots = n_snapshots
-        self.likelihood = likelihood
-        self.epochs_per_cycle = epochs_per_cycle
-        self.lr_max = lr_max
-        self.warm_start = warm_start
-        self.config = config
-        self.weight_decay, self.batch_size = weight_decay, batch_size
-        self.seed = seed
-        self.device = device
-        self.stack_: MemberStack | None = None
+        self, model_fn: ModelFn | None = None, *, n_samples: int = 5, epochs_per_cycle: int = 10,
+        lr_max: float | None = None, warm_start: bool = False, **shared: Unpack[NetworkArgs],
+    ) -> None:  # fmt: skip
+        super().__init__(model_fn, n_samples=n_samples, **shared)
+        check_positive_int("epochs_per_cycle", epochs_per_cycle)
+        check_positive_number("lr_max", lr_max, allow_none=True)
+        self.epochs_per_cycle, self.lr_max, self.warm_start = epochs_per_cycle, lr_max, warm_start
         self.model_: nn.Module | None = None
 
-    def fit(self, x: Tensor, y: Tensor) -> SnapshotEnsemble:
-        """One cyclic-learning-rate run on (x [N, ...], y [N]), a snapshot per cycle."""
-        check_positive_int("n_snapshots", self.n_snapshots)
-        check_positive_int("epochs_per_cycle", self.epochs_per_cycle)
-        base = resolve_train_config(self.config, weight_decay=self.weight_decay, batch_size=self.batch_size)
+    def _fit_network(self, x: Tensor, y: Tensor) -> None:
+        """One cyclic-learning-rate run on (x, y), a snapshot per cycle."""
+        base = self.train_config
         lr_max = base.lr if self.lr_max is None else float(self.lr_max)
-        if not lr_max > 0:
-            raise ConfigError(f"lr_max: expected a positive learning rate, got {self.lr_max!r}")
         config = dataclasses.replace(
-            base, epochs=self.n_snapshots * self.epochs_per_cycle, lr=lr_max, validation_fraction=0.0
+            base, epochs=self.n_samples * self.epochs_per_cycle, lr=lr_max, validation_fraction=0.0
         )
-        seed = self.seed if self.seed is not None else secrets.randbits(62)
-        x, y = as_tensor("x", x, torch.float32), as_tensor("y", y, None)
-        likelihood, y = resolve_likelihood(self.likelihood, y)
         steps_per_cycle = self.epochs_per_cycle * math.ceil(x.shape[0] / config.batch_size)
         if self.warm_start and self.model_ is not None:
             model = copy.deepcopy(self.model_)
         else:
-            model = build_model(self.model_fn, seed)
+            model = self._network(self.seed_)
+        x = inputs_for(model, x)
         snapshots: list[nn.Module] = []
 
         def snapshot(epoch: int, current: nn.Module) -> None:
             if (epoch + 1) % self.epochs_per_cycle == 0:
                 snapshots.append(copy.deepcopy(current).eval())
 
-        model = train(
+        self.model_ = train(
             model,
             x,
             y,
             config,
-            seed=seed,
-            device=self.device,
+            seed=self.seed_,
+            device=self.device_,
             lr_at=lambda step: cosine_cycle_lr(step, steps_per_cycle, lr_max),
             on_epoch_end=snapshot,
         )
-        self.stack_ = MemberStack(snapshots)
-        self.model_ = model
-        self.seed_ = seed
-        self.device_ = resolve_device(self.device)
-        self.likelihood_ = likelihood
-        self._fit_noise(self.stack_.members, x, y)
-        return self
+        self._fit_members(snapshots, x, y)
 
-    def to(self, device: str | torch.device) -> SnapshotEnsemble:
+    def _move(self, device: torch.device) -> None:
         """Move the fitted snapshots and the final weights (for a warm start) to `device`."""
-        super().to(device)
-        self.model_.to(self.device_)
-        return self
+        super()._move(device)
+        self.model_.to(device)
 
 
 __all__ = ["DeepEnsemble", "MemberStack", "SnapshotEnsemble"]

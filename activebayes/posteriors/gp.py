@@ -85,6 +85,7 @@ import math
 import warnings
 from enum import StrEnum
 from functools import partial
+from typing import Any, ClassVar
 
 import gpytorch
 import numpy as np
@@ -204,7 +205,17 @@ class GaussianProcess:
             False: no priors, type-II maximum likelihood.
         max_exact: largest labelled set fitted by the exact GP; above it the variational GP.
         n_inducing: inducing points of the variational GP (capped at N).
+
+    Not a network posterior (no `model_fn`, `train`), but the same protocol: `get_params()`
+    gives the constructor arguments (`options` names them), `clone()` an unfitted copy, `to()`
+    moves a fitted GP.
     """
+
+    #: The constructor arguments, in `get_params` order.
+    options: ClassVar[tuple[str, ...]] = (
+        "kernel", "ard", "noise", "lengthscale", "outputscale", "n_samples", "training_iters", "lr", "seed",
+        "device", "priors", "max_exact", "n_inducing",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -252,6 +263,15 @@ class GaussianProcess:
         self.lengthscale_: Tensor | None = None
         self.outputscale_: float | None = None
         self.log_marginal_likelihood_: float | None = None
+
+    def get_params(self) -> dict[str, Any]:
+        """The constructor arguments {name: value} (as checked and stored), so that
+        type(self)(**self.get_params()) builds an unfitted GP configured the same."""
+        return {name: getattr(self, name) for name in self.options}
+
+    def clone(self) -> GaussianProcess:
+        """An unfitted copy with the same arguments."""
+        return type(self)(**self.get_params())
 
     # ------------------------------------------------------------------ fitting
     def _modules(self, bounds: Tensor, y_scale: float, n_features: int):

@@ -42,34 +42,27 @@ samples are Monte Carlo draws of that latent, not quadrature nodes). `predict_me
 
 from __future__ import annotations
 
-import copy
 import math
-import secrets
-from collections.abc import Callable
 from enum import StrEnum
+from typing import Unpack
 
 import torch
 from torch import Tensor, nn
 
-from activebayes._device import resolve_device
 from activebayes.errors import ConfigError, ShapeError
 from activebayes.posteriors._curvature import (
     LastLayerGaussian,
     log_marginal_likelihood,
     optimise_prior_precision,
 )
-from activebayes.posteriors.base import check_fitted
+from activebayes.posteriors._network import ModelFn, NetworkArgs, NetworkPosterior, check_choice, check_positive_number, inputs_for
 from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import (
-    TrainConfig,
-    build_model,
     classification_only,
     fit_noise_variance,
     gaussian_nll,
     regression_only,
     regression_output,
-    resolve_likelihood,
-    resolve_train_config,
     train,
 )
 
@@ -82,17 +75,12 @@ class Hessian(StrEnum):
     FULL = "full"
 
 
-class Link(StrEnum):
+class LinkApproximation(StrEnum):
+    """How `predict_proba` approximates E[softmax(f)] under f ~ N(f_map, f_var) (laplace-torch's
+    `link_approx`): the probit approximation, or the mean of `predict`'s Monte Carlo samples."""
+
     PROBIT = "probit"
     MC = "mc"
-
-
-def _option(enum: type[StrEnum], name: str, value: object) -> StrEnum:
-    try:
-        return enum(value)
-    except ValueError:
-        choices = ", ".join(repr(m.value) for m in enum)
-        raise ConfigError(f"{name}: expected one of {choices}, got {value!r}") from None
 
 
 def last_linear(model: nn.Module) -> nn.Linear:
@@ -117,115 +105,81 @@ def features_and_logits(model: nn.Module, layer: nn.Linear, x: Tensor) -> tuple[
     return torch.cat(captured), torch.cat(logits)
 
 
-class Laplace:
+class Laplace(NetworkPosterior):
     """Last-layer Laplace posterior (see the module docstring for the maths).
 
-    Args:
-        model_fn: factory of a fresh network (trained by `fit` with the shared `train`).
-        model: an already-trained network to fit around post hoc (copied, never trained or
-            mutated). Exactly one of `model_fn` and `model`.
+    Args (beyond `NetworkPosterior`'s shared ones):
+        model_fn: factory of a fresh network (trained by `fit` with `train`).
+        model: instead, an already-trained network to fit around post hoc (copied, never
+            trained or mutated).
         subset: "last_layer" (the only subset offered).
         hessian: "kron" (KFAC), "diag" or "full" GGN.
-        link: "probit" or "mc" for `predict_proba`.
+        link: "probit" or "mc", how `predict_proba` approximates the softmax's expectation
+            (`LinkApproximation`).
         prior_precision: δ > 0, or "marglik" to maximise the evidence over δ.
-        n_samples: default S for `predict`.
-        config, epochs, lr, weight_decay, batch_size: how `fit` trains `model_fn`'s network
-            (a TrainConfig, and overrides of its most used knobs; ignored with `model`).
+        n_samples: default S of weight samples for `predict`.
         seed: seeds the network initialisation, training and the weight samples.
-        device: "auto", "cpu" or "cuda[:i]".
         likelihood: "categorical", "gaussian" (regression: the last nn.Linear has one output), or
             None to infer it from y's dtype at `fit` (float targets -> gaussian).
 
     Fitted attributes: `model_`, `layer_`, `posterior_`, `prior_precision_`, `log_likelihood_`,
-    `likelihood_`, `noise_` (σ², regression only; None for classification), `device_`.
+    `likelihood_`, `noise_` (σ², regression only; None for classification), `seed_`, `device_`.
     """
 
-    likelihood_: str = "categorical"  # set by fit; the class default keeps hand-assembled instances classifiers
+    options = ("subset", "hessian", "link", "prior_precision")
+    _fitted_attribute = "posterior_"
 
     def __init__(
         self,
-        model_fn: Callable[[], nn.Module] | None = None,
+        model_fn: ModelFn | None = None,
         *,
-        model: nn.Module | None = None,
+        n_samples: int = 100,
         subset: str = "last_layer",
         hessian: str = "kron",
         link: str = "probit",
         prior_precision: float | str = "marglik",
-        n_samples: int = 100,
-        config: TrainConfig | None = None,
-        epochs: int | None = None,
-        lr: float | None = None,
-        weight_decay: float | None = None,
-        batch_size: int | None = None,
-        seed: int | None = None,
-        device: str | torch.device = "auto",
-        likelihood: str | None = None,
+        **shared: Unpack[NetworkArgs],
     ) -> None:
-        if (model_fn is None) == (model is None):
-            raise ConfigError("Laplace: expected exactly one of model_fn (to train) and model (trained), got "
-                              + ("both" if model_fn is not None else "neither"))
-        if subset != "last_layer":
-            raise ConfigError(f"subset: expected 'last_layer', got {subset!r}")
-        self.hessian = _option(Hessian, "hessian", hessian)
-        self.link = _option(Link, "link", link)
-        if isinstance(prior_precision, str):
-            if prior_precision != "marglik":
-                raise ConfigError(f"prior_precision: expected a positive float or 'marglik', got {prior_precision!r}")
-        elif not prior_precision > 0:
-            raise ConfigError(f"prior_precision: expected a positive float or 'marglik', got {prior_precision!r}")
-        if n_samples < 1:
-            raise ConfigError(f"n_samples: expected a positive integer, got {n_samples}")
-        self.model_fn = model_fn
-        self.model = model
+        super().__init__(model_fn, n_samples=n_samples, **shared)
+        check_choice("subset", subset, ("last_layer",))
+        check_choice("hessian", hessian, [h.value for h in Hessian])
+        check_choice("link", link, [a.value for a in LinkApproximation])
+        if prior_precision != "marglik":
+            check_positive_number("prior_precision", prior_precision)
         self.subset = subset
+        self.hessian, self.link = Hessian(hessian), LinkApproximation(link)
         self.prior_precision = prior_precision
-        self.n_samples = n_samples
-        self.config = config
-        self.epochs, self.lr, self.weight_decay, self.batch_size = epochs, lr, weight_decay, batch_size
-        self.seed = seed
-        self.device = device
-        self.likelihood = likelihood
         self.model_: nn.Module | None = None
-        self.noise_: float | None = None
         self.posterior_: LastLayerGaussian | None = None
         self.prior_precision_: float | None = None
         self.log_likelihood_: Tensor | None = None
         self.layer_: nn.Linear | None = None
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, x: Tensor, y: Tensor) -> Laplace:
-        """Train (model_fn) or copy (model) the network, then fit the last-layer posterior.
-
-        Args:
-            x: inputs [N, ...]; y: integer labels [N], or float targets [N] for regression.
-        """
-        if x.shape[0] != y.shape[0]:
-            raise ShapeError(f"y: expected {x.shape[0]} labels to match x, got {y.shape[0]}")
-        likelihood, y = resolve_likelihood(self.likelihood, torch.as_tensor(y))
-        dev = resolve_device(self.device)
-        if self.model_fn is not None:
-            net = build_model(self.model_fn, self.seed)
-            config = resolve_train_config(self.config, epochs=self.epochs, lr=self.lr,
-                                          weight_decay=self.weight_decay, batch_size=self.batch_size)
-            net = train(net, x, y, config, seed=self.seed, device=dev)
+    def _fit_network(self, x: Tensor, y: Tensor) -> None:
+        """Train (model_fn) or copy (model) the network, then fit the last-layer posterior
+        around it (x [N, ...]; y integer labels [N], or float targets [N] for regression)."""
+        dev = self.device_
+        net = self._network(self.seed_)
+        x = inputs_for(net, x)
+        if self.model is None:
+            net = train(net, x, y, self.train_config, seed=self.seed_, device=dev)
         else:
-            net = copy.deepcopy(self.model).to(dev)  # type: ignore[union-attr]
+            net = net.to(dev)
         net.eval()
         for p in net.parameters():
             p.requires_grad_(False)
         layer = last_linear(net)
         phi, logits = features_and_logits(net, layer, x.to(dev))
-        self._sample_seed = self.seed if self.seed is not None else secrets.randbits(63)
         self._samples: dict[int, tuple[Tensor, Tensor]] = {}
-        if likelihood == "gaussian":
+        if self.likelihood_ == "gaussian":
             self._fit_regression(net, layer, phi, logits, y.to(dev))
-            return self
-        self.likelihood_, self.noise_ = "categorical", None
+            return
         if logits.dim() != 2 or not torch.allclose(logits, nn.functional.linear(phi, layer.weight, layer.bias), atol=1e-4, rtol=1e-4):
-            raise ConfigError("model: expected the last nn.Linear to produce the network's logits [N, C] "
+            raise ConfigError(f"{self._network_argument}: expected the last nn.Linear to produce the network's logits [N, C] "
                               "(nothing may follow it)")
         if layer.bias is None:
-            raise ConfigError("model: expected the last nn.Linear to have a bias")
+            raise ConfigError(f"{self._network_argument}: expected the last nn.Linear to have a bias")
         work = torch.float64
         y = y.to(dev).long()
         if y.min() < 0 or y.max() >= logits.shape[1]:
@@ -236,22 +190,24 @@ class Laplace:
         self.posterior_ = LastLayerGaussian.fit(self.hessian.value, phi.to(work), probs, mean)
         self.log_likelihood_ = -nn.functional.cross_entropy(logits64, y, reduction="sum")
         self.model_, self.layer_ = net, layer
-        self.device_ = dev
+        self._fit_prior_precision()
+
+    def _fit_prior_precision(self) -> None:
         if self.prior_precision == "marglik":
             self.prior_precision_ = optimise_prior_precision(self.posterior_)
         else:
             self.prior_precision_ = float(self.prior_precision)
-        return self
 
     def _fit_regression(self, net: nn.Module, layer: nn.Linear, phi: Tensor, outputs: Tensor, y: Tensor) -> None:
         """The Gaussian-likelihood last-layer posterior (module docstring) around the MAP network."""
         if layer.out_features != 1:
-            raise ConfigError(f"model: for regression expected the last nn.Linear to have one output, got {layer.out_features}")
+            raise ConfigError(f"{self._network_argument}: for regression expected the last nn.Linear to have one output, "
+                              f"got {layer.out_features}")
         if layer.bias is None:
-            raise ConfigError("model: expected the last nn.Linear to have a bias")
+            raise ConfigError(f"{self._network_argument}: expected the last nn.Linear to have a bias")
         f_map = regression_output(outputs, 0)
         if not torch.allclose(f_map, nn.functional.linear(phi, layer.weight, layer.bias)[:, 0], atol=1e-4, rtol=1e-4):
-            raise ConfigError("model: expected the last nn.Linear to produce the network's output [N, 1] or [N] "
+            raise ConfigError(f"{self._network_argument}: expected the last nn.Linear to produce the network's output [N, 1] or [N] "
                               "(nothing may follow it but a reshape)")
         work = torch.float64
         f64, y64 = f_map.to(work), y.to(work)
@@ -259,37 +215,27 @@ class Laplace:
         mean = torch.cat([layer.weight.reshape(-1), layer.bias]).to(work)
         self.posterior_ = LastLayerGaussian.fit_regression(self.hessian.value, phi.to(work), noise, mean)
         self.log_likelihood_ = -y64.shape[0] * gaussian_nll(f64, y64, math.log(noise))
-        self.likelihood_, self.noise_ = "gaussian", noise
+        self.noise_ = noise
         self.model_, self.layer_ = net, layer
-        self.device_ = resolve_device(self.device)
-        if self.prior_precision == "marglik":
-            self.prior_precision_ = optimise_prior_precision(self.posterior_)
-        else:
-            self.prior_precision_ = float(self.prior_precision)
+        self._fit_prior_precision()
 
-    def to(self, device: str | torch.device) -> Laplace:
-        """Move the fitted network and the last-layer Gaussian to `device`; returns self.
-
-        Weight noise is drawn on the CPU from the seeded generator, so the samples do not change.
-        """
-        check_fitted(self, "posterior_")
-        dev = resolve_device(device)
-        self.model_ = self.model_.to(dev)  # type: ignore[union-attr]  (moves layer_, a submodule, too)
-        self.posterior_ = self.posterior_.to(dev)  # type: ignore[union-attr]
-        self.log_likelihood_ = self.log_likelihood_.to(dev)  # type: ignore[union-attr]
+    def _move(self, device: torch.device) -> None:
+        """Move the network (and `layer_`, a submodule), the last-layer Gaussian and the
+        log-likelihood; the weight noise is drawn on the CPU, so the samples do not change."""
+        self.model_ = self.model_.to(device)  # type: ignore[union-attr]
+        self.posterior_ = self.posterior_.to(device)  # type: ignore[union-attr]
+        self.log_likelihood_ = self.log_likelihood_.to(device)  # type: ignore[union-attr]
         self._samples = {}
-        self.device_ = dev
-        return self
 
     def log_marginal_likelihood(self, prior_precision: float | None = None) -> Tensor:
         """log p(D | δ) (module docstring) at δ = `prior_precision`, default the fitted δ."""
-        check_fitted(self, "posterior_")
+        self._check_fitted()
         delta = self.prior_precision_ if prior_precision is None else prior_precision
         return log_marginal_likelihood(self.log_likelihood_, self.posterior_, delta)  # type: ignore[arg-type]
 
     # --------------------------------------------------------------- prediction
     def _features(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        check_fitted(self, "posterior_")
+        self._check_fitted()
         dev = next(self.model_.parameters()).device  # type: ignore[union-attr]
         return features_and_logits(self.model_, self.layer_, x.to(dev))  # type: ignore[arg-type]
 
@@ -301,29 +247,28 @@ class Laplace:
 
     def predict_proba(self, x: Tensor) -> Tensor:
         """Posterior predictive mean [N, C]: probit approximation, or the MC mean for link="mc"."""
-        check_fitted(self, "posterior_")
+        if self.link == LinkApproximation.MC:
+            return super().predict_proba(x)
+        self._check_fitted()
         if self.likelihood_ == "gaussian":
             raise regression_only("predict_proba")
-        if self.link == Link.MC:
-            return self.predict(x).mean()
         phi, logits = self._features(x)
         var = self.posterior_.functional_variance(phi, self.prior_precision_, diagonal=True)  # type: ignore[union-attr, arg-type]
         kappa = torch.rsqrt(1.0 + math.pi / 8.0 * var.to(logits.dtype))
         return torch.softmax(kappa * logits, dim=-1)
 
-    def sample_weights(self, n_samples: int | None = None) -> tuple[Tensor, Tensor]:
-        """The call's weight samples (W_s [S, C, D], b_s [S, C]), the same for every call and batch.
+    def weight_samples(self, n_samples: int | None = None) -> tuple[Tensor, Tensor]:
+        """S draws θ_s ~ N(θ_MAP, Σ) of the last layer, as (W_s [S, C, D], b_s [S, C]); the same
+        for every call and batch.
 
-        z [S, P] is drawn on the CPU from torch.Generator().manual_seed(seed) and mapped to
+        z [S, P] is drawn on the CPU from torch.Generator().manual_seed(seed_) and mapped to
         θ_s = θ_MAP + Σ^{1/2} z_s (so CPU and CUDA see the same samples).
         """
-        check_fitted(self, "posterior_")
-        s = self.n_samples if n_samples is None else n_samples
-        if s < 1:
-            raise ConfigError(f"n_samples: expected a positive integer, got {s}")
+        self._check_fitted()
+        s = self._sample_count(n_samples)
         if s not in self._samples:
             post = self.posterior_
-            generator = torch.Generator().manual_seed(self._sample_seed)
+            generator = torch.Generator().manual_seed(self.seed_)
             noise = torch.randn(s, post.n_params, generator=generator, dtype=torch.float64)  # type: ignore[union-attr]
             theta = post.mean + post.sample_deviations(noise.to(post.mean.device), self.prior_precision_)  # type: ignore[union-attr, arg-type]
             c, d = post.n_classes, post.n_features  # type: ignore[union-attr]
@@ -337,7 +282,7 @@ class Laplace:
         Regression: GaussianPredictive with mean [S, N] = W_s φ(x) + b_s, var = σ², and the exact
         latent_mean = f_map(x), latent_var = f_var(x) [N] (module docstring).
         """
-        weight, bias = self.sample_weights(n_samples)
+        weight, bias = self.weight_samples(n_samples)
         phi, out = self._features(x)
         logits = torch.einsum("nd,scd->snc", phi, weight) + bias.unsqueeze(1)  # [S, N, C]
         if self.likelihood_ == "gaussian":
@@ -345,12 +290,13 @@ class Laplace:
             f_var = self.posterior_.functional_variance(phi, self.prior_precision_, diagonal=True)[:, 0]  # type: ignore[union-attr, arg-type]
             return GaussianPredictive(mean, torch.full_like(mean, self.noise_), check=False,  # type: ignore[arg-type]
                                       latent_mean=regression_output(out, 0), latent_var=f_var.to(mean.dtype))
-        return Predictive(torch.softmax(logits, dim=-1), check=False)
+        return self._predictive(logits)
 
-    def predict_mean_var(self, x: Tensor, *, observation_noise: bool = False) -> tuple[Tensor, Tensor]:
-        """Regression: the latent f's mean f_map(x) [N] and variance f_var(x) [N] (as
-        GaussianProcess.predict_mean_var); with observation_noise, y's: f_var(x) + σ²."""
-        check_fitted(self, "posterior_")
+    def predict_mean_var(self, x: Tensor, n_samples: int | None = None, *, observation_noise: bool = False) -> tuple[Tensor, Tensor]:
+        """Regression: the latent f's mean f_map(x) [N] and variance f_var(x) [N] in closed form
+        (as GaussianProcess.predict_mean_var; `n_samples` is not used); with observation_noise,
+        y's: f_var(x) + σ²."""
+        self._check_fitted()
         if self.likelihood_ != "gaussian":
             raise classification_only("predict_mean_var")
         phi, out = self._features(x)

@@ -20,8 +20,9 @@ forward hooks (a warning says so once per fit); `prefix_cache=False` forces that
 
 >>> import torch
 >>> from activebayes.nets import mlp
+>>> from activebayes.training import TrainConfig
 >>> x = torch.randn(64, 2); y = (x[:, 0] > 0).long()
->>> post = MCDropout(mlp(2, 2, hidden=(16,)), n_samples=8, epochs=2, seed=0, device="cpu").fit(x, y)
+>>> post = MCDropout(mlp(2, 2, hidden=(16,)), n_samples=8, train=TrainConfig(epochs=2), seed=0, device="cpu").fit(x, y)
 >>> post.predict(x[:5]).probs.shape
 torch.Size([8, 5, 2])
 
@@ -33,7 +34,7 @@ prefix still runs once; the tail runs S times. `masks="shared"` (default) is the
 scheme above.
 
 Gal et al.'s N-scaled weight decay: `weight_decay_scale=c` sets the weight decay to c / N at `fit`
-(N the number of training items), overriding `weight_decay`.
+(N the number of training items), overriding `train.weight_decay`.
 
 Regression (float targets y [N], a network with one output): the mask sets are samples of the
 function, y | x_n, θ_s ~ N(f(x_n; W, m_s), σ²) with σ² the noise fitted after training from the
@@ -44,29 +45,23 @@ mixture's mean and the spread of the S outputs (σ² + spread with observation_n
 
 from __future__ import annotations
 
-import secrets
+import dataclasses
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import Unpack
 
 import torch
 from torch import Tensor, nn
 
-from activebayes._device import resolve_device
 from activebayes.errors import ConfigError, ShapeError
-from activebayes.posteriors.base import check_fitted
+from activebayes.posteriors._network import ModelFn, NetworkArgs, NetworkPosterior, check_choice, inputs_for
 from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import (
-    TrainConfig,
     as_tensor,
-    build_model,
-    check_positive_int,
-    classification_only,
     fit_noise_variance,
     network_outputs,
     regression_only,
     regression_output,
-    resolve_likelihood,
-    resolve_train_config,
     train,
 )
 
@@ -238,20 +233,18 @@ def full_passes(model: nn.Module, x: Tensor, masks: DropoutMasks) -> Tensor:
     return torch.stack(outputs)
 
 
-class MCDropout:
+class MCDropout(NetworkPosterior):
     """MC dropout posterior: one trained network, S dropout mask sets at prediction.
 
-    Args:
-        model_fn: a zero-argument callable returning a fresh network with `nn.Dropout` (or
-            Dropout1d/2d/3d) layers, outputting logits [N, C]; see `activebayes.nets`.
-        n_samples: S, mask sets per prediction (overridable per `predict` call).
-        config: a `TrainConfig`; `epochs`, `lr`, `weight_decay`, `batch_size` override its fields.
-        seed: seeds the initialisation, the data order and the masks; None draws one at `fit`.
-        device: "auto" (CUDA when present), "cpu" or "cuda[:i]"; `to(device)` moves a fitted one.
+    Args (beyond `NetworkPosterior`'s shared ones):
+        model_fn: a factory of a fresh network with `nn.Dropout` (or Dropout1d/2d/3d) layers.
+        model: instead, a trained network with dropout layers: `fit` copies it and skips
+            training (only a regression fit's noise σ² is fitted, from its residuals).
+        n_samples: S, mask sets per prediction.
+        masks: "shared" (consistent masks, the default) or "independent" (module docstring).
+        weight_decay_scale: c >= 0 sets the weight decay to c / N at `fit` (Gal et al.), in
+            place of `train.weight_decay`; None keeps it.
         prefix_cache: False runs S full passes (the reference path) instead of the fast path.
-        likelihood: "categorical" (softmax over logits [N, C]), "gaussian" (regression: one output
-            per item, [N, 1] or [N]), or None to infer it from y's dtype at `fit` (float targets
-            -> gaussian, integer -> categorical).
 
     Fitted attributes: `model_` (eval mode), `seed_`, `device_`, `likelihood_`, `noise_` (σ², a
     float, regression only; None for classification), `split_` (index of the first
@@ -259,97 +252,68 @@ class MCDropout:
     the weights with masks folded in are kept per (S, device) until the next `fit` or `to`.
     """
 
-    likelihood_: str = "categorical"  # set by fit; the class default keeps hand-assembled instances classifiers
+    options = ("masks", "weight_decay_scale", "prefix_cache")
 
     def __init__(
         self,
-        model_fn: Callable[[], nn.Module],
+        model_fn: ModelFn | None = None,
         *,
         n_samples: int = 20,
-        config: TrainConfig | None = None,
-        epochs: int | None = None,
-        lr: float | None = None,
-        weight_decay: float | None = None,
-        batch_size: int | None = None,
-        seed: int | None = None,
-        device: str | torch.device = "auto",
-        prefix_cache: bool = True,
-        likelihood: str | None = None,
         masks: str = "shared",
         weight_decay_scale: float | None = None,
+        prefix_cache: bool = True,
+        **shared: Unpack[NetworkArgs],
     ) -> None:
-        if masks not in MASK_MODES:
-            raise ConfigError(f"masks: expected one of {', '.join(MASK_MODES)}, got {masks!r}")
+        super().__init__(model_fn, n_samples=n_samples, **shared)
+        check_choice("masks", masks, MASK_MODES)
         if weight_decay_scale is not None and not (
             isinstance(weight_decay_scale, (int, float)) and not isinstance(weight_decay_scale, bool) and weight_decay_scale >= 0
         ):
             raise ConfigError(f"weight_decay_scale: expected a non-negative number or None, got {weight_decay_scale!r}")
-        self.masks = masks
-        self.weight_decay_scale = weight_decay_scale
-        self.model_fn = model_fn
-        self.n_samples = n_samples
-        self.config = config
-        self.epochs, self.lr, self.weight_decay, self.batch_size = epochs, lr, weight_decay, batch_size
-        self.seed = seed
-        self.device = device
-        self.prefix_cache = prefix_cache
-        self.likelihood = likelihood
+        self.masks, self.weight_decay_scale, self.prefix_cache = masks, weight_decay_scale, prefix_cache
         self.model_: nn.Module | None = None
-        self.noise_: float | None = None
         self._masks: dict[tuple, DropoutMasks] = {}  # (S, device, dtype) -> masks and folded weights
 
-    def fit(self, x: Tensor, y: Tensor) -> MCDropout:
-        """Train the network once on (x [N, ...], y [N]) with `activebayes.training.train`; for
-        regression, then fit the noise σ² from the training residuals."""
-        check_positive_int("n_samples", self.n_samples)
-        weight_decay = self.weight_decay
+    def _check_model(self, model: nn.Module) -> None:
+        super()._check_model(model)
+        _check_dropout(model, "model")
+
+    def _fit_network(self, x: Tensor, y: Tensor) -> None:
+        """Train the network once on (x, y) with `activebayes.training.train` (or copy the trained
+        `model`); for regression, then fit the noise σ² from the training residuals."""
+        config = self.train_config
         if self.weight_decay_scale is not None:  # Gal et al. 2017: c / N, N the training items
-            weight_decay = float(self.weight_decay_scale) / max(int(len(x)), 1)
-        config = resolve_train_config(
-            self.config, epochs=self.epochs, lr=self.lr, weight_decay=weight_decay, batch_size=self.batch_size
-        )
-        seed = self.seed if self.seed is not None else secrets.randbits(62)
-        model = build_model(self.model_fn, seed)
-        if not any(isinstance(module, _MASKED) for module in model.modules()):
-            raise ConfigError(
-                "model_fn: MC dropout expects a network with nn.Dropout/Dropout1d/2d/3d layers, got one without any"
-            )
+            config = dataclasses.replace(config, weight_decay=float(self.weight_decay_scale) / max(int(len(x)), 1))
+        model = self._network(self.seed_)
+        _check_dropout(model, self._network_argument)
         layers = flatten_sequential(model)
         split = None if layers is None else next(i for i, layer in enumerate(layers) if isinstance(layer, _MASKED))
         if split is None and self.prefix_cache:
             warnings.warn(
                 f"MCDropout: {type(model).__name__} is not an nn.Sequential, so the deterministic prefix cannot be "
                 "cached; predicting with S full forward passes",
-                stacklevel=2,
+                stacklevel=3,
             )
-        x, y = as_tensor("x", x, torch.float32), as_tensor("y", y, None)
-        likelihood, y = resolve_likelihood(self.likelihood, y)
-        self.model_ = train(model, x, y, config, seed=seed, device=self.device)
-        self.likelihood_ = likelihood
-        self.noise_ = None
-        if likelihood == "gaussian":
+        x = inputs_for(model, x)
+        if self.model is None:
+            self.model_ = train(model, x, y, config, seed=self.seed_, device=self.device_)
+        else:
+            self.model_ = model.to(self.device_).eval()
+        if self.likelihood_ == "gaussian":
             outputs = network_outputs(self.model_, x)
             self.noise_ = fit_noise_variance(outputs - y.to(outputs.device), y)
-        self.seed_, self.split_ = seed, split
-        self._masks: dict[tuple, DropoutMasks] = {}
-        self.device_ = resolve_device(self.device)
-        return self
+        self.split_ = split
+        self._masks = {}
 
-    def to(self, device: str | torch.device) -> MCDropout:
-        """Move the fitted network to `device` ("auto", "cpu", "cuda[:i]"); returns self."""
-        check_fitted(self, "model_")
-        device = resolve_device(device)
+    def _move(self, device: torch.device) -> None:
         if device != self.device_:
-            self.device_ = device
             self.model_.to(device)
             self._masks = {}
-        return self
 
     def predict_logits(self, x: Tensor, n_samples: int | None = None) -> Tensor:
         """Logits [S, N, C] of the network under S mask sets (regression: the outputs [S, N])."""
-        check_fitted(self, "model_")
-        S = self.n_samples if n_samples is None else n_samples
-        check_positive_int("n_samples", S)
+        self._check_fitted()
+        S = self._sample_count(n_samples)
         dtype = next(self.model_.parameters()).dtype
         x = as_tensor("x", x, dtype).to(self.device_)
         key = (S, self.device_, dtype)
@@ -378,23 +342,15 @@ class MCDropout:
         if self.likelihood_ == "gaussian":
             return regression_output(logits, 1)
         if logits.dim() != 3:
-            raise ShapeError(f"model_fn: expected the network to output logits [N, C], got [N, ...] = {tuple(logits.shape[1:])}")
+            raise ShapeError(
+                f"{self._network_argument}: expected the network to output logits [N, C], got [N, ...] = {tuple(logits.shape[1:])}"
+            )
         return logits
 
     def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive | GaussianPredictive:
         """p(y | x_n, θ_s) for S mask sets: Predictive with probs [S, N, C]; for regression a
         GaussianPredictive with mean [S, N] (each mask set's output) and var [S, N] = σ²."""
-        outputs = self.predict_logits(x, n_samples)
-        if self.likelihood_ == "gaussian":
-            return GaussianPredictive(outputs, torch.full_like(outputs, self.noise_), check=False)
-        return Predictive(torch.softmax(outputs, dim=-1), check=False)
-
-    def predict_proba(self, x: Tensor) -> Tensor:
-        """Posterior predictive (1/S) Σ_s p(y | x_n, θ_s), [N, C] (classification only)."""
-        check_fitted(self, "model_")
-        if self.likelihood_ == "gaussian":
-            raise regression_only("predict_proba")
-        return self.predict(x).mean()
+        return self._predictive(self.predict_logits(x, n_samples))
 
     def predict_proba_deterministic(self, x: Tensor) -> Tensor:
         """Standard dropout's test-time prediction, softmax(f(x; θ)) with every dropout layer off,
@@ -402,7 +358,7 @@ class MCDropout:
         training, so the network without masks is the weight-scaling rule (Srivastava et al.
         2014): what Keras' `model.evaluate` reports, and what Gal et al. (2017) score test
         accuracy with. The MC average `predict_proba` is the Bayesian predictive instead."""
-        check_fitted(self, "model_")
+        self._check_fitted()
         if self.likelihood_ == "gaussian":
             raise regression_only("predict_proba_deterministic")
         dtype = next(self.model_.parameters()).dtype
@@ -411,14 +367,12 @@ class MCDropout:
         with torch.no_grad():
             return torch.softmax(self.model_(x), dim=-1)
 
-    def predict_mean_var(self, x: Tensor, n_samples: int | None = None, *, observation_noise: bool = False) -> tuple[Tensor, Tensor]:
-        """Regression: mean [N] and variance [N] of f, the spread of `predict`'s S outputs
-        (population variance, weights 1/S; as GaussianProcess.predict_mean_var and BoTorch's
-        posterior); with observation_noise the total variance of y, σ² + that spread."""
-        check_fitted(self, "model_")
-        if self.likelihood_ != "gaussian":
-            raise classification_only("predict_mean_var")
-        return self.predict(x, n_samples).moments(observation_noise=observation_noise)
+
+def _check_dropout(model: nn.Module, argument: str) -> None:
+    if not any(isinstance(module, _MASKED) for module in model.modules()):
+        raise ConfigError(
+            f"{argument}: MC dropout expects a network with nn.Dropout/Dropout1d/2d/3d layers, got one without any"
+        )
 
 
 __all__ = ["DropoutMasks", "MCDropout", "flatten_sequential", "full_passes", "independent_passes", "stochastic_tail"]

@@ -53,31 +53,18 @@ from __future__ import annotations
 import copy
 import functools
 import math
-import secrets
 from collections import deque
-from collections.abc import Callable
 from dataclasses import replace
+from typing import Unpack
 
 import torch
 from torch import Tensor, nn
 from torch.func import functional_call, vmap
 
-from activebayes._device import resolve_device
 from activebayes.errors import ConfigError, ShapeError
-from activebayes.posteriors.base import check_fitted
+from activebayes.posteriors._network import ModelFn, NetworkArgs, NetworkPosterior, check_choice, check_positive_number, inputs_for
 from activebayes.predictive import GaussianPredictive, Predictive
-from activebayes.training import (
-    TrainConfig,
-    build_model,
-    classification_only,
-    cosine_cycle_lr,
-    fit_noise_variance,
-    regression_only,
-    regression_output,
-    resolve_likelihood,
-    resolve_train_config,
-    train,
-)
+from activebayes.training import cosine_cycle_lr, fit_noise_variance, regression_output, task_loss, train
 
 _BN_TYPES = (nn.modules.batchnorm._BatchNorm,)
 _BN_BATCH = 1024  # rows per forward pass when refreshing BatchNorm statistics
@@ -190,11 +177,16 @@ def check_swa_loss(epoch: int, loss: float, *, limit: float, swa_lr: float, opti
         )
 
 
-class SWAG:
+class SWAG(NetworkPosterior):
     """SWAG posterior over all weights of a network.
 
-    Args:
-        model_fn: factory of a fresh network.
+    Args (beyond `NetworkPosterior`'s shared ones):
+        model_fn: factory of a fresh network, pre-trained by `fit` with `train`.
+        model: instead, an already-trained network (copied): `fit` skips pre-training and runs
+            the SWA phase from it, with `train`'s lr, optimizer, batch size and weight decay as
+            if it had trained it; the divergence guard takes the loss of knowing nothing (log C
+            for C classes, the targets' variance for regression) as the first pre-training loss
+            and the network's own training loss as the last.
         rank: K, the number of deviation columns kept.
         n_snapshots: T, SWA epochs (one snapshot at the end of each).
         swa_lr: learning rate of the SWA phase (the peak of each cycle when cyclic), or None for
@@ -209,25 +201,23 @@ class SWAG:
             pre-training schedule never carries over.
         scale: multiplies the covariance (0.5, the paper's ½, as in the reference code).
         diag_only: sample from the diagonal part alone.
-        n_samples: default S for `predict`.
-        config, epochs, lr, weight_decay, batch_size: pre-training (a TrainConfig and overrides of
-            its most used knobs); the SWA epochs reuse its batch size, momentum and weight decay.
-            The default config (Adam, lr 1e-3) gives swa_lr 3e-4 with Adam.
+        n_samples: default S of weight samples for `predict`.
+        train: pre-training; the SWA epochs reuse its batch size, momentum and weight decay.
+            The default TrainConfig (Adam, lr 1e-3) gives swa_lr 3e-4 with Adam.
         var_clamp: eps under Σ_diag.
-        seed, device: as for every posterior.
-        likelihood: "categorical", "gaussian" (regression, one output per item) or None to infer
-            it from y's dtype at `fit` (float targets -> gaussian).
 
-    Fitted attributes: `model_`, `moments_`, `swa_lr_`, `device_`, `likelihood_`, `noise_` (σ²,
-    regression only; None for classification).
+    Fitted attributes: `model_`, `moments_`, `swa_lr_`, `seed_`, `device_`, `likelihood_`,
+    `noise_` (σ², regression only; None for classification).
     """
 
-    likelihood_: str = "categorical"  # set by fit; the class default keeps hand-assembled instances classifiers
+    options = ("rank", "n_snapshots", "swa_lr", "swa_lr_ratio", "swa_optimizer", "schedule", "scale", "diag_only", "var_clamp")
+    _fitted_attribute = "moments_"
 
     def __init__(
         self,
-        model_fn: Callable[[], nn.Module],
+        model_fn: ModelFn | None = None,
         *,
+        n_samples: int = 30,
         rank: int = 20,
         n_snapshots: int = 20,
         swa_lr: float | None = None,
@@ -236,64 +226,39 @@ class SWAG:
         schedule: str = "constant",
         scale: float = 0.5,
         diag_only: bool = False,
-        n_samples: int = 30,
-        config: TrainConfig | None = None,
-        epochs: int | None = None,
-        lr: float | None = None,
-        weight_decay: float | None = None,
-        batch_size: int | None = None,
         var_clamp: float = 1e-30,
-        seed: int | None = None,
-        device: str | torch.device = "auto",
-        likelihood: str | None = None,
+        **shared: Unpack[NetworkArgs],
     ) -> None:
-        if swa_optimizer not in (None, "sgd", "adam"):
-            raise ConfigError(f"swa_optimizer: expected 'sgd', 'adam' or None (the training optimizer), got {swa_optimizer!r}")
-        if schedule not in ("constant", "cyclic"):
-            raise ConfigError(f"schedule: expected 'constant' or 'cyclic', got {schedule!r}")
+        super().__init__(model_fn, n_samples=n_samples, **shared)
+        check_choice("swa_optimizer", swa_optimizer, ("sgd", "adam", None))
+        check_choice("schedule", schedule, ("constant", "cyclic"))
         if n_snapshots < 1 or (not diag_only and min(rank, n_snapshots) < 2):
             raise ConfigError(f"n_snapshots: expected >= 2 snapshots and rank >= 2 (or diag_only=True), "
                               f"got n_snapshots={n_snapshots}, rank={rank}")
-        if scale <= 0 or (swa_lr is not None and swa_lr <= 0) or swa_lr_ratio <= 0 or n_samples < 1:
-            raise ConfigError(f"scale, swa_lr, swa_lr_ratio, n_samples: expected positive values, "
-                              f"got {scale}, {swa_lr}, {swa_lr_ratio}, {n_samples}")
-        self.model_fn = model_fn
-        self.rank = rank
-        self.n_snapshots = n_snapshots
-        self.swa_lr = swa_lr
-        self.swa_lr_ratio = swa_lr_ratio
-        self.swa_optimizer = swa_optimizer
-        self.schedule = schedule
-        self.scale = scale
-        self.diag_only = diag_only
-        self.n_samples = n_samples
-        self.config = config
-        self.epochs, self.lr, self.weight_decay, self.batch_size = epochs, lr, weight_decay, batch_size
-        self.var_clamp = var_clamp
-        self.seed = seed
-        self.device = device
-        self.likelihood = likelihood
-        self.noise_: float | None = None
+        check_positive_number("scale", scale)
+        check_positive_number("swa_lr", swa_lr, allow_none=True)
+        check_positive_number("swa_lr_ratio", swa_lr_ratio)
+        self.rank, self.n_snapshots = rank, n_snapshots
+        self.swa_lr, self.swa_lr_ratio, self.swa_optimizer = swa_lr, swa_lr_ratio, swa_optimizer
+        self.schedule, self.scale, self.diag_only, self.var_clamp = schedule, scale, diag_only, var_clamp
         self.moments_: SWAGMoments | None = None
         self.model_: nn.Module | None = None
 
-    def fit(self, x: Tensor, y: Tensor) -> SWAG:
-        """Pre-train, run T SWA epochs of SGD collecting the moments, keep x for BN refreshes.
-
-        Raises ConfigError when the SWA phase diverges (module docstring).
-        """
-        if x.shape[0] != y.shape[0]:
-            raise ShapeError(f"y: expected {x.shape[0]} labels to match x, got {y.shape[0]}")
-        likelihood, y = resolve_likelihood(self.likelihood, torch.as_tensor(y))
-        dev = resolve_device(self.device)
-        seed = self.seed if self.seed is not None else secrets.randbits(62)
+    def _fit_network(self, x: Tensor, y: Tensor) -> None:
+        """Pre-train (or copy `model`), run T SWA epochs collecting the moments, keep x for
+        BatchNorm refreshes. Raises ConfigError when the SWA phase diverges (module docstring)."""
+        dev, seed = self.device_, self.seed_
         seeds = torch.Generator().manual_seed(seed)
         swa_seed, self._sample_seed = (int(s) for s in torch.randint(0, 2**62, (2,), generator=seeds))
-        config = resolve_train_config(self.config, epochs=self.epochs, lr=self.lr,
-                                      weight_decay=self.weight_decay, batch_size=self.batch_size)
-        pre_losses: list[float] = []
-        net = train(build_model(self.model_fn, seed), x, y, config, seed=seed, device=dev,
-                    on_epoch_loss=lambda _epoch, loss: pre_losses.append(loss))
+        config = self.train_config
+        net = self._network(seed)
+        x = inputs_for(net, x)
+        if self.model is None:
+            pre_losses: list[float] = []
+            net = train(net, x, y, config, seed=seed, device=dev, on_epoch_loss=lambda _epoch, loss: pre_losses.append(loss))
+        else:
+            net = net.to(dev)
+            pre_losses = [_uninformed_loss(net, x, y), _training_loss(net, x, y)]
         swa_lr = self.swa_lr if self.swa_lr is not None else self.swa_lr_ratio * config.lr
         moments = SWAGMoments(sum(p.numel() for p in net.parameters()), rank=self.rank, device=dev)
         swa_config = replace(config, epochs=self.n_snapshots, lr=swa_lr, optimizer=self.swa_optimizer or config.optimizer,
@@ -309,15 +274,12 @@ class SWAG:
               on_epoch_loss=guard)
         self.swa_lr_ = swa_lr
         self.moments_, self.model_ = moments, net.eval()
-        self.device_ = dev
         self._has_bn = any(isinstance(m, _BN_TYPES) for m in net.modules())
         self._x_train = x.to(dev) if self._has_bn else None
         self._cache: dict[int, tuple[dict[str, Tensor], list[dict[str, Tensor]] | None]] = {}
-        self.likelihood_, self.noise_ = likelihood, None
-        if likelihood == "gaussian":
+        if self.likelihood_ == "gaussian":
             outputs = self._swa_mean_outputs(x.to(dev))
             self.noise_ = fit_noise_variance(outputs - y.to(outputs.device), y)
-        return self
 
     @torch.no_grad()
     def _swa_mean_outputs(self, x: Tensor) -> Tensor:
@@ -327,20 +289,14 @@ class SWAG:
         return torch.cat([regression_output(functional_call(self.model_, (params, buffers), (chunk,)), 0)  # type: ignore[arg-type]
                           for chunk in x.split(_BN_BATCH)])
 
-    def to(self, device: str | torch.device) -> SWAG:
-        """Move the fitted network, the SWAG moments and the BatchNorm data to `device`; returns self.
-
-        The weight samples are drawn on the CPU from the seeded generator, so they do not change.
-        """
-        check_fitted(self, "moments_")
-        dev = resolve_device(device)
-        self.model_ = self.model_.to(dev)  # type: ignore[union-attr]
-        self.moments_ = self.moments_.to(dev)  # type: ignore[union-attr]
+    def _move(self, device: torch.device) -> None:
+        """Move the network, the SWAG moments and the BatchNorm data; the weight samples are
+        drawn on the CPU from the seeded generator, so they do not change."""
+        self.model_ = self.model_.to(device)  # type: ignore[union-attr]
+        self.moments_ = self.moments_.to(device)  # type: ignore[union-attr]
         if self._x_train is not None:
-            self._x_train = self._x_train.to(dev)
+            self._x_train = self._x_train.to(device)
         self._cache = {}
-        self.device_ = dev
-        return self
 
     def _samples(self, n_samples: int) -> tuple[dict[str, Tensor], list[dict[str, Tensor]] | None]:
         """Parameters {name: [S, ...]} and, with BatchNorm, each sample's refreshed buffers."""
@@ -370,10 +326,8 @@ class SWAG:
     def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive | GaussianPredictive:
         """Predictive [S, N, C] of S weight samples shared by every x; for regression a
         GaussianPredictive with mean [S, N] (each sample's output) and var [S, N] = σ²."""
-        check_fitted(self, "moments_")
-        s = self.n_samples if n_samples is None else n_samples
-        if s < 1:
-            raise ConfigError(f"n_samples: expected a positive integer, got {s}")
+        self._check_fitted()
+        s = self._sample_count(n_samples)
         params, buffers = self._samples(s)
         net = self.model_
         x = x.to(next(net.parameters()).device)  # type: ignore[union-attr]
@@ -384,23 +338,23 @@ class SWAG:
             else:
                 logits = torch.stack([functional_call(net, ({k: v[i] for k, v in params.items()}, buffers[i]), (x,))
                                       for i in range(s)])
-        if self.likelihood_ == "gaussian":
-            outputs = regression_output(logits, 1)
-            return GaussianPredictive(outputs, torch.full_like(outputs, self.noise_), check=False)  # type: ignore[arg-type]
-        return Predictive(torch.softmax(logits, dim=-1), check=False)  # [S, N, C]
+        return self._predictive(logits)  # [S, N, C], or regression's mean and var [S, N]
 
-    def predict_proba(self, x: Tensor) -> Tensor:
-        """Posterior predictive mean [N, C] = mean over the S samples of `predict` (classification only)."""
-        check_fitted(self, "moments_")
-        if self.likelihood_ == "gaussian":
-            raise regression_only("predict_proba")
-        return self.predict(x).mean()
 
-    def predict_mean_var(self, x: Tensor, n_samples: int | None = None, *, observation_noise: bool = False) -> tuple[Tensor, Tensor]:
-        """Regression: mean [N] and variance [N] of f, the spread of `predict`'s S outputs
-        (population variance, weights 1/S; as GaussianProcess.predict_mean_var and BoTorch's
-        posterior); with observation_noise the total variance of y, σ² + that spread."""
-        check_fitted(self, "moments_")
-        if self.likelihood_ != "gaussian":
-            raise classification_only("predict_mean_var")
-        return self.predict(x, n_samples).moments(observation_noise=observation_noise)
+@torch.no_grad()
+def _training_loss(net: nn.Module, x: Tensor, y: Tensor) -> float:
+    """The trained network's mean training loss (`task_loss`: cross-entropy or squared error)."""
+    net.eval()
+    device = next(net.parameters()).device
+    losses = [task_loss(net(xs.to(device)), ys.to(device)) * len(xs) for xs, ys in zip(x.split(_BN_BATCH), y.split(_BN_BATCH))]
+    return float(sum(losses)) / x.shape[0]
+
+
+@torch.no_grad()
+def _uninformed_loss(net: nn.Module, x: Tensor, y: Tensor) -> float:
+    """The loss of knowing nothing, standing in for an untrained network's first epoch: log C
+    for C classes (the uniform prediction), the targets' variance for regression (their mean)."""
+    if y.is_floating_point():
+        return float(y.to(torch.float64).var(correction=0))
+    device = next(net.parameters()).device
+    return math.log(net.eval()(x[:1].to(device)).shape[-1])

@@ -17,8 +17,9 @@ import numpy as np
 from sqlalchemy import and_, exists, func, insert, select, update
 from sqlalchemy.orm import Session
 
+from activebayes.data.loaders import label_text
 from activebayes.errors import DataError, StoreError
-from activebayes.store.models import TRANSITIONS, Item, Observation, Project, Query, Round, utcnow
+from activebayes.store.models import TRANSITIONS, Item, Observation, Project, Query, Round, RoundStatus, utcnow
 
 CHUNK = 10_000  # rows per executemany batch
 KEY_CHUNK = 900  # keys per IN (...) list (SQLite allows 32766 variables, PG 65535)
@@ -29,7 +30,7 @@ def get_project(session: Session, name: str) -> Project:
     project = session.scalar(select(Project).where(Project.name == name))
     if project is None:
         names = session.scalars(select(Project.name).order_by(Project.name)).all()
-        known = ", ".join(repr(n) for n in names) if names else "none yet (create one with `activebayes init`)"
+        known = ", ".join(repr(n) for n in names) if names else "none yet (create one with `PoolStore.create_project`)"
         raise StoreError(f"project: no project named {name!r}; the database has {known}")
     return project
 
@@ -37,13 +38,11 @@ def get_project(session: Session, name: str) -> Project:
 def normalize_value(project: Project, value: Any) -> str:
     """The stored text of a label `value` for `project`; DataError when it is not allowed.
 
-    classification: `str(value)` must be one of `project.classes` (ints 3 and "3" are the same);
+    classification: `label_text(value)` must be one of `project.classes` (3, 3.0 and "3" are the same);
     regression: a finite number, stored as `repr(float(value))`; design: `str(value)`.
     """
     if project.task == "classification":
-        text = str(value).strip()
-        if isinstance(value, float) and value.is_integer():
-            text = str(int(value))
+        text = label_text(value)
         classes = [str(c) for c in (project.classes or [])]
         if text not in classes:
             shown = ", ".join(classes[:20]) + (" ..." if len(classes) > 20 else "")
@@ -295,6 +294,7 @@ def set_status(session: Session, rnd: Round, status: str, **fields: Any) -> None
 
     The UPDATE is guarded by the old status, so two processes cannot both make the same move.
     """
+    status = str(status)  # a RoundStatus's value: the database stores the plain string
     if status not in TRANSITIONS.get(rnd.status, frozenset()):
         raise StoreError(f"round {rnd.number}: cannot go from status {rnd.status!r} to {status!r}")
     values = {"status": status, "updated_at": utcnow(), **fields}
@@ -472,10 +472,10 @@ def delete_observation(session: Session, project: Project, observation_id: int) 
         if session.get_bind().dialect.name == "postgresql":
             lock = lock.with_for_update()
         number, status = session.execute(lock).one()
-        if status != "queried":
+        if not RoundStatus(status).waiting:
             raise StoreError(
                 f"the answer for {key!r} belongs to round {number}, which is {status!r} now, no longer waiting for answers; "
-                "correct it with `activebayes label --from FILE --relabel`"
+                "correct it with a new label instead (`PoolStore.record_labels`)"
             )
     session.execute(delete(Observation).where(Observation.id == observation_id))
     return key

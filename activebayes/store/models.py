@@ -53,7 +53,12 @@ class Split(str, enum.Enum):
 
 
 class RoundStatus(str, enum.Enum):
-    """started → fitted → scored → queried → answered → done, or failed (with a reason)."""
+    """started → fitted → scored → queried → answered → done, or failed (with a reason).
+
+    The database stores the values (plain strings); a member compares equal to its value and
+    prints as it (`f"{RoundStatus.done}"` is "done"). The resume rule lives here: see the
+    properties and `RoundStatus.next_step`.
+    """
 
     started = "started"
     fitted = "fitted"
@@ -63,16 +68,62 @@ class RoundStatus(str, enum.Enum):
     done = "done"
     failed = "failed"
 
+    def __str__(self) -> str:
+        return self.value
 
+    __format__ = str.__format__
+
+    @property
+    def finished(self) -> bool:
+        """Closed for good (done, failed): the next round is a new one."""
+        return self in (RoundStatus.done, RoundStatus.failed)
+
+    @property
+    def refits(self) -> bool:
+        """Resuming a round in this status fits (and scores) again: nothing of a fit is stored."""
+        return self in (RoundStatus.started, RoundStatus.fitted)
+
+    @property
+    def computing(self) -> bool:
+        """Stopped before its queries were asked (a killed fit or score): resuming computes."""
+        return self in (RoundStatus.started, RoundStatus.fitted, RoundStatus.scored)
+
+    @property
+    def waiting(self) -> bool:
+        """Asking: the round waits here for answers (a human's, or an oracle that stopped)."""
+        return self is RoundStatus.queried
+
+    @staticmethod
+    def next_step(status: str | None, unanswered: int = 0) -> RoundStep:
+        """What the next round run does, given the latest round's `status` (None: no round yet)
+        and how many of its queries are `unanswered` (counts only while it is queried)."""
+        if status is None or RoundStatus(status).finished:
+            return RoundStep.new
+        if RoundStatus(status).computing or (RoundStatus(status).waiting and unanswered > 0):
+            return RoundStep.resume
+        return RoundStep.close  # queried with every answer in, or answered
+
+
+class RoundStep(str, enum.Enum):
+    """The resume rule's answer (`RoundStatus.next_step`): start a `new` round, `resume` the
+    unfinished one (fit/score again, or ask its unanswered queries), or `close` a round whose
+    answers are all in (then a new one may start)."""
+
+    new = "new"
+    resume = "resume"
+    close = "close"
+
+
+_S = RoundStatus
 #: Allowed status changes. A round may fail from any unfinished state.
 TRANSITIONS: dict[str, frozenset[str]] = {
-    "started": frozenset({"fitted", "failed"}),
-    "fitted": frozenset({"scored", "failed"}),
-    "scored": frozenset({"queried", "failed"}),
-    "queried": frozenset({"answered", "failed"}),
-    "answered": frozenset({"done", "failed"}),
-    "done": frozenset(),
-    "failed": frozenset(),
+    _S.started: frozenset({_S.fitted, _S.failed}),
+    _S.fitted: frozenset({_S.scored, _S.failed}),
+    _S.scored: frozenset({_S.queried, _S.failed}),
+    _S.queried: frozenset({_S.answered, _S.failed}),
+    _S.answered: frozenset({_S.done, _S.failed}),
+    _S.done: frozenset(),
+    _S.failed: frozenset(),
 }
 
 
@@ -120,7 +171,7 @@ class Round(Base):
     posterior_settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     acquisition: Mapped[str] = mapped_column(String(200))
     acquisition_settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    status: Mapped[str] = mapped_column(String(16), default="started")
+    status: Mapped[str] = mapped_column(String(16), default=RoundStatus.started.value)
     failure_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
     labelled_count: Mapped[int] = mapped_column(Integer, default=0)
     metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)

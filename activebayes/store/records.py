@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from activebayes.store.models import Project, Round
+from activebayes.store.models import Project, Round, RoundStatus
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class RoundInfo:
     posterior_settings: dict[str, Any]
     acquisition: str
     acquisition_settings: dict[str, Any]
-    status: str
+    status: RoundStatus
     failure_reason: str | None
     labelled_count: int
     metrics: dict[str, Any]
@@ -56,6 +56,6 @@ def _project_info(p: Project) -> ProjectInfo:
 def _round_info(r: Round) -> RoundInfo:
     return RoundInfo(
         r.id, r.number, r.posterior, dict(r.posterior_settings or {}), r.acquisition,
-        dict(r.acquisition_settings or {}), r.status, r.failure_reason, r.labelled_count,
+        dict(r.acquisition_settings or {}), RoundStatus(r.status), r.failure_reason, r.labelled_count,
         dict(r.metrics or {}), r.seed, dict(r.timings or {}),
     )  # fmt: skip

@@ -48,7 +48,7 @@ from sqlalchemy.pool import StaticPool
 
 from activebayes.errors import DataError, StoreError
 from activebayes.store import access
-from activebayes.store.models import Item, Project, Round
+from activebayes.store.models import Item, Project, Round, RoundStatus
 from activebayes.store.records import ProjectInfo, QueryInfo, RoundInfo, _project_info, _round_info
 
 BUSY_TIMEOUT_MS = 60_000
@@ -105,7 +105,7 @@ def _require_sqlite_schema(url: str) -> None:
         with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as conn:
             tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     except sqlite3.DatabaseError as exc:
-        raise StoreError(f"url: {str(path)!r} is not an SQLite database ({exc}); check --db") from exc
+        raise StoreError(f"url: {str(path)!r} is not an SQLite database ({exc}); check the url") from exc
     if not tables & {"alembic_version", "projects"}:
         raise SchemaMissingError(f"no activebayes database at {_shown(url)} (the file holds no activebayes tables)")
 
@@ -372,7 +372,7 @@ class PoolStore:
 
         info = self.project(name)
         if info.data_path is None:
-            raise DataError(f"project {name!r}: has no data file; add one with `activebayes pool add FILE`")
+            raise DataError(f"project {name!r}: has no data file; add one with `PoolStore.attach_data` and `add_items`")
         path = Path(info.data_path)
         if not path.exists():
             raise DataError(f"data file {str(path)!r} of project {name!r} is missing")
@@ -495,12 +495,12 @@ class PoolStore:
         with self.transaction() as s:
             project = access.get_project(s, name)
             last = access.latest_round(s, project.id)
-            if last is not None and last.status not in ("done", "failed"):
+            if last is not None and not RoundStatus(last.status).finished:
                 raise StoreError(f"project {name!r}: round {last.number} is still {last.status!r}; finish it first")
             rnd = Round(
                 project_id=project.id, number=(last.number + 1) if last else 1, posterior=posterior,
                 posterior_settings=dict(posterior_settings or {}), acquisition=acquisition,
-                acquisition_settings=dict(acquisition_settings or {}), status="started",
+                acquisition_settings=dict(acquisition_settings or {}), status=RoundStatus.started.value,
                 labelled_count=access.count_labelled(s, project.id), seed=int(seed), metrics={}, timings={},
             )  # fmt: skip
             s.add(rnd)
@@ -523,7 +523,7 @@ class PoolStore:
         with self.transaction() as s:
             rnd = access.get_round(s, access.get_project(s, name), number)
             access.insert_queries(s, rnd.id, item_ids, scores)
-            access.set_status(s, rnd, "scored", timings={**(rnd.timings or {}), **timings})
+            access.set_status(s, rnd, RoundStatus.scored, timings={**(rnd.timings or {}), **timings})
             return _round_info(rnd)
 
     def queries(self, name: str, number: int) -> list[QueryInfo]:
@@ -541,7 +541,7 @@ class PoolStore:
             rnd = access.get_round(s, project, number)
             recorded = access.record_observations(s, project, pairs, who=who, source=source, round_id=rnd.id)
             if complete:
-                access.set_status(s, rnd, "answered")
+                access.set_status(s, rnd, RoundStatus.answered)
             return recorded
 
     # ---- every candidate's score of a round (revision 0002) --------------------------------
@@ -566,7 +566,7 @@ class PoolStore:
             access.insert_queries(s, rnd.id, item_ids, scores)
             if candidate_ids is not None:
                 access.insert_round_scores(s, rnd.id, candidate_ids, candidate_scores)
-            access.set_status(s, rnd, "scored", timings={**(rnd.timings or {}), **timings})
+            access.set_status(s, rnd, RoundStatus.scored, timings={**(rnd.timings or {}), **timings})
             return _round_info(rnd)
 
     def round_scores(self, name: str, number: int) -> tuple[np.ndarray, np.ndarray] | None:

@@ -70,7 +70,7 @@ def run_seed(seed: int) -> dict[str, dict[str, float]]:
                 rows[name]["δ"] = la.prior_precision_
     variants = {"SWAG": {}, "SWAG-diag": {"diag_only": True}, "SWAG, SGD swa_lr 0.1": {"swa_optimizer": "sgd", "swa_lr": 0.1}}
     for name, options in variants.items():
-        swag = SWAG(MODEL_FN, config=CONFIG, seed=seed, device="cpu", **options).fit(x_tr, y_tr)
+        swag = SWAG(MODEL_FN, train=CONFIG, seed=seed, device="cpu", **options).fit(x_tr, y_tr)
         pred = swag.predict(x_te)
         rows[name] = metrics(pred.mean(), y_te, pred)
         if not options:

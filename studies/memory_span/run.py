@@ -24,8 +24,7 @@ from pathlib import Path
 
 import torch
 
-from activebayes.design import EIGTable, GridPosterior, MemorySpanModel, run_design_session
-from activebayes.oracles.participant import SimulatedParticipant
+from activebayes.design import EIGTable, GridPosterior, MemorySpanModel, SimulatedParticipant, run_design_session
 
 # row label -> (strategy, EIG target)
 ROWS = {"eig": ("eig", "theta"), "eig (θ and slope)": ("eig", "all"), "random": ("random", "all"),

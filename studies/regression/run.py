@@ -62,15 +62,17 @@ def factory(posterior: str, n_features: int, cfg: dict):
         return functools.partial(GaussianProcess, device="cpu")
     from activebayes.nets import mlp
     from activebayes.posteriors.mc_dropout import MCDropout
+    from activebayes.training import TrainConfig
 
     md = cfg["mc_dropout"]
     net = mlp(n_features, 1, hidden=tuple(md["hidden"]), dropout=float(md["dropout"]))
-    return functools.partial(MCDropout, net, n_samples=int(md["n_samples"]), epochs=int(md["epochs"]),
-                             lr=float(md["lr"]), likelihood="gaussian", device="cpu")  # fmt: skip
+    train = TrainConfig(epochs=int(md["epochs"]), lr=float(md["lr"]))
+    return functools.partial(MCDropout, net, n_samples=int(md["n_samples"]), train=train, likelihood="gaussian", device="cpu")
 
 
 def run_dataset(name: str, cfg: dict, strategies: dict, seeds: int, out: Path) -> dict:
-    from activebayes.loop import ActiveLearningLoop, load_project_data
+    from activebayes.data import load_project_data
+    from activebayes.loop import ActiveLearningLoop
     from activebayes.oracles import SimulatedOracle
     from activebayes.store import PoolStore
 

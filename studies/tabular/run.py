@@ -5,7 +5,7 @@
 scikit-learn's iris (150 × 4, 3 classes), wine (178 × 13, 3 classes) and breast cancer (569 × 30,
 2 classes) are written as csv files (feature columns, a `label` column of class names) and run
 exactly as the CLI runs them: a project created without --classes, `pool add FILE --test-fraction
-0.3 --seed SEED` (activebayes_cli.pool.register_pool: classes read from the labels, features
+0.3 --seed SEED` (activebayes_cli._pool_import.register_pool: classes read from the labels, features
 standardised over the pool rows), then rounds of `round --oracle truth --k 10 --seed SEED` with
 the CLI defaults (--model mlp, --posterior mc-dropout, no --epochs: the sized training of
 activebayes_cli._model.posterior_factory) until the posterior has been fitted on 60 labels. The
@@ -56,12 +56,14 @@ def logistic_accuracy(x_tr: np.ndarray, y_tr: list[str], x_te: np.ndarray, y_te:
 
 def run_one(csv_path: Path, arm: str, acquisition: str, seed: int, cfg: dict, workdir: Path) -> list[dict]:
     """One active-learning run; a row per fitted round: labels, accuracy, LR accuracy, training."""
-    from activebayes.loop import ActiveLearningLoop, load_project_data
+    from activebayes.data import load_project_data
+    from activebayes.loop import ActiveLearningLoop
+    from activebayes.oracles import truth_oracle
     from activebayes.posteriors import resolve_posterior
     from activebayes.store import PoolStore
+    from activebayes.training import TrainConfig
     from activebayes_cli._model import model_factory, posterior_factory
-    from activebayes_cli.pool import register_pool
-    from activebayes_cli.round_ import truth_oracle
+    from activebayes_cli._pool_import import register_pool
 
     old = arm == "old defaults"
     db = workdir / f"{csv_path.stem}-{arm.replace(' ', '_')}-{acquisition}-{seed}.db"
@@ -73,7 +75,7 @@ def run_one(csv_path: Path, arm: str, acquisition: str, seed: int, cfg: dict, wo
         data = load_project_data(store, "p")
         model_fn = model_factory("mlp", data.x.shape[1:], len(info.classes))
         if old:
-            factory, settings = functools.partial(resolve_posterior("mc-dropout"), model_fn, epochs=50, device="cpu"), {}
+            factory, settings = functools.partial(resolve_posterior("mc-dropout"), model_fn, train=TrainConfig(epochs=50), device="cpu"), {}
         else:
             factory, settings = posterior_factory("mc-dropout", model_fn, samples=None, epochs=None, device="cpu")
         loop = ActiveLearningLoop(

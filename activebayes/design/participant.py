@@ -1,4 +1,5 @@
-"""A simulated memory-span participant: the oracle of a simulated design session.
+"""A simulated memory-span participant: the oracle of a simulated design session (design/, as it
+answers from `MemorySpanModel`; it also speaks the oracle protocol, `ask`).
 
 Given a list of ξ digits the participant recalls it (answer 1) with probability
 

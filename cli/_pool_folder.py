@@ -32,6 +32,17 @@ def cache_folder(db_url: str) -> Path:
     return (path.resolve().parent if path is not None else Path.cwd()) / CACHE_FOLDER
 
 
+#: the library's argument names in its messages, as the flags of `pool add`
+ARGUMENT_FLAGS = (("image_size=(H, W)", "--image-size HxW"), ("image_size", "--image-size"), ("labels_from_folders", "--labels-from-folders"))
+
+
+def flag_names(message: str) -> str:
+    """A library message about an image folder, naming `pool add`'s flags instead of arguments."""
+    for argument, flag in ARGUMENT_FLAGS:
+        message = message.replace(argument, flag)
+    return message
+
+
 def add_folder(
     st: Any,
     folder: Path,
@@ -47,7 +58,8 @@ def add_folder(
 ) -> None:
     """Check everything, convert the folder, record it through `register_pool`; print the summary."""
     from activebayes.data.images import FORMAT, convert_folder, parse_image_size
-    from activebayes_cli.pool import register_pool
+    from activebayes.errors import DataError
+    from activebayes_cli._pool_import import register_pool
 
     if not folder.is_dir():
         if folder.exists():
@@ -66,7 +78,10 @@ def add_folder(
     if (labels_are_known or test_fraction > 0) and truth is None and not labels_from_folders:
         option = "--labels-are-known" if labels_are_known else "--test-fraction"
         raise CliError(f"{option}: the images of {folder} have no labels", "add --labels-from-folders or --truth FILE")
-    size = parse_image_size(image_size) if image_size is not None else None
+    try:
+        size = parse_image_size(image_size) if image_size is not None else None
+    except DataError as exc:
+        raise DataError(flag_names(str(exc))) from exc
     store = st.store(upgrade=True)
     name = st.project_name()
     info = store.project(name)
@@ -76,9 +91,12 @@ def add_folder(
             "create another project with `activebayes init --name NAME` for a second data file",
         )
     classes = info.classes if info.task == "classification" and info.classes else None
-    npz, images = convert_folder(
-        folder, cache_folder(st.db), image_size=size, labels_from_folders=labels_from_folders, classes=classes, stem=name
-    )
+    try:
+        npz, images = convert_folder(
+            folder, cache_folder(st.db), image_size=size, labels_from_folders=labels_from_folders, classes=classes, stem=name
+        )
+    except DataError as exc:
+        raise DataError(flag_names(str(exc))) from exc
     try:
         summary = register_pool(
             store, name, npz, truth=truth, test_fraction=test_fraction, labels_are_known=labels_are_known, seed=seed

@@ -1,0 +1,41 @@
+"""Options that several commands share, declared once as `Annotated` aliases.
+
+    def command(ctx: typer.Context, device: Device = "auto", db: CommandDb = None) -> None: ...
+
+The root options (--db, --project, --json, --quiet) are declared here and used by the root
+callback in `main.py`; --json and --quiet reach every command through
+`ActiveBayesGroup.install_late_flags`, so no command declares them again. A command that takes a
+database of its own (`init --db`, `design memory-span --db`) uses `CommandDb`, which defaults to
+None (the global --db). `given(ctx, name)` tells an option the user gave from its default.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+import typer
+
+DbUrl = Annotated[
+    str, typer.Option("--db", envvar="ACTIVEBAYES_DB", help="Database URL (sqlite:///file.db or postgresql+psycopg://…).")
+]
+ProjectName = Annotated[
+    Optional[str],
+    typer.Option("--project", envvar="ACTIVEBAYES_PROJECT", help="Project name (default: the only one in the database)."),
+]
+Json = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or notes.")]
+
+CommandDb = Annotated[Optional[str], typer.Option("--db", help="Database URL for this command (default: the global --db).")]
+Device = Annotated[str, typer.Option("--device", help="auto (CUDA when present), cpu or cuda.")]
+
+
+
+def given(ctx: Any, name: str) -> bool:
+    """Whether the parameter `name` of `ctx`'s command was given (command line, environment,
+    prompt) rather than left at its default. Reads the parameter source by its enum member's
+    name, so no private Typer module is imported."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+
+
+__all__ = ["CommandDb", "DbUrl", "Device", "Json", "ProjectName", "Quiet", "given"]
