@@ -16,7 +16,6 @@ Timings are medians of repeated runs in one process; torch threads are fixed by 
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 import warnings
@@ -24,6 +23,7 @@ import warnings
 import numpy as np
 import torch
 
+from _common import bench_parser, parse_and_set_threads
 from activebayes.design import EIGTable, GridPosterior, MemorySpanModel, SimulatedParticipant
 
 DESIGNS = torch.arange(1.0, 16.0, dtype=torch.float64)
@@ -158,12 +158,10 @@ def accuracy(learn_slope: bool, repeats: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__)
     parser.add_argument("--trials", type=int, default=30)
-    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    args = parse_and_set_threads(parser)
     warnings.filterwarnings("ignore")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s)\n== per trial: ours vs QUEST+ ==")
     per_trial(False, args.trials, args.seed)

@@ -17,7 +17,6 @@ thread, after `gc.collect()` and `malloc_trim`), so it is approximate on CPU.
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import gc
 import statistics
@@ -31,6 +30,7 @@ import psutil
 import torch
 from torch import nn
 
+from _common import bench_parser, parse_and_set_threads
 from activebayes.posteriors.laplace import Laplace
 from activebayes.training import TrainConfig, build_model, train
 
@@ -97,12 +97,10 @@ def run_theirs(net, x, y, x_test, hessian):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__)
     parser.add_argument("--hessians", nargs="+", default=["kron", "diag", "full"])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    args = parse_and_set_threads(parser)
     warnings.filterwarnings("ignore")
     print(f"torch {torch.__version__}, {args.threads} thread(s); N_train={N_TRAIN}, N_test={N_TEST}, C={C}")
     print(f"{'hessian':8} {'P':>6} {'ours s':>9} {'theirs s':>9} {'speed-up':>9} {'ours MB':>8} {'theirs MB':>9} {'max |Δp|':>9}")

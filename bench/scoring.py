@@ -20,7 +20,6 @@ The weights are a Gal CNN trained for one epoch on 256 images: throughput does n
 
 from __future__ import annotations
 
-import argparse
 import copy
 import gzip
 import logging
@@ -33,6 +32,8 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch.utils.data import Dataset
+
+from _common import bench_parser, parse_and_set_threads
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -106,14 +107,12 @@ class Images(Dataset):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, threads=2)
     parser.add_argument("--pool", type=int, default=20_000)
     parser.add_argument("--baal-pool", type=int, default=2_000)
     parser.add_argument("--batch-size", type=int, default=512)
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--skip-baal", action="store_true")
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    args = parse_and_set_threads(parser)
     pool, source = load_pool(args.pool)
     print(f"pool: {pool.shape[0]} x {tuple(pool.shape[1:])} {source}")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch {args.batch_size}, S={S}, "

@@ -9,18 +9,8 @@ import pytest
 import torch
 
 from activebayes import ConfigError, GaussianPredictive, Predictive, ShapeError
-from activebayes.acquisition import (
-    MixtureEntropy,
-    bald,
-    eig,
-    entropy,
-    least_confidence,
-    margin,
-    mean_std,
-    random_scores,
-    variance,
-    variation_ratio,
-)
+from activebayes.acquisition import MixtureEntropy
+from activebayes.acquisition.scores import bald, eig, entropy, least_confidence, margin, mean_std, random_scores, variance, variation_ratio
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 CATEGORICAL = [bald, eig, entropy, least_confidence, margin, mean_std, variation_ratio, variance]

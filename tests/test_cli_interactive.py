@@ -69,6 +69,17 @@ def labels(db: str) -> dict[str, str]:
         return dict(zip(keys, values))
 
 
+def answer_first_items(child, keys: list[str], answers: str) -> None:
+    """Type `answers` (one letter each) to the round's first items, asked in the order of `keys`,
+    and wait at the prompt for the next item."""
+    for i, answer in enumerate(answers):
+        child.expect(f"item {i + 1}/{len(keys)}: {keys[i]}")
+        child.expect(PROMPT)
+        child.sendline(answer)
+    child.expect(f"item {len(answers) + 1}/{len(keys)}: {keys[len(answers)]}")
+    child.expect(PROMPT)
+
+
 def test_label_prompt_in_a_terminal(tmp_path, db_url):
     keys = blobs(tmp_path, db_url, k=3)
     child = spawn(tmp_path, db_url)
@@ -114,12 +125,7 @@ def test_ctrl_c_after_three_answers_keeps_three_and_u_removes_one(tmp_path, db_u
     keys = blobs(tmp_path, db_url, k=5)
     child = spawn(tmp_path, db_url)
     try:
-        for i, answer in enumerate("abc"):
-            child.expect(f"item {i + 1}/5: {keys[i]}")
-            child.expect(PROMPT)
-            child.sendline(answer)
-        child.expect(f"item 4/5: {keys[3]}")
-        child.expect(PROMPT)
+        answer_first_items(child, keys, "abc")
         assert labels(db_url) == {keys[0]: "a", keys[1]: "b", keys[2]: "c"}  # committed while the prompt waits
 
         child.sendline("u")
@@ -166,12 +172,7 @@ def test_killed_terminal_loses_no_typed_answer(tmp_path, db_url):
     keys = blobs(tmp_path, db_url, k=4)
     child = spawn(tmp_path, db_url)
     try:
-        for i, answer in enumerate("ba"):
-            child.expect(f"item {i + 1}/4")
-            child.expect(PROMPT)
-            child.sendline(answer)
-        child.expect("item 3/4")
-        child.expect(PROMPT)
+        answer_first_items(child, keys, "ba")
         child.kill(signal.SIGKILL)
         child.expect(pexpect.EOF)
     finally:

@@ -46,6 +46,12 @@ class Blobs:
     def label(self, *args: str, input: str | None = None):
         return run("--db", self.db, "label", "--who", "ann", *args, input=input)
 
+    def label_json(self, *args: str) -> dict:
+        """The --json summary of a successful `label ARGS`."""
+        result = run("--db", self.db, "--json", "label", "--who", "ann", *args)
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
     def labels(self, split: str = "pool") -> dict[str, str]:
         with PoolStore(self.db) as store:
             _, keys, values = store.labels("blobs", split=split)
@@ -99,9 +105,7 @@ def test_round_answers_and_other_pool_items_are_told_apart(blobs):
 
     # the same file again is harmless: nothing recorded, nothing counted as a duplicate
     before = db_dump(blobs.db)
-    again = run("--db", blobs.db, "--json", "label", "--from", "answers.csv")
-    assert again.exit_code == 0, again.output
-    assert json.loads(again.stdout) == {
+    assert blobs.label_json("--from", "answers.csv") == {
         "project": "blobs", "round": 1, "recorded": 0, "round_answers": 0, "other_pool": 0, "test": 0,
         "relabelled": 0, "unchanged": 5, "skipped": 0, "remaining": 2,
     }  # fmt: skip
@@ -113,9 +117,7 @@ def test_round_answers_and_other_pool_items_are_told_apart(blobs):
 def test_json_summary_and_unanswered_rows(blobs):
     q, p = blobs.queries, blobs.pool
     write("round-1.csv", f"key,label\n{q[0]},b\n{q[1]},\n{q[2]},a\n{p[3]},c\n")
-    result = run("--db", blobs.db, "--json", "label", "--from", "round-1.csv")
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == {
+    assert blobs.label_json("--from", "round-1.csv") == {
         "project": "blobs", "round": 1, "recorded": 3, "round_answers": 2, "other_pool": 1, "test": 0,
         "relabelled": 0, "unchanged": 0, "skipped": 1, "remaining": 3,
     }  # fmt: skip

@@ -66,22 +66,18 @@ def recall_probability(
         guess: γ in [0, 1), with γ + λ < 1.
         link: "logit" or "probit".
     """
-    z = torch.as_tensor(slope, dtype=theta.dtype, device=theta.device) * (theta - difficulty)
-    return guess + (1.0 - guess - lapse) * _link(z, Link(link))
+    return _outcome_probability(1, theta, difficulty, slope, lapse, guess, Link(link))
 
 
-def miss_probability(
-    theta: Tensor,
-    difficulty: Tensor,
-    *,
-    slope: Tensor | float = 1.0,
-    lapse: float = 0.0,
-    guess: float = 0.0,
-    link: Link | str = Link.LOGIT,
+def _outcome_probability(
+    outcome: int, theta: Tensor, difficulty: Tensor, slope: Tensor | float, lapse: float, guess: float, link: Link
 ) -> Tensor:
-    """p(y=0) = λ + (1 − γ − λ) · F(−slope · (θ − difficulty)), i.e. 1 − p(y=1) without cancellation."""
+    """p(y=outcome) with the arguments of `recall_probability`: p(y=1) as there, and
+    p(y=0) = λ + (1 − γ − λ) · F(−slope · (θ − difficulty)), i.e. 1 − p(y=1) without cancellation."""
     z = torch.as_tensor(slope, dtype=theta.dtype, device=theta.device) * (theta - difficulty)
-    return lapse + (1.0 - guess - lapse) * _link(-z, Link(link))
+    if outcome == 1:
+        return guess + (1.0 - guess - lapse) * _link(z, link)
+    return lapse + (1.0 - guess - lapse) * _link(-z, link)
 
 
 def binary_entropy(p: Tensor) -> Tensor:
@@ -158,13 +154,13 @@ class MemorySpanModel:
         theta = torch.as_tensor(theta)
         if theta.dim() != 1:
             raise ShapeError(f"theta: expected [G], got shape {tuple(theta.shape)}")
-        return self._table(recall_probability, theta, designs, slope)
+        return self._table(1, theta, designs, slope)
 
     def prob_miss(self, theta: Tensor, designs: Tensor, slope: Tensor | None = None) -> Tensor:
         """p(y=0 | θ_g, s_g, ξ_d) [G, D], computed directly (accurate where p(y=1) rounds to 1)."""
-        return self._table(miss_probability, theta, designs, slope)
+        return self._table(0, theta, designs, slope)
 
-    def _table(self, fn, theta: Tensor, designs: Tensor, slope: Tensor | None) -> Tensor:
+    def _table(self, outcome: int, theta: Tensor, designs: Tensor, slope: Tensor | None) -> Tensor:
         theta = torch.as_tensor(theta)
         if theta.dim() != 1:
             raise ShapeError(f"theta: expected [G], got shape {tuple(theta.shape)}")
@@ -175,7 +171,7 @@ class MemorySpanModel:
             if slope.shape != theta.shape:
                 raise ShapeError(f"slope: expected [G]={tuple(theta.shape)} like theta, got {tuple(slope.shape)}")
             s = slope[:, None]
-        return fn(theta[:, None], xi[None, :], slope=s, lapse=self.lapse, guess=self.guess, link=self.link)  # [G, D]
+        return _outcome_probability(outcome, theta[:, None], xi[None, :], s, self.lapse, self.guess, self.link)  # [G, D]
 
     def probs(self, theta: Tensor, designs: Tensor, slope: Tensor | None = None) -> Tensor:
         """p(y | θ_g, ξ_d) as [G, D, 2], class 0 = not recalled, class 1 = recalled."""
