@@ -499,7 +499,7 @@ def _check_resumable(config: StudyConfig, out_dir: Path) -> None:
         if previous != config.to_dict():
             raise ConfigError(
                 f"out_dir: {str(out_dir)!r} holds a study with a different config ({record.name}); "
-                "use another --out folder, or the same config to resume"
+                "give another out_dir, or the same config to resume"
             )
     else:
         tmp = record.with_name(f"{record.name}.{os.getpid()}.partial")

@@ -26,7 +26,7 @@ import typer
 from rich.console import Console
 
 from activebayes_cli._app import CliError
-from activebayes_cli._context import state
+from activebayes_cli._context import check_device, state
 from activebayes_cli._memory_span import memory_span_demo
 from activebayes_cli._options import Device
 from activebayes_cli._output import curves_table
@@ -96,10 +96,8 @@ def demo(
     device: Device = "auto",
 ) -> None:
     """Run the main job end to end: BALD against random on the digits, then the memory-span design."""
-    from activebayes._device import resolve_device
-
     st = state(ctx)
-    resolve_device(device)  # a bad --device fails before anything is written
+    check_device(device)  # a bad --device fails in one line before anything is written
     config = DemoConfig.choose(fast)
     with one_intra_op_thread():
         _run_demo(st, config, out, seed, device)

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from activebayes_cli._context import state
+from activebayes_cli._context import check_device, state
 from activebayes_cli._options import Device
 from activebayes_cli._output import curves_table
 from activebayes_cli._threads import one_intra_op_thread
@@ -35,13 +35,13 @@ def run(
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes running the (acquisition, repeat) runs side by side (spawned; they share one GPU); 1 runs them in this process.")] = 1,
 ) -> None:
     """Run (or resume) a simulated study; writes results.json and learning-curve.png."""
-    from activebayes._device import resolve_device
+    from activebayes.errors import ConfigError
     from activebayes.study import StudyConfig, run_study
     from activebayes.study_jobs import StudyRunsFailed, run_study_jobs
 
     st = state(ctx)
     config = StudyConfig.from_toml(config_file)  # every config mistake fails here, before any write
-    resolve_device(device)
+    check_device(device)  # a bad --device fails in one line before anything is written
     folder = out if out is not None else config_file.resolve().parent / f"{config_file.stem}-results"
     started = time.perf_counter()
     try:
@@ -51,6 +51,10 @@ def run(
                 result = run_study(config, folder, device=device, progress=report)
             else:
                 result = run_study_jobs(config, folder, jobs=jobs, device=device, progress=report)
+    except ConfigError as exc:
+        if str(exc).startswith("out_dir:"):  # the library names its argument; here it is --out
+            raise ConfigError(str(exc).replace("out_dir", "--out")) from None
+        raise
     except StudyRunsFailed as exc:
         if exc.user_mistake:
             raise  # one line, exit 2 (the root command group)

@@ -105,7 +105,7 @@ def test_resume_with_another_config_is_refused(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "study-config.json").write_text(json.dumps({"name": "something else"}))
-    assert_mistake(run("study", "run", str(DIGITS_TOML), "--out", str(out)), "different config")
+    assert_mistake(run("study", "run", str(DIGITS_TOML), "--out", str(out)), "different config", "give another --out")
     assert sorted(p.name for p in out.iterdir()) == ["study-config.json"]
 
 
