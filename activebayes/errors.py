@@ -28,3 +28,13 @@ class DataError(ActiveBayesError, ValueError):
 
 class ConfigError(ActiveBayesError, ValueError):
     """An option, name or `module:factory` path does not resolve."""
+
+
+class RoundBusyError(StoreError):
+    """Another process runs a round of the project now (`PoolStore.round_lock`): `number` is
+    that round, `pid`/`host`/`started_at` its holder (None where the database does not say)."""
+
+    def __init__(self, message: str, *, project: str, number: int, pid: int | None = None,
+                 host: str | None = None, started_at: object = None) -> None:  # fmt: skip
+        super().__init__(message)
+        self.project, self.number, self.pid, self.host, self.started_at = project, number, pid, host, started_at

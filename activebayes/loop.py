@@ -45,6 +45,11 @@ round seed (so from (seed, round number): reproducible, and a resumed round draw
 subset); the batch is selected among them. "random" never runs the posterior over the pool: it
 draws its batch uniformly with the round's generator (the same picks as scoring zeros would).
 
+One process at a time: `step()`, `run()` and `discard()` hold the project's round lock
+(`PoolStore.round_lock`) while they run, so a second process running a round of the same project
+gets a `RoundBusyError` (a StoreError) instead of doubling the round; a lock left by a killed
+process is taken over.
+
 Timings (the round's `timings` in the store): fit_s (training), evaluate_s (test-split metrics),
 score_s (scoring and selection), ask_s (the oracle).
 
@@ -61,6 +66,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -231,6 +237,11 @@ class ActiveLearningLoop:
         return clone(self.posterior) if hasattr(self.posterior, "fit") else self.posterior(seed=seed)
 
     # ---- the round ----------------------------------------------------------------------
+    def _round_lock(self) -> AbstractContextManager[Any]:
+        """The project's round lock (re-entrant; a store without locks: none)."""
+        lock = getattr(self.store, "round_lock", None)
+        return lock(self.project) if lock is not None else nullcontext()
+
     def labelled_count(self) -> int:
         """Labelled pool items now."""
         return self.store.count_labelled(self.project)
@@ -240,13 +251,19 @@ class ActiveLearningLoop:
         with `reason` (its queries and any answers stay recorded; its unanswered items are
         candidates again), so the next `step()` starts a new round. Returns the discarded
         round's RoundInfo, or None when no round is unfinished."""
-        rnd = self.store.latest_round(self.project)
-        if rnd is None or rnd.status.finished:
-            return None
-        return self.store.advance_round(self.project, rnd.number, RoundStatus.failed, failure_reason=reason)
+        with self._round_lock():
+            rnd = self.store.latest_round(self.project)
+            if rnd is None or rnd.status.finished:
+                return None
+            return self.store.advance_round(self.project, rnd.number, RoundStatus.failed, failure_reason=reason)
 
     def step(self) -> RoundResult:
-        """Run (or resume) one round; see the module docstring for the statuses."""
+        """Run (or resume) one round; see the module docstring for the statuses. Holds the
+        project's round lock meanwhile (RoundBusyError while another process holds it)."""
+        with self._round_lock():
+            return self._step()
+
+    def _step(self) -> RoundResult:
         rnd = self.store.latest_round(self.project)
         resumed = RoundStatus.next_step(rnd.status if rnd is not None else None) is not RoundStep.new
         if not resumed:
@@ -476,17 +493,18 @@ class ActiveLearningLoop:
         if rounds is not None and rounds < 0:
             raise ConfigError(f"rounds: expected a non-negative integer or None, got {rounds!r}")
         results: list[RoundResult] = []
-        while rounds is None or len(results) < rounds:
-            latest = self.store.latest_round(self.project)
-            if latest is None or latest.status.finished:
-                if until_labels is not None and self.labelled_count() >= until_labels:
+        with self._round_lock():  # held across the rounds: no other process slips one in between
+            while rounds is None or len(results) < rounds:
+                latest = self.store.latest_round(self.project)
+                if latest is None or latest.status.finished:
+                    if until_labels is not None and self.labelled_count() >= until_labels:
+                        break
+                    if self.store.count_candidates(self.project) == 0:
+                        break
+                result = self.step()
+                results.append(result)
+                if result.status is not RoundStatus.done:
                     break
-                if self.store.count_candidates(self.project) == 0:
-                    break
-            result = self.step()
-            results.append(result)
-            if result.status is not RoundStatus.done:
-                break
         return results
 
 

@@ -23,6 +23,10 @@ One call runs one round of `activebayes.loop.ActiveLearningLoop`:
   given explicitly that differs is refused. `--restart-round` instead marks the unfinished round
   failed ("discarded"; its queries and any answers stay recorded) and starts a new one.
   A round whose answers are all in is closed first, then a new one runs.
+* One `round` at a time per project: the call holds the project's round lock
+  (`PoolStore.round_lock`) from before it reads the latest round until it exits; a second call
+  meanwhile exits 2 with one line naming the running round and its process (pid, host, start).
+  A lock left by a killed `round` is taken over by the next one, which says so.
 """
 
 from __future__ import annotations
@@ -326,7 +330,7 @@ def round_(
 ) -> None:
     """Fit on the labelled items, score the pool, record the round and show what to label next."""
     from activebayes.acquisition import resolve_acquisition
-    from activebayes.errors import ActiveBayesError, StoreError
+    from activebayes.errors import ActiveBayesError, RoundBusyError, StoreError
     from activebayes.data import load_project_data
     from activebayes.loop import ActiveLearningLoop
     from activebayes.oracles import NoTruthError, truth_oracle
@@ -361,6 +365,13 @@ def round_(
         raise CliError(f"project {name!r} has no data yet", "add a pool first with `activebayes pool add FILE`")
     if info.task not in ("classification", "regression"):
         raise CliError(f"project {name!r} is a {info.task} project", "`activebayes round` runs classification and regression projects")
+    try:  # held until this command exits (released by its context), before the latest round is read
+        lock = ctx.with_resource(store.round_lock(name))
+    except RoundBusyError as exc:
+        what = str(exc).partition("; ")[0]
+        raise CliError(what, f"wait for it to finish, then run `{command(st, 'round')}` again (a lock left by a killed process is taken over)") from exc
+    if lock.taken_over is not None:
+        st.out.note(escape(f"took over the round lock of project {name!r} left by {lock.taken_over.text()} ({lock.stale_reason})"))
     posterior = posterior or default_posterior(info.task)
     check_posterior_name(posterior, info.task)
     if posterior == "gp":

@@ -15,8 +15,8 @@ from activebayes.errors import DataError, StoreError
 from activebayes.store import PoolStore, alembic_config
 from activebayes.store.models import Item, Observation, Project, Query, Round
 
-TABLES = {"projects", "items", "rounds", "queries", "round_scores", "observations", "alembic_version"}
-HEAD = "0002"
+TABLES = {"projects", "items", "rounds", "queries", "round_scores", "observations", "round_locks", "alembic_version"}
+HEAD = "0003"
 
 
 @pytest.fixture
@@ -364,7 +364,7 @@ def test_a_0001_database_with_data_is_upgraded_in_place(store_url, data_file):
     store.advance_round("p", 1, "done")
     store.close()
     before = db_dump(store_url)
-    with pytest.raises(StoreError, match="'0001' is older than '0002'"):
+    with pytest.raises(StoreError, match=f"'0001' is older than '{HEAD}'"):
         PoolStore(store_url, upgrade=False)
     assert db_dump(store_url) == before  # refusing to upgrade changes nothing
     with PoolStore(store_url) as upgraded:
@@ -374,8 +374,8 @@ def test_a_0001_database_with_data_is_upgraded_in_place(store_url, data_file):
                 "round_id", "n_candidates", "item_ids", "scores"}  # fmt: skip
         after = db_dump(store_url)
         assert len(_without(before, "alembic_version")) >= 6  # the projects, items, rounds, ... rows
-        assert _without(after, "round_scores", "alembic_version") == _without(before, "alembic_version")
-        assert len(after) == len(before) + 1  # + the new, empty table
+        assert _without(after, "round_scores", "round_locks", "alembic_version") == _without(before, "alembic_version")
+        assert len(after) == len(before) + 2  # + the new, empty tables (round_scores, round_locks)
         (old,) = upgraded.rounds("p")
         assert (old.status, old.metrics, old.timings) == ("done", {"accuracy": 0.5}, {"score_s": 0.1})
         assert [(q.key, q.score, q.value) for q in upgraded.queries("p", 1)] == [("1", 0.7, "b"), ("2", 0.6, "a")]

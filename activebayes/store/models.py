@@ -7,6 +7,8 @@
     round_scores  every candidate's acquisition score of a round (one row per scored round,
                   packed arrays; see `RoundScores`), for the reports' histograms
     observations  append-only answers: item, value, who, source, round (nullable), time
+    round_locks   who runs a round of a project now (pid, host, since, heartbeat; revision
+                  0003, see `PoolStore.round_lock`)
 
 An item's label is its latest observation (largest id). Features never live in the database:
 the project references its data file by path and checksum. Schema changes go through the
@@ -225,3 +227,21 @@ class Observation(Base):
     source: Mapped[str] = mapped_column(String(64), default="")
     round_id: Mapped[int | None] = mapped_column(ForeignKey("rounds.id", ondelete="SET NULL"), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class RoundLock(Base):
+    """The process that runs a round of a project now (`PoolStore.round_lock`); no row: none.
+
+    SQLite: the row IS the lock (written in a BEGIN IMMEDIATE transaction; stale once its holder
+    `pid` is gone from this `host`, or its `heartbeat` is old). PostgreSQL: a session advisory lock
+    keyed by the project is the lock and this row only says who holds it (for the message).
+    """
+
+    __tablename__ = "round_locks"
+
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), primary_key=True)
+    token: Mapped[str] = mapped_column(String(32))
+    pid: Mapped[int] = mapped_column(Integer)
+    host: Mapped[str] = mapped_column(String(255))
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    heartbeat: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -25,13 +25,29 @@ when there is none: a missing or empty SQLite file, or a PostgreSQL database/sch
 activebayes tables, raises `SchemaMissingError` (a SQLite file is probed read-only first, so it is
 neither created nor switched to WAL). Only `sqlite:///path` and `postgresql+psycopg://...` URLs are
 accepted (`unsupported_url`); any other driver is a StoreError naming both, before any import.
+
+Round locks (`PoolStore.round_lock`, revision 0003): one process at a time runs a round of a
+project; another gets a `RoundBusyError` naming the round and its holder (pid, host, since when).
+PostgreSQL: a session advisory lock keyed by the project, held on a connection of its own for
+the round's duration (a killed holder's session ends and the server frees it); the
+`round_locks` row only names the holder. SQLite: the `round_locks` row is the lock, written in a
+BEGIN IMMEDIATE transaction and refreshed by a heartbeat thread; a row is stale, and taken over,
+once its holder's pid is gone from this host (or a zombie), or its heartbeat is older than
+LOCK_STALE_S for a holder on another host (LOCK_ORPHAN_S on this host: a pid reused meanwhile).
 """
 
 from __future__ import annotations
 
+import os
+import socket
 import sqlite3
+import threading
+import time
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing, contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +62,20 @@ from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, SQLA
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
-from activebayes.errors import DataError, StoreError
+from activebayes.errors import DataError, RoundBusyError, StoreError
 from activebayes.store import access
-from activebayes.store.models import Item, Project, Round, RoundStatus
+from activebayes.store.models import Item, Project, Round, RoundLock, RoundStatus, utcnow
 from activebayes.store.records import ProjectInfo, QueryInfo, RoundInfo, _project_info, _round_info
 
 BUSY_TIMEOUT_MS = 60_000
 _PG_MIGRATION_LOCK = 74_261_007  # pg_advisory_xact_lock key while migrating
+_PG_ROUND_LOCK = 74_261_008  # pg_try_advisory_lock(_PG_ROUND_LOCK, project id) while a round runs
+LOCK_HEARTBEAT_S = 15.0  # a SQLite round lock's holder refreshes its heartbeat this often
+LOCK_STALE_S = 120.0  # a holder on another host whose heartbeat is older is gone
+LOCK_ORPHAN_S = 900.0  # a holder on this host whose pid runs but whose heartbeat is older: pid reused
+_PG_DYING_S = 5.0  # PostgreSQL: wait this long for the server to free the lock of a holder that died
+_HOST = socket.gethostname()
+_HELD_TOKENS: set[str] = set()  # the round locks this process holds, through any PoolStore
 SUPPORTED_URLS = "sqlite:///path/to/file.db or postgresql+psycopg://user@host/dbname"
 _SUPPORTED_DRIVERS = ("sqlite", "sqlite+pysqlite", "postgresql+psycopg")
 
@@ -148,6 +171,80 @@ def _make_engine(url: str) -> Engine:
     return engine
 
 
+@dataclass(frozen=True)
+class LockHolder:
+    """Who holds (or held) a round lock: `pid` on `host`, since `started_at`, last heard of at
+    `heartbeat` (SQLite only; PostgreSQL's advisory lock needs none)."""
+
+    pid: int
+    host: str
+    started_at: datetime
+    heartbeat: datetime
+
+    def text(self) -> str:
+        return f"pid {self.pid} on host {self.host} at {_utc(self.started_at):%Y-%m-%d %H:%M:%S} UTC"
+
+
+@dataclass
+class RoundLockInfo:
+    """A round lock this process holds (what `PoolStore.round_lock` yields). `taken_over`: the
+    holder of a stale lock this one replaced, and `stale_reason` why it was stale (None when the
+    lock was free). `lost`: SQLite only, another process took the lock over meanwhile (this
+    holder's heartbeat stopped for longer than the stale timeout)."""
+
+    project: str
+    project_id: int
+    token: str
+    holder: LockHolder
+    taken_over: LockHolder | None = None
+    stale_reason: str | None = None
+    lost: bool = False
+    depth: int = field(default=0, repr=False)
+    _conn: Any = field(default=None, repr=False)
+    _stop: threading.Event | None = field(default=None, repr=False)
+    _thread: threading.Thread | None = field(default=None, repr=False)
+
+
+def _utc(moment: datetime) -> datetime:
+    """`moment` as aware UTC (SQLite hands back naive datetimes, written as UTC)."""
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+
+
+def _pid_running(pid: int) -> bool:
+    """Whether process `pid` of this host runs (a zombie, killed but not yet reaped, does not)."""
+    if os.name == "nt":  # os.kill(pid, 0) would end it: trust the heartbeat there
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    except OSError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X", "x")
+    except (OSError, IndexError):
+        return True  # no /proc (macOS): kill(0) answered
+
+
+def _holder(row: RoundLock) -> LockHolder:
+    return LockHolder(int(row.pid), str(row.host), _utc(row.started_at), _utc(row.heartbeat))
+
+
+def _stale_reason(holder: LockHolder, token: str) -> str | None:
+    """Why the lock row of `holder` (with `token`) no longer holds, or None while it does."""
+    silent = (utcnow() - holder.heartbeat).total_seconds()
+    if holder.host != _HOST:
+        return f"no heartbeat from host {holder.host} for {silent:.0f} s" if silent > LOCK_STALE_S else None
+    if holder.pid == os.getpid():
+        return None if token in _HELD_TOKENS else "left by this process"
+    if not _pid_running(holder.pid):
+        return f"process {holder.pid} is no longer running"
+    return f"no heartbeat for {silent:.0f} s (pid {holder.pid} reused)" if silent > LOCK_ORPHAN_S else None
+
+
 class PoolStore:
     """The activebayes database at a SQLAlchemy `url` (see the module docstring).
 
@@ -166,6 +263,8 @@ class PoolStore:
         if "://" not in url:
             url = f"sqlite:///{url}"
         self.url = url
+        self._round_locks: dict[str, RoundLockInfo] = {}  # held by this store, by project name
+        self._lock_engine: Engine | None = None  # SQLite file: the round locks' own connections
         reason = unsupported_url(url)
         if reason is not None:
             raise StoreError(f"url: {reason}; use {SUPPORTED_URLS}")
@@ -239,6 +338,11 @@ class PoolStore:
         Database errors surface as StoreError (a unique-key clash names the constraint).
         """
         factory = self._sessions if write else self._read_sessions
+        with self._transaction(factory) as session:
+            yield session
+
+    @contextmanager
+    def _transaction(self, factory: sessionmaker) -> Iterator[Session]:
         try:
             with factory() as session, session.begin():
                 yield session
@@ -248,6 +352,11 @@ class PoolStore:
             raise StoreError(f"database error: {exc.orig}") from exc
 
     def close(self) -> None:
+        for lock in list(getattr(self, "_round_locks", {}).values()):
+            self._round_locks.pop(lock.project, None)
+            self._release_round_lock(lock)
+        if getattr(self, "_lock_engine", None) is not None:
+            self._lock_engine.dispose()
         self.engine.dispose()
 
     def __enter__(self) -> PoolStore:
@@ -632,3 +741,156 @@ class PoolStore:
         once the answer's round is no longer waiting for answers. See `access.delete_observation`."""
         with self.transaction() as s:
             return access.delete_observation(s, access.get_project(s, name), int(observation_id))
+
+    # ---- round locks (revision 0003) ------------------------------------------------------------
+    @contextmanager
+    def round_lock(self, name: str) -> Iterator[RoundLockInfo]:
+        """Hold project `name`'s round lock for the `with` block: no other process runs a round of
+        it meanwhile (see the module docstring). Re-entrant within this store. Raises
+        `RoundBusyError` (a StoreError) at once when another process holds it; a stale lock (its
+        holder killed) is taken over, and the yielded `RoundLockInfo.taken_over` says whose."""
+        held = self._round_locks.get(name)
+        if held is not None:
+            held.depth += 1
+            try:
+                yield held
+            finally:
+                held.depth -= 1
+            return
+        with self._lock_transaction(write=False) as s:
+            project_id = access.get_project(s, name).id
+        me = LockHolder(os.getpid(), _HOST, utcnow(), utcnow())
+        lock = RoundLockInfo(name, project_id, uuid.uuid4().hex, me)
+        if self.engine.dialect.name == "postgresql":
+            self._acquire_pg_lock(lock)
+        else:
+            self._acquire_sqlite_lock(lock)
+        self._round_locks[name] = lock
+        try:
+            yield lock
+        finally:
+            if self._round_locks.get(name) is lock:
+                del self._round_locks[name]
+                self._release_round_lock(lock)
+
+    def _lock_transaction(self, *, write: bool = True) -> Any:
+        """`transaction` for the round locks. A SQLite file: on an engine of their own, so that
+        the lock's statements and heartbeat never share a connection with the caller's work."""
+        if self.engine.dialect.name != "sqlite" or isinstance(self.engine.pool, StaticPool):
+            return self.transaction(write=write)
+        if self._lock_engine is None:
+            self._lock_engine = _make_engine(self.url)
+            self._lock_sessions = (sessionmaker(self._lock_engine.execution_options(activebayes_write=True), expire_on_commit=False),
+                                   sessionmaker(self._lock_engine, expire_on_commit=False))  # fmt: skip
+        return self._transaction(self._lock_sessions[0] if write else self._lock_sessions[1])
+
+    def round_lock_holder(self, name: str) -> LockHolder | None:
+        """Who the database says holds project `name`'s round lock (stale or not), or None."""
+        with self._lock_transaction(write=False) as s:
+            row = s.get(RoundLock, access.get_project(s, name).id)
+            return _holder(row) if row is not None else None
+
+    def _busy(self, s: Session, lock: RoundLockInfo, holder: LockHolder | None) -> RoundBusyError:
+        latest = access.latest_round(s, lock.project_id)
+        if latest is None:
+            number = 1
+        else:
+            number = latest.number + 1 if RoundStatus(latest.status).finished else latest.number
+        who = f"started by {holder.text()}" if holder is not None else "started by another session"
+        return RoundBusyError(
+            f"round {number} of project {lock.project!r} is running ({who}); wait for it to finish, or stop "
+            "that process (the next round takes over a lock left by a killed process)",
+            project=lock.project, number=number, pid=holder.pid if holder else None,
+            host=holder.host if holder else None, started_at=holder.started_at if holder else None,
+        )  # fmt: skip
+
+    def _write_lock_row(self, s: Session, lock: RoundLockInfo, row: RoundLock | None) -> None:
+        me = lock.holder
+        if row is None:
+            s.add(RoundLock(project_id=lock.project_id, token=lock.token, pid=me.pid, host=me.host,
+                            started_at=me.started_at, heartbeat=me.heartbeat))  # fmt: skip
+        else:
+            row.token, row.pid, row.host, row.started_at, row.heartbeat = lock.token, me.pid, me.host, me.started_at, me.heartbeat
+
+    def _acquire_sqlite_lock(self, lock: RoundLockInfo) -> None:
+        with self._lock_transaction() as s:  # BEGIN IMMEDIATE: one writer decides at a time
+            row = s.get(RoundLock, lock.project_id)
+            if row is not None:
+                holder = _holder(row)
+                reason = _stale_reason(holder, row.token)
+                if reason is None:
+                    raise self._busy(s, lock, holder)
+                lock.taken_over, lock.stale_reason = holder, reason
+            self._write_lock_row(s, lock, row)
+        _HELD_TOKENS.add(lock.token)
+        if not isinstance(self.engine.pool, StaticPool):  # an in-memory database has no other process
+            lock._stop = threading.Event()
+            lock._thread = threading.Thread(target=self._heartbeat, args=(lock,), name="activebayes-round-lock", daemon=True)
+            lock._thread.start()
+
+    def _heartbeat(self, lock: RoundLockInfo) -> None:
+        table = RoundLock.__table__
+        assert lock._stop is not None
+        while not lock._stop.wait(LOCK_HEARTBEAT_S):
+            try:
+                with self._lock_transaction() as s:
+                    stmt = (table.update().where(table.c.project_id == lock.project_id, table.c.token == lock.token)
+                            .values(heartbeat=utcnow()))  # fmt: skip
+                    if s.execute(stmt).rowcount == 0:
+                        lock.lost = True
+                        return
+            except Exception:  # noqa: BLE001 - a busy or vanished database: try again at the next beat
+                continue
+
+    def _acquire_pg_lock(self, lock: RoundLockInfo) -> None:
+        conn = self.engine.connect()  # holds the session advisory lock until released or the process dies
+        try:
+            deadline = time.monotonic() + _PG_DYING_S
+            while True:
+                got = conn.execute(text("SELECT pg_try_advisory_lock(:c, :p)"), {"c": _PG_ROUND_LOCK, "p": lock.project_id}).scalar()
+                conn.commit()  # the lock is the session's: no transaction stays open
+                if got:
+                    break
+                with self._lock_transaction(write=False) as s:
+                    row = s.get(RoundLock, lock.project_id)
+                    holder = _holder(row) if row is not None else None
+                    dying = holder is not None and holder.host == _HOST and not _pid_running(holder.pid)
+                    if not dying or time.monotonic() > deadline:
+                        raise self._busy(s, lock, holder)
+                time.sleep(0.1)  # its holder died: the server frees the lock when it notices
+            with self._lock_transaction() as s:
+                row = s.get(RoundLock, lock.project_id)
+                if row is not None:  # its writer no longer holds the advisory lock
+                    lock.taken_over = _holder(row)
+                    if lock.taken_over.host == _HOST and not _pid_running(lock.taken_over.pid):
+                        lock.stale_reason = f"process {lock.taken_over.pid} is no longer running"
+                    else:
+                        lock.stale_reason = "its database session ended"
+                self._write_lock_row(s, lock, row)
+        except BaseException:
+            conn.close()
+            raise
+        lock._conn = conn
+        _HELD_TOKENS.add(lock.token)
+
+    def _release_round_lock(self, lock: RoundLockInfo) -> None:
+        """Give the lock up, best effort: a lock row left behind is stale once this process ends."""
+        _HELD_TOKENS.discard(lock.token)
+        if lock._stop is not None and lock._thread is not None:
+            lock._stop.set()
+            lock._thread.join(timeout=BUSY_TIMEOUT_MS / 1000)
+        table = RoundLock.__table__
+        try:
+            with self._lock_transaction() as s:
+                s.execute(table.delete().where(table.c.project_id == lock.project_id, table.c.token == lock.token))
+        except (StoreError, SQLAlchemyError):
+            pass
+        if lock._conn is not None:
+            try:
+                lock._conn.execute(text("SELECT pg_advisory_unlock(:c, :p)"), {"c": _PG_ROUND_LOCK, "p": lock.project_id})
+                lock._conn.commit()
+            except SQLAlchemyError:
+                pass
+            finally:
+                lock._conn.close()
+                lock._conn = None
