@@ -60,7 +60,10 @@ def spawn(tmp_path: Path, db: str, *args: str, columns: str | None = "100", size
     command = str(SCRIPT) if SCRIPT.exists() else sys.executable
     argv = ["label", "--who", "tester", *args]
     argv = argv if SCRIPT.exists() else ["-m", "activebayes_cli.main", *argv]
-    return pexpect.spawn(command, argv, cwd=str(tmp_path), env=env, encoding="utf-8", timeout=120, dimensions=size)
+    # as typed in a terminal: Ctrl-C interrupts even where the test runner was started with
+    # SIGINT ignored (a shell's background job inherits that, and so would the child)
+    return pexpect.spawn(command, argv, cwd=str(tmp_path), env=env, encoding="utf-8", timeout=120, dimensions=size,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
 
 
 def labels(db: str) -> dict[str, str]:
