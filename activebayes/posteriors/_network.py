@@ -37,7 +37,7 @@ from typing import Any, ClassVar, TypedDict
 import torch
 from torch import Tensor, nn
 
-from activebayes._device import resolve_device
+from activebayes._device import parse_device, resolve_device
 from activebayes.errors import ConfigError, ShapeError
 from activebayes.posteriors.base import check_fitted
 from activebayes.predictive import GaussianPredictive, Predictive
@@ -84,15 +84,6 @@ def check_positive_number(name: str, value: object, *, allow_none: bool = False)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         expected = "a positive number" + (" or None" if allow_none else "")
         raise ConfigError(f"{name}: expected {expected}, got {value!r}")
-
-
-def _check_device(device: object) -> None:
-    if isinstance(device, torch.device) or device == "auto":
-        return
-    try:
-        torch.device(device)  # type: ignore[arg-type]
-    except (RuntimeError, TypeError):
-        raise ConfigError(f"device: expected 'auto', 'cpu', 'cuda[:i]' or a torch.device, got {device!r}") from None
 
 
 class NetworkPosterior:
@@ -155,7 +146,7 @@ class NetworkPosterior:
             raise ConfigError(f"train: expected an activebayes.training.TrainConfig or None, got {type(train).__name__}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise ConfigError(f"seed: expected an integer or None, got {seed!r}")
-        _check_device(device)
+        parse_device(device)
         check_choice("likelihood", likelihood, (*LIKELIHOODS, None))
         self.model_fn, self.model, self.n_samples = model_fn, model, n_samples
         self.train, self.seed, self.device, self.likelihood = train, seed, device, likelihood
