@@ -6,7 +6,7 @@ randomly initialised `nn.Sequential` each time it is called. Posteriors take suc
 The networks output logits [N, C]; posteriors apply the softmax. For regression (float targets,
 a Gaussian likelihood) build them with n_classes=1: one output per item, [N, 1].
 
-All of them are flat `nn.Sequential`s with `nn.Dropout` layers, so `MCDropout` can split them
+All of them are flat `nn.Sequential`s with dropout layers, so `MCDropout` can split them
 into a deterministic prefix, run once per input, and a stochastic tail batched over samples.
 
 >>> import torch
@@ -14,6 +14,8 @@ into a deterministic prefix, run once per input, and a stochastic tail batched o
 >>> make()(torch.zeros(5, 2)).shape
 torch.Size([5, 3])
 >>> gal_cnn()()(torch.zeros(4, 1, 28, 28)).shape
+torch.Size([4, 10])
+>>> batchbald_cnn()()(torch.zeros(4, 1, 28, 28)).shape
 torch.Size([4, 10])
 """
 
@@ -45,6 +47,16 @@ def _check_positive(name: str, value: int) -> None:
 def _check_probability(name: str, value: float) -> None:
     if not 0.0 <= float(value) < 1.0:
         raise ConfigError(f"{name}: expected a dropout probability in [0, 1), got {value!r}")
+
+
+def _image_shape(in_shape: Sequence[int], n_classes: int) -> tuple[int, int, int]:
+    """(channels, height, width) of a CNN's input, checked with `n_classes`."""
+    if len(in_shape) != 3:
+        raise ConfigError(f"in_shape: expected (channels, height, width), got {tuple(in_shape)!r}")
+    channels, height, width = (int(v) for v in in_shape)
+    _check_positive("in_shape channels", channels)
+    _check_positive("n_classes", n_classes)
+    return channels, height, width
 
 
 def mlp(
@@ -89,11 +101,7 @@ def gal_cnn(
     dense 128 → ReLU → Dropout(0.5) → dense C. Input [N, c, h, w] = [N, *in_shape]; output [N, C].
     For 28x28 images the flattened features number 32 · 11 · 11 = 3872.
     """
-    if len(in_shape) != 3:
-        raise ConfigError(f"in_shape: expected (channels, height, width), got {tuple(in_shape)!r}")
-    channels, height, width = (int(v) for v in in_shape)
-    _check_positive("in_shape channels", channels)
-    _check_positive("n_classes", n_classes)
+    channels, height, width = _image_shape(in_shape, n_classes)
     _check_probability("conv_dropout", conv_dropout)
     _check_probability("dense_dropout", dense_dropout)
     out_h, out_w = (height - 6) // 2, (width - 6) // 2  # two valid 4x4 convolutions, then a 2x2 pool
@@ -113,6 +121,67 @@ def gal_cnn(
             nn.Linear(flat, 128),
             nn.ReLU(),
             nn.Dropout(dense_dropout),
+            nn.Linear(128, n_classes),
+        )
+
+    return build
+
+
+class Standardize(nn.Module):
+    """x ↦ (x - mean) / std with fixed scalars (no parameters), e.g. torchvision's MNIST
+    Normalize(0.1307, 0.3081) as a network's first layer."""
+
+    def __init__(self, mean: float, std: float) -> None:
+        super().__init__()
+        if not float(std) > 0:
+            raise ConfigError(f"std: expected a positive number, got {std!r}")
+        self.mean, self.std = float(mean), float(std)
+
+    def forward(self, x):  # noqa: ANN001, ANN201 - a tensor in, a tensor out
+        return (x - self.mean) / self.std
+
+    def extra_repr(self) -> str:
+        return f"mean={self.mean}, std={self.std}"
+
+
+def batchbald_cnn(
+    in_shape: Sequence[int] = (1, 28, 28),
+    n_classes: int = 10,
+    *,
+    dropout: float = 0.5,
+    standardize: tuple[float, float] | None = (0.1307, 0.3081),
+) -> Callable[[], nn.Sequential]:
+    """Factory of the MNIST CNN of Kirsch, van Amersfoort & Gal (2019), "BatchBALD"
+    (github.com/BlackHC/BatchBALD, src/mnist_model.py).
+
+    [Standardize(0.1307, 0.3081): their torchvision Normalize] → conv 32@5x5 → Dropout2d(p) →
+    max-pool 2 → ReLU → conv 64@5x5 → Dropout2d(p) → max-pool 2 → ReLU → flatten → dense 128 →
+    Dropout(p) → ReLU → dense C. Input [N, *in_shape]; output [N, C]. For 28x28 images the
+    flattened features number 64 · 4 · 4 = 1024. Channel dropout (Dropout2d) after each conv, as
+    their MCDropout2d; `standardize=None` leaves the input as it is.
+    """
+    channels, height, width = _image_shape(in_shape, n_classes)
+    _check_probability("dropout", dropout)
+    out_h, out_w = ((height - 4) // 2 - 4) // 2, ((width - 4) // 2 - 4) // 2
+    if out_h < 1 or out_w < 1:
+        raise ConfigError(f"in_shape: expected images of at least 16x16 pixels, got {height}x{width}")
+
+    def build() -> nn.Sequential:
+        head = [Standardize(*standardize)] if standardize is not None else []
+        return nn.Sequential(
+            *head,
+            nn.Conv2d(channels, 32, kernel_size=5),
+            nn.Dropout2d(dropout),
+            nn.MaxPool2d(2),
+            nn.ReLU(),
+            nn.Conv2d(32, 64, kernel_size=5),
+            nn.Dropout2d(dropout),
+            nn.MaxPool2d(2),
+            nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(64 * out_h * out_w, 128),
+            nn.Dropout(dropout),
+            nn.ReLU(),
             nn.Linear(128, n_classes),
         )
 
@@ -142,4 +211,4 @@ def default_model(kind: ModelKind | str, input_shape: Sequence[int], n_classes: 
     return gal_cnn(shape, n_classes)
 
 
-__all__ = ["ModelFn", "ModelKind", "default_model", "gal_cnn", "mlp"]
+__all__ = ["ModelFn", "ModelKind", "Standardize", "batchbald_cnn", "default_model", "gal_cnn", "mlp"]

@@ -25,18 +25,24 @@ TOML layout (every key optional except `acquisitions`; unknown keys are refused)
              pool_size (subset of the training pool); test_size (mnist subset of the test set);
              test_fraction (digits: held-back share)
              validation_size (a seeded held-out set removed from the pool, as the paper's
-             5,000-image validation set, which its code only monitors; nothing is fitted on it)
+             5,000-image validation set, which its code only monitors; [model] patience
+             early-stops on it; nothing is fitted on it)
     [loop]   initial, balanced_initial, batch_size, max_labels, score_batch_size,
              acquisition_subset (score a random subset of M unlabelled items each round, seeded
              from the round seed = f(seed + repeat, round): reproducible and resumable),
              evaluation ("predictive": test accuracy of the posterior predictive;
              "deterministic": of mc-dropout's network with dropout off, one pass, as Keras'
              model.evaluate in the Gal et al. 2017 code)
-    [model]  posterior ("mc-dropout", ...), network ("mlp" | "cnn"), hidden, dropout,
+    [model]  posterior ("mc-dropout", ...), network ("mlp" | "cnn": Gal et al.'s | "batchbald-cnn":
+             Kirsch et al.'s, `activebayes.nets`), hidden, dropout,
              conv_dropout, epochs, lr, train_batch_size, n_samples,
              weight_decay (a number, or "gal": c / N with N the labelled items of the round,
              c = GAL_WEIGHT_DECAY_C; see below), masks ("shared" | "independent": MC dropout masks
-             shared by every item or drawn per item, both seeded)
+             shared by every item or drawn per item, both seeded), epoch_samples (an epoch draws
+             max(N, L) items with repeats, Kirsch et al.'s fixed-length epochs), patience (stop
+             training when the score on the data.validation_size split has not improved for this
+             many epochs and restore the best weights), validation_metric ("loss" | "accuracy",
+             the score; dropout off)
     [report] paper = "gal2017": the plot marks the paper's Table 1 points and results.json
              quotes them
 
@@ -73,7 +79,7 @@ from activebayes.errors import ConfigError, DataError
 from activebayes.store import RoundStatus
 
 DATASETS = ("digits", "mnist")
-NETWORKS = ("mlp", "cnn")
+NETWORKS = ("mlp", "cnn", "batchbald-cnn")
 MNIST_FILES = {
     "train_x": "train-images-idx3-ubyte",
     "train_y": "train-labels-idx1-ubyte",
@@ -95,7 +101,8 @@ _SCHEMA: dict[str | None, dict[str, tuple[str, str]]] = {
               "dropout": ("dropout", "fraction"), "conv_dropout": ("conv_dropout", "fraction"),
               "epochs": ("epochs", "int>0"), "lr": ("lr", "float>0"), "weight_decay": ("weight_decay", "float>=0|gal"),
               "train_batch_size": ("train_batch_size", "int>0"), "n_samples": ("n_samples", "int>0"),
-              "masks": ("masks", "shared|independent")},
+              "masks": ("masks", "shared|independent"), "epoch_samples": ("epoch_samples", "int>0"),
+              "patience": ("patience", "int>0"), "validation_metric": ("validation_metric", "loss|accuracy")},
     "report": {"paper": ("paper", "gal2017")},
 }  # fmt: skip
 GAL_WEIGHT_DECAY_C = 7.0  # torch weight decay c / N: 2 × the Keras l2 constant 3.5 (module docstring)
@@ -107,7 +114,7 @@ TIMING_MILESTONES = (100, 500, 1000)
 # keys added after the first studies: left out of the recorded config at their defaults, so
 # older output folders still resume
 _OPTIONAL = {"validation_size": None, "acquisition_subset": None, "masks": "shared", "paper": None,
-             "evaluation": "predictive"}
+             "evaluation": "predictive", "epoch_samples": None, "patience": None, "validation_metric": "loss"}
 
 
 @dataclass(frozen=True)
@@ -141,6 +148,9 @@ class StudyConfig:
     validation_size: int | None = None
     acquisition_subset: int | None = None
     masks: str = "shared"
+    epoch_samples: int | None = None
+    patience: int | None = None
+    validation_metric: str = "loss"
     evaluation: str = "predictive"
     paper: str | None = None
     source: str | None = field(default=None, compare=False)  # the TOML file it came from
@@ -215,12 +225,16 @@ class StudyConfig:
             raise ConfigError(f"{where}loop.evaluation: \"deterministic\" needs one network to run without dropout (mc-dropout), got {self.posterior!r}")
         if self.weight_decay == "gal" and "weight_decay_scale" not in cls.options:
             raise ConfigError(f"{where}model.weight_decay: \"gal\" needs a posterior with weight_decay_scale (mc-dropout), got {self.posterior!r}")
+        if self.patience is not None and self.validation_size is None:
+            raise ConfigError(f"{where}model.patience: early stopping needs a validation set; set data.validation_size")
+        if self.validation_metric != "loss" and self.patience is None:
+            raise ConfigError(f"{where}model.validation_metric: only used with model.patience (early stopping); leave it out or set patience")
         if self.dataset not in DATASETS:
             raise ConfigError(f"{where}data.dataset: expected one of {', '.join(DATASETS)}, got {self.dataset!r}")
         if self.network not in NETWORKS:
             raise ConfigError(f"{where}model.network: expected one of {', '.join(NETWORKS)}, got {self.network!r}")
-        if self.network == "cnn" and self.dataset != "mnist":
-            raise ConfigError(f"{where}model.network: 'cnn' needs images (data.dataset = \"mnist\"), got {self.dataset!r}")
+        if self.network != "mlp" and self.dataset != "mnist":
+            raise ConfigError(f"{where}model.network: {self.network!r} needs images (data.dataset = \"mnist\"), got {self.dataset!r}")
         if self.dataset == "mnist":
             if self.data_path is None:
                 raise ConfigError(f"{where}data.path: missing; give the MNIST folder (relative to the config file)")
@@ -290,7 +304,7 @@ def _check(key: str, value: Any, kind: str) -> Any:
         if isinstance(value, str):
             raise bad('a non-negative number or "gal"')
         return _check(key, value, "float>=0")
-    elif kind in ("shared|independent", "predictive|deterministic", "gal2017"):
+    elif kind in ("shared|independent", "predictive|deterministic", "loss|accuracy", "gal2017"):
         if value not in kind.split("|"):
             raise bad(" or ".join(f'"{v}"' for v in kind.split("|")))
     elif kind == "list[str]":
@@ -464,15 +478,38 @@ def summarise_curves(runs: Sequence[Sequence[tuple[int, float]]]) -> list[dict[s
     return out
 
 
-def _posterior_factory(config: StudyConfig, shape: tuple[int, ...], device: str) -> tuple[Callable, dict[str, Any]]:
+def validation_set(config: StudyConfig, repeat: int) -> tuple[np.ndarray, np.ndarray]:
+    """Repeat `repeat`'s validation split (x [V, ...] float32 in [0, 1], y [V] int64): the seeded
+    `validation_size` rows that `prepare_data` leaves out of the pool, read from the source data."""
+    if config.validation_size is None:
+        raise ConfigError("data.validation_size: the study has no validation set")
+    if config.dataset == "digits":
+        from activebayes.data import digits_arrays
+
+        x, y = digits_arrays()
+        n_test = round(config.test_fraction * len(y))
+        rows = _rng(config, repeat, 0).permutation(len(y))[n_test : n_test + config.validation_size]
+        return x[rows], y[rows]
+    from activebayes.data import read_idx
+
+    files = mnist_files(Path(config.data_path or ""))
+    train_y = read_idx(files["train_y"]).astype(np.int64)
+    rows = _rng(config, repeat, 2).permutation(len(train_y))[: config.validation_size]
+    return (read_idx(files["train_x"])[rows].astype(np.float32) / 255.0)[:, None], train_y[rows]
+
+
+def _posterior_factory(config: StudyConfig, shape: tuple[int, ...], device: str,
+                       validation: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[Callable, dict[str, Any]]:  # fmt: skip
     from functools import partial
 
-    from activebayes.nets import gal_cnn, mlp
+    from activebayes.nets import batchbald_cnn, gal_cnn, mlp
     from activebayes.training import resolve_train_config
 
     cls = posterior_class(config.posterior)
     if config.network == "cnn":
         model_fn = gal_cnn(shape, 10, conv_dropout=config.conv_dropout, dense_dropout=config.dropout)
+    elif config.network == "batchbald-cnn":
+        model_fn = batchbald_cnn(shape, 10, dropout=config.dropout)
     else:
         model_fn = mlp(math.prod(shape), 10, hidden=config.hidden, dropout=config.dropout)
     gal = config.weight_decay == "gal"
@@ -484,8 +521,19 @@ def _posterior_factory(config: StudyConfig, shape: tuple[int, ...], device: str)
     kwargs = {k: v for k, v in own.items() if v is not None and k in cls.options}
     if config.n_samples is not None:
         kwargs["n_samples"] = config.n_samples
-    settings = training | kwargs | {"network": config.network}
-    kwargs |= {"train": resolve_train_config(**training), "device": device}
+    stopping = {"epoch_samples": config.epoch_samples}
+    if config.patience is not None:
+        stopping |= {"patience": config.patience, "validation_metric": config.validation_metric}
+    stopping = {k: v for k, v in stopping.items() if v is not None}
+    settings = training | stopping | kwargs | {"network": config.network}
+    train = dataclasses.replace(resolve_train_config(**training), **stopping)
+    if config.patience is not None:
+        if validation is None:
+            raise ConfigError("model.patience: early stopping needs the repeat's validation set")
+        import torch
+
+        train = dataclasses.replace(train, validation_data=(torch.from_numpy(validation[0]), torch.from_numpy(validation[1])))
+    kwargs |= {"train": train, "device": device}
     return partial(cls, model_fn, **kwargs), settings
 
 
@@ -546,7 +594,8 @@ def _run_project(store: Any, config: StudyConfig, data: _Data, repeat: int, acqu
     from activebayes.loop import ActiveLearningLoop
     from activebayes.oracles import SimulatedOracle
 
-    factory, settings = _posterior_factory(config, data.shape, device)
+    validation = validation_set(config, repeat) if config.patience is not None else None
+    factory, settings = _posterior_factory(config, data.shape, device, validation)
     name = f"{acquisition}-r{repeat + 1}"
     _import(store, name, data, data.splits[repeat])
     loop = ActiveLearningLoop(
@@ -785,4 +834,4 @@ def _import(store: Any, name: str, data: _Data, split: _Split) -> None:
 
 
 __all__ = ["StudyConfig", "StudyResult", "collect_results", "initial_rows", "labels_to_reach", "prepare_data",
-           "prepare_study", "run_one", "run_study", "summarise_curves"]
+           "prepare_study", "run_one", "run_study", "summarise_curves", "validation_set"]

@@ -15,7 +15,7 @@ import dataclasses
 import math
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import torch
@@ -40,8 +40,19 @@ class TrainConfig:
             remainder: with B = 128 and N = 130, two steps of 65, not 128 and 2 (a step on 2
             items every epoch cost the Gal et al. MNIST study up to half its test accuracy).
         optimizer: "adam" or "sgd" (with `momentum`).
-        validation_fraction: > 0 holds out this share of the data and stops when its loss has not
-            improved for `patience` epochs, restoring the best weights.
+        epoch_samples: None: an epoch is one pass over the N training items. L: an epoch draws
+            max(N, L) items, every item ⌊L/N⌋ or ⌈L/N⌉ times in a random order (Kirsch et al.'s
+            `RandomFixedLengthSampler`, `randperm(L) mod N`), so a small labelled set still gets
+            ⌈L/B⌉ optimiser steps per epoch (BatchBALD's MNIST runs: L = 5,056, B = 64).
+        validation_fraction: > 0 holds out this share of the data and stops when the validation
+            score (`validation_metric`) has not improved for `patience` epochs, restoring the best
+            weights.
+        validation_data: instead of a held-out share, a given validation set (x_val [V, ...],
+            y_val [V]) to stop on, e.g. a study's labelled validation split (not compared or
+            printed: it is data, not a setting).
+        validation_metric: "loss" (the task loss; lower is better) or "accuracy" (classification;
+            higher is better, ties are no improvement, as Kirsch et al.'s `RestoringScoreGuard`).
+            Both are computed in eval mode (dropout off).
         schedule: "constant" keeps `lr`; "cosine" anneals it over the whole run,
             lr_t = lr / 2 · (1 + cos(π t / T)) for optimiser step t of T (ignored when `train`
             gets an explicit `lr_at`).
@@ -53,7 +64,10 @@ class TrainConfig:
     batch_size: int = 64
     optimizer: Literal["adam", "sgd"] = "adam"
     momentum: float = 0.9
+    epoch_samples: int | None = None
     validation_fraction: float = 0.0
+    validation_data: tuple[Tensor, Tensor] | None = field(default=None, compare=False, repr=False)
+    validation_metric: Literal["loss", "accuracy"] = "loss"
     patience: int = 5
     schedule: Literal["constant", "cosine"] = "constant"
 
@@ -65,9 +79,19 @@ class TrainConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not (value > low if strict else value >= low):
                 raise ConfigError(f"TrainConfig.{name}: expected a {'positive' if strict else 'non-negative'} number, got {value!r}")
+        if self.epoch_samples is not None:
+            check_positive_int("TrainConfig.epoch_samples", self.epoch_samples)
+        if self.validation_data is not None:
+            if self.validation_fraction > 0:
+                raise ConfigError("TrainConfig.validation_data: give a validation set or a validation_fraction, not both")
+            if not (isinstance(self.validation_data, tuple) and len(self.validation_data) == 2):
+                raise ConfigError("TrainConfig.validation_data: expected a pair (x_val [V, ...], y_val [V])")
+            x_val, y_val = self.validation_data
+            if len(x_val) != len(y_val) or len(x_val) == 0:
+                raise ConfigError(f"TrainConfig.validation_data: expected V >= 1 inputs and as many targets, got {len(x_val)} and {len(y_val)}")
         if not 0.0 <= self.validation_fraction < 1.0:
             raise ConfigError(f"TrainConfig.validation_fraction: expected a number in [0, 1), got {self.validation_fraction!r}")
-        for name, choices in (("optimizer", ("adam", "sgd")), ("schedule", ("constant", "cosine"))):
+        for name, choices in (("optimizer", ("adam", "sgd")), ("schedule", ("constant", "cosine")), ("validation_metric", ("loss", "accuracy"))):
             if getattr(self, name) not in choices:
                 raise ConfigError(f"TrainConfig.{name}: expected one of {', '.join(map(repr, choices))}, got {getattr(self, name)!r}")
 
@@ -282,9 +306,17 @@ def train(
     val_idx, train_idx = order[:n_val], order[n_val:]
     x_train, y_train = x[train_idx], y[train_idx]
     n = x_train.shape[0]
+    if config.validation_data is not None:
+        x_val, y_val = (as_tensor("validation_data", v).to(dev) for v in config.validation_data)
+    else:
+        x_val, y_val = x[val_idx], y[val_idx]
+    stops_early = x_val.shape[0] > 0
+    if stops_early and config.validation_metric == "accuracy" and y_val.is_floating_point():
+        raise ConfigError("TrainConfig.validation_metric: 'accuracy' needs class labels; use 'loss' for regression")
+    steps_per_epoch = epoch_steps(n, config)
 
     if lr_at is None and config.schedule == "cosine":
-        total_steps = config.epochs * math.ceil(n / config.batch_size)
+        total_steps = config.epochs * steps_per_epoch
         lr_at = lambda step: config.lr / 2 * (1 + math.cos(math.pi * step / total_steps))  # noqa: E731
     elif config.schedule not in ("constant", "cosine"):
         raise ConfigError(f"config.schedule: expected 'constant' or 'cosine', got {config.schedule!r}")
@@ -295,16 +327,17 @@ def train(
     else:
         optimizer = torch.optim.SGD(params, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
 
-    best_loss, best_state, since_best = math.inf, None, 0
+    best_score, best_state, since_best = -math.inf, None, 0
+    min_gain = 1e-6 if config.validation_metric == "loss" else 0.0
     step = 0
     with torch.random.fork_rng(devices=[dev] if dev.type == "cuda" else []):
         torch.manual_seed(int(torch.randint(0, 2**62, (1,), generator=generator)))
         for epoch in range(config.epochs):
             model.train()
-            perm = torch.randperm(n, generator=generator).to(dev)
+            perm = epoch_order(n, config.epoch_samples, generator).to(dev)
             epoch_loss = torch.zeros((), device=dev)
-            # ⌈n/B⌉ steps on batches of equal size (±1): no step on a remainder of a few items
-            for batch in perm.tensor_split(math.ceil(n / config.batch_size)):
+            # ⌈L/B⌉ steps on batches of equal size (±1): no step on a remainder of a few items
+            for batch in perm.tensor_split(steps_per_epoch):
                 if lr_at is not None:
                     for group in optimizer.param_groups:
                         group["lr"] = lr_at(step)
@@ -318,15 +351,13 @@ def train(
             if on_epoch_end is not None:
                 on_epoch_end(epoch, model)
             if on_epoch_loss is not None:
-                on_epoch_loss(epoch, float(epoch_loss) / n)
+                on_epoch_loss(epoch, float(epoch_loss) / perm.shape[0])
             if progress is not None:
                 progress(epoch + 1, config.epochs)
-            if n_val:
-                model.eval()
-                with torch.no_grad():
-                    val_loss = float(task_loss(model(x[val_idx]), y[val_idx]))
-                if val_loss < best_loss - 1e-6:
-                    best_loss, best_state, since_best = val_loss, copy.deepcopy(model.state_dict()), 0
+            if stops_early:
+                score = validation_score(model, x_val, y_val, config.validation_metric)
+                if score > best_score + min_gain:
+                    best_score, best_state, since_best = score, copy.deepcopy(model.state_dict()), 0
                 else:
                     since_best += 1
                     if since_best >= config.patience:
@@ -334,6 +365,35 @@ def train(
     if best_state is not None:
         model.load_state_dict(best_state)
     return model.eval()
+
+
+def epoch_steps(n: int, config: TrainConfig) -> int:
+    """Optimiser steps in one epoch over n items: ⌈max(n, epoch_samples) / batch_size⌉."""
+    return math.ceil(max(n, config.epoch_samples or 0) / config.batch_size)
+
+
+def epoch_order(n: int, epoch_samples: int | None, generator: torch.Generator) -> Tensor:
+    """The item indices of one training epoch over n items: a random permutation of 0..n-1, or,
+    when epoch_samples = L > n, randperm(L) mod n (every item ⌊L/n⌋ or ⌈L/n⌉ times), [max(n, L)]."""
+    if epoch_samples is None or epoch_samples <= n:
+        return torch.randperm(n, generator=generator)
+    return torch.randperm(epoch_samples, generator=generator) % n
+
+
+def validation_score(model: nn.Module, x_val: Tensor, y_val: Tensor, metric: str, *, chunk: int = 1024) -> float:
+    """The early-stopping score of `model` (eval mode, no gradients) on (x_val [V, ...], y_val [V]),
+    higher is better: the accuracy, or minus the task loss (the mean over all V items, in chunks
+    of `chunk` to bound the activations' memory)."""
+    model.eval()
+    total = 0.0
+    with torch.no_grad():
+        for start in range(0, x_val.shape[0], chunk):
+            out, y = model(x_val[start : start + chunk]), y_val[start : start + chunk]
+            if metric == "accuracy":
+                total += float((out.argmax(-1) == y).sum())
+            else:
+                total -= float(task_loss(out, y)) * y.shape[0]
+    return total / x_val.shape[0]
 
 
 def sized_training(

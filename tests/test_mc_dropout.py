@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from activebayes import ConfigError
-from activebayes.nets import gal_cnn, mlp
+from activebayes.nets import batchbald_cnn, gal_cnn, mlp
 from activebayes.posteriors import MCDropout
 from activebayes.posteriors.mc_dropout import DropoutMasks, flatten_sequential, full_passes, stochastic_tail
 from activebayes.training import TrainConfig
@@ -43,8 +43,9 @@ def _fast(model: nn.Module, x: torch.Tensor, masks: DropoutMasks) -> torch.Tenso
 
 @pytest.mark.parametrize(
     "make, item_shape",
-    [(mlp(5, 3, hidden=(16, 8)), (5,)), (gal_cnn((1, 12, 12), 4), (1, 12, 12)), (_odd_net, (1, 10, 10))],
-    ids=["mlp", "gal-cnn", "dropout2d-nested"],
+    [(mlp(5, 3, hidden=(16, 8)), (5,)), (gal_cnn((1, 12, 12), 4), (1, 12, 12)), (_odd_net, (1, 10, 10)),
+     (batchbald_cnn((1, 20, 20), 4), (1, 20, 20))],
+    ids=["mlp", "gal-cnn", "dropout2d-nested", "batchbald-cnn"],
 )
 def test_prefix_cached_tail_equals_full_passes_for_the_same_masks(make, item_shape):
     model = make().eval()
@@ -196,3 +197,18 @@ def test_deterministic_proba_is_the_network_without_dropout(fitted_mlp):
     torch.testing.assert_close(got, torch.softmax(h, -1))
     assert torch.equal(got, posterior.predict_proba_deterministic(x))  # no masks: no randomness
     assert not torch.allclose(got, posterior.predict_proba(x))  # unlike the MC average
+
+
+def test_large_batches_run_the_tail_in_chunks_with_the_same_result(monkeypatch):
+    """With channel dropout right after the first conv the shared-mask tail holds [S, n, 32, 24, 24]:
+    a memory budget of a few items splits a batch into chunks; the logits are those of one pass."""
+    from activebayes.posteriors import mc_dropout
+
+    x = torch.rand(9, 1, 28, 28, generator=torch.Generator().manual_seed(0))
+    post = MCDropout(batchbald_cnn(), n_samples=4, train=TrainConfig(epochs=1), seed=0, device="cpu")
+    post.fit(x, torch.arange(9) % 10)
+    whole = post.predict_logits(x)
+    per_item = 4 * 32 * 24 * 24 * 4  # S · F · bytes
+    monkeypatch.setattr(mc_dropout, "TAIL_BYTES", 2 * per_item)  # two items at a time
+    torch.testing.assert_close(post.predict_logits(x), whole, rtol=1e-6, atol=1e-6)
+    assert whole.shape == (4, 9, 10)

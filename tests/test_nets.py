@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from activebayes import ConfigError
-from activebayes.nets import default_model, gal_cnn, mlp
+from activebayes.nets import batchbald_cnn, default_model, gal_cnn, mlp
 
 
 def test_mlp_factory_builds_fresh_networks_with_dropout():
@@ -39,6 +39,24 @@ def test_gal_cnn_matches_the_paper():
     assert gal_cnn((3, 32, 32), 5)()(torch.zeros(2, 3, 32, 32)).shape == (2, 5)
 
 
+def test_batchbald_cnn_matches_kirsch_et_al():
+    """BlackHC/BatchBALD src/mnist_model.py: conv 32@5x5, MCDropout2d, pool, ReLU, conv 64@5x5,
+    MCDropout2d, pool, ReLU, dense 1024 -> 128, MCDropout, ReLU, dense 10; inputs normalised."""
+    net = batchbald_cnn()()
+    kinds = [type(m).__name__ for m in net]
+    assert kinds == [
+        "Standardize", "Conv2d", "Dropout2d", "MaxPool2d", "ReLU", "Conv2d", "Dropout2d", "MaxPool2d", "ReLU",
+        "Flatten", "Linear", "Dropout", "ReLU", "Linear",
+    ]  # fmt: skip
+    assert (net[1].out_channels, net[1].kernel_size, net[5].out_channels, net[5].kernel_size) == (32, (5, 5), 64, (5, 5))
+    assert (net[10].in_features, net[10].out_features, net[13].out_features) == (1024, 128, 10)
+    assert {m.p for m in net if isinstance(m, (nn.Dropout, nn.Dropout2d))} == {0.5}
+    torch.testing.assert_close(net[0](torch.full((1,), 0.1307 + 0.3081)), torch.ones(1))
+    assert sum(p.numel() for p in net[0].parameters()) == 0
+    assert net.eval()(torch.zeros(3, 1, 28, 28)).shape == (3, 10)
+    assert type(batchbald_cnn(standardize=None)()[0]).__name__ == "Conv2d"
+
+
 def test_default_model_for_the_cli():
     assert default_model("mlp", (1, 28, 28), 10)()(torch.zeros(2, 1, 28, 28)).shape == (2, 10)
     assert default_model("cnn", (1, 28, 28), 10)()[0].out_channels == 32
@@ -56,6 +74,8 @@ def test_default_model_for_the_cli():
         (lambda: mlp(2, 2, hidden=(4, -1)), "hidden"),
         (lambda: gal_cnn((1, 6, 6)), "8x8"),
         (lambda: gal_cnn((28, 28)), "in_shape"),
+        (lambda: batchbald_cnn((1, 12, 12)), "16x16"),
+        (lambda: batchbald_cnn(dropout=1.5), "dropout"),
     ],
 )
 def test_bad_arguments_name_themselves(call, argument):

@@ -218,6 +218,10 @@ def test_mnist_data_file(tmp_path):
         ("model", "weight_decay", "paper", ["model.weight_decay", '"gal"']),
         ("model", "weight_decay", -1.0, ["model.weight_decay", "non-negative"]),
         ("model", "masks", "per-item", ["model.masks", '"shared" or "independent"']),
+        ("model", "epoch_samples", 0, ["model.epoch_samples", "positive integer"]),
+        ("model", "patience", 3, ["model.patience", "data.validation_size"]),
+        ("model", "validation_metric", "accuracy", ["model.validation_metric", "patience"]),
+        ("model", "validation_metric", "f1", ["model.validation_metric", '"loss" or "accuracy"']),
         ("report", "paper", "gal2016", ["report.paper", '"gal2017"']),
         ("report", "colour", "red", ["report.colour: unknown key"]),
     ],
@@ -259,6 +263,18 @@ def test_gal2017_study_configs_use_the_papers_protocol():
         assert 'weight_decay = "gal"' in text and 'masks = "independent"' in text and 'paper = "gal2017"' in text
         assert "validation_size = 5000" in text and "repeats = 3" in text and 'evaluation = "deterministic"' in text
         assert '["bald", "variation-ratio", "entropy", "mean-std", "random"]' in text
+
+
+def test_batchbald_study_config_uses_their_protocol():
+    """studies/batchbald/mnist.toml: Kirsch et al.'s recorded arguments (their laaos_results)."""
+    if not MNIST_DIR.is_dir():
+        pytest.skip(f"MNIST not found at {MNIST_DIR}")
+    c = StudyConfig.from_toml(ROOT / "studies" / "batchbald" / "mnist.toml")
+    assert (c.initial, c.balanced_initial, c.batch_size, c.max_labels, c.validation_size) == (20, True, 10, 300, 1024)
+    assert (c.network, c.dropout, c.epochs, c.epoch_samples, c.patience, c.validation_metric) == (
+        "batchbald-cnn", 0.5, 30, 5056, 3, "accuracy")  # fmt: skip
+    assert (c.lr, c.weight_decay, c.train_batch_size, c.n_samples, c.masks, c.acquisition_subset) == (0.001, 0.0, 64, 100, "shared", None)
+    assert c.acquisitions == ("batch-bald", "bald", "power-bald", "random")
 
 
 def test_labels_to_reach_hand_made_curve():
@@ -324,6 +340,40 @@ def test_protocol_study_end_to_end(tmp_path):
     assert {n for (n,) in pool} == {400}
     b = run_study(config, tmp_path / "b", device="cpu")
     assert b.runs == a.runs  # seeded subset and masks: the same study again
+
+
+def test_early_stopping_on_the_validation_split_with_fixed_length_epochs(tmp_path, monkeypatch):
+    """[model] epoch_samples and patience reach every fit's TrainConfig; the validation set is the
+    repeat's held-out split (in no project), as `prepare_data` leaves it out of the pool."""
+    from activebayes import training
+    from activebayes.data import digits_arrays
+    from activebayes.study import validation_set
+
+    text = BASE.replace("pool_size = 400", "pool_size = 400\nvalidation_size = 100")
+    text = text.replace("epochs = 30", "epochs = 30\nepoch_samples = 256\npatience = 2\nvalidation_metric = \"accuracy\"")
+    (tmp_path / "p.toml").write_text(text)
+    config = StudyConfig.from_toml(tmp_path / "p.toml")
+    seen = []
+    real_train = training.train
+
+    def recording_train(model, x, y, config=training.TrainConfig(), **kwargs):
+        seen.append(config)
+        return real_train(model, x, y, config, **kwargs)
+
+    monkeypatch.setattr("activebayes.posteriors.mc_dropout.train", recording_train)
+    result = run_study(config, tmp_path / "out", device="cpu")
+    assert seen and all(c.epoch_samples == 256 and c.patience == 2 and c.validation_metric == "accuracy" for c in seen)
+    x_all, y_all = digits_arrays()
+    data = prepare_data(config, tmp_path / "out")
+    for repeat in range(config.repeats):
+        x_val, y_val = validation_set(config, repeat)
+        assert x_val.shape == (100, 64) and y_val.dtype == np.int64 and y_val.shape == (100,)
+        in_project = {int(data.keys[i].split("-")[1]) for i in np.concatenate([data.splits[repeat].pool, data.splits[repeat].test])}
+        for x, y in zip(x_val, y_val):  # each validation image is a digits row (with its label) outside the project
+            rows = set(np.flatnonzero((x_all == x).all(1) & (y_all == y)).tolist())
+            assert rows and rows - in_project
+    assert seen[0].validation_data is not None and len(seen[0].validation_data[0]) == 100
+    assert result.runs == run_study(config, tmp_path / "again", device="cpu").runs  # still seeded
 
 
 def test_run_one_per_run_then_collect_results_equals_run_study(tmp_path):

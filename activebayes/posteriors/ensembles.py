@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import math
 import warnings
 from collections.abc import Sequence
 from typing import Unpack
@@ -43,6 +42,7 @@ from activebayes.training import (
     as_tensor,
     check_positive_int,
     cosine_cycle_lr,
+    epoch_steps,
     fit_noise_variance,
     network_outputs,
     train,
@@ -201,7 +201,7 @@ class SnapshotEnsemble(_StackedEnsemble):
         lr_max: the learning rate at the start of each cycle; None takes `train.lr`.
         warm_start: start each `fit` after the first from the last fit's weights.
         train: the optimizer, weight decay and batch size; its `epochs`, `lr` and
-            `validation_fraction` are replaced by the schedule above.
+            `validation_fraction` / `validation_data` are replaced by the schedule above.
         seed, device, likelihood: as for `DeepEnsemble` (regression: σ_m² per snapshot).
 
     Fitted attributes: `stack_`, `model_` (the final weights), `seed_`, `device_`, `likelihood_`,
@@ -226,9 +226,9 @@ class SnapshotEnsemble(_StackedEnsemble):
         base = self.train_config
         lr_max = base.lr if self.lr_max is None else float(self.lr_max)
         config = dataclasses.replace(
-            base, epochs=self.n_samples * self.epochs_per_cycle, lr=lr_max, validation_fraction=0.0
+            base, epochs=self.n_samples * self.epochs_per_cycle, lr=lr_max, validation_fraction=0.0, validation_data=None
         )
-        steps_per_cycle = self.epochs_per_cycle * math.ceil(x.shape[0] / config.batch_size)
+        steps_per_cycle = self.epochs_per_cycle * epoch_steps(x.shape[0], config)
         if self.warm_start and self.model_ is not None:
             model = copy.deepcopy(self.model_)
         else:

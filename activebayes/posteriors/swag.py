@@ -64,7 +64,7 @@ from torch.func import functional_call, vmap
 from activebayes.errors import ConfigError, ShapeError
 from activebayes.posteriors._network import ModelFn, NetworkArgs, NetworkPosterior, check_choice, check_positive_number, inputs_for
 from activebayes.predictive import GaussianPredictive, Predictive
-from activebayes.training import cosine_cycle_lr, fit_noise_variance, regression_output, task_loss, train
+from activebayes.training import cosine_cycle_lr, epoch_steps, fit_noise_variance, regression_output, task_loss, train
 
 _BN_TYPES = (nn.modules.batchnorm._BatchNorm,)
 _BN_BATCH = 1024  # rows per forward pass when refreshing BatchNorm statistics
@@ -262,10 +262,10 @@ class SWAG(NetworkPosterior):
         swa_lr = self.swa_lr if self.swa_lr is not None else self.swa_lr_ratio * config.lr
         moments = SWAGMoments(sum(p.numel() for p in net.parameters()), rank=self.rank, device=dev)
         swa_config = replace(config, epochs=self.n_snapshots, lr=swa_lr, optimizer=self.swa_optimizer or config.optimizer,
-                             validation_fraction=0.0, schedule="constant")
+                             validation_fraction=0.0, validation_data=None, schedule="constant")
         lr_at = None
         if self.schedule == "cyclic":
-            steps = -(-x.shape[0] // swa_config.batch_size)
+            steps = epoch_steps(x.shape[0], swa_config)
             lr_at = lambda step: cosine_cycle_lr(step, steps, swa_lr)  # noqa: E731
         guard = functools.partial(check_swa_loss, limit=divergence_limit(pre_losses), swa_lr=swa_lr,
                                   optimizer=swa_config.optimizer)
