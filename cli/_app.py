@@ -54,10 +54,19 @@ _GENERIC_FIX: dict[type, str] = {
 }
 
 
+_LONG_WORD = re.compile(r"\S{%d,}" % 120)
+
+
+def _shorten(message: str) -> str:
+    """A message with every run of over 120 non-blank characters (a 10 MB cell echoed back) cut
+    to its start and its length, so that the error line stays readable."""
+    return _LONG_WORD.sub(lambda m: f"{m.group()[:60]}...({len(m.group())} characters)", message)
+
+
 def format_error(exc: BaseException) -> str:
     """The single line printed for a user's mistake: 'error: <what>; <fix>'."""
     message = re.sub(r"\s*\(Background on this error at: [^)]*\)", "", str(exc))
-    message = " ".join(message.split()) or type(exc).__name__
+    message = _shorten(" ".join(message.split())) or type(exc).__name__
     if "; " not in message:
         fix = next((f for cls, f in _GENERIC_FIX.items() if isinstance(exc, cls)), "see `activebayes --help`")
         message = f"{message}; {fix}"
@@ -71,10 +80,10 @@ def _database_error(exc: BaseException) -> str | None:
     except ImportError:  # pragma: no cover - sqlalchemy is a dependency
         return None
     if isinstance(exc, (sa_exc.OperationalError, sa_exc.InterfaceError)):
-        cause = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
-        return f"error: cannot use the database ({cause}); check --db / ACTIVEBAYES_DB and that the server is running"
+        cause = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [type(exc).__name__])[0]
+        return _shorten(f"error: cannot use the database ({cause}); check --db / ACTIVEBAYES_DB and that the server is running")
     if isinstance(exc, (sa_exc.ArgumentError, sa_exc.NoSuchModuleError)):
-        return f"error: --db is not a usable database URL ({exc}); use e.g. sqlite:///activebayes.db"
+        return _shorten(f"error: --db is not a usable database URL ({' '.join(str(exc).split())}); use e.g. sqlite:///activebayes.db")
     return None
 
 

@@ -123,7 +123,7 @@ def _import_file(spec: str, target: str) -> Any:
     sys.modules[name] = module  # dataclasses and pickling look their module up here
     try:
         loader_spec.loader.exec_module(module)
-    except Exception as exc:  # the user's file: report it in one line
+    except (Exception, SystemExit) as exc:  # the user's file (even sys.exit() in it): one line
         sys.modules.pop(name, None)
         raise CliError(f"--model {spec}: importing {path} failed ({type(exc).__name__}: {exc})", "fix the file") from exc
     return module
@@ -139,7 +139,8 @@ def _import_module(spec: str, module_name: str) -> Any:
             f"--model: cannot import module {module_name!r} ({type(exc).__name__}: {exc})",
             "check the spelling and that the module is on PYTHONPATH (run from its folder), or give a file as path/to/file.py:factory",
         ) from exc
-    except Exception as exc:  # the module's own code failed while importing
+    except (Exception, SystemExit) as exc:  # the module's own code failed (or exited) while importing
+        sys.modules.pop(module_name, None)
         raise CliError(f"--model {spec}: importing module {module_name!r} failed ({type(exc).__name__}: {exc})", "fix the module") from exc
 
 
@@ -175,7 +176,7 @@ def model_factory(spec: str, input_shape: Sequence[int], n_classes: int) -> Call
     factory = import_factory(spec)
     try:
         model = factory()
-    except Exception as exc:  # the user's code: report it in one line
+    except (Exception, SystemExit) as exc:  # the user's code (even sys.exit() in it): one line
         raise CliError(f"--model: calling {spec}() failed: {type(exc).__name__}: {exc}", "fix the factory") from exc
     if not isinstance(model, nn.Module):
         raise CliError(
@@ -315,7 +316,7 @@ def check_posterior(
                     raise ValueError(f"expected probabilities [{n}, {n_classes}], got {tuple(probs.shape)}")
                 joint = posterior.predict(items.to(resolve_device(device))) if acquisition.needs_joint else scores
             acquisition.select(joint, 1, torch.Generator().manual_seed(0))
-    except Exception as exc:  # the user's network (or its fit with this posterior): one line
+    except (Exception, SystemExit) as exc:  # the user's network (or its fit with this posterior): one line
         raise CliError(
             f"--posterior {name} with --model {spec} and --acquisition {acquisition.name}: a trial fit and "
             f"scoring on {n} items failed ({type(exc).__name__}: {exc})",

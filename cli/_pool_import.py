@@ -5,7 +5,6 @@ items, test split and truth (`register_pool`).
 
 from __future__ import annotations
 
-import csv
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -60,8 +59,10 @@ def feature_settings(data: Any, fmt: str, pool_rows: np.ndarray, standardize: bo
 
 
 def _csv_header(path: Path) -> list[str]:
-    with path.open(newline="", encoding="utf-8") as fh:
-        return [h.strip() for h in next(csv.reader(fh), [])]
+    """The column names of a csv file, read as the loader reads them (BOM, `;` or tab)."""
+    from activebayes.data.loaders import csv_header
+
+    return csv_header(path)
 
 
 def split_rows(n: int, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -96,7 +97,7 @@ def register_pool(
 
     Shared by `pool add` and `demo`.
     """
-    from activebayes.data import check_labels, detect_format, label_text, load_dataset, truth_labels
+    from activebayes.data import detect_format, label_text, load_dataset, truth_labels
     from activebayes.errors import DataError
 
     info = store.project(name)
@@ -129,11 +130,9 @@ def register_pool(
         if labels is not None:
             raise CliError(f"--truth: {file} already holds labels", "leave --truth out, or drop the labels from FILE")
         try:
-            labels = truth_labels(truth, keys)
+            labels = truth_labels(truth, keys, classes)
         except DataError as exc:
             raise DataError(f"--truth: {exc}") from exc
-        if classes is not None:
-            check_labels(np.asarray(labels), classes, truth)
     if labels is None and (labels_are_known or test_fraction > 0):
         option = "--labels-are-known" if labels_are_known else "--test-fraction"
         raise CliError(f"{option}: {file} has no labels", "pass --label-column C for a csv, or leave the option out")

@@ -14,6 +14,8 @@ import dataclasses
 import gzip
 import hashlib
 import io
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -40,6 +42,7 @@ class Dataset:
     one_hot_columns: the positions in x of the one-hot indicator features.
     raw: the features before the recorded standardisation (None when x is not standardised);
         what a person should be shown.
+    lines: a text file's line number of each row (for messages), or None.
     """
 
     x: np.ndarray
@@ -51,6 +54,7 @@ class Dataset:
     categories: dict[str, list[str]] | None = None
     one_hot_columns: tuple[int, ...] = ()
     raw: np.ndarray | None = None
+    lines: tuple[int, ...] | None = None
 
     def __len__(self) -> int:
         return int(self.x.shape[0])
@@ -103,15 +107,20 @@ def label_text(value: Any) -> str:
     return str(value).strip()
 
 
-def check_labels(y: np.ndarray, classes: Sequence[Any], path: Path) -> None:
-    """DataError naming the first label (and its row) that is not among `classes`."""
+def check_labels(y: np.ndarray, classes: Sequence[Any], path: Path, lines: Sequence[int] | None = None) -> None:
+    """DataError naming the first label (and its row, or its line in a text file) that is not
+    among `classes`."""
     allowed = {str(c) for c in classes}
     for i, value in enumerate(y.tolist()):
         text = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
         if text not in allowed:
-            raise DataError(
-                f"data file {str(path)!r}: row {i} has label {value!r}, not one of the classes {sorted(allowed)[:20]}"
-            )
+            where = f"data file {str(path)!r}: row {i}"
+            at = f" (line {lines[i]})" if lines is not None else ""
+            listed = sorted(allowed)[:20]
+            if isinstance(value, str) and not value.strip():
+                raise DataError(f"{where} has an empty label{at}, not one of the classes {listed}; fill it in or drop the row")
+            label = shown(value) if isinstance(value, str) else repr(value)
+            raise DataError(f"{where} has label {label}{at}, not one of the classes {listed}; correct the label")
 
 
 def _open_maybe_gz(path: Path) -> io.BufferedIOBase:
@@ -168,6 +177,97 @@ def _load_npz(path: Path) -> Dataset:
     return Dataset(x, y, keys, path, "npz")
 
 
+CSV_DELIMITERS = (",", ";", "\t")
+_SHOWN_MAX = 60  # characters of a cell quoted in a message
+_DECIMAL_COMMA = re.compile(r"^[+-]?\d+,\d+$")
+_DATA_LIKE = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+(\.\d*)?[eE][+-]?\d+)$")
+
+
+def shown(value: Any) -> str:
+    """`value` quoted for a one-line message, cut to a few dozen characters."""
+    text = str(value)
+    if len(text) > _SHOWN_MAX:
+        return repr(text[: _SHOWN_MAX - 20]) + f"... ({len(text)} characters)"
+    return repr(text)
+
+
+def _delimiter_name(d: str) -> str:
+    return "tab" if d == "\t" else repr(d)
+
+
+def csv_text(path: Path, what: str = "data file") -> str:
+    """The text of a csv file: UTF-8 (a byte-order mark dropped) or UTF-16 with its BOM (Excel's
+    "Unicode Text"); DataError naming the file when it is neither."""
+    raw = path.read_bytes()
+    encoding = "utf-16" if raw.startswith((b"\xff\xfe", b"\xfe\xff")) else "utf-8-sig"
+    try:
+        text = raw.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"{what} {str(path)!r} is not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start}); "
+            "save it as 'CSV UTF-8' and run the command again"
+        ) from None
+    nul = text.find("\x00")
+    if nul >= 0:
+        line = text.count("\n", 0, nul) + 1
+        raise DataError(f"{str(path)!r} line {line}: holds a NUL byte, so it is not CSV text; save the file as 'CSV UTF-8'")
+    return text
+
+
+def csv_delimiter(text: str, path: Path) -> str:
+    """The field separator of a csv text, read from its first non-blank line: the one of `,`,
+    `;` and tab that splits it (`,` when none does). A first line that splits at more than one
+    is ambiguous: DataError naming the file and line."""
+    lines = text.splitlines()
+    number, first = next(((i + 1, line) for i, line in enumerate(lines) if line.strip()), (1, ""))
+    splitting = []
+    for d in CSV_DELIMITERS:
+        if d not in first:
+            continue
+        try:
+            fields = next(csv.reader([first], delimiter=d), [])
+        except csv.Error:
+            continue
+        if len(fields) > 1:
+            splitting.append(d)
+    if len(splitting) > 1:
+        names = " and ".join(_delimiter_name(d) for d in splitting)
+        raise DataError(
+            f"{str(path)!r} line {number}: the header splits at both {names}, so the field separator is ambiguous; "
+            "save the file with one separator (quote names that hold another)"
+        )
+    return splitting[0] if splitting else ","
+
+
+def csv_rows(text: str, path: Path, delimiter: str) -> Iterator[tuple[int, list[str]]]:
+    """(line number where the record starts, fields) of every record; a record that is not valid
+    CSV (a NUL byte, a field over the csv module's size limit, ...) is a DataError naming the line."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    while True:
+        line = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            reason = str(exc)
+            if "field larger than field limit" in reason:
+                reason = f"a field is longer than {csv.field_size_limit()} characters"
+            elif "NUL" in reason:
+                reason = "it holds a NUL byte"
+            raise DataError(f"{str(path)!r} line {line}: not a valid CSV record ({reason}); fix that line") from None
+        yield line, row
+
+
+def csv_header(path: Path, what: str = "data file") -> list[str]:
+    """The column names on the first line of a csv file (decoded and split as `_load_csv` does)."""
+    text = csv_text(path, what)
+    for _, row in csv_rows(text, path, csv_delimiter(text, path)):
+        if row and any(f.strip() for f in row):
+            return [h.strip() for h in row]
+    return []
+
+
 def _load_csv(
     path: Path,
     label_column: str | None,
@@ -177,39 +277,73 @@ def _load_csv(
 ) -> Dataset:
     """A csv table. Numeric columns become features as they are; a text column is one-hot encoded
     (`categorical="auto"`, its categories in natural order, or as recorded in `categories`) or
-    refused (`"error"`). A column mixing numbers and text is refused either way."""
+    refused (`"error"`). A column mixing numbers and text is refused either way. The separator is
+    `,`, `;` or tab (`csv_delimiter`); the text UTF-8 or UTF-16 (`csv_text`)."""
     from activebayes.data.features import natural_sorted, one_hot
 
-    with path.open(newline="", encoding="utf-8-sig") as fh:
-        reader = csv.reader(fh)
-        header = next(reader, None)
-        if not header:
-            raise DataError(f"data file {str(path)!r}: empty; expected a header row of column names")
-        header = [h.strip() for h in header]
-        for name, what in ((label_column, "label_column"), (key_column, "key_column")):
-            if name is not None and name not in header:
-                raise DataError(f"data file {str(path)!r}: {what} {name!r} is not a column; columns are {header}")
-        special = {label_column, key_column} - {None}
-        feature_idx = [i for i, h in enumerate(header) if h not in special]
-        if not feature_idx:
-            raise DataError(f"data file {str(path)!r}: no feature columns besides the label/key columns")
-        li = header.index(label_column) if label_column else None
-        ki = header.index(key_column) if key_column else None
-        cells: list[list[str]] = []
-        lines: list[int] = []
-        labels: list[str] = []
-        keys: list[str] = []
-        for line_no, row in enumerate(reader, start=2):
-            if not row:
-                continue
-            if len(row) != len(header):
-                raise DataError(f"{str(path)!r} line {line_no}: expected {len(header)} fields, got {len(row)}")
-            cells.append([row[i].strip() for i in feature_idx])
-            lines.append(line_no)
-            if li is not None:
-                labels.append(row[li].strip())
-            if ki is not None:
-                keys.append(row[ki].strip())
+    text = csv_text(path)
+    delimiter = csv_delimiter(text, path)
+    records = csv_rows(text, path, delimiter)
+    header = None
+    header_line = 1
+    for header_line, row in records:
+        if row and any(f.strip() for f in row):
+            header = row
+            break
+    if not header:
+        raise DataError(f"data file {str(path)!r}: empty; expected a header row of column names")
+    header = [h.strip() for h in header]
+    where_header = f"{str(path)!r} line {header_line}"
+    seen: set[str] = set()
+    for name in header:
+        if name in seen and name:
+            raise DataError(f"{where_header}: the column {shown(name)} is named more than once; give every column its own name")
+        seen.add(name)
+    for name, what in ((label_column, "label_column"), (key_column, "key_column")):
+        if name is not None and name not in header:
+            raise DataError(f"data file {str(path)!r}: {what} {name!r} is not a column; columns are {[shown(h) for h in header[:20]]}")
+    looks_like_data = [h for h in header if _DATA_LIKE.match(h) or h.lower() in ("nan", "inf", "-inf")]
+    if looks_like_data:
+        raise DataError(
+            f"{where_header}: the header holds {shown(looks_like_data[0])}, a value rather than a column name "
+            "(is the header missing?); add a first line naming the columns, e.g. key,f0,f1,label"
+        )
+    special = {label_column, key_column} - {None}
+    feature_idx = [i for i, h in enumerate(header) if h not in special]
+    if not feature_idx:
+        raise DataError(f"data file {str(path)!r}: no feature columns besides the label/key columns")
+    li = header.index(label_column) if label_column else None
+    ki = header.index(key_column) if key_column else None
+    cells: list[list[str]] = []
+    lines: list[int] = []
+    labels: list[str] = []
+    keys: list[str] = []
+    key_lines: dict[str, int] = {}
+    for line_no, row in records:
+        if not row or all(not f.strip() for f in row):
+            continue
+        if len(row) != len(header):
+            raise DataError(
+                f"{str(path)!r} line {line_no}: expected {len(header)} fields, got {len(row)} "
+                f"(separator {_delimiter_name(delimiter)}); quote a value that holds the separator"
+            )
+        cells.append([row[i].strip() for i in feature_idx])
+        lines.append(line_no)
+        if li is not None:
+            labels.append(row[li].strip())
+        if ki is not None:
+            key = row[ki].strip()
+            if not key:
+                raise DataError(f"{str(path)!r} line {line_no}: empty key in the key column {key_column!r}; give every row a key")
+            if key in key_lines:
+                raise DataError(
+                    f"{str(path)!r} line {line_no}: the key {shown(key)} of column {key_column!r} is also on line "
+                    f"{key_lines[key]}; keys must be unique"
+                )
+            key_lines[key] = line_no
+            keys.append(key)
+    if not cells:
+        raise DataError(f"data file {str(path)!r}: has a header but no rows; add one row per item")
     recorded = categories is not None
     categories = dict(categories or {})
     blocks: list[np.ndarray] = []
@@ -228,32 +362,40 @@ def _load_csv(
                 column = np.asarray([float(v) for v in values], dtype=np.float64)
                 bad = ~np.isfinite(column)
                 if bad.any():
-                    raise DataError(f"{str(path)!r} line {lines[int(np.argmax(bad))]}: a feature is NaN or infinite")
+                    at = int(np.argmax(bad))
+                    raise DataError(
+                        f"{str(path)!r} line {lines[at]}: a feature is NaN or infinite (column {name!r}: {shown(values[at])}); "
+                        "give a finite number"
+                    )
                 blocks.append(column.astype(np.float32)[:, None])
                 names.append(name)
                 continue
             first_text = numeric.index(False)
+            comma = next((i for i, v in enumerate(values) if _DECIMAL_COMMA.match(v)), None)
+            if comma is not None and delimiter != ",":
+                raise DataError(
+                    f"{str(path)!r} line {lines[comma]}: column {name!r} holds {shown(values[comma])}, a number with a "
+                    "decimal comma; save the file with decimal points (or the column as text in quotes)"
+                )
             if categorical != "auto" or recorded or any(numeric):
-                shown = f"line {lines[first_text]}: column {name!r}"
+                where = f"line {lines[first_text]}: column {name!r}"
                 if categorical != "auto" or recorded:
-                    raise DataError(f"{str(path)!r} {shown} is not a number")
+                    raise DataError(f"{str(path)!r} {where} is not a number ({shown(values[first_text])})")
                 first_num = numeric.index(True)
                 raise DataError(
-                    f"{str(path)!r} {shown} is not a number ({values[first_text]!r}) but line {lines[first_num]} holds the "
-                    f"number {values[first_num]!r} (a column is either numeric or categorical); correct that value"
+                    f"{str(path)!r} {where} is not a number ({shown(values[first_text])}) but line {lines[first_num]} holds the "
+                    f"number {shown(values[first_num])} (a column is either numeric or categorical); correct that value"
                 )
             found[name] = natural_sorted(values)
             encoded = one_hot(values, found[name], column=name, path=path)
         one_hot_cols.extend(range(len(names), len(names) + encoded.shape[1]))
         names.extend(f"{name}={c}" for c in found[name])
         blocks.append(encoded)
-    x = np.concatenate(blocks, axis=1) if cells else np.zeros((0, len(names)), dtype=np.float32)
+    x = np.concatenate(blocks, axis=1)
     y = np.asarray(labels) if li is not None else None
-    if ki is not None and len(set(keys)) != len(keys):
-        raise DataError(f"data file {str(path)!r}: key column {key_column!r} has duplicate keys")
     return Dataset(
         x, y, keys if ki is not None else None, path, "csv", feature_names=names,
-        categories=found or None, one_hot_columns=tuple(one_hot_cols),
+        categories=found or None, one_hot_columns=tuple(one_hot_cols), lines=tuple(lines),
     )  # fmt: skip
 
 
@@ -323,7 +465,7 @@ def load_dataset(
         raise DataError(f"data file {str(path)!r}: expected numeric features, got dtype {data.x.dtype}")
     check_finite(data.x, path)
     if classes is not None and data.y is not None:
-        check_labels(data.y, classes, path)
+        check_labels(data.y, classes, path, data.lines)
     if features and features.get("standardize") and features.get("mean") is not None:
         from activebayes.data.features import apply_features
 
@@ -337,27 +479,30 @@ def load_labels(path: str | Path, *, format: str | None = None, label_column: st
     path = Path(path)
     fmt = format or detect_format(path)
     if fmt == "csv":
-        with path.open(newline="", encoding="utf-8-sig") as fh:
-            table = list(csv.reader(fh))
-        header = [h.strip() for h in (table[0] if table else [])]
+        text = csv_text(path, "labels file")
+        records = [(n, row) for n, row in csv_rows(text, path, csv_delimiter(text, path)) if row and any(f.strip() for f in row)]
+        header = [h.strip() for h in (records[0][1] if records else [])]
         if label_column not in header:
-            raise DataError(f"labels file {str(path)!r}: no column {label_column!r}; columns are {header}")
+            raise DataError(f"labels file {str(path)!r}: no column {label_column!r}; columns are {[shown(h) for h in header[:20]]}")
         key_column = key_column if key_column is not None else ("key" if "key" in header else None)
-        rows = table[1:]
         li, ki = header.index(label_column), (header.index(key_column) if key_column else None)
-        for n, row in enumerate(rows, start=2):
-            if row and len(row) != len(header):
+        for n, row in records[1:]:
+            if len(row) != len(header):
                 raise DataError(f"{str(path)!r} line {n}: expected {len(header)} fields, got {len(row)}")
-        rows = [r for r in rows if r]
+        rows = [row for _, row in records[1:]]
         y = np.asarray([r[li].strip() for r in rows])
         keys = [r[ki].strip() for r in rows] if ki is not None else None
-        return Dataset(np.arange(len(y))[:, None], y, keys, path, "csv")
+        return Dataset(np.arange(len(y))[:, None], y, keys, path, "csv", lines=tuple(n for n, _ in records[1:]))
     if fmt == "npz":
         data = _load_npz(path)
         if data.y is None:
             raise DataError(f"labels file {str(path)!r}: expected an array named 'y'")
         return data
-    arr = read_idx(path) if fmt == "idx" else np.load(path, allow_pickle=False)
-    if arr.ndim != 1:
-        raise DataError(f"labels file {str(path)!r}: expected labels [N], got shape {arr.shape}")
+    try:
+        arr = read_idx(path) if fmt == "idx" else np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise DataError(f"labels file {str(path)!r}: cannot read it ({' '.join(str(exc).split())[:200]})") from exc
+    if not isinstance(arr, np.ndarray) or arr.ndim != 1:
+        shape = getattr(arr, "shape", None)
+        raise DataError(f"labels file {str(path)!r}: expected labels [N], got {'shape ' + str(shape) if shape is not None else 'an archive'}")
     return Dataset(np.arange(arr.shape[0])[:, None], arr, None, path, fmt)

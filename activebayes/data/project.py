@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from activebayes.data.loaders import Dataset, label_text, load_dataset, load_labels, sha256_file
+from activebayes.data.loaders import Dataset, check_labels, label_text, load_dataset, load_labels, sha256_file
 from activebayes.errors import DataError
 
 
@@ -30,11 +30,14 @@ def load_project_data(store: Any, project: str) -> Dataset:
     )  # fmt: skip
 
 
-def truth_labels(path: str | Path, keys: Sequence[str]) -> list[str]:
+def truth_labels(path: str | Path, keys: Sequence[str], classes: Sequence[Any] | None = None) -> list[str]:
     """The labels of a separate truth file (.npy/.npz/IDX [N] in row order, or a csv with
     key,label columns) as `label_text`, aligned with the data file's `keys`; DataError naming
-    the file when a key has no label or the row counts differ."""
+    the file when a key has no label or the row counts differ, or (with `classes`) naming the
+    row and line of a label that is not one of them."""
     truth = load_labels(path)
+    if classes is not None:
+        check_labels(truth.y, classes, Path(path), truth.lines)
     values = [label_text(v) for v in truth.y.tolist()]
     if truth.keys is not None:
         by_key = dict(zip(truth.keys, values))

@@ -28,7 +28,7 @@ accepted (`unsupported_url`); any other driver is a StoreError naming both, befo
 
 Round locks (`PoolStore.round_lock`, revision 0003): one process at a time runs a round of a
 project; another gets a `RoundBusyError` naming the round and its holder (pid, host, since when).
-PostgreSQL: a session advisory lock keyed by the project, held on a connection of its own for
+PostgreSQL: a session advisory lock keyed by (database, schema, project), held on a connection of its own for
 the round's duration (a killed holder's session ends and the server frees it); the
 `round_locks` row only names the holder. SQLite: the `round_locks` row is the lock, written in a
 BEGIN IMMEDIATE transaction and refreshed by a heartbeat thread; a row is stale, and taken over,
@@ -68,8 +68,12 @@ from activebayes.store.models import Item, Project, Round, RoundLock, RoundStatu
 from activebayes.store.records import ProjectInfo, QueryInfo, RoundInfo, _project_info, _round_info
 
 BUSY_TIMEOUT_MS = 60_000
+CONNECT_TIMEOUT_S = 5  # PostgreSQL: seconds to wait for a server to answer a new connection
 _PG_MIGRATION_LOCK = 74_261_007  # pg_advisory_xact_lock key while migrating
-_PG_ROUND_LOCK = 74_261_008  # pg_try_advisory_lock(_PG_ROUND_LOCK, project id) while a round runs
+# pg_try_advisory_lock(key) while a round runs: advisory locks are server-wide, so the key hashes
+# the database and schema with the project id (project 1 of one schema must not lock another's)
+_PG_ROUND_LOCK_KEY = ("hashtextextended(current_database() || '/' || current_schema() || '/round/' || CAST(:p AS text), "
+                      "74261008)")
 LOCK_HEARTBEAT_S = 15.0  # a SQLite round lock's holder refreshes its heartbeat this often
 LOCK_STALE_S = 120.0  # a holder on another host whose heartbeat is older is gone
 LOCK_ORPHAN_S = 900.0  # a holder on this host whose pid runs but whose heartbeat is older: pid reused
@@ -124,13 +128,51 @@ def _require_sqlite_schema(url: str) -> None:
     path = Path(database)
     if not path.is_file():
         raise SchemaMissingError(f"no activebayes database at {_shown(url)} (no file {str(path)!r})")
-    try:
-        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as conn:
-            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except sqlite3.DatabaseError as exc:
-        raise StoreError(f"url: {str(path)!r} is not an SQLite database ({exc}); check the url") from exc
+    tables = _sqlite_tables(path)
     if not tables & {"alembic_version", "projects"}:
         raise SchemaMissingError(f"no activebayes database at {_shown(url)} (the file holds no activebayes tables)")
+
+
+def _sqlite_tables(path: Path) -> set[str]:
+    """The table names of the SQLite file at `path`, read through a read-only connection (the
+    file is not created or changed); StoreError when the file is not an SQLite database."""
+    if path.is_dir():
+        raise StoreError(f"url: {str(path)!r} is a folder, not an SQLite database file; check the url")
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+            return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.OperationalError as exc:
+        if "unable to open" not in str(exc):
+            raise StoreError(f"url: {str(path)!r} is not an SQLite database ({exc}); check the url") from exc
+        raise StoreError(  # a WAL database is read through its -shm file, made beside it on first use
+            f"url: cannot open {str(path)!r} ({exc}): the file is unreadable or its folder read-only; "
+            "make the file readable and its folder writable (SQLite writes -wal and -shm files beside it)"
+        ) from exc
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"url: {str(path)!r} is not an SQLite database ({exc}); check the url") from exc
+
+
+def _check_sqlite_file(url: str) -> None:
+    """For a write: StoreError when the existing, non-empty SQLite file at `url` is not an SQLite
+    database (random bytes, another format), before it is opened for writing (which would
+    leave -wal and -shm files beside it)."""
+    parsed = make_url(url)
+    database = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or database in ("", ":memory:") or database.startswith("file:"):
+        return
+    path = Path(database)
+    if path.is_dir() or (path.is_file() and path.stat().st_size > 0):
+        _sqlite_tables(path)
+
+
+def _disk_problem(orig: BaseException | None) -> bool:
+    text = str(orig or "").lower()
+    return any(w in text for w in ("disk i/o error", "disk is full", "database or disk is full", "no space left", "file too large"))
+
+
+def _read_only_problem(orig: BaseException | None) -> bool:
+    text = str(orig or "").lower()
+    return "readonly" in text or "read-only" in text or "unable to open database file" in text
 
 
 def alembic_config() -> Config:
@@ -144,7 +186,10 @@ def alembic_config() -> Config:
 def _make_engine(url: str) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return create_engine(parsed, pool_pre_ping=True)
+        # a server that accepts the connection but never answers (or a host that drops packets)
+        # fails after CONNECT_TIMEOUT_S instead of hanging; a connect_timeout in the URL wins
+        connect_args = {} if "connect_timeout" in parsed.query else {"connect_timeout": CONNECT_TIMEOUT_S}
+        return create_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
     database = parsed.database or ""
     memory = database in ("", ":memory:") or "mode=memory" in str(parsed)
     if not memory and not Path(database).parent.exists():
@@ -270,6 +315,8 @@ class PoolStore:
             raise StoreError(f"url: {reason}; use {SUPPORTED_URLS}")
         if not create:
             _require_sqlite_schema(url)
+        else:
+            _check_sqlite_file(url)
         self.engine = None  # type: ignore[assignment]
         try:
             self.engine = _make_engine(url)
@@ -281,7 +328,11 @@ class PoolStore:
             if self.engine is not None:
                 self.engine.dispose()  # a store that failed to open keeps no connection
             if isinstance(exc, SQLAlchemyError):
-                raise StoreError(f"url: cannot open the database {_shown(url)!r}: {exc}") from exc
+                orig = getattr(exc, "orig", None)
+                if _disk_problem(orig) or _read_only_problem(orig):
+                    raise StoreError(self._write_failure(orig)) from exc
+                reason = " ".join(str(orig or exc).split())
+                raise StoreError(f"url: cannot open the database {_shown(url)!r}: {reason}") from exc
             raise
 
     # ---- schema -------------------------------------------------------------------------
@@ -349,7 +400,19 @@ class PoolStore:
         except IntegrityError as exc:
             raise StoreError(f"database refused a duplicate or dangling reference: {exc.orig}") from exc
         except OperationalError as exc:
+            if _disk_problem(exc.orig) or _read_only_problem(exc.orig):
+                raise StoreError(self._write_failure(exc.orig)) from exc
             raise StoreError(f"database error: {exc.orig}") from exc
+
+    def _write_failure(self, orig: BaseException | None) -> str:
+        """The message of a write the database could not make (a full disk, a file size limit,
+        a read-only file or folder); the transaction was rolled back."""
+        reason = " ".join(str(orig).split())
+        if _disk_problem(orig):
+            return (f"cannot write the database {_shown(self.url)!r} ({reason}: the disk is full or the file too large), "
+                    "nothing was changed; free some space and run the command again")  # fmt: skip
+        return (f"cannot write the database {_shown(self.url)!r} ({reason}: the file or its folder is read-only), "
+                "nothing was changed; make both writable (SQLite writes -wal and -shm files beside it)")  # fmt: skip
 
     def close(self) -> None:
         for lock in list(getattr(self, "_round_locks", {}).values()):
@@ -483,8 +546,11 @@ class PoolStore:
         if info.data_path is None:
             raise DataError(f"project {name!r}: has no data file; add one with `PoolStore.attach_data` and `add_items`")
         path = Path(info.data_path)
-        if not path.exists():
-            raise DataError(f"data file {str(path)!r} of project {name!r} is missing")
+        if not path.is_file():
+            raise DataError(
+                f"data file {str(path)!r} of project {name!r} is missing" + (" (a folder is there)" if path.exists() else "")
+                + "; restore the file the pool was added from, or create a new project"
+            )
         digest = sha256_file(path)
         if digest != info.data_sha256:
             raise DataError(
@@ -847,14 +913,16 @@ class PoolStore:
         try:
             deadline = time.monotonic() + _PG_DYING_S
             while True:
-                got = conn.execute(text("SELECT pg_try_advisory_lock(:c, :p)"), {"c": _PG_ROUND_LOCK, "p": lock.project_id}).scalar()
+                got = conn.execute(text(f"SELECT pg_try_advisory_lock({_PG_ROUND_LOCK_KEY})"), {"p": lock.project_id}).scalar()
                 conn.commit()  # the lock is the session's: no transaction stays open
                 if got:
                     break
                 with self._lock_transaction(write=False) as s:
                     row = s.get(RoundLock, lock.project_id)
                     holder = _holder(row) if row is not None else None
-                    dying = holder is not None and holder.host == _HOST and not _pid_running(holder.pid)
+                    # no row: its holder is between taking the lock and naming itself (milliseconds),
+                    # or was killed there and the server has not yet ended its session
+                    dying = holder is None or (holder.host == _HOST and not _pid_running(holder.pid))
                     if not dying or time.monotonic() > deadline:
                         raise self._busy(s, lock, holder)
                 time.sleep(0.1)  # its holder died: the server frees the lock when it notices
@@ -887,7 +955,7 @@ class PoolStore:
             pass
         if lock._conn is not None:
             try:
-                lock._conn.execute(text("SELECT pg_advisory_unlock(:c, :p)"), {"c": _PG_ROUND_LOCK, "p": lock.project_id})
+                lock._conn.execute(text(f"SELECT pg_advisory_unlock({_PG_ROUND_LOCK_KEY})"), {"p": lock.project_id})
                 lock._conn.commit()
             except SQLAlchemyError:
                 pass
