@@ -36,6 +36,7 @@ _LAZY = {
     "TrainConfig": "activebayes.training",
     "score_pool": "activebayes.scoring",
     "PoolScores": "activebayes.scoring",
+    "check_engine_store": "activebayes.distributed",
     "PoolStore": "activebayes.store",
     "ActiveLearningLoop": "activebayes.loop",
     "RoundResult": "activebayes.loop",

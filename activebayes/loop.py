@@ -144,6 +144,9 @@ class ActiveLearningLoop:
         evaluation: "predictive" (test metrics from `predict_proba`, the posterior predictive)
             or "deterministic" (`predict_proba_deterministic`: mc-dropout's network with dropout
             off, as Keras' `evaluate` in Gal et al. 2017's code).
+        engine, address: where the pool is scored: "local", or "ray" (shards over a Ray
+            cluster's actors, `scoring.score_pool`; address None: a local Ray, "auto" or
+            "ray://host:port": a cluster, which needs a store every machine can reach).
     """
 
     def __init__(
@@ -169,6 +172,8 @@ class ActiveLearningLoop:
         nipv_reference: int = 256,
         acquisition_subset: int | None = None,
         evaluation: str = "predictive",
+        engine: str = "local",
+        address: str | None = None,
     ) -> None:
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size: expected a positive integer, got {batch_size!r}")
@@ -176,6 +181,10 @@ class ActiveLearningLoop:
             raise ConfigError(f"score_batch_size: expected a positive integer, got {score_batch_size!r}")
         if not (hasattr(posterior, "fit") or callable(posterior)):
             raise ConfigError(f"posterior: expected a factory (seed) -> Posterior or a Posterior, got {posterior!r}")
+        from activebayes.distributed import check_engine_store
+
+        check_engine_store(engine, address, getattr(store, "url", ""))
+        self.engine, self.address = engine, address
         self.posterior = posterior
         self.acquisition, self.acquisition_name = _resolve_acquisition(acquisition)
         self.store = store
@@ -363,6 +372,7 @@ class ActiveLearningLoop:
             result = score_pool(
                 posterior, pool, score_fn, batch_size=self.score_batch_size, device=self.device,
                 n_samples=self.n_samples, progress=self._chunk_progress(start, len(rows)),
+                engine=self.engine, address=self.address,
             )  # fmt: skip
             parts.append(result.scores)
         self._pool_scores = torch.cat(parts)

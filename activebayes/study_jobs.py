@@ -21,6 +21,9 @@ Design:
 - Failure: a worker that raises reports (run, error) and the other runs go on; when all are
   over, `StudyRunsFailed` names the failed run(s) in one line: a user's mistake (an
   ActiveBayesError) is one, a bug gets its traceback written to `out_dir/study-errors.log`.
+- engine="ray": each run is a Ray task instead (`activebayes.distributed.run_tasks`, `jobs` at
+  a time, the same intra-op threads); the same runs and results. The store stays the SQLite file
+  in out_dir, so only a local Ray (address None or "local") may run them.
 - Results: once every run is done, `study.collect_results` reads the finished folder and writes
   results.json and the plot exactly as for --jobs 1.
 """
@@ -125,6 +128,15 @@ def _work(fn: Callable[..., Any], config: Any, out_dir: str, acquisition: str, r
         return name, 0, RunFailure(name, error, isinstance(exc, ActiveBayesError), traceback.format_exc())
 
 
+def _ray_work(threads: int, fn: Callable[..., Any], config: Any, out_dir: str, acquisition: str, repeat: int,
+              device: str) -> tuple[str, int, RunFailure | None]:  # fmt: skip
+    """`_work` in a Ray task, with the intra-op threads a process-pool worker would get."""
+    import torch
+
+    torch.set_num_threads(threads)
+    return _work(fn, config, out_dir, acquisition, repeat, device)
+
+
 # ---- the parent -----------------------------------------------------------------------------
 def plan_runs(config: Any, out_dir: Path, device: str) -> tuple[list[tuple[str, int]], dict[str, int], int]:
     """Everything that could race, done once in the parent: `study.prepare_study` (the config
@@ -147,6 +159,58 @@ def plan_runs(config: Any, out_dir: Path, device: str) -> tuple[list[tuple[str, 
     return todo, done, config.repeats * len(config.acquisitions) * config.rounds_per_run
 
 
+def _run_in_processes(fn: Callable[..., Any], config: Any, out_dir: Path, todo: list[tuple[str, int]], device: str, jobs: int,
+                      report: Callable[[str, int], None]) -> tuple[int, list[RunFailure]]:  # fmt: skip
+    """The runs in `jobs` spawned processes, each round reported as it ends; (rounds run, failures)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    progress_queue = ctx.Queue()
+    rounds_run, failures = 0, []
+
+    def drain(block: float) -> None:
+        try:
+            while True:
+                name, n = progress_queue.get(timeout=block) if block else progress_queue.get_nowait()
+                block = 0
+                report(name, n)
+        except queue_module.Empty:
+            pass
+
+    with ProcessPoolExecutor(min(jobs, len(todo)), mp_context=ctx, initializer=_init_worker,
+                             initargs=(progress_queue, worker_threads(jobs))) as pool:  # fmt: skip
+        running = {pool.submit(_work, fn, config, str(out_dir), a, r, device) for a, r in todo}
+        while running:
+            finished, running = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
+            drain(0)
+            for future in finished:
+                _, n, failure = future.result()
+                rounds_run += n
+                if failure is not None:
+                    failures.append(failure)
+    time.sleep(0.05)
+    drain(0.05)
+    progress_queue.close()
+    return rounds_run, failures
+
+
+def _run_on_ray(fn: Callable[..., Any], config: Any, out_dir: Path, todo: list[tuple[str, int]], device: str, jobs: int,
+                address: str | None, report: Callable[[str, int], None]) -> tuple[int, list[RunFailure]]:  # fmt: skip
+    """The runs as Ray tasks, `jobs` at a time, each reported when it ends; (rounds run, failures)."""
+    from activebayes.distributed import gpu_share, run_tasks
+
+    rounds_run, failures = 0, []
+    calls = [(a, r, device) for a, r in todo]
+    tasks = run_tasks(_ray_work, calls, common=(worker_threads(jobs), fn, config, str(out_dir)), address=address,
+                      gpus_per_task=gpu_share(address, device, jobs), limit=jobs)  # fmt: skip
+    for _, (name, n, failure) in tasks:
+        rounds_run += n
+        report(name, n)
+        if failure is not None:
+            failures.append(failure)
+    return rounds_run, failures
+
+
 def run_study_jobs(
     config: Any,
     out_dir: str | Path,
@@ -155,19 +219,26 @@ def run_study_jobs(
     device: str = "auto",
     progress: Callable[[int, int, str], None] | None = None,
     run_one: Callable[..., Any] | None = None,
+    engine: str = "local",
+    address: str | None = None,
 ) -> Any:
-    """Run (or resume) the study with its runs spread over `jobs` spawned worker processes; the
-    same StudyResult (and results.json) as `run_study`. Raises StudyRunsFailed after the other
-    runs finished when some run failed. `run_one` (a module-level function, picklable by name)
-    replaces the per-run function, for tests."""
-    import multiprocessing
+    """Run (or resume) the study with its runs spread over `jobs` spawned worker processes
+    (engine="local") or `jobs` Ray tasks at a time (engine="ray"); the same StudyResult (and
+    results.json) as `run_study`. Raises StudyRunsFailed after the other runs finished when some
+    run failed. `run_one` (a module-level function, picklable by name) replaces the per-run
+    function, for tests.
 
+    engine="ray": each (acquisition, repeat) run is one Ray task (`distributed.run_tasks`);
+    progress then advances when a run finishes. The study's store is SQLite in out_dir, so the
+    address must be a local Ray (None or "local"): `check_engine_store` refuses a cluster."""
+    from activebayes.distributed import check_engine_store
     from activebayes.study import collect_results
 
     if jobs < 1:
         raise ConfigError(f"jobs: expected a positive integer, got {jobs}")
     started = time.perf_counter()
     out_dir = Path(out_dir)
+    check_engine_store(engine, address, f"sqlite:///{out_dir / 'study.db'}")
     todo, done_per_run, total = plan_runs(config, out_dir, device)
     fn = run_one or default_run_one()
     done = sum(done_per_run.values())
@@ -175,40 +246,21 @@ def run_study_jobs(
     failures: list[RunFailure] = []
     if progress is not None:
         progress(min(done, total), total, f"{len(todo)} run(s) to go, {min(jobs, max(1, len(todo)))} at a time")
-    if todo:
-        ctx = multiprocessing.get_context("spawn")
-        progress_queue = ctx.Queue()
-        workers = min(jobs, len(todo))
-        running = set()
 
-        def drain(block: float) -> None:
-            nonlocal done
-            try:
-                while True:
-                    name, n = progress_queue.get(timeout=block) if block else progress_queue.get_nowait()
-                    block = 0
-                    if done_per_run.get(name, 0) < config.rounds_per_run:
-                        done_per_run[name] = done_per_run.get(name, 0) + n
-                        done += n
-                    if progress is not None:
-                        progress(min(done, total), total, name)
-            except queue_module.Empty:
-                pass
+    def report(name: str, n: int) -> None:
+        """n more rounds of run `name` done (capped at the run's rounds), passed on to progress."""
+        nonlocal done
+        if done_per_run.get(name, 0) < config.rounds_per_run:
+            added = min(n, config.rounds_per_run - done_per_run.get(name, 0))
+            done_per_run[name] = done_per_run.get(name, 0) + added
+            done += added
+        if progress is not None:
+            progress(min(done, total), total, name)
 
-        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
-                                 initargs=(progress_queue, worker_threads(jobs))) as pool:  # fmt: skip
-            running = {pool.submit(_work, fn, config, str(out_dir), a, r, device) for a, r in todo}
-            while running:
-                finished, running = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
-                drain(0)
-                for future in finished:
-                    name, n, failure = future.result()
-                    rounds_run += n
-                    if failure is not None:
-                        failures.append(failure)
-        time.sleep(0.05)
-        drain(0.05)
-        progress_queue.close()
+    if todo and engine == "ray":
+        rounds_run, failures = _run_on_ray(fn, config, out_dir, todo, device, jobs, address, report)
+    elif todo:
+        rounds_run, failures = _run_in_processes(fn, config, out_dir, todo, device, jobs, report)
     if failures:
         failures.sort(key=lambda f: f.run)
         log = None

@@ -27,6 +27,8 @@ Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or 
 
 CommandDb = Annotated[Optional[str], typer.Option("--db", help="Database URL for this command (default: the global --db).")]
 Device = Annotated[str, typer.Option("--device", help="auto (CUDA when present), cpu or cuda.")]
+Engine = Annotated[str, typer.Option("--engine", help="local (this machine) or ray (a Ray cluster; pip install 'activebayes[ray]').")]
+Address = Annotated[Optional[str], typer.Option("--address", help="With --engine ray: auto or ray://host:port of a running cluster (default: a local Ray).")]
 
 
 
@@ -38,4 +40,4 @@ def given(ctx: Any, name: str) -> bool:
     return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
 
 
-__all__ = ["CommandDb", "DbUrl", "Device", "Json", "ProjectName", "Quiet", "given"]
+__all__ = ["Address", "CommandDb", "DbUrl", "Device", "Engine", "Json", "ProjectName", "Quiet", "given"]

@@ -22,7 +22,9 @@ One call runs one round of `activebayes.loop.ActiveLearningLoop`:
   the options it recorded (posterior and its settings, model, acquisition, k, seed); an option
   given explicitly that differs is refused. `--restart-round` instead marks the unfinished round
   failed ("discarded"; its queries and any answers stay recorded) and starts a new one.
-  A round whose answers are all in is closed first, then a new one runs.
+  A round whose answers are all in is closed first, then a new one runs. A round waiting for
+  answers whose round file is missing (killed after recording its queries, before the file was
+  written; the file is written whole or not at all) gets its file written for the open queries.
 * One `round` at a time per project: the call holds the project's round lock
   (`PoolStore.round_lock`) from before it reads the latest round until it exits; a second call
   meanwhile exits 2 with one line naming the running round and its process (pid, host, start).
@@ -34,6 +36,7 @@ from __future__ import annotations
 import csv
 import gzip
 import math
+import os
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -46,7 +49,7 @@ from rich.table import Table
 
 from activebayes_cli._app import CliError
 from activebayes_cli._context import check_device, state
-from activebayes_cli._options import Device
+from activebayes_cli._options import Address, Device, Engine
 from activebayes_cli._options import given as option_given
 from activebayes_cli._output import round_csv_name, safe_name
 
@@ -166,10 +169,12 @@ def write_round_csv(path: Path, queries: list[Any], info: Any, data: Any) -> Pat
         shown = data.raw if getattr(data, "raw", None) is not None else data.x  # as in the file, not standardised
         for row, q in zip(rows, queries):
             row.extend(_text(v) for v in np.asarray(shown[q.row]).reshape(-1))
-    with path.open("w", newline="", encoding="utf-8") as fh:
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")  # renamed when whole: a kill leaves no torn file
+    with partial.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(header)
         writer.writerows(rows)
+    os.replace(partial, path)
     return folder
 
 
@@ -327,6 +332,8 @@ def round_(
     csv_path: Annotated[Optional[Path], typer.Option("--csv", help="Where to write the queries to label (default <project>-round-N.csv).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing round file.")] = False,
     restart_round: Annotated[bool, typer.Option("--restart-round", help="Discard an unfinished round (recorded as failed) and start a new one.")] = False,
+    engine: Engine = "local",
+    address: Address = None,
 ) -> None:
     """Fit on the labelled items, score the pool, record the round and show what to label next."""
     from activebayes.acquisition import resolve_acquisition
@@ -356,6 +363,9 @@ def round_(
     if csv_path is not None and not csv_path.parent.exists():
         raise CliError(f"--csv: the folder {csv_path.parent} does not exist", "create it or choose another path")
     check_device(device)
+    from activebayes.distributed import check_engine_store
+
+    check_engine_store(engine, address, st.db)  # a cluster cannot share a SQLite file: before anything is written
     acquisition_name = resolve_acquisition(acquisition).name
     model_spec = normalize_model_spec(model)
     store = st.store(upgrade=True)  # writes: an older schema is upgraded first
@@ -404,12 +414,16 @@ def round_(
             where = f"round {latest.number} has all its answers; the next round closes it"
         raise CliError(f"--restart-round: project {name!r} has no unfinished round to discard ({where})", "leave --restart-round out")
     resuming = unfinished and not restart_round
+    file_missing = False  # a waiting round without its round file: killed before writing it, so written now
     if resuming and pending and answerer is None:
-        raise CliError(
-            f"round {latest.number} still waits for {len(pending)} answer(s)",
-            f"label them with `{command(st, 'label', '--from', round_csv_name(name, latest.number))}` or "
-            f"`{command(st, 'label')}` (or pass --oracle truth, or --restart-round to discard the round)",
-        )
+        waiting_file = csv_path or Path(round_csv_name(name, latest.number))
+        file_missing = not waiting_file.exists()
+        if not file_missing:
+            raise CliError(
+                f"round {latest.number} still waits for {len(pending)} answer(s)",
+                f"label them with `{command(st, 'label', '--from', str(waiting_file))}` or "
+                f"`{command(st, 'label')}` (or pass --oracle truth, or --restart-round to discard the round)",
+            )
     options = call
     if resuming:
         options = recorded_options(latest, call)
@@ -450,7 +464,7 @@ def round_(
 
     number = latest.number if resuming else (latest.number + 1 if latest is not None else 1)
     target = csv_path or Path(round_csv_name(name, number))
-    if answerer is None:
+    if answerer is None and not file_missing:  # a missing file's images are this round's own: rewritten
         check_round_file(target, info, data, force)
 
     n_candidates = store.count_candidates(name)
@@ -473,6 +487,7 @@ def round_(
         factory, options.acquisition, store, name, answerer, batch_size=options.k, seed=seed,
         device=device, n_samples=options.predict_samples, who="truth" if answerer is not None else None,
         posterior_name=options.posterior, posterior_settings=settings, hook=hook, progress=on_scored, data=data,
+        engine=engine, address=address,
     )  # fmt: skip
     if restart_round:
         loop.discard(DISCARDED)

@@ -5,6 +5,8 @@ simulated oracle, and writes study.db, results.json and learning-curve.png into 
 a folder `<config stem>-results` beside the config). Rerunning with the same --out resumes.
 --jobs N runs the (acquisition, repeat) runs in N spawned worker processes sharing study.db
 (activebayes.study_jobs); a failed run lets the others finish, then one line names it.
+--engine ray runs them as Ray tasks instead, --jobs at a time, on a local Ray (the study's
+database is a SQLite file in --out, so a cluster --address is refused).
 Prints a table of the mean (± sd) test accuracy against the number of labels per acquisition.
 """
 
@@ -19,7 +21,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from activebayes_cli._context import check_device, state
-from activebayes_cli._options import Device
+from activebayes_cli._options import Address, Device, Engine
 from activebayes_cli._output import curves_table
 from activebayes_cli._threads import one_intra_op_thread
 
@@ -33,8 +35,11 @@ def run(
     out: Annotated[Optional[Path], typer.Option("--out", help="Output folder (default: <config stem>-results beside the config); an existing one is resumed.")] = None,
     device: Device = "auto",
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes running the (acquisition, repeat) runs side by side (spawned; they share one GPU); 1 runs them in this process.")] = 1,
+    engine: Engine = "local",
+    address: Address = None,
 ) -> None:
     """Run (or resume) a simulated study; writes results.json and learning-curve.png."""
+    from activebayes.distributed import check_engine_store
     from activebayes.errors import ConfigError
     from activebayes.study import StudyConfig, run_study
     from activebayes.study_jobs import StudyRunsFailed, run_study_jobs
@@ -43,14 +48,15 @@ def run(
     config = StudyConfig.from_toml(config_file)  # every config mistake fails here, before any write
     check_device(device)  # a bad --device fails in one line before anything is written
     folder = out if out is not None else config_file.resolve().parent / f"{config_file.stem}-results"
+    check_engine_store(engine, address, f"sqlite:///{folder / 'study.db'}")  # before anything is written
     started = time.perf_counter()
     try:
         with one_intra_op_thread(), st.out.progress(f"study {config.name}", total=None) as advance:
             report = lambda done, total, text: advance(done, total, text)  # noqa: E731
-            if jobs == 1:
+            if jobs == 1 and engine == "local":
                 result = run_study(config, folder, device=device, progress=report)
             else:
-                result = run_study_jobs(config, folder, jobs=jobs, device=device, progress=report)
+                result = run_study_jobs(config, folder, jobs=jobs, device=device, progress=report, engine=engine, address=address)
     except ConfigError as exc:
         if str(exc).startswith("out_dir:"):  # the library names its argument; here it is --out
             raise ConfigError(str(exc).replace("out_dir", "--out")) from None

@@ -24,7 +24,7 @@ def test_registry_names_resolve_to_posteriors():
 # The library's layers, bottom to top (README.md, "Architecture"): a module imports only from its
 # own layer and those below it.
 LAYERS = {
-    1: ("errors", "predictive", "metrics", "_device"),
+    1: ("errors", "predictive", "metrics", "_device", "distributed"),
     2: ("acquisition",),
     3: ("nets", "training", "posteriors"),
     4: ("scoring",),

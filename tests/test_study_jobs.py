@@ -146,3 +146,20 @@ def test_reach_table_against_the_paper():
     reach = {"bald": {"0.90": {"mean": 150}, "0.95": {"mean": 300}}, "random": {"0.90": {"mean": 150}, "0.95": {"mean": None}}}
     text = reach_table({"curves": {"bald": [], "random": []}, "labels_to_reach": reach})
     assert "| bald | 150 | 145 | 300 | 335 |" in text and "| random | 150 | 255 | not reached | 835 |" in text
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        (["--engine", "ray", "--address", "auto"], ["SQLite", "cannot share", "postgresql://"]),
+        (["--engine", "mpi"], ["engine", "'local' or 'ray'"]),
+        (["--address", "auto"], ["address", "needs engine='ray'"]),
+    ],
+)
+def test_cli_engine_mistakes_exit_2_before_anything_is_written(tmp_path, options, words):
+    """A study's database is a SQLite file in --out: a Ray cluster cannot share it."""
+    from cli_checks import assert_mistake
+
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["study", "run", str(DIGITS_TOML), "--out", str(out), *options])
+    assert_mistake(result, *words)
+    assert not out.exists()

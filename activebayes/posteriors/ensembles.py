@@ -39,6 +39,7 @@ from activebayes.errors import ConfigError
 from activebayes.posteriors._network import ModelFn, NetworkArgs, NetworkPosterior, check_positive_number, inputs_for
 from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import (
+    TrainConfig,
     as_tensor,
     check_positive_int,
     cosine_cycle_lr,
@@ -151,13 +152,26 @@ class DeepEnsemble(_StackedEnsemble):
             members as they are (copied; `fit` only fits a regression's noise σ_m²).
         seed: member m is initialised and shuffled with the m-th seed drawn from a generator
             seeded with `seed`; None draws one at `fit`.
+        engine: "local" trains the members one after the other here; "ray" trains each as a
+            Ray task (one GPU each where the cluster has GPUs; `device` is resolved on the
+            worker): the same members, bit-identical on the same device.
+        address: engine="ray" only: None (a local Ray), "auto" or "ray://host:port".
 
     Fitted attributes: `stack_` (a `MemberStack`), `seed_`, `device_`, `likelihood_`, `noise_`
     (regression: σ_m² [M]; None for classification).
     """
 
-    def __init__(self, model_fn: ModelFn | None = None, *, n_samples: int = 5, **shared: Unpack[NetworkArgs]) -> None:
+    options = ("engine", "address")
+
+    def __init__(
+        self, model_fn: ModelFn | None = None, *, n_samples: int = 5, engine: str = "local", address: str | None = None,
+        **shared: Unpack[NetworkArgs],
+    ) -> None:  # fmt: skip
+        from activebayes.distributed import check_engine
+
         super().__init__(model_fn, n_samples=n_samples, **shared)
+        check_engine(engine, address)
+        self.engine, self.address = engine, address
 
     def _check_model(self, model: object) -> None:
         if isinstance(model, nn.Module) or not isinstance(model, Sequence):
@@ -179,8 +193,28 @@ class DeepEnsemble(_StackedEnsemble):
             member_seeds = torch.randint(0, 2**62, (self.n_samples,), generator=generator).tolist()
             networks = [self._network(s) for s in member_seeds]
             x = inputs_for(networks[0], x)
-            members = [train(net, x, y, self.train_config, seed=s, device=self.device_) for net, s in zip(networks, member_seeds)]
+            if self.engine == "ray":
+                members = self._train_on_ray(networks, member_seeds, x, y)
+            else:
+                members = [train(net, x, y, self.train_config, seed=s, device=self.device_) for net, s in zip(networks, member_seeds)]
         self._fit_members(members, inputs_for(members[0], x), y)
+
+    def _train_on_ray(self, networks: list[nn.Module], seeds: list[int], x: Tensor, y: Tensor) -> list[nn.Module]:
+        """The members trained as Ray tasks (x, y and the config shipped once), back on device_."""
+        from activebayes.distributed import gpu_share, run_tasks
+
+        gpus = gpu_share(self.address, self.device, 1)
+        calls = [(net, s) for net, s in zip(networks, seeds)]
+        common = (x.cpu(), y.cpu(), self.train_config, self.device, torch.get_num_threads())
+        trained = dict(run_tasks(_train_member, calls, common=common, address=self.address, gpus_per_task=gpus))
+        return [trained[i].to(self.device_) for i in range(len(networks))]
+
+
+def _train_member(x: Tensor, y: Tensor, config: TrainConfig, device: str | torch.device, threads: int, net: nn.Module, seed: int) -> nn.Module:
+    """One member, trained in a Ray task on `device` (resolved there) with the driver's intra-op
+    `threads` (so CPU results are bit-identical to the local fit); returned on the CPU."""
+    torch.set_num_threads(threads)
+    return train(net, x, y, config, seed=seed, device=device).cpu()
 
 
 class SnapshotEnsemble(_StackedEnsemble):
