@@ -32,6 +32,7 @@ _LAZY = {
     "SnapshotEnsemble": "activebayes.posteriors.ensembles",
     "Laplace": "activebayes.posteriors.laplace",
     "SWAG": "activebayes.posteriors.swag",
+    "MFVI": "activebayes.posteriors.mfvi",
     "GaussianProcess": "activebayes.posteriors.gp",
     "TrainConfig": "activebayes.training",
     "score_pool": "activebayes.scoring",

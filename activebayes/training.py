@@ -327,8 +327,7 @@ def train(
     else:
         optimizer = torch.optim.SGD(params, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
 
-    best_score, best_state, since_best = -math.inf, None, 0
-    min_gain = 1e-6 if config.validation_metric == "loss" else 0.0
+    best = BestWeights(config)
     step = 0
     with torch.random.fork_rng(devices=[dev] if dev.type == "cuda" else []):
         torch.manual_seed(int(torch.randint(0, 2**62, (1,), generator=generator)))
@@ -354,17 +353,34 @@ def train(
                 on_epoch_loss(epoch, float(epoch_loss) / perm.shape[0])
             if progress is not None:
                 progress(epoch + 1, config.epochs)
-            if stops_early:
-                score = validation_score(model, x_val, y_val, config.validation_metric)
-                if score > best_score + min_gain:
-                    best_score, best_state, since_best = score, copy.deepcopy(model.state_dict()), 0
-                else:
-                    since_best += 1
-                    if since_best >= config.patience:
-                        break
-    if best_state is not None:
-        model.load_state_dict(best_state)
+            if stops_early and best.out_of_patience(model, x_val, y_val):
+                break
+    best.restore(model)
     return model.eval()
+
+
+class BestWeights:
+    """Early stopping: after each epoch `out_of_patience` scores the model on the validation set
+    (`validation_score`, higher is better; a gain must exceed 1e-6 for the loss, any gain counts
+    for accuracy) and keeps a copy of the best weights; True once `config.patience` epochs in a row
+    brought no gain. `restore` puts the best weights back (no-op when none were kept)."""
+
+    def __init__(self, config: TrainConfig) -> None:
+        self.metric, self.patience = config.validation_metric, config.patience
+        self.min_gain = 1e-6 if config.validation_metric == "loss" else 0.0
+        self.score, self.state, self.since = -math.inf, None, 0
+
+    def out_of_patience(self, model: nn.Module, x_val: Tensor, y_val: Tensor) -> bool:
+        score = validation_score(model, x_val, y_val, self.metric)
+        if score > self.score + self.min_gain:
+            self.score, self.state, self.since = score, copy.deepcopy(model.state_dict()), 0
+            return False
+        self.since += 1
+        return self.since >= self.patience
+
+    def restore(self, model: nn.Module) -> None:
+        if self.state is not None:
+            model.load_state_dict(self.state)
 
 
 def epoch_steps(n: int, config: TrainConfig) -> int:

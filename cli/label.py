@@ -2,7 +2,10 @@
 
 `--from FILE` reads key,label rows (FileOracle: a header `key`/`id`/`item` + `label`/`answer`/
 `class` or none, `,` `;` or tab, a UTF-8 byte-order mark, `3.0` for class 3; other columns are
-ignored). The whole file is checked before anything is written, and then one transaction
+ignored). It also reads Label Studio's JSON export (a `.json` file; tasks written by `activebayes
+export --format label-studio`, then annotated): the key is each task's data["activebayes_key"],
+the label the first choice of its latest annotation not cancelled; a task without one is skipped
+and counted. The whole file is checked before anything is written, and then one transaction
 records it all:
 
 * answers to the waiting round's queries (or --round N's) are recorded for that round; any other
@@ -68,8 +71,8 @@ def _listing(entries: list[str]) -> str:
     return shown + (f" and {len(entries) - SHOWN} more" if len(entries) > SHOWN else "")
 
 
-def _change(key: str, was: str | None, now: str, line: int) -> str:
-    return f"{key} {'(unlabelled)' if was is None else repr(was)} -> {now!r} (line {line})"
+def _change(key: str, was: str | None, now: str, line: int, unit: str = "line") -> str:
+    return f"{key} {'(unlabelled)' if was is None else repr(was)} -> {now!r} ({unit} {line})"
 
 
 def _open_queries(store: Any, name: str, target: int | None) -> int:
@@ -79,7 +82,7 @@ def _open_queries(store: Any, name: str, target: int | None) -> int:
 @app.command("label")
 def label(
     ctx: typer.Context,
-    from_csv: Annotated[Optional[Path], typer.Option("--from", help="CSV of key,label rows (e.g. a filled-in <project>-round-N.csv).")] = None,
+    from_csv: Annotated[Optional[Path], typer.Option("--from", help="CSV of key,label rows (e.g. a filled-in <project>-round-N.csv), or a Label Studio JSON export.")] = None,
     round_number: Annotated[Optional[int], typer.Option("--round", help="Round the answers belong to (default: the waiting round).")] = None,
     who: Annotated[Optional[str], typer.Option("--who", help="Who answered (default: $USER).")] = None,
     test: Annotated[bool, typer.Option("--test", help="With --from: allow rows naming test-split items.")] = False,
@@ -116,6 +119,9 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
     )  # fmt: skip
     answers = dict(oracle.labels)
     if not answers:
+        if oracle.unit == "task":
+            raise CliError(f"--from: {path} holds no annotated task ({_plural(len(oracle.unanswered), 'task')} without an annotation)",
+                           "annotate the tasks in Label Studio (skipped or cancelled ones do not count) and export again")  # fmt: skip
         raise CliError(f"--from: {path} holds no answers", "fill in the label column (rows of key,label)")
     if info.task == "regression":
         for key, value in answers.items():
@@ -124,8 +130,8 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
             except ValueError:
                 number = math.nan
             if not math.isfinite(number):
-                raise CliError(f"--from: {path} line {oracle.lines[key]}: label {value!r} of {key!r} is not a finite number",
-                               "a regression project's labels are numbers; correct that line") from None  # fmt: skip
+                raise CliError(f"--from: {path} {oracle.unit} {oracle.lines[key]}: label {value!r} of {key!r} is not a finite number",
+                               "a regression project's labels are numbers; correct that " + oracle.unit) from None  # fmt: skip
             answers[key] = repr(number)  # as the store keeps it, to compare with the current label
 
     states = store.label_states(name, list(answers))
@@ -149,7 +155,7 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
         rows.append((key, value, target if key in queries and item["split"] == "pool" else None))
 
     def described(entries: list[tuple[str, str | None]]) -> str:
-        return _listing([_change(k, was, answers[k], oracle.lines[k]) for k, was in entries])
+        return _listing([_change(k, was, answers[k], oracle.lines[k], oracle.unit) for k, was in entries])
 
     if test_changes and not allow_test:
         flags = "--test --relabel" if any(was is not None for _, was in test_changes) and not allow_relabel else "--test"
@@ -211,7 +217,9 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
         if unchanged:
             console.print(f"{_plural(unchanged, 'row')} repeated an item's current label: nothing to record for "
                           + ("them." if rows else "the whole file."))
-        if oracle.unanswered:
+        if oracle.unanswered and oracle.unit == "task":
+            console.print(f"{_plural(len(oracle.unanswered), 'task')} without an annotation (none, or cancelled) skipped.")
+        elif oracle.unanswered:
             console.print(f"{_plural(len(oracle.unanswered), 'row')} without a label skipped.")
         _next(st, console, target, remaining)
 

@@ -34,8 +34,6 @@ One call runs one round of `activebayes.loop.ActiveLearningLoop`:
 from __future__ import annotations
 
 import csv
-import gzip
-import math
 import os
 from dataclasses import dataclass
 from enum import Enum
@@ -52,6 +50,7 @@ from activebayes_cli._context import check_device, state
 from activebayes_cli._options import Address, Device, Engine
 from activebayes_cli._options import given as option_given
 from activebayes_cli._output import round_csv_name, safe_name
+from activebayes_cli._round_file import RESERVED_COLUMNS, feature_columns, image_shape, images_folder, write_png
 
 app = typer.Typer()
 
@@ -68,8 +67,6 @@ def stage_texts() -> dict[str, str]:
 
 
 DISCARDED = "discarded by `activebayes round --restart-round`"
-RESERVED_COLUMNS = ("key", "label", "score", "rank")
-IMAGE_MIN_SIDE = 112  # PNGs of small images are enlarged (nearest neighbour) to at least this
 
 
 class OracleKind(str, Enum):
@@ -78,71 +75,12 @@ class OracleKind(str, Enum):
 
 
 # ---- the round file ----------------------------------------------------------------------------
-def images_folder(csv_path: Path) -> Path:
-    """Where the PNGs of an image pool's queries go: `<csv name>-images/` next to the CSV."""
-    return csv_path.with_name(f"{csv_path.stem}-images")
-
-
-def _idx_shape(path: Path) -> tuple[int, ...]:
-    """The array shape in an IDX file's header (raw or .gz), without reading the data."""
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
-    with opener(path, "rb") as fh:
-        head = fh.read(4)
-        if len(head) < 4:
-            return ()
-        return tuple(int(d) for d in np.frombuffer(fh.read(4 * head[3]), dtype=">u4"))
-
-
-def image_shape(info: Any, data: Any) -> tuple[int, ...] | None:
-    """The shape of one item as an image ([H, W] or [C, H, W], C = 1 or 3), or None for a table
-    pool. Image pools: MNIST IDX images (flattened or [1, H, W]) and arrays [N, H, W] or
-    [N, C, H, W] in .npy/.npz files."""
-    shape = tuple(int(s) for s in data.x.shape[1:])
-    if len(shape) == 2 or (len(shape) == 3 and shape[0] in (1, 3)):
-        return shape
-    if len(shape) == 1 and data.format == "idx":
-        header = _idx_shape(Path(data.path))
-        if len(header) == 3 and header[1] * header[2] == shape[0]:
-            return header[1:]
-    return None
-
-
-def feature_columns(info: Any, data: Any) -> list[str]:
-    """The names of the features' columns in the round file: a csv pool's own column names (less
-    its key and label columns), else x0, x1, ... over the flattened item. A name that clashes
-    with key, label, score, rank or another column gets a 'feature_' prefix."""
-    width = int(np.prod(data.x.shape[1:]))
-    own = getattr(data, "feature_names", None)
-    names = list(own) if own is not None and len(own) == width else [f"x{j}" for j in range(width)]
-    taken = set(RESERVED_COLUMNS)
-    out = []
-    for name in names:
-        while name in taken:
-            name = f"feature_{name}"
-        taken.add(name)
-        out.append(name)
-    return out
-
-
 def _text(value: Any) -> str:
     """A feature as its shortest exact text (float32 keeps its own short repr)."""
     return str(value.item()) if isinstance(value, np.integer) else str(value)
 
 
-def write_png(path: Path, pixels: np.ndarray) -> None:
-    """A grey ([H, W] / [1, H, W]) or colour ([3, H, W]) image as PNG; values outside [0, 1]
-    are scaled by the image's own range; small images are enlarged to be seen."""
-    from matplotlib.image import imsave
 
-    img = np.asarray(pixels, dtype=np.float64)
-    if img.ndim == 3:
-        img = img[0] if img.shape[0] == 1 else img.transpose(1, 2, 0)
-    lo, hi = float(img.min()), float(img.max())
-    if lo < 0.0 or hi > 1.0:
-        img = (img - lo) / (hi - lo) if hi > lo else np.zeros_like(img)
-    factor = max(1, math.ceil(IMAGE_MIN_SIDE / max(img.shape[:2])))
-    img = img.repeat(factor, axis=0).repeat(factor, axis=1)
-    imsave(path, img, cmap="gray", vmin=0.0, vmax=1.0, format="png")
 
 
 def write_round_csv(path: Path, queries: list[Any], info: Any, data: Any) -> Path | None:
@@ -320,7 +258,7 @@ def check_model_output(model_fn: Any, x: Any, n_classes: int, spec: str) -> None
 @app.command("round")
 def round_(
     ctx: typer.Context,
-    posterior: Annotated[Optional[str], typer.Option("--posterior", help="mc-dropout (classification default), deep-ensemble, snapshot-ensemble, laplace, swag; gp (regression default).", show_default=False)] = None,
+    posterior: Annotated[Optional[str], typer.Option("--posterior", help="mc-dropout (classification default), deep-ensemble, snapshot-ensemble, laplace, swag, mfvi; gp (regression default).", show_default=False)] = None,
     acquisition: Annotated[str, typer.Option("--acquisition", help="bald, batch-bald, entropy, variation-ratio, random, ...; regression: variance, eig, bald, random, nipv.")] = "bald",
     k: Annotated[int, typer.Option("--k", help="Items to query this round.")] = 10,
     model: Annotated[str, typer.Option("--model", help="mlp, cnn, pkg.module:factory or path/to/file.py:factory (a zero-argument callable returning an nn.Module).")] = "mlp",

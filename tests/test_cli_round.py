@@ -282,6 +282,14 @@ def test_posterior_typo_offers_only_the_cli_posteriors(pooled):
     assert db_dump(pooled) == before
 
 
+def test_round_with_the_variational_posterior(pooled):
+    """--posterior mfvi: mean-field VI over the dense layers runs a round like the others."""
+    args = ("--json", "round", *TINY, "--k", "3", "--oracle", "truth", "--posterior", "mfvi")
+    ok(*args)  # the cold start: 3 items at random
+    data = json.loads(ok(*args).stdout)  # fitted on those 3 labels
+    assert data["status"] == "done" and data["posterior"] == "mfvi" and data["labelled"] == 3
+
+
 # ---- --model FILE.py:factory and package.module:factory -----------------------------------------
 def test_model_from_a_file_path_or_a_module(pooled, monkeypatch):
     Path("lib/nets").mkdir(parents=True)

@@ -20,6 +20,7 @@ import torch
 from activebayes import ConfigError, NotFittedError, Predictive
 from activebayes.nets import mlp
 from activebayes.posteriors import (
+    MFVI,
     POSTERIORS,
     SWAG,
     DeepEnsemble,
@@ -56,6 +57,10 @@ POSTERIOR_CASES = [
         lambda seed: SWAG(_NET, rank=10, n_snapshots=20, n_samples=16, train=_TRAIN, seed=seed, device="cpu"),
         id="swag",
     ),
+    pytest.param(
+        lambda seed: MFVI(_NET, kl_weight=0.1, init_std=0.05, n_samples=16, train=_TRAIN, seed=seed, device="cpu"),
+        id="mfvi",
+    ),
 ]
 
 #: Arguments every network posterior refuses in __init__, and the argument its error names.
@@ -79,6 +84,8 @@ BAD_OPTIONS = {
                 ({"subset": "all"}, "subset")],
     "swag": [({"n_snapshots": 1}, "n_snapshots"), ({"schedule": "step"}, "schedule"), ({"swa_optimizer": "rmsprop"}, "swa_optimizer"),
              ({"swa_lr": 0.0}, "swa_lr"), ({"scale": -1.0}, "scale")],
+    "mfvi": [({"prior_std": 0.0}, "prior_std"), ({"kl_weight": -1.0}, "kl_weight"), ({"kl_anneal_epochs": 1.5}, "kl_anneal_epochs"),
+             ({"init_std": -1.0}, "init_std")],
 }  # fmt: skip
 
 _FITTED: dict[str, object] = {}

@@ -12,14 +12,20 @@ What a person's spreadsheet program writes is read as meant:
 
 Every message names the file and its line number, counted as a text editor does (the header is
 line 1).
+
+A Label Studio JSON export (a `.json` file, or any file whose text is a JSON list or object) is
+read as well: `activebayes.data.label_studio.answers_from_export` turns its tasks into the same
+key,label rows, checked the same way; messages then name the task (counted from 1) instead of
+the line, and a task without a usable annotation is unanswered.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import re
-from collections.abc import Container, Sequence
+from collections.abc import Container, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +72,23 @@ def _delimiter(text: str) -> str:
     return best if counts[best] else ","
 
 
+def _json(text: str, path: Path) -> Any:
+    """The parsed JSON of a labels file that is JSON (a `.json` name, or text that opens with `[`
+    or `{` and parses); None for a CSV. A `.json` file that does not parse is a DataError."""
+    opening = text.lstrip()[:1]
+    if path.suffix.lower() != ".json" and opening not in ("[", "{"):
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        if path.suffix.lower() != ".json":
+            return None  # a CSV after all
+        raise DataError(
+            f"labels file {str(path)!r} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
+            "export it again from Label Studio as JSON"
+        ) from None
+
+
 class FileOracle:
     """Answers read from a CSV of `key,label` rows (see the module docstring for the forms read).
 
@@ -86,7 +109,8 @@ class FileOracle:
     Attributes:
         labels: key -> label, in file order.  lines: key -> the line that gave it.
         unanswered: keys of rows with an empty label.  header: the header's fields, or None.
-        delimiter: the field separator found.
+        delimiter: the field separator found.  unit: what `lines` count: "line" of a CSV, or
+        "task" of a Label Studio JSON export.
     """
 
     stop_requested = False
@@ -108,6 +132,7 @@ class FileOracle:
         self.unanswered: list[str] = []
         self.header: list[str] | None = None
         self.delimiter = ","
+        self.unit = "line"
         self.labels: dict[str, str] = self._read(keys)
 
     # ---- normalising one field ----------------------------------------------------------
@@ -124,7 +149,7 @@ class FileOracle:
         return whole if whole is not None and whole in self.classes else text
 
     def _where(self, line: int) -> str:
-        return f"{str(self.path)!r} line {line}"
+        return f"{str(self.path)!r} {self.unit} {line}"
 
     # ---- the header ---------------------------------------------------------------------
     def _columns(self, fields: list[str], line: int, known: Container[str] | None) -> tuple[int, int, int, bool]:
@@ -158,10 +183,19 @@ class FileOracle:
         if not self.path.is_file():
             raise DataError(f"labels file {str(self.path)!r} does not exist")
         text = _decode(self.path)
+        exported = _json(text, self.path)
+        if exported is not None:
+            from activebayes.data.label_studio import answers_from_export
+
+            self.unit = "task"
+            rows = answers_from_export(exported, repr(str(self.path)))
+            return self._check(((n, self._key(k, known), self._label(v)) for n, k, v in rows), known)
+        return self._check(self._csv_rows(text, known), known)
+
+    def _csv_rows(self, text: str, known: Container[str] | None) -> Iterator[tuple[int, str, str]]:
+        """(line, key, label) of each answer row of a CSV text (the header and blank lines left out)."""
         self.delimiter = _delimiter(text)
         reader = csv.reader(io.StringIO(text, newline=""), delimiter=self.delimiter)
-        labels: dict[str, str] = {}
-        allowed = set(self.classes) if self.classes is not None else None
         columns: tuple[int, int, int, bool] | None = None
         while True:
             line = reader.line_num + 1  # where this record starts; the header is line 1
@@ -192,6 +226,15 @@ class FileOracle:
                 raise DataError(
                     f"{at}: expected a key before the label, got {self.delimiter.join(row)!r}; fill in the key or delete the line"
                 )
+            yield line, key, label
+
+    def _check(self, rows: Iterator[tuple[int, str, str]], known: Container[str] | None) -> dict[str, str]:
+        """key -> label of every answered row, each checked (class, known key, one label per key)."""
+        labels: dict[str, str] = {}
+        allowed = set(self.classes) if self.classes is not None else None
+        unit = self.unit
+        for line, key, label in rows:
+            at = self._where(line)
             if not label:
                 if key not in labels and key not in self.unanswered:
                     self.unanswered.append(key)  # not answered yet
@@ -199,17 +242,17 @@ class FileOracle:
             if allowed is not None and label not in allowed:
                 shown = ", ".join(self.classes[:20]) + (" ..." if len(self.classes) > 20 else "")
                 raise DataError(
-                    f"{at}: label {label!r} is not one of the classes {shown}; correct line {line} and run the command again"
+                    f"{at}: label {label!r} is not one of the classes {shown}; correct {unit} {line} and run the command again"
                 )
             if known is not None and key not in known:
                 raise DataError(
-                    f"{at}: key {key!r} is not an item of this project; correct line {line} "
+                    f"{at}: key {key!r} is not an item of this project; correct {unit} {line} "
                     "(keys are the project's item keys, as its round files and exports name them) and run the command again"
                 )
             if key in labels and labels[key] != label:
                 raise DataError(
-                    f"{at}: key {key!r} has label {label!r} but line {self.lines[key]} gave {labels[key]!r}; "
-                    "keep one of the two lines and run the command again"
+                    f"{at}: key {key!r} has label {label!r} but {unit} {self.lines[key]} gave {labels[key]!r}; "
+                    f"keep one of the two {unit}s and run the command again"
                 )
             labels.setdefault(key, label)
             self.lines.setdefault(key, line)

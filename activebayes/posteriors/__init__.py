@@ -18,6 +18,7 @@ POSTERIORS: dict[str, str] = {
     "snapshot-ensemble": "activebayes.posteriors.ensembles:SnapshotEnsemble",
     "laplace": "activebayes.posteriors.laplace:Laplace",
     "swag": "activebayes.posteriors.swag:SWAG",
+    "mfvi": "activebayes.posteriors.mfvi:MFVI",
     "gp": "activebayes.posteriors.gp:GaussianProcess",
 }
 

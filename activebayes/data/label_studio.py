@@ -1,0 +1,165 @@
+"""Label Studio interchange: a round's queries as Label Studio tasks, and Label Studio's JSON
+export back as (key, label) answers. Pure functions: no files, no store.
+
+Tasks (`tasks_from_queries`) follow Label Studio's JSON task format, one task per query:
+
+    {"data": {"activebayes_key": "12", "activebayes_project": "iris", "activebayes_round": 3,
+              "score": 0.41, "rank": 1, "image": "/data/cats/001.png"},        # or "text": "..."
+     "predictions": [{"model_version": "...", "score": 0.93,                   # only when given
+                      "result": [{"from_name": "label", "to_name": "image", "type": "choices",
+                                  "value": {"choices": ["cat"]}}]}]}
+
+`score` is the query's acquisition score and `rank` its place in the round (1 = chosen first).
+A round stores no predicted classes, so `predictions` is written only when a caller passes them.
+`labelling_config` gives the matching labelling configuration (an `<Image>` or `<Text>` object
+named "image" / "text", and a `<Choices name="label">` over the classes, or `<Number>` for a
+regression project).
+
+Label Studio's JSON export (`answers_from_export`) is a list of those tasks, each with
+"annotations": [{"result": [{"type": "choices", "value": {"choices": ["cat"]}}],
+"was_cancelled": false, ...}]. The key is data["activebayes_key"]; the label is the first choice
+of the latest annotation that was not cancelled (latest by `updated_at`, else `created_at`,
+else list order). A task without such an annotation is returned with an empty label: not
+answered yet. Anything else that is not such a list is a DataError naming the task.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+from xml.sax.saxutils import quoteattr
+
+from activebayes.errors import DataError
+
+KEY = "activebayes_key"  # the data field that carries the item key both ways
+CONTROL = "label"  # the <Choices>/<Number> control's name (a result's from_name)
+HINT = "export the project from Label Studio as JSON (a list of tasks with their annotations)"
+
+
+def labelling_config(classes: Sequence[Any] | None, *, kind: str = "image") -> str:
+    """Label Studio's labelling configuration for these tasks: an `<Image name="image">` (kind
+    "image") or `<Text name="text">` (kind "text") and a single-choice `<Choices name="label">`
+    over `classes`, or a `<Number name="label">` when `classes` is None (a regression project)."""
+    if kind not in ("image", "text"):
+        raise ValueError(f"kind: expected 'image' or 'text', got {kind!r}")
+    shown = '  <Image name="image" value="$image"/>' if kind == "image" else '  <Text name="text" value="$text"/>'
+    if classes is None:
+        control = [f'  <Number name="{CONTROL}" toName="{kind}" required="true"/>']
+    else:
+        control = [f'  <Choices name="{CONTROL}" toName="{kind}" choice="single" required="true">']
+        control += [f"    <Choice value={quoteattr(str(c))}/>" for c in classes]
+        control += ["  </Choices>"]
+    return "\n".join(["<View>", shown, *control, "</View>"]) + "\n"
+
+
+def tasks_from_queries(
+    queries: Sequence[Any],
+    *,
+    project: str,
+    round_number: int,
+    images: Mapping[str, str] | None = None,
+    texts: Mapping[str, str] | None = None,
+    predictions: Mapping[str, tuple[str, float]] | None = None,
+    model_version: str | None = None,
+) -> list[dict[str, Any]]:
+    """One Label Studio task per query (objects with `key`, `score` and `rank`, rank 0 = first,
+    like the store's QueryInfo), in rank order.
+
+    Args:
+        project, round_number: written into each task's data, to tell exports apart.
+        images: key -> the image's path or URL (`data["image"]`), for an image pool.
+        texts: key -> the item as text (`data["text"]`), for any other pool.
+        predictions: key -> (predicted class, its probability): a pre-annotation per task.
+            None (what the store can give today: it keeps no predicted classes) writes none.
+        model_version: the predictions' `model_version`.
+    """
+    to_name = "image" if images is not None else "text"
+    tasks = []
+    for q in sorted(queries, key=lambda q: q.rank):
+        score = float(q.score)
+        data: dict[str, Any] = {
+            KEY: q.key,
+            "activebayes_project": project,
+            "activebayes_round": round_number,
+            "score": score if math.isfinite(score) else None,
+            "rank": int(q.rank) + 1,
+        }
+        if images is not None:
+            data["image"] = images[q.key]
+        elif texts is not None:
+            data["text"] = texts[q.key]
+        task: dict[str, Any] = {"data": data}
+        if predictions is not None and q.key in predictions:
+            label, probability = predictions[q.key]
+            result = {"from_name": CONTROL, "to_name": to_name, "type": "choices", "value": {"choices": [str(label)]}}
+            task["predictions"] = [{"model_version": model_version or "activebayes", "score": float(probability), "result": [result]}]
+        tasks.append(task)
+    return tasks
+
+
+def _value(result: Any) -> str | None:
+    """The label of one annotation result: its first choice (or its number); None when it has none."""
+    if not isinstance(result, Mapping):
+        return None
+    value = result.get("value")
+    if not isinstance(value, Mapping):
+        return None
+    choices = value.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], (str, int, float)) and not isinstance(choices[0], bool):
+        return str(choices[0]).strip() or None
+    number = value.get("number")
+    if isinstance(number, (int, float)) and not isinstance(number, bool):
+        return repr(number) if isinstance(number, float) else str(number)
+    return None
+
+
+def _label(annotation: Mapping[str, Any]) -> str | None:
+    """An annotation's label: the result from the "label" control first, else the first result
+    that holds a choice (or a number)."""
+    results = annotation.get("result")
+    if not isinstance(results, list):
+        return None
+    ordered = sorted(results, key=lambda r: not (isinstance(r, Mapping) and r.get("from_name") == CONTROL))
+    return next((v for v in map(_value, ordered) if v is not None), None)
+
+
+def _latest(annotations: list[Any]) -> Mapping[str, Any] | None:
+    """The latest annotation not cancelled (by updated_at, else created_at, else list order)."""
+    kept = [(a.get("updated_at") or a.get("created_at") or "", i, a)
+            for i, a in enumerate(annotations) if isinstance(a, Mapping) and not a.get("was_cancelled")]  # fmt: skip
+    if not kept:
+        return None
+    return max(kept, key=lambda t: (str(t[0]), t[1]))[2]
+
+
+def answers_from_export(tasks: Any, source: str = "the file") -> list[tuple[int, str, str]]:
+    """(task number from 1, item key, label) for each task of a Label Studio JSON export, in
+    file order; the label is "" for a task without a usable annotation (none, all cancelled, or
+    the latest one without a choice). DataError naming `source` and the task for anything that
+    is not a list of tasks each with data["activebayes_key"]."""
+    if isinstance(tasks, Mapping) and isinstance(tasks.get("data"), Mapping):
+        tasks = [tasks]  # one task on its own
+    if not isinstance(tasks, list):
+        kind = {dict: "object", str: "string", bool: "true/false", type(None): "null"}.get(type(tasks), "number")
+        raise DataError(f"{source}: expected a JSON list of Label Studio tasks, got a JSON {kind}; {HINT}")
+    rows = []
+    for number, task in enumerate(tasks, start=1):
+        where = f"{source} task {number}"
+        if not isinstance(task, Mapping) or not isinstance(task.get("data"), Mapping):
+            raise DataError(f"{where}: expected an object with a \"data\" object; {HINT}")
+        key = task["data"].get(KEY)
+        if isinstance(key, bool) or not isinstance(key, (str, int)) or not str(key).strip():
+            raise DataError(
+                f"{where}: data has no {KEY!r}; import tasks written by `activebayes export --format label-studio` "
+                "into Label Studio and export those"
+            )
+        annotations = task.get("annotations", task.get("completions", []))  # "completions": Label Studio before 1.0
+        if annotations is None:
+            annotations = []
+        if not isinstance(annotations, list):
+            raise DataError(f"{where}: \"annotations\" is not a list; {HINT}")
+        latest = _latest(annotations)
+        label = _label(latest) if latest is not None else None
+        rows.append((number, str(key).strip(), label or ""))
+    return rows

@@ -1,0 +1,360 @@
+"""MFVI: mean-field Gaussian variational inference over a network's dense layers (Bayes by
+backprop, Blundell et al. 2015), trained with the local reparameterisation trick (Kingma et
+al. 2015).
+
+Mean-field over the dense layers: every weight and bias w of every nn.Linear layer gets an
+independent Gaussian q(w) = N(μ, σ²), σ = softplus(ρ) = log(1 + e^ρ), under the prior
+p(w) = N(0, s²) (s = `prior_std`). Every other layer (convolutions, normalisation, ...) stays
+deterministic at its trained value (a point estimate, trained jointly with μ and ρ).
+
+Training maximises the ELBO per item, on mini-batches B of the N training items,
+
+    ELBO / N ≈ (1/|B|) Σ_{n ∈ B} log p(y_n | x_n, θ_n)  −  β_e · KL(q ‖ p) / N,     θ_n ~ q,
+
+    KL(q ‖ p) = Σ_w [ log(s / σ_w) + (σ_w² + μ_w²) / (2 s²) − ½ ]                (closed form)
+
+with β_e = `kl_weight` · min(1, (e + 1) / `kl_anneal_epochs`) in epoch e = 0, 1, ... (linear KL
+annealing; β_e = `kl_weight` when `kl_anneal_epochs` = 0). The expected log-likelihood is
+estimated with the local reparameterisation trick: a dense layer y = x Wᵀ + b, x [N, in],
+W [out, in], b [out], never samples W but its pre-activations, independently per item,
+
+    y_nj ~ N(m_nj, v_nj),   m = x μ_Wᵀ + μ_b,   v = (x ⊙ x) (σ_W ⊙ σ_W)ᵀ + σ_b ⊙ σ_b    [N, out]
+    y = m + √v ⊙ ε,         ε ~ N(0, I)                                              [N, out]
+
+which is exactly the distribution of x Wᵀ + b for W, b ~ q (a sum of independent Gaussians),
+with a gradient variance that falls as 1/|B| (inputs with more leading dimensions, [N, ..., in],
+get independent noise at every position). The data term is the cross-entropy (classification)
+or, for regression, the Gaussian negative log-likelihood at unit noise, ½ (y − f(x; θ))² (up to
+a constant; standardise the targets so that the prior and the KL weight keep their meaning).
+
+Training follows `activebayes.training.train` step for step, which has no hook for another loss:
+the same seeded data order (`epoch_order`), ⌈N/B⌉ equal-sized batches a step (`epoch_steps`),
+Adam or SGD with `TrainConfig.lr` (and its cosine schedule), early stopping on
+`TrainConfig.validation_*` scored with the mean network (μ), and the same seeding of the noise.
+`TrainConfig.weight_decay` applies to the deterministic layers only: the prior regularises μ, ρ.
+`model=` (a trained network) starts μ at its weights and trains q from there.
+
+Prediction draws S weight samples θ_s ~ q of every dense layer, once per S, from a CPU generator
+seeded by (`seed_`, S), so every batch of a pool (and every call) sees the same S networks;
+they run as one vectorised call (torch.func.functional_call + vmap), in eval mode:
+
+    classification:  logits [S, N, C] -> Predictive(softmax)
+    regression:      f(x_n; θ_s) [S, N] -> GaussianPredictive(mean [S, N], var [S, N] = σ²)
+
+with σ² fitted after training from the training residuals of the mean network (θ = μ) by
+`training.fit_noise_variance`, as the other network posteriors do. `mean_std()` gives the
+fitted diagonal Gaussian (μ, σ) of each dense layer, for an analytic predictive.
+
+>>> import torch
+>>> from torch import nn
+>>> x, y = torch.randn(64, 2), torch.randint(0, 3, (64,))
+>>> vi = MFVI(lambda: nn.Sequential(nn.Linear(2, 8), nn.Tanh(), nn.Linear(8, 3)), seed=0,
+...           train=TrainConfig(epochs=3)).fit(x, y)
+>>> vi.predict(x[:4], n_samples=7).probs.shape
+torch.Size([7, 4, 3])
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple, Unpack
+
+import torch
+from torch import Tensor, nn
+from torch.func import functional_call, vmap
+from torch.nn import functional as F
+
+from activebayes.errors import ConfigError, ShapeError
+from activebayes.posteriors._network import ModelFn, NetworkArgs, NetworkPosterior, check_positive_number, inputs_for
+from activebayes.predictive import GaussianPredictive, Predictive
+from activebayes.training import (
+    BestWeights,
+    TrainConfig,
+    as_tensor,
+    epoch_order,
+    epoch_steps,
+    fit_noise_variance,
+    network_outputs,
+)
+
+
+def softplus_inverse(sigma: float) -> float:
+    """ρ with softplus(ρ) = σ: ρ = log(e^σ − 1) (σ > 0)."""
+    return sigma + math.log(-math.expm1(-sigma))
+
+
+def gaussian_kl(mean: Tensor, std: Tensor, prior_std: float) -> Tensor:
+    """KL(N(μ, σ²) ‖ N(0, s²)) summed over all entries: Σ log(s/σ) + (σ² + μ²)/(2 s²) − ½ (a scalar)."""
+    return (math.log(prior_std) - std.log() + (std.square() + mean.square()) / (2 * prior_std**2) - 0.5).sum()
+
+
+def local_reparameterisation_moments(x: Tensor, weight_mean: Tensor, weight_std: Tensor,
+                                     bias_mean: Tensor | None, bias_std: Tensor | None) -> tuple[Tensor, Tensor]:
+    """Mean and variance [..., out] of the pre-activations x Wᵀ + b for x [..., in] and
+    W ~ N(μ_W, σ_W²) [out, in], b ~ N(μ_b, σ_b²) [out] independent:
+    m = x μ_Wᵀ + μ_b,  v = x² σ_W²ᵀ + σ_b²."""
+    mean = F.linear(x, weight_mean, bias_mean)
+    var = F.linear(x.square(), weight_std.square(), None if bias_std is None else bias_std.square())
+    return mean, var
+
+
+class VariationalLinear(nn.Module):
+    """A dense layer with the mean-field Gaussian q over its weight [out, in] and bias [out]
+    (σ = softplus(ρ)). In train mode it samples pre-activations with the local
+    reparameterisation trick (module docstring); in eval mode it is the mean layer (θ = μ)."""
+
+    def __init__(self, linear: nn.Linear, init_std: float) -> None:
+        super().__init__()
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        w = linear.weight.detach()
+        self.weight_mu = nn.Parameter(w.clone())
+        self.weight_rho = nn.Parameter(torch.full_like(w, softplus_inverse(init_std)))
+        if linear.bias is not None:
+            b = linear.bias.detach()
+            self.bias_mu = nn.Parameter(b.clone())
+            self.bias_rho = nn.Parameter(torch.full_like(b, softplus_inverse(init_std)))
+        else:
+            self.register_parameter("bias_mu", None)
+            self.register_parameter("bias_rho", None)
+
+    def weight_std(self) -> Tensor:
+        return F.softplus(self.weight_rho)
+
+    def bias_std(self) -> Tensor | None:
+        return None if self.bias_rho is None else F.softplus(self.bias_rho)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not self.training:
+            return F.linear(x, self.weight_mu, self.bias_mu)
+        mean, var = local_reparameterisation_moments(x, self.weight_mu, self.weight_std(), self.bias_mu, self.bias_std())
+        return mean + var.sqrt() * torch.randn_like(mean)
+
+    def kl(self, prior_std: float) -> Tensor:
+        """KL(q ‖ N(0, s²)) of this layer's weights and bias."""
+        kl = gaussian_kl(self.weight_mu, self.weight_std(), prior_std)
+        if self.bias_mu is not None:
+            kl = kl + gaussian_kl(self.bias_mu, self.bias_std(), prior_std)  # type: ignore[arg-type]
+        return kl
+
+    def to_linear(self) -> nn.Linear:
+        """The mean layer: an nn.Linear with weight μ_W and bias μ_b."""
+        linear = nn.Linear(self.in_features, self.out_features, bias=self.bias_mu is not None,
+                           device=self.weight_mu.device, dtype=self.weight_mu.dtype)
+        with torch.no_grad():
+            linear.weight.copy_(self.weight_mu)
+            if self.bias_mu is not None:
+                linear.bias.copy_(self.bias_mu)
+        return linear
+
+
+def _replace_modules(net: nn.Module, kind: type, convert) -> nn.Module:
+    """`net` with every submodule of type `kind` replaced (in place) by convert(module); the root too."""
+    if isinstance(net, kind):
+        return convert(net)
+    for name, module in list(net.named_modules()):
+        if isinstance(module, kind) and name:
+            parent_name, _, attr = name.rpartition(".")
+            setattr(net.get_submodule(parent_name), attr, convert(module))
+    return net
+
+
+class DenseGaussian(NamedTuple):
+    """The fitted q of one dense layer: weight mean and std [out, in], bias mean and std [out]
+    (None without a bias)."""
+
+    weight_mean: Tensor
+    weight_std: Tensor
+    bias_mean: Tensor | None
+    bias_std: Tensor | None
+
+
+class MFVI(NetworkPosterior):
+    """Mean-field Gaussian variational posterior over the dense layers (module docstring).
+
+    Args (beyond `NetworkPosterior`'s shared ones):
+        model_fn: factory of a fresh network with at least one nn.Linear layer; its
+            initialisation is the starting μ.
+        model: instead, an already-trained network (copied): μ starts at its weights and `fit`
+            trains q from there with `train`.
+        n_samples: default S of weight samples for `predict`.
+        prior_std: s, the prior N(0, s²) on every dense weight and bias.
+        kl_weight: β, the weight of KL(q ‖ p)/N in the loss (1 is the ELBO; < 1 a tempered one).
+        kl_anneal_epochs: K > 0 raises the KL weight linearly, β (e + 1)/K in epoch e, over the
+            first K epochs; 0 uses β from the start.
+        init_std: σ of q at the start of training (ρ = softplus⁻¹(init_std); 0.05 is ρ ≈ −3, as
+            in Blundell et al.'s experiments).
+        train: the training (epochs, lr, batch size, optimizer, schedule, early stopping).
+
+    Fitted attributes: `model_` (the mean network, θ = μ, eval mode), `std_` ({parameter name of
+    model_: σ} for every dense weight and bias), `seed_`, `device_`, `likelihood_`, `noise_`
+    (σ², regression only; None for classification).
+    """
+
+    options = ("prior_std", "kl_weight", "kl_anneal_epochs", "init_std")
+    _fitted_attribute = "std_"
+
+    def __init__(
+        self,
+        model_fn: ModelFn | None = None,
+        *,
+        n_samples: int = 30,
+        prior_std: float = 1.0,
+        kl_weight: float = 1.0,
+        kl_anneal_epochs: int = 0,
+        init_std: float = 0.05,
+        **shared: Unpack[NetworkArgs],
+    ) -> None:
+        super().__init__(model_fn, n_samples=n_samples, **shared)
+        check_positive_number("prior_std", prior_std)
+        if isinstance(kl_weight, bool) or not isinstance(kl_weight, (int, float)) or not kl_weight >= 0:
+            raise ConfigError(f"kl_weight: expected a non-negative number, got {kl_weight!r}")
+        if isinstance(kl_anneal_epochs, bool) or not isinstance(kl_anneal_epochs, int) or kl_anneal_epochs < 0:
+            raise ConfigError(f"kl_anneal_epochs: expected a non-negative integer, got {kl_anneal_epochs!r}")
+        check_positive_number("init_std", init_std)
+        self.prior_std, self.kl_weight, self.kl_anneal_epochs, self.init_std = prior_std, kl_weight, kl_anneal_epochs, init_std
+        self.model_: nn.Module | None = None
+        self.std_: dict[str, Tensor] | None = None
+
+    # ------------------------------------------------------------------ fitting
+    def _fit_network(self, x: Tensor, y: Tensor) -> None:
+        """Wrap every nn.Linear in a VariationalLinear, maximise the ELBO, keep the mean
+        network and σ; fit σ² for regression."""
+        seeds = torch.Generator().manual_seed(self.seed_)
+        train_seed, self._sample_seed = (int(s) for s in torch.randint(0, 2**62, (2,), generator=seeds))
+        net = self._network(self.seed_)
+        if not any(isinstance(m, nn.Linear) for m in net.modules()):
+            raise ConfigError(f"{self._network_argument}: MFVI needs a network with at least one nn.Linear layer, found none")
+        x = inputs_for(net, x)
+        init_std = self.init_std
+        variational = _replace_modules(net, nn.Linear, lambda m: VariationalLinear(m, init_std))
+        variational = self._train(variational, x, y, self.train_config, seed=train_seed)
+        self.std_ = {}
+        for name, module in variational.named_modules():
+            if isinstance(module, VariationalLinear):
+                prefix = f"{name}." if name else ""
+                self.std_[prefix + "weight"] = module.weight_std().detach()
+                if module.bias_rho is not None:
+                    self.std_[prefix + "bias"] = module.bias_std().detach()  # type: ignore[union-attr]
+        self.model_ = _replace_modules(variational, VariationalLinear, VariationalLinear.to_linear).eval()
+        self._cache: dict[int, dict[str, Tensor]] = {}
+        if self.likelihood_ == "gaussian":
+            outputs = network_outputs(self.model_, x)
+            self.noise_ = fit_noise_variance(outputs - y.to(outputs.device), y)
+
+    def kl_divergence(self, net: nn.Module) -> Tensor:
+        """KL(q ‖ p) of every VariationalLinear in `net` (a scalar)."""
+        return torch.stack([m.kl(self.prior_std) for m in net.modules() if isinstance(m, VariationalLinear)]).sum()
+
+    def _data_loss(self, output: Tensor, y: Tensor) -> Tensor:
+        """−(1/|B|) Σ log p(y_n | x_n, θ_n) up to a constant: cross-entropy, or ½ (y − f)² (unit noise)."""
+        if self.likelihood_ == "categorical":
+            return F.cross_entropy(output, y.long())
+        if output.numel() != y.numel():
+            raise ShapeError(f"{self._network_argument}: for regression expected one output per item, got [N, ...] = {tuple(output.shape[1:])}")
+        return 0.5 * F.mse_loss(output.reshape(y.shape), y)
+
+    def _train(self, model: nn.Module, x: Tensor, y: Tensor, config: TrainConfig, *, seed: int) -> nn.Module:
+        """Minimise −ELBO/N (module docstring) as `training.train` minimises its task loss: the
+        same split, data order, equal-sized batches, optimiser, schedule and early stopping."""
+        dev = self.device_
+        generator = torch.Generator().manual_seed(seed)
+        model = model.to(dev)
+        x, y = x.to(dev), y.to(dev)
+        n_val = int(round(config.validation_fraction * x.shape[0])) if config.validation_fraction > 0 else 0
+        order = torch.randperm(x.shape[0], generator=generator).to(dev)
+        x_train, y_train = x[order[n_val:]], y[order[n_val:]]
+        if config.validation_data is not None:
+            x_val, y_val = (as_tensor("validation_data", v).to(dev) for v in config.validation_data)
+        else:
+            x_val, y_val = x[order[:n_val]], y[order[:n_val]]
+        if x_val.shape[0] > 0 and config.validation_metric == "accuracy" and y_val.is_floating_point():
+            raise ConfigError("TrainConfig.validation_metric: 'accuracy' needs class labels; use 'loss' for regression")
+        n = x_train.shape[0]
+        steps_per_epoch = epoch_steps(n, config)
+        total_steps = config.epochs * steps_per_epoch
+
+        variational = [p for m in model.modules() if isinstance(m, VariationalLinear) for p in m.parameters(recurse=False)]
+        ids = {id(p) for p in variational}
+        groups = [{"params": variational, "weight_decay": 0.0},
+                  {"params": [p for p in model.parameters() if id(p) not in ids and p.requires_grad]}]
+        if config.optimizer == "adam":
+            optimizer = torch.optim.Adam(groups, lr=config.lr, weight_decay=config.weight_decay)
+        else:
+            optimizer = torch.optim.SGD(groups, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
+
+        best, step = BestWeights(config), 0
+        with torch.random.fork_rng(devices=[dev] if dev.type == "cuda" else []):
+            torch.manual_seed(int(torch.randint(0, 2**62, (1,), generator=generator)))
+            for epoch in range(config.epochs):
+                model.train()
+                beta = self.kl_weight * (min(1.0, (epoch + 1) / self.kl_anneal_epochs) if self.kl_anneal_epochs else 1.0)
+                for batch in epoch_order(n, config.epoch_samples, generator).to(dev).tensor_split(steps_per_epoch):
+                    if config.schedule == "cosine":
+                        for group in optimizer.param_groups:
+                            group["lr"] = config.lr / 2 * (1 + math.cos(math.pi * step / total_steps))
+                    optimizer.zero_grad(set_to_none=True)
+                    loss = self._data_loss(model(x_train[batch]), y_train[batch])
+                    if beta > 0:
+                        loss = loss + beta * self.kl_divergence(model) / n
+                    loss.backward()
+                    optimizer.step()
+                    step += 1
+                if x_val.shape[0] > 0 and best.out_of_patience(model, x_val, y_val):
+                    break
+        best.restore(model)
+        return model.eval()
+
+    # ------------------------------------------------------------------ the fitted q
+    def mean_std(self) -> dict[str, DenseGaussian]:
+        """{dense layer's module name in `model_` ("" for a network that is one layer): its
+        DenseGaussian (μ_W, σ_W [out, in], μ_b, σ_b [out])}."""
+        self._check_fitted()
+        out = {}
+        for name, module in self.model_.named_modules():  # type: ignore[union-attr]
+            if isinstance(module, nn.Linear):
+                prefix = f"{name}." if name else ""
+                bias = module.bias is not None
+                out[name] = DenseGaussian(module.weight.detach(), self.std_[prefix + "weight"],  # type: ignore[index]
+                                          module.bias.detach() if bias else None,
+                                          self.std_[prefix + "bias"] if bias else None)  # type: ignore[index]
+        return out
+
+    def _move(self, device: torch.device) -> None:
+        """Move the mean network, σ and the noise; the weight samples are drawn on the CPU from
+        the seeded generator, so they do not change."""
+        self.model_ = self.model_.to(device)  # type: ignore[union-attr]
+        self.std_ = {k: v.to(device) for k, v in self.std_.items()}  # type: ignore[union-attr]
+        self._cache = {}
+
+    def _sample_generator(self, n_samples: int) -> torch.Generator:
+        """A CPU generator seeded by (seed_, S) (through the fitted sample seed)."""
+        mixed = (self._sample_seed * 0x9E3779B97F4A7C15 + n_samples * 0xBF58476D1CE4E5B9) % (2**63 - 1)
+        return torch.Generator().manual_seed(mixed)
+
+    def sample_weights(self, n_samples: int) -> dict[str, Tensor]:
+        """S weight samples {parameter name: [S, *shape]} of every dense weight and bias,
+        θ_s = μ + σ ⊙ ε_s, ε_s ~ N(0, I) drawn on the CPU in `std_` order; cached per S."""
+        self._check_fitted()
+        if n_samples not in self._cache:
+            generator = self._sample_generator(n_samples)
+            params = dict(self.model_.named_parameters())  # type: ignore[union-attr]
+            samples = {}
+            for name, std in self.std_.items():  # type: ignore[union-attr]
+                eps = torch.randn(n_samples, *std.shape, generator=generator).to(std)
+                samples[name] = params[name].detach() + std * eps
+            self._cache = {n_samples: samples}
+        return self._cache[n_samples]
+
+    def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive | GaussianPredictive:
+        """Predictive [S, N, C] of S weight samples shared by every x (pool-consistent); for
+        regression a GaussianPredictive with mean [S, N] (each sample's output) and var [S, N] = σ²."""
+        self._check_fitted()
+        s = self._sample_count(n_samples)
+        samples = self.sample_weights(s)
+        net = self.model_
+        fixed = {k: v for k, v in net.named_parameters() if k not in samples}  # type: ignore[union-attr]
+        fixed |= dict(net.named_buffers())  # type: ignore[union-attr]
+        x = inputs_for(net, as_tensor("x", x)).to(next(net.parameters()).device)  # type: ignore[union-attr, arg-type]
+        with torch.no_grad():
+            logits = vmap(lambda p: functional_call(net, p | fixed, (x,)))(samples)
+        return self._predictive(logits)

@@ -1,0 +1,189 @@
+"""Label Studio interchange: `export --format label-studio` writes a round's queries as Label
+Studio tasks (and the labelling config), `label --from EXPORT.json` reads Label Studio's JSON
+export back; every mistake is one line, exit 2, database unchanged, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from activebayes.data.label_studio import answers_from_export, labelling_config, tasks_from_queries
+from activebayes.errors import DataError
+from activebayes.store import PoolStore
+from cli_checks import assert_mistake, db_dump, ok, run
+from test_cli import write_pool_csv
+from test_cli_images import write_images
+from test_cli_label import open_round
+
+TINY = ("--epochs", "1", "--samples", "2", "--device", "cpu")
+
+
+def annotated(tasks: list[dict], labels: dict[str, str | None], *, cancelled: set[str] = frozenset()) -> list[dict]:
+    """`tasks` as Label Studio's JSON export gives them back: an id, the data, the predictions,
+    and per task the annotation of `labels[key]` (none for None); a key in `cancelled` gets a
+    cancelled (skipped) annotation only."""
+    out = []
+    for i, task in enumerate(tasks, start=1):
+        key = task["data"]["activebayes_key"]
+        annotations = []
+        if key in cancelled:
+            annotations.append({"id": 100 + i, "completed_by": 1, "result": [], "was_cancelled": True,
+                                "ground_truth": False, "created_at": "2026-01-02T10:00:00.000000Z",
+                                "updated_at": "2026-01-02T10:00:00.000000Z", "lead_time": 1.5, "task": i})  # fmt: skip
+        elif labels.get(key) is not None:
+            result = {"id": f"r{i}", "type": "choices", "from_name": "label", "to_name": "text", "origin": "manual",
+                      "value": {"choices": [labels[key]]}}  # fmt: skip
+            annotations.append({"id": 100 + i, "completed_by": 1, "result": [result], "was_cancelled": False,
+                                "ground_truth": False, "created_at": "2026-01-02T10:00:00.000000Z",
+                                "updated_at": "2026-01-02T10:00:00.000000Z", "lead_time": 3.2, "task": i})  # fmt: skip
+        out.append({"id": i, "annotations": annotations, "drafts": [], "predictions": task.get("predictions", []),
+                    "data": task["data"], "meta": {}, "created_at": "2026-01-01T09:00:00.000000Z",
+                    "updated_at": "2026-01-02T10:00:00.000000Z", "inner_id": i, "project": 1})  # fmt: skip
+    return out
+
+
+def write_json(name: str, value) -> str:
+    Path(name).write_text(json.dumps(value), encoding="utf-8")
+    return name
+
+
+@pytest.fixture
+def waiting(cli_db, tmp_path):
+    """Project 'blobs' (classes a, b, c) from a 30-row CSV, round 1 waiting for 4 answers; returns
+    (db url, the exported tasks, the CSV's labels by key)."""
+    write_pool_csv(tmp_path / "pool.csv", n=30)
+    ok("init", "--name", "blobs", "--classes", "a,b,c")
+    ok("pool", "add", "pool.csv", "--key-column", "id", "--label-column", "label", "--test-fraction", "0.2")
+    ok("round", *TINY, "--k", "4")
+    exported = json.loads(ok("--json", "export", "--format", "label-studio", "--out", "tasks.json", "--config", "ls.xml").stdout)
+    assert exported["round"] == 1 and exported["tasks"] == 4 and exported["open"] == 4 and exported["predictions"] is False
+    truth = {r["id"]: r["label"] for r in csv.DictReader((tmp_path / "pool.csv").open())}
+    return cli_db, json.loads(Path("tasks.json").read_text()), truth
+
+
+def test_round_trip_through_label_studio(waiting):
+    db, tasks, truth = waiting
+    keys = [t["data"]["activebayes_key"] for t in tasks]
+    with PoolStore(db) as store:
+        queries = store.queries("blobs", 1)
+    assert keys == [q.key for q in queries]  # by rank
+    first = tasks[0]["data"]
+    assert set(first) == {"activebayes_key", "activebayes_project", "activebayes_round", "score", "rank", "text"}
+    assert first["activebayes_project"] == "blobs" and first["activebayes_round"] == 1 and first["rank"] == 1
+    assert first["text"].splitlines()[0].startswith("f0: ") and len(first["text"].splitlines()) == 4
+    assert "predictions" not in tasks[0]  # a round stores no predicted classes
+    config = Path("ls.xml").read_text()
+    assert '<Text name="text" value="$text"/>' in config and '<Choices name="label" toName="text"' in config
+    assert [line.strip() for line in config.splitlines() if "<Choice " in line] == [f'<Choice value="{c}"/>' for c in "abc"]
+
+    # three answered, one cancelled in Label Studio: three recorded, one skipped and counted
+    export = annotated(tasks, {k: truth[k] for k in keys[:3]}, cancelled={keys[3]})
+    summary = json.loads(ok("--json", "label", "--from", write_json("project-1-at-2026.json", export), "--who", "ann").stdout)
+    assert summary["recorded"] == 3 and summary["round_answers"] == 3 and summary["skipped"] == 1 and summary["remaining"] == 1
+    human = ok("label", "--from", "project-1-at-2026.json")
+    assert "1 task without an annotation (none, or cancelled) skipped." in human.stdout
+    with PoolStore(db) as store:
+        _, labelled, values = store.labels("blobs", split="pool")
+        observations = store.observations("blobs")
+    assert dict(zip(labelled, values)) == {k: truth[k] for k in keys[:3]}
+    assert {o["source"] for o in observations if o["key"] in keys} == {"file"}
+
+    # the last one answered later (a second annotation, the first one cancelled): the round closes, the next runs
+    export[3]["annotations"].append({**export[0]["annotations"][0], "updated_at": "2026-01-03T08:00:00.000000Z",
+                                     "result": [{"type": "choices", "from_name": "label", "to_name": "text",
+                                                 "value": {"choices": [truth[keys[3]]]}}]})  # fmt: skip
+    assert json.loads(ok("--json", "label", "--from", write_json("again.json", export)).stdout)["recorded"] == 1
+    nxt = json.loads(ok("--json", "round", *TINY, "--k", "3").stdout)
+    assert nxt["round"] == 2 and nxt["labelled"] == 4 and len(nxt["queries"]) == 3
+    assert json.loads(ok("--json", "export", "--format", "label-studio", "--out", "round2.json").stdout)["round"] == 2
+    assert json.loads(ok("--json", "export", "--format", "label-studio", "--round", "1", "--out", "r1.json").stdout)["open"] == 0
+
+
+def test_mistakes_change_nothing(waiting):
+    db, tasks, truth = waiting
+    keys = [t["data"]["activebayes_key"] for t in tasks]
+    good = annotated(tasks, {k: truth[k] for k in keys})
+    before = db_dump(db)
+    Path("broken.json").write_text('[{"data": {"activebayes_key": ', encoding="utf-8")
+    assert_mistake(run("label", "--from", "broken.json"), "broken.json", "not valid JSON")
+    assert_mistake(run("label", "--from", write_json("dict.json", {"tasks": []})), "dict.json", "list of Label Studio tasks")
+    no_key = [dict(good[0], data={"text": "x"}), *good[1:]]
+    assert_mistake(run("label", "--from", write_json("nokey.json", no_key)), "nokey.json' task 1", "activebayes_key")
+    unknown = [dict(good[0], data={**good[0]["data"], "activebayes_key": "item-999"}), *good[1:]]
+    assert_mistake(run("label", "--from", write_json("unknown.json", unknown)), "task 1", "item-999", "not an item")
+    outside = annotated(tasks, {keys[0]: truth[keys[0]], keys[1]: "zebra"})
+    assert_mistake(run("label", "--from", write_json("outside.json", outside)), "task 2", "'zebra'", "not one of the classes")
+    unannotated = annotated(tasks, {}, cancelled={keys[0]})
+    assert_mistake(run("label", "--from", write_json("none.json", unannotated)), "no annotated task", "4 tasks")
+    twice = [*good, annotated(tasks[:1], {keys[0]: "c" if truth[keys[0]] != "c" else "a"})[0]]
+    assert_mistake(run("label", "--from", write_json("twice.json", twice)), "task 5", "task 1 gave")
+    assert_mistake(run("export", "--format", "label-studio", "--out", "tasks.csv"), "unknown file type", ".json")
+    assert_mistake(run("export", "--format", "label-studio", "--round", "7", "--out", "t.json"), "no round 7")
+    assert_mistake(run("export", "labels.csv", "--round", "1"), "--round", "label-studio")
+    assert db_dump(db) == before
+
+
+def test_image_folder_tasks_carry_image_paths(cli_db, tmp_path):
+    folder = write_images(tmp_path / "imgs", n=4)
+    ok("init", "--name", "shapes")
+    ok("pool", "add", str(folder), "--labels-from-folders", "--test-fraction", "0.25")
+    ok("round", "--model", "cnn", "--k", "3", *TINY)
+    ok("export", "--format", "label-studio", "--out", "tasks.json")
+    tasks = json.loads(Path("tasks.json").read_text())
+    assert len(tasks) == 3
+    for task in tasks:
+        data = task["data"]
+        assert Path(data["image"]) == folder.resolve() / data["activebayes_key"] and Path(data["image"]).is_file()
+        assert "text" not in data
+    printed = ok("export", "--format", "label-studio", "--out", "tasks.json").stdout
+    assert '<Image name="image" value="$image"/>' in printed and '<Choice value="crosses"/>' in printed
+
+
+def test_image_array_tasks_get_pngs(cli_db):
+    np.save("x.npy", np.random.default_rng(0).uniform(size=(12, 8, 8)).astype(np.float32))
+    ok("init", "--name", "arr", "--classes", "2")
+    ok("pool", "add", "x.npy")  # keys are the row numbers
+    open_round(cli_db, "arr", ["5", "2"])
+    ok("export", "--format", "label-studio", "--out", "tasks.json", "--config", "c.xml")
+    tasks = json.loads(Path("tasks.json").read_text())
+    assert [t["data"]["activebayes_key"] for t in tasks] == ["5", "2"]
+    assert [Path(t["data"]["image"]) for t in tasks] == [Path("tasks-images/001-5.png").resolve(), Path("tasks-images/002-2.png").resolve()]
+    assert all(Path(t["data"]["image"]).is_file() for t in tasks)
+    assert '<Choice value="1"/>' in Path("c.xml").read_text()
+
+
+# ---- the pure functions --------------------------------------------------------------------------
+class Q:
+    def __init__(self, key: str, score: float, rank: int) -> None:
+        self.key, self.score, self.rank = key, score, rank
+
+
+def test_tasks_with_predictions_and_the_config():
+    tasks = tasks_from_queries([Q("b", 0.2, 1), Q("a", 0.9, 0)], project="p", round_number=2,
+                               images={"a": "/x/a.png", "b": "/x/b.png"}, predictions={"a": ("cat", 0.8)}, model_version="v1")  # fmt: skip
+    assert [t["data"]["activebayes_key"] for t in tasks] == ["a", "b"] and tasks[0]["data"]["image"] == "/x/a.png"
+    assert tasks[0]["predictions"] == [{"model_version": "v1", "score": 0.8, "result": [
+        {"from_name": "label", "to_name": "image", "type": "choices", "value": {"choices": ["cat"]}}]}]  # fmt: skip
+    assert "predictions" not in tasks[1]
+    assert '<Choice value="a &amp; b"/>' in labelling_config(["a & b"])
+    assert '<Number name="label" toName="text"' in labelling_config(None, kind="text")
+
+
+def test_answers_from_export_picks_the_latest_annotation_not_cancelled():
+    def ann(choice, when, cancelled=False):
+        return {"result": [{"type": "choices", "from_name": "label", "value": {"choices": [choice]}}],
+                "was_cancelled": cancelled, "updated_at": when}  # fmt: skip
+
+    tasks = [
+        {"data": {"activebayes_key": "a"}, "annotations": [ann("y", "2026-01-02"), ann("x", "2026-01-01")]},
+        {"data": {"activebayes_key": "b"}, "annotations": [ann("x", "2026-01-01"), ann("y", "2026-01-03", True)]},
+        {"data": {"activebayes_key": 7}, "annotations": []},
+        {"data": {"activebayes_key": "n"}, "annotations": [{"result": [{"type": "number", "value": {"number": 2.5}}]}]},
+    ]
+    assert answers_from_export(tasks) == [(1, "a", "y"), (2, "b", "x"), (3, "7", ""), (4, "n", "2.5")]
+    with pytest.raises(DataError, match="task 2"):
+        answers_from_export([tasks[0], {"annotations": []}])
