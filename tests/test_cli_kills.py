@@ -54,9 +54,16 @@ from test_cli import write_pool_csv
 from test_cli_interactive import PROMPT, pexpect, spawn
 
 KILLS = int(os.environ.get("ACTIVEBAYES_TEST_KILLS", "10"))  # per database
+
+
+def attempts(kills: int) -> int:
+    """Victims run to reach `kills` kills: one that finishes before its kill instant counts none."""
+    return 3 * kills + 10
+
+
 K = 5  # queries per round
 ROUND = ("round", "--epochs", "2", "--samples", "2", "--device", "cpu", "--k", str(K))
-WORK_S = {"round": 1.2, "label --from": 0.5}  # about how long each command runs once imported (2 cores)
+WORK_S = {"round": 1.2, "label --from": 0.5}  # about how long each command runs once imported (2 busy cores)
 PROMPT_START_S = 4.0  # the console script's start-up, up to its first item and a little beyond
 ANSWER_S = 0.1  # from an answer typed to the next item shown, and a little beyond
 
@@ -86,25 +93,31 @@ class WarmProcesses:
 
     def __init__(self) -> None:
         self._spare = self._start()
+        self.window = dict(WORK_S)  # seconds over which a kill instant is drawn, per command
 
     @staticmethod
     def _start() -> subprocess.Popen:
         pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
         return subprocess.Popen([sys.executable, "-c", WARM], text=True, **pipes)
 
-    def kill_during(self, cwd: Path, argv: list[str], delay: float) -> bool:
-        """Run `activebayes ARGV` in `cwd` and SIGKILL it `delay` seconds after it was given; True
-        when it was killed, False when it had exited 0 by then."""
+    def kill_during(self, cwd: Path, argv: list[str], rng: random.Random, name: str) -> bool:
+        """Run `activebayes ARGV` in `cwd` and SIGKILL it at an instant drawn uniformly over the
+        command's run time (`self.window[name]`: WORK_S at first, then the run time measured the
+        last time it finished before its instant, so a fast machine still kills it mid-run);
+        True when it was killed, False when it had exited 0 by then."""
         proc, self._spare = self._spare, self._start()
         assert proc.stdout.readline() == "ready\n", proc.communicate()
+        started = time.monotonic()
         proc.stdin.write(json.dumps([str(cwd), argv]) + "\n")
         proc.stdin.flush()
         try:
-            proc.wait(delay)
+            proc.wait(rng.uniform(0, self.window[name]))
         except subprocess.TimeoutExpired:
             proc.send_signal(signal.SIGKILL)
         _, err = proc.communicate()
         assert proc.returncode in (0, -signal.SIGKILL), err
+        if proc.returncode == 0:
+            self.window[name] = time.monotonic() - started
         return proc.returncode == -signal.SIGKILL
 
     def close(self) -> None:
@@ -117,7 +130,9 @@ class Campaign:
 
     def __init__(self, db: str, folder: Path, kills: int) -> None:
         self.db, self.folder = db, folder
-        pool = K * (2 * kills + 6)  # a round at most before and after each kill, and a margin
+        # a round at most before and after each attempt, and a margin: on a fast machine many
+        # victims finish before their kill instant, and their rounds use up items too
+        pool = K * (2 * attempts(kills) + 6)
         write_pool_csv(folder / "pool.csv", n=pool * 10 // 9 + 1)
         with (folder / "pool.csv").open() as fh:
             self.truth = {row["id"]: row["label"] for row in csv.DictReader(fh)}
@@ -210,7 +225,7 @@ def kill_round(c: Campaign, rng: random.Random, warm: WarmProcesses) -> bool:
     `round` again, which resumes an unfinished round under its number. No answer is recorded."""
     c.answer_waiting_round()
     before = c.answers()
-    killed = warm.kill_during(c.folder, ["--db", c.db, *ROUND], rng.uniform(0, WORK_S["round"]))
+    killed = warm.kill_during(c.folder, ["--db", c.db, *ROUND], rng, "round")
     check_sound(c)
     assert c.answers() == before
     with c.store() as store:
@@ -243,7 +258,7 @@ def kill_label_from(c: Campaign, rng: random.Random, warm: WarmProcesses) -> boo
     want = sorted((key, c.truth[key], "file", round_id) for key in keys)
     before = c.answers()
     argv = ["--db", c.db, "label", "--who", "ann", "--from", str(path)]
-    killed = warm.kill_during(c.folder, argv, rng.uniform(0, WORK_S["label --from"]))
+    killed = warm.kill_during(c.folder, argv, rng, "label --from")
     check_sound(c)
     now = c.answers()
     assert now[: len(before)] == before
@@ -307,7 +322,7 @@ def test_sigkilled_commands_leave_a_sound_database_and_every_acknowledged_answer
     warm = WarmProcesses()
     kills: Counter[str] = Counter()
     try:
-        for _ in range(3 * KILLS + 10):
+        for _ in range(attempts(KILLS)):
             if kills.total() == KILLS:
                 break
             name = list(VICTIMS)[kills.total() % len(VICTIMS)]
