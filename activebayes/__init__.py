@@ -33,6 +33,7 @@ _LAZY = {
     "Laplace": "activebayes.posteriors.laplace",
     "SWAG": "activebayes.posteriors.swag",
     "MFVI": "activebayes.posteriors.mfvi",
+    "BatchEnsemble": "activebayes.posteriors.batch_ensemble",
     "GaussianProcess": "activebayes.posteriors.gp",
     "TrainConfig": "activebayes.training",
     "score_pool": "activebayes.scoring",

@@ -59,7 +59,8 @@ S samples for sampled posteriors); "deterministic" scores MC dropout's network w
 
 Regression projects (task "regression"): the targets are the labels read as floats, and the
 test-split metrics are `rmse` and `nll` (Gaussian, of y under the predictive N(μ, σ² + σ_ε²); see
-`activebayes.metrics`), with `n_test`. Classification: `accuracy`, `nll` (categorical), `n_test`.
+`activebayes.metrics`), with `n_test`. Classification: `accuracy`, `nll` (categorical), `ece`
+(expected calibration error, 15 equal-width confidence bins), `n_test`.
 """
 
 from __future__ import annotations
@@ -434,7 +435,7 @@ class ActiveLearningLoop:
             return self._evaluate_regression(posterior, rows, values)
         if self._info.task != "classification":
             return {}
-        from activebayes.metrics import accuracy, nll
+        from activebayes.metrics import accuracy, expected_calibration_error, nll
 
         predict_proba = posterior.predict_proba
         if self.evaluation == "deterministic":
@@ -447,7 +448,8 @@ class ActiveLearningLoop:
                 x = self._features(rows[start : start + self.score_batch_size]).to(self.device)
                 probs.append(predict_proba(x).detach().cpu().float())
         probs_t, labels = torch.cat(probs), self._targets(values)
-        return {"accuracy": float(accuracy(probs_t, labels)), "nll": float(nll(probs_t, labels)), "n_test": len(rows)}
+        return {"accuracy": float(accuracy(probs_t, labels)), "nll": float(nll(probs_t, labels)),
+                "ece": float(expected_calibration_error(probs_t, labels)), "n_test": len(rows)}
 
     def _evaluate_regression(self, posterior: Any, rows: np.ndarray, values: list[str]) -> dict[str, Any]:
         """rmse of the predictive mean and the Gaussian nll of y under the predictive

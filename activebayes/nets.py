@@ -94,37 +94,56 @@ def gal_cnn(
     *,
     conv_dropout: float = 0.25,
     dense_dropout: float = 0.5,
+    kernel_size: int = 4,
+    pool: int = 2,
+    hidden: int = 128,
 ) -> Callable[[], nn.Sequential]:
     """Factory of the MNIST CNN of Gal, Islam & Ghahramani (2017), "Deep Bayesian Active Learning".
 
-    conv 32@4x4 → ReLU → conv 32@4x4 → ReLU → max-pool 2 → Dropout(0.25) → flatten →
-    dense 128 → ReLU → Dropout(0.5) → dense C. Input [N, c, h, w] = [N, *in_shape]; output [N, C].
-    For 28x28 images the flattened features number 32 · 11 · 11 = 3872.
+    conv 32@kxk → ReLU → conv 32@kxk → ReLU → max-pool p → Dropout(0.25) → flatten →
+    dense H → ReLU → Dropout(0.5) → dense C. Input [N, c, h, w] = [N, *in_shape]; output [N, C].
+    The paper's text: k = 4, p = 2, H = 128 (the defaults; 28x28 images give 32 · 11 · 11 = 3872
+    flattened features). The paper's published Keras script
+    (MC_Dropout_Keras/Dropout_Bald_Q10_N1000_Paper.py): k = 3, p = 5, H = 256 (32 · 4 · 4 = 512),
+    `gal_script_cnn`.
     """
     channels, height, width = _image_shape(in_shape, n_classes)
     _check_probability("conv_dropout", conv_dropout)
     _check_probability("dense_dropout", dense_dropout)
-    out_h, out_w = (height - 6) // 2, (width - 6) // 2  # two valid 4x4 convolutions, then a 2x2 pool
+    for name, value in (("kernel_size", kernel_size), ("pool", pool), ("hidden", hidden)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{name}: expected a positive integer, got {value!r}")
+    shrink = 2 * (kernel_size - 1)  # two valid kxk convolutions
+    out_h, out_w = (height - shrink) // pool, (width - shrink) // pool
     if out_h < 1 or out_w < 1:
-        raise ConfigError(f"in_shape: expected images of at least 8x8 pixels, got {height}x{width}")
+        raise ConfigError(f"in_shape: expected images of at least {shrink + pool}x{shrink + pool} pixels, got {height}x{width}")
     flat = 32 * out_h * out_w
 
     def build() -> nn.Sequential:
         return nn.Sequential(
-            nn.Conv2d(channels, 32, kernel_size=4),
+            nn.Conv2d(channels, 32, kernel_size=kernel_size),
             nn.ReLU(),
-            nn.Conv2d(32, 32, kernel_size=4),
+            nn.Conv2d(32, 32, kernel_size=kernel_size),
             nn.ReLU(),
-            nn.MaxPool2d(2),
+            nn.MaxPool2d(pool),
             nn.Dropout(conv_dropout),
             nn.Flatten(),
-            nn.Linear(flat, 128),
+            nn.Linear(flat, hidden),
             nn.ReLU(),
             nn.Dropout(dense_dropout),
-            nn.Linear(128, n_classes),
+            nn.Linear(hidden, n_classes),
         )
 
     return build
+
+
+def gal_script_cnn(
+    in_shape: Sequence[int] = (1, 28, 28), n_classes: int = 10, *, conv_dropout: float = 0.25, dense_dropout: float = 0.5,
+) -> Callable[[], nn.Sequential]:  # fmt: skip
+    """The network of Gal et al.'s published Keras script: `gal_cnn` with 3x3 kernels, a 5x5
+    max-pool and a 256-unit dense layer (Convolution2D(32, 3, 3) twice, MaxPooling2D((5, 5)),
+    Dense(256)). For 28x28 images: 26 → 24 → 4 after the pool, 512 flattened features."""
+    return gal_cnn(in_shape, n_classes, conv_dropout=conv_dropout, dense_dropout=dense_dropout, kernel_size=3, pool=5, hidden=256)
 
 
 class Standardize(nn.Module):
@@ -211,4 +230,4 @@ def default_model(kind: ModelKind | str, input_shape: Sequence[int], n_classes: 
     return gal_cnn(shape, n_classes)
 
 
-__all__ = ["ModelFn", "ModelKind", "Standardize", "batchbald_cnn", "default_model", "gal_cnn", "mlp"]
+__all__ = ["ModelFn", "ModelKind", "Standardize", "batchbald_cnn", "default_model", "gal_cnn", "gal_script_cnn", "mlp"]

@@ -33,7 +33,8 @@ TOML layout (every key optional except `acquisitions`; unknown keys are refused)
              evaluation ("predictive": test accuracy of the posterior predictive;
              "deterministic": of mc-dropout's network with dropout off, one pass, as Keras'
              model.evaluate in the Gal et al. 2017 code)
-    [model]  posterior ("mc-dropout", ...), network ("mlp" | "cnn": Gal et al.'s | "batchbald-cnn":
+    [model]  posterior ("mc-dropout", ...), network ("mlp" | "cnn": Gal et al.'s, as their paper's
+             text | "gal-script-cnn": as their published Keras script | "batchbald-cnn":
              Kirsch et al.'s, `activebayes.nets`), hidden, dropout,
              conv_dropout, epochs, lr, train_batch_size, n_samples,
              weight_decay (a number, or "gal": c / N with N the labelled items of the round,
@@ -42,7 +43,9 @@ TOML layout (every key optional except `acquisitions`; unknown keys are refused)
              max(N, L) items with repeats, Kirsch et al.'s fixed-length epochs), patience (stop
              training when the score on the data.validation_size split has not improved for this
              many epochs and restore the best weights), validation_metric ("loss" | "accuracy",
-             the score; dropout off)
+             the score; dropout off), options (a table of the posterior's own constructor
+             options, e.g. `options = { warm_start = true }` for snapshot-ensemble or
+             `{ rank1 = "gaussian" }` for batch-ensemble)
     [report] paper = "gal2017": the plot marks the paper's Table 1 points and results.json
              quotes them
 
@@ -79,7 +82,7 @@ from activebayes.errors import ConfigError, DataError
 from activebayes.store import RoundStatus
 
 DATASETS = ("digits", "mnist")
-NETWORKS = ("mlp", "cnn", "batchbald-cnn")
+NETWORKS = ("mlp", "cnn", "gal-script-cnn", "batchbald-cnn")
 MNIST_FILES = {
     "train_x": "train-images-idx3-ubyte",
     "train_y": "train-labels-idx1-ubyte",
@@ -102,7 +105,8 @@ _SCHEMA: dict[str | None, dict[str, tuple[str, str]]] = {
               "epochs": ("epochs", "int>0"), "lr": ("lr", "float>0"), "weight_decay": ("weight_decay", "float>=0|gal"),
               "train_batch_size": ("train_batch_size", "int>0"), "n_samples": ("n_samples", "int>0"),
               "masks": ("masks", "shared|independent"), "epoch_samples": ("epoch_samples", "int>0"),
-              "patience": ("patience", "int>0"), "validation_metric": ("validation_metric", "loss|accuracy")},
+              "patience": ("patience", "int>0"), "validation_metric": ("validation_metric", "loss|accuracy"),
+              "options": ("posterior_options", "table")},
     "report": {"paper": ("paper", "gal2017")},
 }  # fmt: skip
 GAL_WEIGHT_DECAY_C = 7.0  # torch weight decay c / N: 2 × the Keras l2 constant 3.5 (module docstring)
@@ -114,7 +118,8 @@ TIMING_MILESTONES = (100, 500, 1000)
 # keys added after the first studies: left out of the recorded config at their defaults, so
 # older output folders still resume
 _OPTIONAL = {"validation_size": None, "acquisition_subset": None, "masks": "shared", "paper": None,
-             "evaluation": "predictive", "epoch_samples": None, "patience": None, "validation_metric": "loss"}
+             "evaluation": "predictive", "epoch_samples": None, "patience": None, "validation_metric": "loss",
+             "posterior_options": {}}
 
 
 @dataclass(frozen=True)
@@ -153,6 +158,7 @@ class StudyConfig:
     validation_metric: str = "loss"
     evaluation: str = "predictive"
     paper: str | None = None
+    posterior_options: dict[str, Any] = field(default_factory=dict)
     source: str | None = field(default=None, compare=False)  # the TOML file it came from
 
     @classmethod
@@ -223,6 +229,7 @@ class StudyConfig:
             raise ConfigError(f"{where}model.masks: {self.posterior!r} has no dropout masks; leave it out or use mc-dropout")
         if self.evaluation == "deterministic" and not hasattr(cls, "predict_proba_deterministic"):
             raise ConfigError(f"{where}loop.evaluation: \"deterministic\" needs one network to run without dropout (mc-dropout), got {self.posterior!r}")
+        self._check_posterior_options(cls, where)
         if self.weight_decay == "gal" and "weight_decay_scale" not in cls.options:
             raise ConfigError(f"{where}model.weight_decay: \"gal\" needs a posterior with weight_decay_scale (mc-dropout), got {self.posterior!r}")
         if self.patience is not None and self.validation_size is None:
@@ -260,6 +267,22 @@ class StudyConfig:
             raise ConfigError(f"{where}loop.max_labels: {self.max_labels} (+ one batch of {self.batch_size}) exceeds the pool of {pool} items")
         if self.balanced_initial and self.initial < 10:
             raise ConfigError(f"{where}loop.initial: a balanced start needs at least one item per class (10), got {self.initial}")
+
+    def _check_posterior_options(self, cls: type, where: str) -> None:
+        """model.options: the posterior's own constructor options (its `options`), checked by
+        building one around a throwaway network; the study sets masks and weight decay itself."""
+        own = set(cls.options) - {"masks", "weight_decay_scale", "engine", "address"}
+        for key in self.posterior_options:
+            if key not in own:
+                known = ", ".join(sorted(own)) or "none"
+                raise ConfigError(f"{where}model.options.{key}: not an option of {self.posterior!r}; its options: {known}")
+        if self.posterior_options:
+            from activebayes.nets import mlp
+
+            try:
+                cls(mlp(2, 2, hidden=(2,)), **self.posterior_options)
+            except ConfigError as exc:
+                raise ConfigError(f"{where}model.options.{exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
         """The config as plain JSON values (recorded in results.json and checked on resume)."""
@@ -307,6 +330,10 @@ def _check(key: str, value: Any, kind: str) -> Any:
     elif kind in ("shared|independent", "predictive|deterministic", "loss|accuracy", "gal2017"):
         if value not in kind.split("|"):
             raise bad(" or ".join(f'"{v}"' for v in kind.split("|")))
+    elif kind == "table":
+        if not isinstance(value, Mapping) or not all(isinstance(v, (str, int, float, bool)) for v in value.values()):
+            raise bad("a table of option = value (strings, numbers, true/false)")
+        return dict(value)
     elif kind == "list[str]":
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise bad("a list of names")
@@ -502,12 +529,14 @@ def _posterior_factory(config: StudyConfig, shape: tuple[int, ...], device: str,
                        validation: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[Callable, dict[str, Any]]:  # fmt: skip
     from functools import partial
 
-    from activebayes.nets import batchbald_cnn, gal_cnn, mlp
+    from activebayes.nets import batchbald_cnn, gal_cnn, gal_script_cnn, mlp
     from activebayes.training import resolve_train_config
 
     cls = posterior_class(config.posterior)
     if config.network == "cnn":
         model_fn = gal_cnn(shape, 10, conv_dropout=config.conv_dropout, dense_dropout=config.dropout)
+    elif config.network == "gal-script-cnn":
+        model_fn = gal_script_cnn(shape, 10, conv_dropout=config.conv_dropout, dense_dropout=config.dropout)
     elif config.network == "batchbald-cnn":
         model_fn = batchbald_cnn(shape, 10, dropout=config.dropout)
     else:
@@ -519,6 +548,7 @@ def _posterior_factory(config: StudyConfig, shape: tuple[int, ...], device: str,
            "masks": None if config.masks == "shared" else config.masks}  # fmt: skip
     training = {k: v for k, v in training.items() if v is not None}
     kwargs = {k: v for k, v in own.items() if v is not None and k in cls.options}
+    kwargs |= config.posterior_options
     if config.n_samples is not None:
         kwargs["n_samples"] = config.n_samples
     stopping = {"epoch_samples": config.epoch_samples}
@@ -586,6 +616,20 @@ def _dataset(store: Any, name: str, data: _Data) -> Any:
 def _curve(store: Any, name: str, max_labels: int) -> list[tuple[int, float]]:
     return [(r.labelled_count, float(r.metrics["accuracy"])) for r in store.rounds(name)
             if r.status is RoundStatus.done and "accuracy" in r.metrics and r.labelled_count <= max_labels]  # fmt: skip
+
+
+ROUND_RECORD_KEYS = ("accuracy", "nll", "ece", "fit_s", "score_s", "evaluate_s")
+
+
+def _round_records(store: Any, name: str, max_labels: int) -> list[dict[str, float]]:
+    """One run's finished rounds: {labels, accuracy, nll, ece (test metrics), fit_s, score_s,
+    evaluate_s (seconds)}, each key present where the round recorded it."""
+    records = []
+    for r in store.rounds(name):
+        if r.status is RoundStatus.done and "accuracy" in r.metrics and r.labelled_count <= max_labels:
+            values = {**(r.timings or {}), **r.metrics}
+            records.append({"labels": r.labelled_count} | {k: float(values[k]) for k in ROUND_RECORD_KEYS if k in values})
+    return records
 
 
 def _run_project(store: Any, config: StudyConfig, data: _Data, repeat: int, acquisition: str, device: str,
@@ -784,6 +828,7 @@ def collect_results(config: StudyConfig, out_dir: str | Path, *, rounds_run: int
     out_dir = Path(out_dir)
     db = out_dir / "study.db"
     runs: dict[str, list[list[tuple[int, float]]]] = {a: [] for a in config.acquisitions}
+    rounds: dict[str, list[list[dict[str, float]]]] = {a: [] for a in config.acquisitions}
     with PoolStore(f"sqlite:///{db}") as store:
         projects = set(store.projects())
         for repeat in range(config.repeats):
@@ -791,13 +836,14 @@ def collect_results(config: StudyConfig, out_dir: str | Path, *, rounds_run: int
                 name = f"{acquisition}-r{repeat + 1}"
                 if name in projects:
                     runs[acquisition].append(_curve(store, name, config.max_labels))
+                    rounds[acquisition].append(_round_records(store, name, config.max_labels))
         timings = _timing_summary(config, store)
     curves = {a: summarise_curves(points) for a, points in runs.items()}
     plot = plot_study(config, curves, out_dir / "learning-curve.png")
     document: dict[str, Any] = {
         "config": config.to_dict(), "curves": curves,
         "runs": {a: [[list(p) for p in run] for run in rs] for a, rs in runs.items()},
-        "labels_to_reach": _reach_summary(config, runs, curves), "timings": timings,
+        "labels_to_reach": _reach_summary(config, runs, curves), "timings": timings, "rounds": rounds,
         "database": str(db), "plot": str(plot),
     }  # fmt: skip
     if config.paper == "gal2017":

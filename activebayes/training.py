@@ -281,6 +281,8 @@ def train(
     on_epoch_end: Callable[[int, nn.Module], None] | None = None,
     on_epoch_loss: Callable[[int, float], None] | None = None,
     progress: ProgressFn | None = None,
+    loss_fn: Callable[[Tensor, Tensor], Tensor] | None = None,
+    param_groups: list[dict] | None = None,
 ) -> nn.Module:
     """Train `model` in place on (x [N, ...], y [N]) and return it (on `device`, in eval mode).
 
@@ -291,6 +293,12 @@ def train(
             mean training loss (the mini-batch losses weighted by batch size; one host sync per
             epoch, only when given). It may raise to stop training.
         progress: called as progress(epochs_done, epochs_total).
+        loss_fn: the mini-batch loss, loss_fn(model(x_batch), y_batch) -> scalar, in place of
+            `task_loss` (e.g. a loss on a widened output, or one with a KL term); early stopping
+            still scores the eval-mode model with `task_loss`.
+        param_groups: the optimiser's parameter groups (torch's [{"params": [...], ...}] form,
+            e.g. {"weight_decay": 0.0} for some), in place of every trainable parameter in one
+            group; options a group leaves out take `config`'s.
     """
     if x.shape[0] != y.shape[0]:
         raise ShapeError(f"y: expected {x.shape[0]} targets to match x, got {y.shape[0]}")
@@ -321,7 +329,7 @@ def train(
     elif config.schedule not in ("constant", "cosine"):
         raise ConfigError(f"config.schedule: expected 'constant' or 'cosine', got {config.schedule!r}")
 
-    params = [p for p in model.parameters() if p.requires_grad]
+    params = [p for p in model.parameters() if p.requires_grad] if param_groups is None else param_groups
     if config.optimizer == "adam":
         optimizer = torch.optim.Adam(params, lr=config.lr, weight_decay=config.weight_decay)
     else:
@@ -341,7 +349,7 @@ def train(
                     for group in optimizer.param_groups:
                         group["lr"] = lr_at(step)
                 optimizer.zero_grad(set_to_none=True)
-                loss = task_loss(model(x_train[batch]), y_train[batch])
+                loss = (task_loss if loss_fn is None else loss_fn)(model(x_train[batch]), y_train[batch])
                 loss.backward()
                 optimizer.step()
                 step += 1

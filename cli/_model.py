@@ -25,7 +25,7 @@ from activebayes.errors import ConfigError
 from activebayes_cli._app import CliError
 
 #: The posteriors `activebayes round` can build around a network.
-CLI_POSTERIORS = ("mc-dropout", "deep-ensemble", "snapshot-ensemble", "laplace", "swag", "mfvi")
+CLI_POSTERIORS = ("mc-dropout", "deep-ensemble", "snapshot-ensemble", "laplace", "swag", "mfvi", "batch-ensemble")
 #: Those a regression project takes: the Gaussian process (no network, the default) and the
 #: network posteriors (once they fit float targets; `check_regression_posterior` finds out).
 REGRESSION_POSTERIORS = ("gp", *CLI_POSTERIORS)

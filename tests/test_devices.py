@@ -26,6 +26,7 @@ import torch
 
 from activebayes.nets import mlp
 from activebayes.posteriors import SWAG, DeepEnsemble, GaussianProcess, Laplace, MCDropout, SnapshotEnsemble
+from activebayes.posteriors.batch_ensemble import BatchEnsemble
 from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import TrainConfig
 
@@ -49,6 +50,8 @@ CLASSIFIERS = {
         _NET, hessian="full", prior_precision=1.0, n_samples=8, **_TRAIN, seed=0, device=device
     ),
     "swag": lambda device: SWAG(_NET, rank=5, n_snapshots=10, swa_lr=0.01, n_samples=8, **_TRAIN, seed=0, device=device),
+    "batch-ensemble": lambda device: BatchEnsemble(_NET, n_members=3, **_TRAIN, seed=0, device=device),
+    "batch-ensemble-rank1": lambda device: BatchEnsemble(_NET, n_members=3, rank1="gaussian", n_samples=8, **_TRAIN, seed=0, device=device),
 }
 POSTERIORS = [*CLASSIFIERS, "gp"]
 

@@ -116,6 +116,7 @@ def test_rounds_label_new_items_and_record_metrics(store, tmp_path):
     assert results[0].metrics == {}  # cold start: random queries, no posterior yet
     for r in results[1:]:
         assert 0.0 <= r.metrics["accuracy"] <= 1.0 and r.metrics["nll"] > 0 and r.metrics["n_test"] == TEST
+        assert 0.0 <= r.metrics["ece"] <= 1.0
     queried = [k for r in results for k in r.queried]
     assert len(set(queried)) == 32 and all(int(k) < POOL for k in queried)
     rows, keys, values = store.labels("digits")
@@ -322,6 +323,8 @@ def test_deterministic_evaluation_uses_the_network_without_dropout(store, tmp_pa
                               batch_size=5, seed=1, evaluation="deterministic")  # fmt: skip
     result = loop.run(2)[1]  # round 1 is the cold start: nothing fitted, nothing evaluated
     assert result.metrics["accuracy"] == pytest.approx(float(np.mean(truth[POOL : POOL + TEST] == 0)))
+    # one-hot predictions: every item in the top confidence bin, so ECE = |accuracy - 1|
+    assert result.metrics["ece"] == pytest.approx(1.0 - result.metrics["accuracy"])
     assert store.rounds("digits")[1].acquisition_settings["evaluation"] == "deterministic"
     predictive = ActiveLearningLoop(tiny_factory, "bald", store, "digits", SimulatedOracle(truth), batch_size=5, seed=1).step()
     assert predictive.metrics["accuracy"] != result.metrics["accuracy"]  # the predictive is scored by default

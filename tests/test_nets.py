@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from activebayes import ConfigError
-from activebayes.nets import batchbald_cnn, default_model, gal_cnn, mlp
+from activebayes.nets import batchbald_cnn, default_model, gal_cnn, gal_script_cnn, mlp
 
 
 def test_mlp_factory_builds_fresh_networks_with_dropout():
@@ -37,6 +37,18 @@ def test_gal_cnn_matches_the_paper():
     assert net[10].out_features == 10
     assert net(torch.zeros(3, 1, 28, 28)).shape == (3, 10)
     assert gal_cnn((3, 32, 32), 5)()(torch.zeros(2, 3, 32, 32)).shape == (2, 5)
+
+
+def test_gal_script_cnn_matches_the_published_keras_script():
+    """Dropout_Bald_Q10_N1000_Paper.py: Convolution2D(32, 3, 3) twice, MaxPooling2D((5, 5)),
+    Dropout(0.25), Dense(256), Dropout(0.5), Dense(10): 28 → 26 → 24 → 4 (floor 24 / 5)."""
+    net = gal_script_cnn()()
+    assert [type(m).__name__ for m in net] == [type(m).__name__ for m in gal_cnn()()]
+    assert (net[0].kernel_size, net[2].kernel_size, net[4].kernel_size) == ((3, 3), (3, 3), 5)
+    assert (net[7].in_features, net[7].out_features, net[10].in_features) == (32 * 4 * 4, 256, 256)
+    assert (net[5].p, net[9].p) == (0.25, 0.5)
+    assert net(torch.zeros(3, 1, 28, 28)).shape == (3, 10)
+    assert gal_cnn(kernel_size=3, pool=5, hidden=256)()[7].in_features == 512  # the same network, spelt out
 
 
 def test_batchbald_cnn_matches_kirsch_et_al():
@@ -74,6 +86,9 @@ def test_default_model_for_the_cli():
         (lambda: mlp(2, 2, hidden=(4, -1)), "hidden"),
         (lambda: gal_cnn((1, 6, 6)), "8x8"),
         (lambda: gal_cnn((28, 28)), "in_shape"),
+        (lambda: gal_script_cnn((1, 8, 8)), "9x9"),
+        (lambda: gal_cnn(pool=0), "pool"),
+        (lambda: gal_cnn(hidden=2.5), "hidden"),
         (lambda: batchbald_cnn((1, 12, 12)), "16x16"),
         (lambda: batchbald_cnn(dropout=1.5), "dropout"),
     ],

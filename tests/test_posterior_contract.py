@@ -23,6 +23,7 @@ from activebayes.posteriors import (
     MFVI,
     POSTERIORS,
     SWAG,
+    BatchEnsemble,
     DeepEnsemble,
     Laplace,
     MCDropout,
@@ -61,6 +62,33 @@ POSTERIOR_CASES = [
         lambda seed: MFVI(_NET, kl_weight=0.1, init_std=0.05, n_samples=16, train=_TRAIN, seed=seed, device="cpu"),
         id="mfvi",
     ),
+    pytest.param(
+        lambda seed: BatchEnsemble(_NET, n_members=4, train=_TRAIN, seed=seed, device="cpu"),
+        id="batch-ensemble",
+    ),
+    pytest.param(
+        lambda seed: BatchEnsemble(_NET, n_members=4, rank1="gaussian", kl_weight=0.1, n_samples=16, train=_TRAIN, seed=seed,
+                                   device="cpu"),
+        id="batch-ensemble-rank1",
+    ),
+]
+
+#: The sampling-free predictive (predictive="analytic") of the posteriors that offer it, run
+#: through the same contract (`case` covers POSTERIOR_CASES + ANALYTIC_CASES).
+ANALYTIC_CASES = [
+    pytest.param(
+        lambda seed: MFVI(_NET, kl_weight=0.1, init_std=0.05, n_samples=16, train=_TRAIN, seed=seed, device="cpu", predictive="analytic"),
+        id="mfvi-analytic",
+    ),
+    pytest.param(
+        lambda seed: Laplace(_NET, hessian="diag", prior_precision=10.0, n_samples=16, train=_TRAIN, seed=seed, device="cpu",
+                             predictive="analytic"),
+        id="laplace-analytic",
+    ),
+    pytest.param(
+        lambda seed: SWAG(_NET, rank=10, n_snapshots=20, n_samples=16, train=_TRAIN, seed=seed, device="cpu", predictive="analytic"),
+        id="swag-analytic",
+    ),
 ]
 
 #: Arguments every network posterior refuses in __init__, and the argument its error names.
@@ -86,12 +114,20 @@ BAD_OPTIONS = {
              ({"swa_lr": 0.0}, "swa_lr"), ({"scale": -1.0}, "scale")],
     "mfvi": [({"prior_std": 0.0}, "prior_std"), ({"kl_weight": -1.0}, "kl_weight"), ({"kl_anneal_epochs": 1.5}, "kl_anneal_epochs"),
              ({"init_std": -1.0}, "init_std")],
+    "batch-ensemble": [({"n_members": 0}, "n_members"), ({"rank1": "laplace"}, "rank1"), ({"n_samples": 5}, "n_samples"),
+                       ({"fast_init": "zeros"}, "fast_init"), ({"prior_std": 0.0}, "prior_std"), ({"init_std": -1.0}, "init_std"),
+                       ({"kl_weight": -1.0}, "kl_weight")],
+    "batch-ensemble-rank1": [({"n_members": 2.5}, "n_members"), ({"rank1": None}, "rank1"), ({"prior_std": -1.0}, "prior_std")],
 }  # fmt: skip
+
+BAD_OPTIONS["mfvi-analytic"] = [*BAD_OPTIONS["mfvi"], ({"predictive": "exact"}, "predictive")]
+BAD_OPTIONS["laplace-analytic"] = [*BAD_OPTIONS["laplace"], ({"predictive": "exact"}, "predictive"), ({"link": "mc"}, "link")]
+BAD_OPTIONS["swag-analytic"] = [*BAD_OPTIONS["swag"], ({"predictive": "exact"}, "predictive")]
 
 _FITTED: dict[str, object] = {}
 
 
-@pytest.fixture(params=POSTERIOR_CASES)
+@pytest.fixture(params=POSTERIOR_CASES + ANALYTIC_CASES)
 def case(request):
     return request.node.callspec.id, request.param
 
@@ -249,7 +285,7 @@ def test_bald_far_from_data_exceeds_bald_on_training_points(fitted, moons, bald)
 
 
 def test_every_registered_posterior_is_covered():
-    assert {param.id for param in POSTERIOR_CASES} | {"gp"} == set(POSTERIORS)
+    assert {param.id for param in POSTERIOR_CASES} | {"gp"} == set(POSTERIORS) | {"batch-ensemble-rank1"}
 
 
 def test_gaussian_process_follows_the_protocol():

@@ -127,6 +127,11 @@ BASE = DIGITS_TOML.read_text()
         (BASE.replace('network = "mlp"', 'network = "cnn"'), ["model.network", "cnn"]),
         (BASE.replace('dataset = "digits"', 'dataset = "mnist"\npath = "no/such/folder"'), ["data.path", "does not exist"]),
         (BASE.replace('acquisitions = ["bald", "random"]', ""), ["acquisitions: missing"]),
+        (BASE.replace('posterior = "mc-dropout"', 'posterior = "mc-dropout"\noptions = { colour = 1 }'),
+         ["model.options.colour", "not an option of 'mc-dropout'", "prefix_cache"]),
+        (BASE.replace('posterior = "mc-dropout"', 'posterior = "snapshot-ensemble"\noptions = { epochs_per_cycle = 0 }'),
+         ["model.options.epochs_per_cycle"]),
+        (BASE.replace('posterior = "mc-dropout"', 'posterior = "mc-dropout"\noptions = 3'), ["model.options", "a table"]),
     ],
 )
 def test_config_mistakes_exit_2_with_one_line_and_write_nothing(tmp_path, text, words):
@@ -334,6 +339,11 @@ def test_protocol_study_end_to_end(tmp_path):
         t = doc["timings"][acquisition]["100"]
         assert t["n"] == 2 and all(t[k] is not None and t[k] >= 0 for k in ("fit_s", "evaluate_s", "score_s"))
     assert doc["paper"]["labels_to_reach"]["bald"] == {"0.90": 145, "0.95": 335}
+    for acquisition, runs in doc["rounds"].items():  # every round's test metrics and seconds
+        assert [[r["labels"] for r in run] for run in runs] == [[n for n, _ in run] for run in doc["runs"][acquisition]]
+        assert [[r["accuracy"] for r in run] for run in runs] == [[acc for _, acc in run] for run in doc["runs"][acquisition]]
+        for r in (r for run in runs for r in run):
+            assert r["nll"] > 0 and 0 <= r["ece"] <= 1 and r["fit_s"] >= 0 and r["evaluate_s"] >= 0
     assert a.plot.stat().st_size > 0
     with sqlite3.connect(a.database) as conn:  # the validation rows are in no pool
         pool = conn.execute("SELECT COUNT(*) FROM items WHERE split = 'pool' GROUP BY project_id").fetchall()
@@ -394,3 +404,19 @@ def test_run_one_per_run_then_collect_results_equals_run_study(tmp_path):
         run_one(config, tmp_path / "parts", "bald", config.repeats, "cpu")
     with pytest.raises(ConfigError, match="not in the study"):
         run_one(config, tmp_path / "parts", "entropy", 0, "cpu")
+
+
+def test_model_options_reach_the_posterior_and_are_recorded(tmp_path):
+    """[model] options: the posterior's own constructor options, e.g. Jung et al.'s warm start."""
+    from activebayes.study import _posterior_factory
+
+    text = BASE.replace('posterior = "mc-dropout"', 'posterior = "snapshot-ensemble"\noptions = { warm_start = true, epochs_per_cycle = 3 }')
+    (tmp_path / "s.toml").write_text(text)
+    config = StudyConfig.from_toml(tmp_path / "s.toml")
+    assert config.posterior_options == {"warm_start": True, "epochs_per_cycle": 3}
+    assert config.to_dict()["posterior_options"] == {"warm_start": True, "epochs_per_cycle": 3}
+    factory, settings = _posterior_factory(config, (64,), "cpu")
+    posterior = factory(seed=0)
+    assert (posterior.warm_start, posterior.epochs_per_cycle) == (True, 3)
+    assert settings["warm_start"] is True and settings["epochs_per_cycle"] == 3
+    assert "posterior_options" not in StudyConfig.from_toml(DIGITS_TOML).to_dict()  # older output folders still resume

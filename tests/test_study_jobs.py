@@ -144,8 +144,12 @@ def test_reach_table_against_the_paper():
     curve = [(20, 0.5), (150, 0.91), (300, 0.95)]
     assert labels_to_reach(curve, 0.90) == 150 and labels_to_reach(curve, 0.95) == 300 and labels_to_reach(curve, 0.99) is None
     reach = {"bald": {"0.90": {"mean": 150}, "0.95": {"mean": 300}}, "random": {"0.90": {"mean": 150}, "0.95": {"mean": None}}}
-    text = reach_table({"curves": {"bald": [], "random": []}, "labels_to_reach": reach})
+    paper = {"labels_to_reach": {"bald": {"0.90": 145, "0.95": 335}, "random": {"0.90": 255, "0.95": 835}}}
+    text = reach_table({"curves": {"bald": [], "random": []}, "labels_to_reach": reach, "paper": paper})
     assert "| bald | 150 | 145 | 300 | 335 |" in text and "| random | 150 | 255 | not reached | 835 |" in text
+    # a study that quotes no paper (e.g. BatchBALD's) gets no paper columns
+    alone = reach_table({"curves": {"bald": [], "random": []}, "labels_to_reach": reach})
+    assert "paper" not in alone and "| bald | 150 | 300 |" in alone and "| random | 150 | not reached |" in alone
 
 @pytest.mark.parametrize(
     ("options", "words"),

@@ -19,6 +19,7 @@ POSTERIORS: dict[str, str] = {
     "laplace": "activebayes.posteriors.laplace:Laplace",
     "swag": "activebayes.posteriors.swag:SWAG",
     "mfvi": "activebayes.posteriors.mfvi:MFVI",
+    "batch-ensemble": "activebayes.posteriors.batch_ensemble:BatchEnsemble",
     "gp": "activebayes.posteriors.gp:GaussianProcess",
 }
 

@@ -14,6 +14,15 @@ Predictive (linearised / GLM; exact for the last layer, where logits are linear 
         covariance), and one θ_s is shared by all candidates, so the samples are jointly
         consistent across a pool (BatchBALD needs this) and do not depend on batching.
     predict_proba, link="mc": the mean of `predict`'s S softmax samples.
+    predictive="analytic": `predict` draws its S samples from the logits' Gaussian with the
+        diagonal of f_var, f_s = f_map + sqrt(diag f_var) ⊙ ε_s (one ε [S, C] per call from a
+        seeded generator, shared by every item: pool-consistent), instead of weight samples.
+        This is the sampling-free moment-propagation predictive (`_moment_propagation`) of a
+        last-layer posterior: the features are deterministic, so propagating the Gaussian over
+        the last layer's weights gives exactly f ~ N(f_map, diag f_var) (for hessian="diag",
+        diag f_var = φ² V_Wᵀ + v_b, the `linear_moments` rule), and `predict_proba` is the probit
+        formula above, unchanged; the sampled predictive already is closed-form there. It drops
+        the correlations between classes that the weight samples carry (and requires link="probit").
 
 Prior precision δ: a float, or "marglik" to maximise the Laplace evidence
     log p(D | δ) ≈ log p(D | θ_MAP) − ½ (log det(GGN + δI) − P log δ + δ ‖θ_MAP‖²)
@@ -55,6 +64,7 @@ from activebayes.posteriors._curvature import (
     log_marginal_likelihood,
     optimise_prior_precision,
 )
+from activebayes.posteriors._moment_propagation import PREDICTIVES, AnalyticPredictive
 from activebayes.posteriors._network import ModelFn, NetworkArgs, NetworkPosterior, check_choice, check_positive_number, inputs_for
 from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import (
@@ -105,7 +115,7 @@ def features_and_logits(model: nn.Module, layer: nn.Linear, x: Tensor) -> tuple[
     return torch.cat(captured), torch.cat(logits)
 
 
-class Laplace(NetworkPosterior):
+class Laplace(AnalyticPredictive, NetworkPosterior):
     """Last-layer Laplace posterior (see the module docstring for the maths).
 
     Args (beyond `NetworkPosterior`'s shared ones):
@@ -117,6 +127,8 @@ class Laplace(NetworkPosterior):
         link: "probit" or "mc", how `predict_proba` approximates the softmax's expectation
             (`LinkApproximation`).
         prior_precision: δ > 0, or "marglik" to maximise the evidence over δ.
+        predictive: "sampled" (weight samples) or "analytic" (`predict` samples the logits'
+            diagonal Gaussian; module docstring); "analytic" requires link="probit".
         n_samples: default S of weight samples for `predict`.
         seed: seeds the network initialisation, training and the weight samples.
         likelihood: "categorical", "gaussian" (regression: the last nn.Linear has one output), or
@@ -126,7 +138,7 @@ class Laplace(NetworkPosterior):
     `likelihood_`, `noise_` (σ², regression only; None for classification), `seed_`, `device_`.
     """
 
-    options = ("subset", "hessian", "link", "prior_precision")
+    options = ("subset", "hessian", "link", "prior_precision", "predictive")
     _fitted_attribute = "posterior_"
 
     def __init__(
@@ -138,6 +150,7 @@ class Laplace(NetworkPosterior):
         hessian: str = "kron",
         link: str = "probit",
         prior_precision: float | str = "marglik",
+        predictive: str = "sampled",
         **shared: Unpack[NetworkArgs],
     ) -> None:
         super().__init__(model_fn, n_samples=n_samples, **shared)
@@ -146,6 +159,10 @@ class Laplace(NetworkPosterior):
         check_choice("link", link, [a.value for a in LinkApproximation])
         if prior_precision != "marglik":
             check_positive_number("prior_precision", prior_precision)
+        check_choice("predictive", predictive, PREDICTIVES)
+        if predictive == "analytic" and link != "probit":
+            raise ConfigError(f"link: predictive='analytic' predicts with the probit approximation, got link={link!r}; use link='probit'")
+        self.predictive = predictive
         self.subset = subset
         self.hessian, self.link = Hessian(hessian), LinkApproximation(link)
         self.prior_precision = prior_precision
@@ -245,6 +262,12 @@ class Laplace(NetworkPosterior):
         f_var = self.posterior_.functional_variance(phi, self.prior_precision_)  # type: ignore[union-attr, arg-type]
         return logits, f_var.to(logits.dtype)
 
+    def output_moments(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """(f_map, diag f_var), each [N, C] (regression [N, 1] or [N]): the logits' Gaussian marginals."""
+        phi, logits = self._features(x)
+        var = self.posterior_.functional_variance(phi, self.prior_precision_, diagonal=True)  # type: ignore[union-attr, arg-type]
+        return logits, var.to(logits.dtype).reshape(logits.shape)
+
     def predict_proba(self, x: Tensor) -> Tensor:
         """Posterior predictive mean [N, C]: probit approximation, or the MC mean for link="mc"."""
         if self.link == LinkApproximation.MC:
@@ -281,7 +304,11 @@ class Laplace(NetworkPosterior):
 
         Regression: GaussianPredictive with mean [S, N] = W_s φ(x) + b_s, var = σ², and the exact
         latent_mean = f_map(x), latent_var = f_var(x) [N] (module docstring).
+        predictive="analytic": softmax(f_map + sqrt(diag f_var) ⊙ ε_s), ε [S, C] seeded (module docstring).
         """
+        if self.predictive == "analytic":
+            self._check_fitted()
+            return self._analytic_predict(x, n_samples)
         weight, bias = self.weight_samples(n_samples)
         phi, out = self._features(x)
         logits = torch.einsum("nd,scd->snc", phi, weight) + bias.unsqueeze(1)  # [S, N, C]

@@ -45,6 +45,13 @@ with σ² fitted after training from the training residuals of the mean network 
 `training.fit_noise_variance`, as the other network posteriors do. `mean_std()` gives the
 fitted diagonal Gaussian (μ, σ) of each dense layer, for an analytic predictive.
 
+`predictive="analytic"` predicts without sampling weights: the mean-field q is propagated
+through the network in one forward pass (`_moment_propagation`: exact moments through each
+dense layer, activations linearised at the mean, max-pool at the mean's argmax), giving
+f(x) ≈ N(μ_f(x), diag σ_f²(x)); `predict_proba` is its probit approximation softmax(μ_f /
+sqrt(1 + π σ_f² / 8)), `predict` S seeded, pool-consistent draws μ_f + σ_f ⊙ ε_s of it (one
+ε [S, C] per call shared by every item), `predict_mean_var` (regression) (μ_f, σ_f²).
+
 >>> import torch
 >>> from torch import nn
 >>> x, y = torch.randn(64, 2), torch.randint(0, 3, (64,))
@@ -65,7 +72,15 @@ from torch.func import functional_call, vmap
 from torch.nn import functional as F
 
 from activebayes.errors import ConfigError, ShapeError
-from activebayes.posteriors._network import ModelFn, NetworkArgs, NetworkPosterior, check_positive_number, inputs_for
+from activebayes.posteriors._moment_propagation import PREDICTIVES, AnalyticPredictive, check_propagatable, propagate_in_chunks
+from activebayes.posteriors._network import (
+    ModelFn,
+    NetworkArgs,
+    NetworkPosterior,
+    check_choice,
+    check_positive_number,
+    inputs_for,
+)
 from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import (
     BestWeights,
@@ -83,9 +98,10 @@ def softplus_inverse(sigma: float) -> float:
     return sigma + math.log(-math.expm1(-sigma))
 
 
-def gaussian_kl(mean: Tensor, std: Tensor, prior_std: float) -> Tensor:
-    """KL(N(μ, σ²) ‖ N(0, s²)) summed over all entries: Σ log(s/σ) + (σ² + μ²)/(2 s²) − ½ (a scalar)."""
-    return (math.log(prior_std) - std.log() + (std.square() + mean.square()) / (2 * prior_std**2) - 0.5).sum()
+def gaussian_kl(mean: Tensor, std: Tensor, prior_std: float, prior_mean: float = 0.0) -> Tensor:
+    """KL(N(μ, σ²) ‖ N(m, s²)) summed over all entries: Σ log(s/σ) + (σ² + (μ − m)²)/(2 s²) − ½
+    (a scalar); m = 0 for MFVI's weights, 1 for BatchEnsemble's rank-1 factors."""
+    return (math.log(prior_std) - std.log() + (std.square() + (mean - prior_mean).square()) / (2 * prior_std**2) - 0.5).sum()
 
 
 def local_reparameterisation_moments(x: Tensor, weight_mean: Tensor, weight_std: Tensor,
@@ -168,7 +184,7 @@ class DenseGaussian(NamedTuple):
     bias_std: Tensor | None
 
 
-class MFVI(NetworkPosterior):
+class MFVI(AnalyticPredictive, NetworkPosterior):
     """Mean-field Gaussian variational posterior over the dense layers (module docstring).
 
     Args (beyond `NetworkPosterior`'s shared ones):
@@ -184,13 +200,16 @@ class MFVI(NetworkPosterior):
         init_std: σ of q at the start of training (ρ = softplus⁻¹(init_std); 0.05 is ρ ≈ −3, as
             in Blundell et al.'s experiments).
         train: the training (epochs, lr, batch size, optimizer, schedule, early stopping).
+        predictive: "sampled" (S weight samples through the network) or "analytic" (moment
+            propagation and the probit approximation, module docstring; `predict` then draws its
+            S samples from the propagated Gaussian over the outputs).
 
     Fitted attributes: `model_` (the mean network, θ = μ, eval mode), `std_` ({parameter name of
     model_: σ} for every dense weight and bias), `seed_`, `device_`, `likelihood_`, `noise_`
     (σ², regression only; None for classification).
     """
 
-    options = ("prior_std", "kl_weight", "kl_anneal_epochs", "init_std")
+    options = ("prior_std", "kl_weight", "kl_anneal_epochs", "init_std", "predictive")
     _fitted_attribute = "std_"
 
     def __init__(
@@ -202,6 +221,7 @@ class MFVI(NetworkPosterior):
         kl_weight: float = 1.0,
         kl_anneal_epochs: int = 0,
         init_std: float = 0.05,
+        predictive: str = "sampled",
         **shared: Unpack[NetworkArgs],
     ) -> None:
         super().__init__(model_fn, n_samples=n_samples, **shared)
@@ -211,6 +231,8 @@ class MFVI(NetworkPosterior):
         if isinstance(kl_anneal_epochs, bool) or not isinstance(kl_anneal_epochs, int) or kl_anneal_epochs < 0:
             raise ConfigError(f"kl_anneal_epochs: expected a non-negative integer, got {kl_anneal_epochs!r}")
         check_positive_number("init_std", init_std)
+        check_choice("predictive", predictive, PREDICTIVES)
+        self.predictive = predictive
         self.prior_std, self.kl_weight, self.kl_anneal_epochs, self.init_std = prior_std, kl_weight, kl_anneal_epochs, init_std
         self.model_: nn.Module | None = None
         self.std_: dict[str, Tensor] | None = None
@@ -224,6 +246,8 @@ class MFVI(NetworkPosterior):
         net = self._network(self.seed_)
         if not any(isinstance(m, nn.Linear) for m in net.modules()):
             raise ConfigError(f"{self._network_argument}: MFVI needs a network with at least one nn.Linear layer, found none")
+        if self.predictive == "analytic":
+            check_propagatable(net)
         x = inputs_for(net, x)
         init_std = self.init_std
         variational = _replace_modules(net, nn.Linear, lambda m: VariationalLinear(m, init_std))
@@ -345,10 +369,21 @@ class MFVI(NetworkPosterior):
             self._cache = {n_samples: samples}
         return self._cache[n_samples]
 
+    def output_moments(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """Mean and variance [N, C] (regression [N, 1] or [N]) of the network's outputs under q,
+        by moment propagation (module docstring), whatever `predictive` says."""
+        self._check_fitted()
+        net = self.model_
+        x = inputs_for(net, as_tensor("x", x)).to(next(net.parameters()).device)  # type: ignore[union-attr, arg-type]
+        return propagate_in_chunks(net, x, {name: std.square() for name, std in self.std_.items()})  # type: ignore[arg-type, union-attr]
+
     def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive | GaussianPredictive:
         """Predictive [S, N, C] of S weight samples shared by every x (pool-consistent); for
-        regression a GaussianPredictive with mean [S, N] (each sample's output) and var [S, N] = σ²."""
+        regression a GaussianPredictive with mean [S, N] (each sample's output) and var [S, N] = σ².
+        With predictive="analytic", S draws from the propagated Gaussian over the outputs."""
         self._check_fitted()
+        if self.predictive == "analytic":
+            return self._analytic_predict(x, n_samples)
         s = self._sample_count(n_samples)
         samples = self.sample_weights(s)
         net = self.model_

@@ -46,6 +46,16 @@ residuals of the SWA mean θ̄ (the centre of the posterior; BatchNorm statistic
 with `training.fit_noise_variance`. `predict` returns a GaussianPredictive (mean [S, N],
 var [S, N] = σ²); `predict_mean_var` the mixture's mean and the spread (σ² + spread with
 observation_noise=True).
+
+`predictive="analytic"` predicts without sampling: each weight gets its SWAG marginal
+N(θ̄_i, scale · (Σ_diag,i + Σ_k D_ik² / (K − 1))) — the diagonal of the SWAG covariance; with
+diag_only=True exactly SWAG-Diagonal, otherwise the low-rank part's correlations between weights
+are dropped (its contribution to each weight's variance is kept) — and this mean-field Gaussian
+is propagated through the network at θ̄ in one forward pass (`_moment_propagation`: exact
+moments through Linear and Conv2d layers, activations linearised at the mean, max-pool at the
+mean's argmax), giving f(x) ≈ N(μ_f, diag σ_f²); `predict_proba` is its probit approximation,
+`predict` S seeded, pool-consistent draws μ_f + σ_f ⊙ ε_s (one ε [S, C] per call), and
+`predict_mean_var` (regression) (μ_f, σ_f²). Networks with BatchNorm are refused (use "sampled").
 """
 
 from __future__ import annotations
@@ -62,6 +72,7 @@ from torch import Tensor, nn
 from torch.func import functional_call, vmap
 
 from activebayes.errors import ConfigError, ShapeError
+from activebayes.posteriors._moment_propagation import PREDICTIVES, AnalyticPredictive, check_propagatable, propagate_in_chunks
 from activebayes.posteriors._network import ModelFn, NetworkArgs, NetworkPosterior, check_choice, check_positive_number, inputs_for
 from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import cosine_cycle_lr, epoch_steps, fit_noise_variance, regression_output, task_loss, train
@@ -177,7 +188,7 @@ def check_swa_loss(epoch: int, loss: float, *, limit: float, swa_lr: float, opti
         )
 
 
-class SWAG(NetworkPosterior):
+class SWAG(AnalyticPredictive, NetworkPosterior):
     """SWAG posterior over all weights of a network.
 
     Args (beyond `NetworkPosterior`'s shared ones):
@@ -205,12 +216,14 @@ class SWAG(NetworkPosterior):
         train: pre-training; the SWA epochs reuse its batch size, momentum and weight decay.
             The default TrainConfig (Adam, lr 1e-3) gives swa_lr 3e-4 with Adam.
         var_clamp: eps under Σ_diag.
+        predictive: "sampled" (S weight samples) or "analytic" (moment propagation of the
+            weights' SWAG marginals and the probit approximation, module docstring).
 
     Fitted attributes: `model_`, `moments_`, `swa_lr_`, `seed_`, `device_`, `likelihood_`,
     `noise_` (σ², regression only; None for classification).
     """
 
-    options = ("rank", "n_snapshots", "swa_lr", "swa_lr_ratio", "swa_optimizer", "schedule", "scale", "diag_only", "var_clamp")
+    options = ("rank", "n_snapshots", "swa_lr", "swa_lr_ratio", "swa_optimizer", "schedule", "scale", "diag_only", "var_clamp", "predictive")
     _fitted_attribute = "moments_"
 
     def __init__(
@@ -227,6 +240,7 @@ class SWAG(NetworkPosterior):
         scale: float = 0.5,
         diag_only: bool = False,
         var_clamp: float = 1e-30,
+        predictive: str = "sampled",
         **shared: Unpack[NetworkArgs],
     ) -> None:
         super().__init__(model_fn, n_samples=n_samples, **shared)
@@ -238,6 +252,8 @@ class SWAG(NetworkPosterior):
         check_positive_number("scale", scale)
         check_positive_number("swa_lr", swa_lr, allow_none=True)
         check_positive_number("swa_lr_ratio", swa_lr_ratio)
+        check_choice("predictive", predictive, PREDICTIVES)
+        self.predictive = predictive
         self.rank, self.n_snapshots = rank, n_snapshots
         self.swa_lr, self.swa_lr_ratio, self.swa_optimizer = swa_lr, swa_lr_ratio, swa_optimizer
         self.schedule, self.scale, self.diag_only, self.var_clamp = schedule, scale, diag_only, var_clamp
@@ -252,7 +268,10 @@ class SWAG(NetworkPosterior):
         swa_seed, self._sample_seed = (int(s) for s in torch.randint(0, 2**62, (2,), generator=seeds))
         config = self.train_config
         net = self._network(seed)
+        if self.predictive == "analytic":
+            check_propagatable(net)
         x = inputs_for(net, x)
+        self._analytic_state: tuple[nn.Module, dict[str, Tensor]] | None = None
         if self.model is None:
             pre_losses: list[float] = []
             net = train(net, x, y, config, seed=seed, device=dev, on_epoch_loss=lambda _epoch, loss: pre_losses.append(loss))
@@ -297,6 +316,7 @@ class SWAG(NetworkPosterior):
         if self._x_train is not None:
             self._x_train = self._x_train.to(device)
         self._cache = {}
+        self._analytic_state = None
 
     def _samples(self, n_samples: int) -> tuple[dict[str, Tensor], list[dict[str, Tensor]] | None]:
         """Parameters {name: [S, ...]} and, with BatchNorm, each sample's refreshed buffers."""
@@ -323,10 +343,40 @@ class SWAG(NetworkPosterior):
             net(chunk)  # type: ignore[misc]
         return {k: v.clone() for k, v in net.named_buffers()}  # type: ignore[union-attr]
 
+    def marginal_variances(self) -> Tensor:
+        """Each weight's SWAG marginal variance [P]: scale · (Σ_diag + diag(D Dᵀ) / (K − 1)), or
+        scale · Σ_diag with diag_only (module docstring)."""
+        self._check_fitted()
+        moments = self.moments_
+        var = moments.variance(self.var_clamp)  # type: ignore[union-attr]
+        if not self.diag_only:
+            dev = moments.deviation_matrix()  # type: ignore[union-attr]
+            var = var + dev.square().sum(1) / (dev.shape[1] - 1)
+        return self.scale * var
+
+    def output_moments(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """Mean and variance [N, C] (regression [N, 1] or [N]) of the network's outputs under the
+        weights' SWAG marginals, by moment propagation at θ̄ (module docstring)."""
+        self._check_fitted()
+        if self._analytic_state is None:
+            if self._has_bn:
+                raise ConfigError("predictive: 'analytic' cannot propagate moments through BatchNorm; use predictive='sampled'")
+            net = copy.deepcopy(self.model_)
+            means = {k: v[0] for k, v in _unflatten(net, self.moments_.mean.unsqueeze(0)).items()}  # type: ignore[arg-type, union-attr]
+            net.load_state_dict(means, strict=False)  # type: ignore[union-attr]
+            variances = {k: v[0] for k, v in _unflatten(net, self.marginal_variances().unsqueeze(0)).items()}  # type: ignore[arg-type]
+            self._analytic_state = (net.eval(), variances)  # type: ignore[union-attr]
+        net, variances = self._analytic_state
+        x = inputs_for(net, torch.as_tensor(x)).to(next(net.parameters()).device)
+        return propagate_in_chunks(net, x, variances)
+
     def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive | GaussianPredictive:
         """Predictive [S, N, C] of S weight samples shared by every x; for regression a
-        GaussianPredictive with mean [S, N] (each sample's output) and var [S, N] = σ²."""
+        GaussianPredictive with mean [S, N] (each sample's output) and var [S, N] = σ².
+        With predictive="analytic", S draws from the propagated Gaussian over the outputs."""
         self._check_fitted()
+        if self.predictive == "analytic":
+            return self._analytic_predict(x, n_samples)
         s = self._sample_count(n_samples)
         params, buffers = self._samples(s)
         net = self.model_

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# BALD with each posterior on MNIST, one study per posterior from the template mnist.toml:
+#     studies/posteriors/run.sh OUT_DIR [JOBS] [DEVICE]
+# writes OUT_DIR/<posterior>/{config.toml, study.db, results.json, learning-curve.png} (each
+# resumable), then OUT_DIR/table.md and OUT_DIR/posteriors.png (table.py). JOBS worker processes
+# per posterior study (default 3: one per seed); DEVICE defaults to auto (CUDA when present).
+# MNIST=/path/to/mnist overrides the template's data.path; POSTERIORS="name:S[:key=value,...] ..."
+# picks posteriors, their predictive samples S (ensembles: members) and their own options
+# (written as `[model] options`; the default gives the snapshot ensemble Jung et al.'s warm start).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+out="${1:?usage: run.sh OUT_DIR [JOBS] [DEVICE]}"
+jobs="${2:-3}"
+device="${3:-auto}"
+py="${PYTHON:-$root/.venv/bin/python}"
+[ -x "$py" ] || py=python3
+mnist="$(cd "${MNIST:-$here/../../../shared/data/mnist}" && pwd)"
+posteriors="${POSTERIORS:-mc-dropout:20 deep-ensemble:5 snapshot-ensemble:5:warm_start=true laplace:20 swag:20 mfvi:20 batch-ensemble:4}"
+mkdir -p "$out"
+for entry in $posteriors; do
+  IFS=: read -r name samples options <<< "$entry"
+  posterior="posterior = \"$name\""
+  [ -n "$options" ] && posterior="$posterior\noptions = { $(sed 's/,/, /g' <<< "$options") }"
+  mkdir -p "$out/$name"
+  sed -e "s|^posterior = .*|$posterior|" -e "s|^n_samples = .*|n_samples = $samples|" \
+      -e "s|^name = .*|name = \"posteriors-mnist-$name\"|" -e "s|^path = .*|path = \"$mnist\"|" \
+      "$here/mnist.toml" > "$out/$name/config.toml"
+  echo "posteriors: $name (S = $samples) -> $out/$name" >&2
+  "$py" -m activebayes_cli.main --quiet study run "$out/$name/config.toml" --out "$out/$name" --device "$device" --jobs "$jobs" \
+    || echo "posteriors: $name failed (exit $?)" >&2
+done
+"$py" "$here/table.py" "$out"
