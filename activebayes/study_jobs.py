@@ -87,8 +87,11 @@ _queue: Any = None
 
 def _init_worker(progress_queue: Any, threads: int) -> None:
     global _queue
+    import signal
+
     import torch
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent alone handles it
     _queue = progress_queue
     torch.set_num_threads(threads)
 
@@ -180,18 +183,33 @@ def _run_in_processes(fn: Callable[..., Any], config: Any, out_dir: Path, todo: 
     with ProcessPoolExecutor(min(jobs, len(todo)), mp_context=ctx, initializer=_init_worker,
                              initargs=(progress_queue, worker_threads(jobs))) as pool:  # fmt: skip
         running = {pool.submit(_work, fn, config, str(out_dir), a, r, device) for a, r in todo}
-        while running:
-            finished, running = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
-            drain(0)
-            for future in finished:
-                _, n, failure = future.result()
-                rounds_run += n
-                if failure is not None:
-                    failures.append(failure)
+        try:
+            while running:
+                finished, running = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
+                drain(0)
+                for future in finished:
+                    _, n, failure = future.result()
+                    rounds_run += n
+                    if failure is not None:
+                        failures.append(failure)
+        except KeyboardInterrupt:
+            _stop_workers(pool)  # each run's finished rounds are in study.db; a round cut short resumes
+            raise
     time.sleep(0.05)
     drain(0.05)
     progress_queue.close()
     return rounds_run, failures
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """End the pool's worker processes now (Ctrl-C): cancel what has not started, then
+    terminate the workers instead of waiting for their runs to finish."""
+    processes = list(getattr(pool, "_processes", {}).values())  # the executor keeps no public handle
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join(timeout=10)
 
 
 def _run_on_ray(fn: Callable[..., Any], config: Any, out_dir: Path, todo: list[tuple[str, int]], device: str, jobs: int,

@@ -61,6 +61,11 @@ def run(
         if str(exc).startswith("out_dir:"):  # the library names its argument; here it is --out
             raise ConfigError(str(exc).replace("out_dir", "--out")) from None
         raise
+    except KeyboardInterrupt:
+        line = (f"interrupted: the finished rounds are kept in {folder / 'study.db'}; "
+                "run the same command again to resume")  # fmt: skip
+        print(json.dumps({"error": line, "exit_code": 130}) if st.out.json else line, file=sys.stderr, flush=True)
+        raise typer.Exit(130) from None
     except StudyRunsFailed as exc:
         if exc.user_mistake:
             raise  # one line, exit 2 (the root command group)

@@ -246,8 +246,23 @@ def kill_round(c: Campaign, rng: random.Random, warm: WarmProcesses) -> bool:
         assert c.answers() == before
     check_sound(c)
     with c.store() as store:
-        assert store.round_lock_holder("blobs") is None
+        holder = store.round_lock_holder("blobs")
+    # A round killed after writing its file keeps its lock row until the next `round` takes it
+    # over (`label --from` needs no lock): the row may stay, but no live process may hold it.
+    assert holder is None or not process_alive(holder.pid), f"a live process holds the round lock: {holder}"
     return killed
+
+
+def process_alive(pid: int) -> bool:
+    """Whether `pid` is a running process of this machine (a zombie counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1] != "Z"
+    except OSError:
+        return False
 
 
 def kill_label_from(c: Campaign, rng: random.Random, warm: WarmProcesses) -> bool:

@@ -91,6 +91,45 @@ def test_killed_parallel_study_resumes(tmp_path, serial):
     assert _done_rounds(out / "study.db") == 12
 
 
+def test_ctrl_c_on_a_parallel_study_stops_every_process_in_one_line_and_resumes(tmp_path, serial):
+    """Ctrl-C sends SIGINT to the whole process group: the parent stops its workers at once and
+    says how to resume, with no worker tracebacks; the next run finishes the study."""
+    out = tmp_path / "out"
+    cli = Path(sys.executable).parent / "activebayes"
+    command = [str(cli), "study", "run", str(DIGITS_TOML), "--out", str(out), "--jobs", "2"]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while _done_rounds(out / "study.db") < 2 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    assert stderr.strip().splitlines()[-1].startswith("interrupted: the finished rounds are kept in")
+    assert "run the same command again to resume" in stderr
+    assert _group_ends(proc.pid, within=10), "a worker outlived the interrupted study"
+    resumed = run("--json", "study", "run", str(DIGITS_TOML), "--out", str(out), "--jobs", "2")
+    assert resumed.exit_code == 0, resumed.output
+    assert json.loads((out / "results.json").read_text())["runs"] == serial["runs"]
+
+
+def _group_ends(pgid: int, within: float) -> bool:
+    """Whether every process of the group has exited within `within` seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
 # Per-run functions for the failure tests: module level, so spawned workers import them by name.
 def fail_bald_r2_bug(config, out_dir, acquisition, repeat, *, device="auto", progress=None):
     if (acquisition, repeat) == ("bald", 1):
