@@ -309,7 +309,7 @@ def train(
     model = model.to(dev)
     x, y = x.to(dev), y.to(dev)
 
-    n_val = int(round(config.validation_fraction * x.shape[0])) if config.validation_fraction > 0 else 0
+    n_val = x.shape[0] - training_items(x.shape[0], config)
     order = torch.randperm(x.shape[0], generator=generator).to(dev)
     val_idx, train_idx = order[:n_val], order[n_val:]
     x_train, y_train = x[train_idx], y[train_idx]
@@ -365,6 +365,20 @@ def train(
                 break
     best.restore(model)
     return model.eval()
+
+
+def training_items(n: int, config: TrainConfig) -> int:
+    """The items `train` fits on out of n: n less the share `config.validation_fraction` holds
+    out (e.g. the N that scales a KL term per item)."""
+    return n - (int(round(config.validation_fraction * n)) if config.validation_fraction > 0 else 0)
+
+
+def exempt_from_weight_decay(model: nn.Module, exempt: list[Tensor]) -> list[dict]:
+    """`train`'s param_groups with `exempt` (e.g. variational or per-member parameters) free of
+    weight decay and every other trainable parameter of `model` under the config's."""
+    ids = {id(p) for p in exempt}
+    return [{"params": exempt, "weight_decay": 0.0},
+            {"params": [p for p in model.parameters() if id(p) not in ids and p.requires_grad]}]  # fmt: skip
 
 
 class BestWeights:

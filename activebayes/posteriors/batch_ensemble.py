@@ -70,6 +70,7 @@ with σ_m² member m's noise, fitted from its training residuals (mean factors) 
 
 >>> import torch
 >>> from torch import nn
+>>> from activebayes.training import TrainConfig
 >>> x, y = torch.randn(64, 2), torch.randint(0, 3, (64,))
 >>> be = BatchEnsemble(lambda: nn.Sequential(nn.Linear(2, 8), nn.Tanh(), nn.Linear(8, 3)), n_members=4,
 ...                    seed=0, device="cpu", train=TrainConfig(epochs=2)).fit(x, y)
@@ -99,13 +100,14 @@ from activebayes.posteriors._network import (
 from activebayes.posteriors.mfvi import gaussian_kl
 from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import (
-    TrainConfig,
     as_tensor,
     check_positive_int,
+    exempt_from_weight_decay,
     fit_noise_variance,
     regression_output,
     task_loss,
     train,
+    training_items,
 )
 
 RANK1 = ("none", "gaussian")
@@ -289,11 +291,6 @@ class BatchEnsembleNetwork(nn.Module):
         return torch.stack([layer.kl(prior_std) for layer in self.layers()]).sum()
 
 
-def _training_items(n: int, config: TrainConfig) -> int:
-    """The items `training.train` trains on out of n: n less its validation share."""
-    return n - (int(round(config.validation_fraction * n)) if config.validation_fraction > 0 else 0)
-
-
 def member_weights(members: Tensor) -> Tensor | None:
     """Sample weights [S] giving each member used the same total mass: w_s = 1 / (M' · c_{m_s}),
     members [S] the member of each sample; None when they are equal."""
@@ -376,11 +373,8 @@ class BatchEnsemble(NetworkPosterior):
                                 generator=torch.Generator().manual_seed(init_seed))  # fmt: skip
         model = BatchEnsembleNetwork(net, self.n_members, self.likelihood_)
         config = self.train_config
-        fast = [p for layer in model.layers() for p in layer.fast_parameters()]
-        ids = {id(p) for p in fast}
-        rest = [p for p in model.parameters() if id(p) not in ids and p.requires_grad]
-        groups = [{"params": fast, "weight_decay": 0.0}, {"params": rest}]
-        n_train = _training_items(x.shape[0], config)
+        groups = exempt_from_weight_decay(model, [p for layer in model.layers() for p in layer.fast_parameters()])
+        n_train = training_items(x.shape[0], config)
         self.model_ = train(model, x, y, config, seed=train_seed, device=self.device_, param_groups=groups,
                             loss_fn=lambda out, target: self._loss(model, out, target, n_train)).eval()  # fmt: skip
         self._cache: dict[int, tuple[Tensor, dict[str, Tensor]]] = {}

@@ -83,13 +83,13 @@ from activebayes.posteriors._network import (
 )
 from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import (
-    BestWeights,
     TrainConfig,
     as_tensor,
-    epoch_order,
-    epoch_steps,
+    exempt_from_weight_decay,
     fit_noise_variance,
     network_outputs,
+    train,
+    training_items,
 )
 
 
@@ -278,55 +278,27 @@ class MFVI(AnalyticPredictive, NetworkPosterior):
         return 0.5 * F.mse_loss(output.reshape(y.shape), y)
 
     def _train(self, model: nn.Module, x: Tensor, y: Tensor, config: TrainConfig, *, seed: int) -> nn.Module:
-        """Minimise −ELBO/N (module docstring) as `training.train` minimises its task loss: the
-        same split, data order, equal-sized batches, optimiser, schedule and early stopping."""
-        dev = self.device_
-        generator = torch.Generator().manual_seed(seed)
-        model = model.to(dev)
-        x, y = x.to(dev), y.to(dev)
-        n_val = int(round(config.validation_fraction * x.shape[0])) if config.validation_fraction > 0 else 0
-        order = torch.randperm(x.shape[0], generator=generator).to(dev)
-        x_train, y_train = x[order[n_val:]], y[order[n_val:]]
-        if config.validation_data is not None:
-            x_val, y_val = (as_tensor("validation_data", v).to(dev) for v in config.validation_data)
-        else:
-            x_val, y_val = x[order[:n_val]], y[order[:n_val]]
-        if x_val.shape[0] > 0 and config.validation_metric == "accuracy" and y_val.is_floating_point():
-            raise ConfigError("TrainConfig.validation_metric: 'accuracy' needs class labels; use 'loss' for regression")
-        n = x_train.shape[0]
-        steps_per_epoch = epoch_steps(n, config)
-        total_steps = config.epochs * steps_per_epoch
+        """Minimise −ELBO/N (module docstring) with `training.train`: its split, data order,
+        batches, optimiser, schedule and early stopping, the KL term added to each mini-batch's
+        loss with weight β_e for epoch e (set at the end of the epoch before) and no weight decay
+        on the variational parameters."""
+        n = training_items(x.shape[0], config)
+
+        def beta(epoch: int) -> float:
+            return self.kl_weight * (min(1.0, (epoch + 1) / self.kl_anneal_epochs) if self.kl_anneal_epochs else 1.0)
+
+        weight = [beta(0)]
+
+        def loss(output: Tensor, target: Tensor) -> Tensor:
+            data = self._data_loss(output, target)
+            return data + weight[0] * self.kl_divergence(model) / n if weight[0] > 0 else data
+
+        def next_epoch(epoch: int, _: nn.Module) -> None:
+            weight[0] = beta(epoch + 1)
 
         variational = [p for m in model.modules() if isinstance(m, VariationalLinear) for p in m.parameters(recurse=False)]
-        ids = {id(p) for p in variational}
-        groups = [{"params": variational, "weight_decay": 0.0},
-                  {"params": [p for p in model.parameters() if id(p) not in ids and p.requires_grad]}]
-        if config.optimizer == "adam":
-            optimizer = torch.optim.Adam(groups, lr=config.lr, weight_decay=config.weight_decay)
-        else:
-            optimizer = torch.optim.SGD(groups, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
-
-        best, step = BestWeights(config), 0
-        with torch.random.fork_rng(devices=[dev] if dev.type == "cuda" else []):
-            torch.manual_seed(int(torch.randint(0, 2**62, (1,), generator=generator)))
-            for epoch in range(config.epochs):
-                model.train()
-                beta = self.kl_weight * (min(1.0, (epoch + 1) / self.kl_anneal_epochs) if self.kl_anneal_epochs else 1.0)
-                for batch in epoch_order(n, config.epoch_samples, generator).to(dev).tensor_split(steps_per_epoch):
-                    if config.schedule == "cosine":
-                        for group in optimizer.param_groups:
-                            group["lr"] = config.lr / 2 * (1 + math.cos(math.pi * step / total_steps))
-                    optimizer.zero_grad(set_to_none=True)
-                    loss = self._data_loss(model(x_train[batch]), y_train[batch])
-                    if beta > 0:
-                        loss = loss + beta * self.kl_divergence(model) / n
-                    loss.backward()
-                    optimizer.step()
-                    step += 1
-                if x_val.shape[0] > 0 and best.out_of_patience(model, x_val, y_val):
-                    break
-        best.restore(model)
-        return model.eval()
+        return train(model, x, y, config, seed=seed, device=self.device_, loss_fn=loss, on_epoch_end=next_epoch,
+                     param_groups=exempt_from_weight_decay(model, variational))  # fmt: skip
 
     # ------------------------------------------------------------------ the fitted q
     def mean_std(self) -> dict[str, DenseGaussian]:
