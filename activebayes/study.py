@@ -614,8 +614,12 @@ def _dataset(store: Any, name: str, data: _Data) -> Any:
 
 
 def _curve(store: Any, name: str, max_labels: int) -> list[tuple[int, float]]:
-    return [(r.labelled_count, float(r.metrics["accuracy"])) for r in store.rounds(name)
-            if r.status is RoundStatus.done and "accuracy" in r.metrics and r.labelled_count <= max_labels]  # fmt: skip
+    return _accuracy_curve(_round_records(store, name, max_labels))
+
+
+def _accuracy_curve(records: list[dict[str, float]]) -> list[tuple[int, float]]:
+    """(labels, test accuracy) of each finished round, from `_round_records`."""
+    return [(int(r["labels"]), r["accuracy"]) for r in records]
 
 
 ROUND_RECORD_KEYS = ("accuracy", "nll", "ece", "fit_s", "score_s", "evaluate_s")
@@ -835,8 +839,9 @@ def collect_results(config: StudyConfig, out_dir: str | Path, *, rounds_run: int
             for acquisition in config.acquisitions:
                 name = f"{acquisition}-r{repeat + 1}"
                 if name in projects:
-                    runs[acquisition].append(_curve(store, name, config.max_labels))
-                    rounds[acquisition].append(_round_records(store, name, config.max_labels))
+                    records = _round_records(store, name, config.max_labels)  # one pass over the run's rounds
+                    runs[acquisition].append(_accuracy_curve(records))
+                    rounds[acquisition].append(records)
         timings = _timing_summary(config, store)
     curves = {a: summarise_curves(points) for a, points in runs.items()}
     plot = plot_study(config, curves, out_dir / "learning-curve.png")

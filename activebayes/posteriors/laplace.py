@@ -64,7 +64,7 @@ from activebayes.posteriors._curvature import (
     log_marginal_likelihood,
     optimise_prior_precision,
 )
-from activebayes.posteriors._moment_propagation import PREDICTIVES, AnalyticPredictive
+from activebayes.posteriors._moment_propagation import PREDICTIVES, AnalyticPredictive, probit_softmax
 from activebayes.posteriors._network import ModelFn, NetworkArgs, NetworkPosterior, check_choice, check_positive_number, inputs_for
 from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import (
@@ -277,8 +277,7 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
             raise regression_only("predict_proba")
         phi, logits = self._features(x)
         var = self.posterior_.functional_variance(phi, self.prior_precision_, diagonal=True)  # type: ignore[union-attr, arg-type]
-        kappa = torch.rsqrt(1.0 + math.pi / 8.0 * var.to(logits.dtype))
-        return torch.softmax(kappa * logits, dim=-1)
+        return probit_softmax(logits, var.to(logits.dtype))
 
     def weight_samples(self, n_samples: int | None = None) -> tuple[Tensor, Tensor]:
         """S draws θ_s ~ N(θ_MAP, Σ) of the last layer, as (W_s [S, C, D], b_s [S, C]); the same
