@@ -32,9 +32,36 @@ def _odd_net() -> nn.Sequential:
     )
 
 
+def _pooled_net() -> nn.Sequential:
+    """Channel masks through max/avg-pool and LeakyReLU into convs (folded, bias-free too); an
+    elementwise mask before a max-pool, which it does not commute with."""
+    return nn.Sequential(
+        nn.Conv2d(1, 4, 3),
+        nn.Dropout2d(0.3),
+        nn.MaxPool2d(2),
+        nn.LeakyReLU(0.1),
+        nn.Conv2d(4, 5, 3, padding=1, bias=False),
+        nn.Dropout2d(0.5),
+        nn.AvgPool2d(2),
+        nn.Conv2d(5, 3, 1),
+        nn.Dropout(0.2),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(3, 2),
+    )
+
+
+def _conv1d_net() -> nn.Sequential:
+    """Dropout1d → ReLU → Conv1d (folded), then a grouped conv (not folded)."""
+    return nn.Sequential(
+        nn.Conv1d(2, 6, 3), nn.Dropout1d(0.4), nn.ReLU(), nn.Conv1d(6, 4, 3),
+        nn.Dropout1d(0.4), nn.Conv1d(4, 4, 3, groups=2), nn.Flatten(), nn.Linear(4 * 4, 3),
+    )  # fmt: skip
+
+
 def _fast(model: nn.Module, x: torch.Tensor, masks: DropoutMasks) -> torch.Tensor:
     layers = flatten_sequential(model)
-    split = next(i for i, layer in enumerate(layers) if isinstance(layer, (nn.Dropout, nn.Dropout2d)))
+    split = next(i for i, layer in enumerate(layers) if isinstance(layer, (nn.Dropout, nn.Dropout1d, nn.Dropout2d)))
     h = x
     for layer in layers[:split]:
         h = layer(h)
@@ -44,8 +71,8 @@ def _fast(model: nn.Module, x: torch.Tensor, masks: DropoutMasks) -> torch.Tenso
 @pytest.mark.parametrize(
     "make, item_shape",
     [(mlp(5, 3, hidden=(16, 8)), (5,)), (gal_cnn((1, 12, 12), 4), (1, 12, 12)), (_odd_net, (1, 10, 10)),
-     (batchbald_cnn((1, 20, 20), 4), (1, 20, 20))],
-    ids=["mlp", "gal-cnn", "dropout2d-nested", "batchbald-cnn"],
+     (batchbald_cnn((1, 20, 20), 4), (1, 20, 20)), (_pooled_net, (1, 13, 13)), (_conv1d_net, (2, 10))],
+    ids=["mlp", "gal-cnn", "dropout2d-nested", "batchbald-cnn", "pooled", "conv1d"],
 )
 def test_prefix_cached_tail_equals_full_passes_for_the_same_masks(make, item_shape):
     model = make().eval()
@@ -57,6 +84,26 @@ def test_prefix_cached_tail_equals_full_passes_for_the_same_masks(make, item_sha
     assert fast.shape == naive.shape == (6, 11, model[-1].out_features)
     torch.testing.assert_close(fast, naive, rtol=1e-5, atol=1e-5)
     assert (fast[0] - fast[1]).abs().max() > 1e-3  # the samples differ
+
+
+def test_a_channel_mask_passes_pool_and_relu_and_folds_into_the_next_conv():
+    """Kirsch et al.'s CNN: the first Dropout2d's mask reaches conv 2 as S·64 folded filters, so
+    pooling and ReLU run on N items, not S·N; the second is applied after conv 2 (per sample)."""
+    model = batchbald_cnn((1, 20, 20), 4)().eval()
+    masks = DropoutMasks(seed=3, n_samples=6, device=CPU, dtype=torch.float32)
+    seen: list[tuple[int, ...]] = []
+    hooks = [layer.register_forward_hook(lambda m, args, out: seen.append(tuple(args[0].shape)))
+             for layer in model if isinstance(layer, (nn.MaxPool2d, nn.ReLU))]  # fmt: skip
+    with torch.no_grad():
+        _fast(model, torch.randn(11, 1, 20, 20), masks)
+    for hook in hooks:
+        hook.remove()
+    assert seen[:2] == [(11, 32, 16, 16), (11, 32, 8, 8)]  # the first pool and ReLU: the 11 shared items
+    assert seen[2] == (6 * 11, 64, 4, 4)  # after the second dropout: per sample
+    folded = {key[0]: value[0].shape for key, value in masks.folded.items()}
+    conv2 = [i for i, layer in enumerate(flatten_sequential(model)) if isinstance(layer, nn.Conv2d)][1]
+    split = [isinstance(layer, nn.Dropout2d) for layer in flatten_sequential(model)].index(True)
+    assert folded[conv2 - split] == (6 * 64, 32, 5, 5)
 
 
 def test_masks_are_bernoulli_scaled_and_channelwise_for_dropout2d():

@@ -13,7 +13,11 @@ Fast path, for any `nn.Sequential` (nested ones are flattened):
         (h ⊙ m_s) Wᵀ + b = h (W ⊙ m_s)ᵀ + b,
     so the S tails start with ONE wide matmul h [N, D] @ W_allᵀ [D, S·out] and each later masked
     Linear is one batched matmul over S; no random numbers are drawn per item;
-  * a mask before any other layer (a Conv after Dropout2d, an activation) is applied by
+  * a mask commutes with the layers it passes unchanged: ReLU (f(m·x) = m·f(x) for m ≥ 0) and,
+    for a channel mask (Dropout2d), pooling; they run once on the N shared items;
+  * a channel mask on a Conv's input folds into its weights, conv(h ⊙ m_s; W) = conv(h; W ⊙ m_s),
+    so the S samples are ONE conv with S·out output channels on the shared [N, C, ...] input;
+  * a mask before any other layer (e.g. a Conv after an elementwise Dropout) is applied by
     broadcasting over the items, and the layer then runs on the S·N stacked inputs.
 Models that are not `nn.Sequential` run S full passes with the same masks applied through
 forward hooks (a warning says so once per fit); `prefix_cache=False` forces that reference path.
@@ -128,6 +132,44 @@ def _is_full_flatten(layer: nn.Module, n_feature_dims: int) -> bool:
     return layer.end_dim in (-1, n_feature_dims)
 
 
+#: Positively homogeneous elementwise layers: f(m·x) = m·f(x) for every m ≥ 0.
+_HOMOGENEOUS = (nn.ReLU, nn.LeakyReLU, nn.Identity)
+#: Pooling acts within a channel, so a per-channel factor m ≥ 0 passes through it.
+_POOLS = (
+    nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d, nn.AvgPool1d, nn.AvgPool2d, nn.AvgPool3d,
+    nn.AdaptiveMaxPool1d, nn.AdaptiveMaxPool2d, nn.AdaptiveMaxPool3d,
+    nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d,
+)  # fmt: skip
+_CONVS = (nn.Conv1d, nn.Conv2d, nn.Conv3d)
+
+
+def _is_channel_mask(mask: Tensor) -> bool:
+    """True for m [S, C, 1, ...]: one factor per channel, constant over the spatial axes."""
+    return mask.dim() >= 3 and all(size == 1 for size in mask.shape[2:])
+
+
+def _commutes_with_mask(layer: nn.Module, mask: Tensor) -> bool:
+    """True when layer(h ⊙ m) = layer(h) ⊙ m for the pending mask m (entries 0 or 1/(1 − p) ≥ 0).
+
+    Then the layer runs once on the N shared items instead of on S·N masked copies: e.g. Kirsch
+    et al.'s conv → Dropout2d → max-pool → ReLU → conv pools and rectifies N, not S·N, feature maps.
+    """
+    if isinstance(layer, _HOMOGENEOUS):
+        return True
+    return isinstance(layer, _POOLS) and _is_channel_mask(mask)
+
+
+def _channel_mask_folds_into(layer: nn.Module, mask: Tensor) -> bool:
+    """True for an ungrouped zero-padded conv whose input channels the pending channel mask scales."""
+    return (
+        isinstance(layer, _CONVS)
+        and layer.groups == 1
+        and layer.padding_mode == "zeros"
+        and _is_channel_mask(mask)
+        and mask.shape[1] == layer.in_channels
+    )
+
+
 def stochastic_tail(layers: Sequence[nn.Module], h: Tensor, masks: DropoutMasks) -> Tensor:
     """Run the layers from the first dropout on, for all S mask sets at once.
 
@@ -149,6 +191,9 @@ def stochastic_tail(layers: Sequence[nn.Module], h: Tensor, masks: DropoutMasks)
             pending = m if pending is None else pending * m
             continue
         if pending is not None:
+            if not per_sample and _commutes_with_mask(layer, pending):
+                h = layer(h)  # layer(h ⊙ m) = layer(h) ⊙ m: run it once on the shared items
+                continue
             if _is_full_flatten(layer, len(features)):
                 pending = pending.expand(S, *features).reshape(S, -1)  # [S, D]
                 h = h.flatten(2) if per_sample else h.flatten(1)
@@ -169,6 +214,17 @@ def stochastic_tail(layers: Sequence[nn.Module], h: Tensor, masks: DropoutMasks)
                     h = h.view(N, S, out).transpose(0, 1)  # [S, N, out]
                 else:  # one batched matmul over S: [S, N, in] @ [S, in, out]
                     h = torch.bmm(h, weight) if bias is None else torch.baddbmm(bias, h, weight)
+                per_sample, pending = True, None
+                continue
+            if not per_sample and _channel_mask_folds_into(layer, pending):
+                key = (position, tuple(features))
+                if key not in masks.folded:  # conv(h ⊙ m_s; W) = conv(h; W ⊙ m_s), m_s on the input channels
+                    m = pending.reshape(S, 1, -1, *(1,) * (layer.weight.dim() - 2))  # [S, 1, in, 1, ...]
+                    weight = (layer.weight.unsqueeze(0) * m).flatten(0, 1)  # [S·out, in, *kernel]
+                    masks.folded[key] = (weight, None if layer.bias is None else layer.bias.repeat(S))
+                weight, bias = masks.folded[key]
+                out = layer._conv_forward(h, weight, bias)  # ONE conv with S·out output channels: [N, S·out, *sp]
+                h = out.view(N, S, -1, *out.shape[2:]).transpose(0, 1)  # [S, N, out, *sp]
                 per_sample, pending = True, None
                 continue
             h = h * pending.unsqueeze(1) if per_sample else h.unsqueeze(0) * pending.unsqueeze(1)  # [S, N, *F]
