@@ -25,7 +25,7 @@ import pytest
 import torch
 
 from activebayes.nets import mlp
-from activebayes.posteriors import SWAG, DeepEnsemble, GaussianProcess, Laplace, MCDropout, SnapshotEnsemble
+from activebayes.posteriors import MFVI, SWAG, DeepEnsemble, GaussianProcess, Laplace, MCDropout, SnapshotEnsemble
 from activebayes.posteriors.batch_ensemble import BatchEnsemble
 from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import TrainConfig
@@ -52,6 +52,14 @@ CLASSIFIERS = {
     "swag": lambda device: SWAG(_NET, rank=5, n_snapshots=10, swa_lr=0.01, n_samples=8, **_TRAIN, seed=0, device=device),
     "batch-ensemble": lambda device: BatchEnsemble(_NET, n_members=3, **_TRAIN, seed=0, device=device),
     "batch-ensemble-rank1": lambda device: BatchEnsemble(_NET, n_members=3, rank1="gaussian", n_samples=8, **_TRAIN, seed=0, device=device),
+    "mfvi": lambda device: MFVI(_NET, init_std=0.01, kl_weight=0.001, n_samples=8, **_TRAIN, seed=0, device=device),
+    # the sampling-free predictive: moment propagation, the probit, logit draws from a CPU generator
+    "mfvi-analytic": lambda device: MFVI(_NET, init_std=0.01, kl_weight=0.001, n_samples=8, **_TRAIN, seed=0,
+                                         device=device, predictive="analytic"),
+    "laplace-analytic": lambda device: Laplace(_NET, hessian="diag", prior_precision=100.0, n_samples=8, **_TRAIN, seed=0,
+                                               device=device, predictive="analytic"),
+    "swag-analytic": lambda device: SWAG(_NET, rank=5, n_snapshots=10, swa_lr=0.01, n_samples=8, **_TRAIN, seed=0,
+                                         device=device, predictive="analytic"),
 }
 POSTERIORS = [*CLASSIFIERS, "gp"]
 

@@ -39,6 +39,20 @@ def serial(tmp_path_factory):
     return json.loads((out / "results.json").read_text())
 
 
+@pytest.fixture(scope="module")
+def slow(tmp_path_factory):
+    """(config, its --jobs 1 results): the digits study training 1,000 epochs a round instead of
+    30 (about 1 s a round), so that a study stopped after its second round is still well short
+    of its twelfth however slowly the machine polls; same rounds, same seeds."""
+    folder = tmp_path_factory.mktemp("slow")
+    config = folder / "digits-slow.toml"
+    text = DIGITS_TOML.read_text()
+    assert "\nepochs = 30\n" in text
+    config.write_text(text.replace("\nepochs = 30\n", "\nepochs = 1000\n"))
+    run_study(StudyConfig.from_toml(config), folder / "serial")
+    return config, json.loads((folder / "serial" / "results.json").read_text())
+
+
 def test_jobs_2_equals_jobs_1_and_progress_counts_every_round(tmp_path, serial):
     calls = []
     result = run_study_jobs(StudyConfig.from_toml(DIGITS_TOML), tmp_path, jobs=2, progress=lambda d, t, s: calls.append((d, t)))
@@ -68,10 +82,11 @@ def _done_rounds(db: Path) -> int:
         return 0
 
 
-def test_killed_parallel_study_resumes(tmp_path, serial):
+def test_killed_parallel_study_resumes(tmp_path, slow):
+    config, serial = slow
     out = tmp_path / "out"
     cli = Path(sys.executable).parent / "activebayes"
-    command = [str(cli), "--json", "study", "run", str(DIGITS_TOML), "--out", str(out), "--jobs", "2"]
+    command = [str(cli), "--json", "study", "run", str(config), "--out", str(out), "--jobs", "2"]
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 240
@@ -83,7 +98,7 @@ def test_killed_parallel_study_resumes(tmp_path, serial):
     done = _done_rounds(out / "study.db")
     assert 3 <= done < 12, "the study was not killed midway; make it longer"
     assert not (out / "results.json").exists()
-    resumed = run("--json", "study", "run", str(DIGITS_TOML), "--out", str(out), "--jobs", "2")
+    resumed = run("--json", "study", "run", str(config), "--out", str(out), "--jobs", "2")
     assert resumed.exit_code == 0, resumed.output
     summary = json.loads(resumed.stdout)
     assert summary["curves"] == serial["curves"]
@@ -91,12 +106,13 @@ def test_killed_parallel_study_resumes(tmp_path, serial):
     assert _done_rounds(out / "study.db") == 12
 
 
-def test_ctrl_c_on_a_parallel_study_stops_every_process_in_one_line_and_resumes(tmp_path, serial):
+def test_ctrl_c_on_a_parallel_study_stops_every_process_in_one_line_and_resumes(tmp_path, slow):
     """Ctrl-C sends SIGINT to the whole process group: the parent stops its workers at once and
     says how to resume, with no worker tracebacks; the next run finishes the study."""
+    config, serial = slow
     out = tmp_path / "out"
     cli = Path(sys.executable).parent / "activebayes"
-    command = [str(cli), "study", "run", str(DIGITS_TOML), "--out", str(out), "--jobs", "2"]
+    command = [str(cli), "study", "run", str(config), "--out", str(out), "--jobs", "2"]
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         deadline = time.monotonic() + 240
@@ -113,7 +129,8 @@ def test_ctrl_c_on_a_parallel_study_stops_every_process_in_one_line_and_resumes(
     assert stderr.strip().splitlines()[-1].startswith("interrupted: the finished rounds are kept in")
     assert "run the same command again to resume" in stderr
     assert _group_ends(proc.pid, within=10), "a worker outlived the interrupted study"
-    resumed = run("--json", "study", "run", str(DIGITS_TOML), "--out", str(out), "--jobs", "2")
+    assert _done_rounds(out / "study.db") < 12, "the study ended before the interrupt; make it longer"
+    resumed = run("--json", "study", "run", str(config), "--out", str(out), "--jobs", "2")
     assert resumed.exit_code == 0, resumed.output
     assert json.loads((out / "results.json").read_text())["runs"] == serial["runs"]
 
