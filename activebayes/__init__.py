@@ -21,6 +21,7 @@ from activebayes.errors import (
     NotFittedError,
     ShapeError,
     StoreError,
+    WorkerError,
 )
 from activebayes.predictive import GaussianPredictive, Predictive
 
@@ -77,6 +78,7 @@ __all__ = [
     "Predictive",
     "ShapeError",
     "StoreError",
+    "WorkerError",
     "__version__",
     *_LAZY,
 ]

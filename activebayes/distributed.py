@@ -12,7 +12,9 @@ What runs where:
   then returns `work.run(pool, ranges) -> (indices [b], scores [b])` per group; the caller merges.
   The pool reaches the actors as a file path when it is one (each actor opens it), otherwise
   once through the object store. When a worker dies, Ray Data restarts its actor and retries the
-  lost call (its defaults: max_restarts = max_task_retries = -1, unbounded).
+  lost call, at most `MAX_RETRIES` times each (Ray Data's own defaults are unbounded, so a
+  worker that dies on every call would restart forever); past that the scoring fails with a
+  DistributedError.
 - Independent jobs (`run_tasks`): `fn(*common, *call)` for each call as a Ray task, `common`
   put in the object store once; at most `limit` in flight; results as they complete.
 
@@ -28,12 +30,12 @@ from typing import Any
 
 import numpy as np
 
-from activebayes.errors import ActiveBayesError, ConfigError
+from activebayes.errors import ActiveBayesError, ConfigError, WorkerError
 
 ENGINES = ("local", "ray")
 #: Addresses that mean "this machine": None uses (or starts) a local Ray, "local" always starts one.
 LOCAL_ADDRESSES = (None, "local")
-#: Retries of a task lost with its worker.
+#: Retries of a task lost with its worker, and restarts of a scoring actor that died.
 MAX_RETRIES = 3
 _CALLS_PER_WORKER = 4  # groups of ranges per actor, so a slow or restarted actor delays little
 _MAX_RANGES_PER_CALL = 16
@@ -87,13 +89,22 @@ def _cluster_cpus(ray: Any) -> int:
 
 def _unwrap(exc: BaseException) -> BaseException:
     """The ActiveBayesError a Ray error wraps (a worker's one-line error, found along `cause` /
-    `__cause__`), else `exc` itself."""
+    `__cause__`); a WorkerError for a worker that kept dying past `MAX_RETRIES` restarts or
+    retries (Ray's ActorDiedError, WorkerCrashedError, ...); else `exc` itself."""
+    from ray import exceptions as ray_errors
+
+    died = (ray_errors.RayActorError, ray_errors.WorkerCrashedError, ray_errors.NodeDiedError)
     current: BaseException | None = exc
     for _ in range(8):  # Ray nests a few levels at most
         if current is None:
             break
         if isinstance(current, ActiveBayesError) and not type(current).__module__.startswith("ray"):
             return current
+        if isinstance(current, died):
+            return WorkerError(
+                f"engine ray: a worker died ({type(current).__name__}) and still failed after {MAX_RETRIES} "
+                "restarts; see the Ray logs (out of memory, a crash in native code) and run again"
+            )
         current = getattr(current, "cause", None) or current.__cause__
     return exc
 
@@ -177,7 +188,9 @@ def map_ranges(
         compute=ray.data.ActorPoolStrategy(size=workers),
         num_cpus=1,
         num_gpus=1 if gpus >= 1 else None,
-    )  # Ray Data restarts a dead actor and retries its call (its defaults max_restarts / max_task_retries = -1)
+        max_restarts=MAX_RETRIES,  # a dead actor is restarted, and its lost call retried, a bounded number of times
+        max_task_retries=MAX_RETRIES,
+    )
     try:
         for part in scored.iter_batches(batch_size=None, batch_format="numpy"):
             if progress is not None:

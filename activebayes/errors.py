@@ -30,6 +30,10 @@ class ConfigError(ActiveBayesError, ValueError):
     """An option, name or `module:factory` path does not resolve."""
 
 
+class WorkerError(ActiveBayesError, RuntimeError):
+    """A remote worker (a Ray actor or task) died more often than its restarts and retries allow."""
+
+
 class RoundBusyError(StoreError):
     """Another process runs a round of the project now (`PoolStore.round_lock`): `number` is
     that round, `pid`/`host`/`started_at` its holder (None where the database does not say)."""

@@ -114,6 +114,7 @@ GAL_WEIGHT_DECAY_C = 7.0  # torch weight decay c / N: 2 × the Keras l2 constant
 GAL2017_TABLE1 = {"bald": (145, 335), "variation-ratio": (120, 295), "entropy": (165, 355),
                   "mean-std": (230, 695), "random": (255, 835)}  # fmt: skip
 ACCURACY_TARGETS = (0.90, 0.95)
+MAX_REPEATS = 1000  # a study's repeats: each is a project (its pool, test split, rounds) per acquisition
 TIMING_MILESTONES = (100, 500, 1000)
 # keys added after the first studies: left out of the recorded config at their defaults, so
 # older output folders still resume
@@ -213,6 +214,8 @@ class StudyConfig:
         from activebayes.acquisition import resolve_acquisition
 
         where = f"{self.source}: " if self.source else ""
+        if self.repeats > MAX_REPEATS:
+            raise ConfigError(f"{where}repeats: expected at most {MAX_REPEATS} (each repeat is one project per acquisition), got {self.repeats}")
         if not self.acquisitions:
             raise ConfigError(f"{where}acquisitions: expected at least one name, got []")
         names = []
@@ -270,19 +273,12 @@ class StudyConfig:
 
     def _check_posterior_options(self, cls: type, where: str) -> None:
         """model.options: the posterior's own constructor options (its `options`), checked by
-        building one around a throwaway network; the study sets masks and weight decay itself."""
-        own = set(cls.options) - {"masks", "weight_decay_scale", "engine", "address"}
-        for key in self.posterior_options:
-            if key not in own:
-                known = ", ".join(sorted(own)) or "none"
-                raise ConfigError(f"{where}model.options.{key}: not an option of {self.posterior!r}; its options: {known}")
-        if self.posterior_options:
-            from activebayes.nets import mlp
-
-            try:
-                cls(mlp(2, 2, hidden=(2,)), **self.posterior_options)
-            except ConfigError as exc:
-                raise ConfigError(f"{where}model.options.{exc}") from None
+        `check_posterior_options`; the study sets masks and weight decay itself."""
+        try:
+            check_posterior_options(cls, self.posterior, self.posterior_options,
+                                    set_elsewhere=("masks", "weight_decay_scale", "engine", "address"))  # fmt: skip
+        except ConfigError as exc:
+            raise ConfigError(f"{where}model.options.{exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
         """The config as plain JSON values (recorded in results.json and checked on resume)."""
@@ -341,6 +337,27 @@ def _check(key: str, value: Any, kind: str) -> Any:
         if not isinstance(value, list) or not value or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value):
             raise bad("a non-empty list of positive integers")
     return value
+
+
+def check_posterior_options(cls: type, name: str, options: Mapping[str, Any], *, set_elsewhere: Sequence[str] = ()) -> None:
+    """Check a posterior's own constructor options before anything runs with them (a study's
+    model.options, `activebayes round --option`): ConfigError "<key>: not an option of <name>;
+    its options: ..." for a key outside `cls.options` (less `set_elsewhere`, the ones the caller
+    sets itself), else whatever ConfigError the constructor raises for the values, found by
+    building `cls` once with them (around a throwaway network for a network posterior)."""
+    own = set(cls.options) - set(set_elsewhere)
+    for key in options:
+        if key not in own:
+            known = ", ".join(sorted(own)) or "none"
+            raise ConfigError(f"{key}: not an option of {name!r}; its options: {known}")
+    if options:
+        from activebayes.nets import mlp
+        from activebayes.posteriors import NetworkPosterior
+
+        if issubclass(cls, NetworkPosterior):
+            cls(mlp(2, 2, hidden=(2,)), **options)
+        else:
+            cls(**options)
 
 
 def posterior_class(name: str, where: str = "") -> type:

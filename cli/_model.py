@@ -15,9 +15,12 @@ import functools
 import hashlib
 import importlib
 import importlib.util
+import json
+import math
 import os
+import shlex
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +71,92 @@ BUILTIN_MODELS = ("mlp", "cnn")
 #: 500 optimiser steps (and 50 epochs) however few the labels, weight decay λ/N with λ = 1.
 TRAINING_DEFAULTS = {"min_epochs": 50, "min_steps": 500, "prior_precision": 1.0}
 MODEL_FORMS = "mlp, cnn, pkg.mod:factory or path/to/file.py:factory"
+
+
+#: Constructor arguments `round` sets through its own flags, never through --option (a
+#: posterior's `epochs_option`, e.g. a snapshot ensemble's epochs_per_cycle, is --epochs too).
+FLAG_SET_OPTIONS = {"n_samples": "--samples", "epochs": "--epochs", "device": "--device", "seed": "--seed",
+                    "engine": "--engine", "address": "--address"}  # fmt: skip
+OPTION_EXAMPLES = "--option masks=independent or --option predictive=analytic"
+
+
+def parse_option_value(text: str) -> Any:
+    """The value of `--option KEY=VALUE` as a TOML literal (true/false, numbers, "quoted strings",
+    arrays); text that is not one TOML value, such as a bare word, is the string itself, so that
+    `predictive=analytic` needs no quotes."""
+    import tomllib
+
+    try:
+        parsed = tomllib.loads(f"v = {text}")
+    except tomllib.TOMLDecodeError:
+        return text
+    return parsed["v"] if set(parsed) == {"v"} else text  # "1\nw = 2" is not one value
+
+
+def _plain_value(value: Any) -> bool:
+    """Whether `value` can be recorded as JSON and compared on resume: true/false, a string, a
+    finite number, or an array of those."""
+    if isinstance(value, list):
+        return all(_plain_value(v) for v in value)
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, (str, int, bool))
+
+
+def parse_posterior_options(texts: Sequence[str]) -> dict[str, Any]:
+    """{key: value} of the --option KEY=VALUE arguments, in order: a one-line CliError for an
+    argument without `=`, an empty key or value, a value that is a TOML date, table or infinity
+    (a round records its options as JSON), or a key given twice."""
+    options: dict[str, Any] = {}
+    for text in texts:
+        key, eq, raw = (part.strip() for part in text.partition("="))
+        if not eq or not key or not raw:
+            raise CliError(f"--option {text!r}: expected KEY=VALUE", f"pass e.g. {OPTION_EXAMPLES}")
+        value = parse_option_value(raw)
+        if not _plain_value(value):
+            raise CliError(
+                f"--option {key}: {raw!r} is not a value a round can record (a TOML date, table, infinity or nan)",
+                'give true/false, a finite number, a string (quoted if it looks like a number: \'KEY="1"\') or an array of them',
+            )
+        if key in options:
+            raise CliError(f"--option {key}: given twice ({option_words({key: options[key]})} and {option_words({key: value})})", "give each option once")
+        options[key] = value
+    return options
+
+
+def _option_literal(value: Any) -> str:
+    """`value` as --option writes it: a string bare where it reads back as itself, else quoted."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(_option_literal(v) for v in value) + "]"
+    if isinstance(value, str) and not (value == value.strip() and value and parse_option_value(value) == value):
+        return json.dumps(value)  # a TOML basic string: quotes and escapes as JSON's
+    return str(value) if isinstance(value, str) else repr(value)
+
+
+def option_words(options: Mapping[str, Any]) -> str:
+    """The --option arguments that give `options`, shell-quoted where needed: "--option masks=independent"."""
+    return " ".join(f"--option {shlex.quote(f'{key}={_option_literal(value)}')}" for key, value in options.items())
+
+
+def check_posterior_options(name: str, options: Mapping[str, Any]) -> None:
+    """A one-line CliError for an --option that posterior `name` cannot take: one its own flag
+    sets (FLAG_SET_OPTIONS), one outside its `options` (naming those it has), or a value its
+    constructor refuses (`activebayes.study.check_posterior_options` builds it once with them)."""
+    from activebayes.posteriors import resolve_posterior
+    from activebayes.study import check_posterior_options as check_constructor_options
+
+    cls = resolve_posterior(name)
+    flags = {**FLAG_SET_OPTIONS, **({cls.epochs_option: "--epochs"} if getattr(cls, "epochs_option", None) else {})}
+    for key in options:
+        if key in flags:
+            raise CliError(f"--option {key}: `round` sets it from {flags[key]}", f"pass {flags[key]} instead of --option {key}=...")
+    try:
+        check_constructor_options(cls, name, options, set_elsewhere=tuple(flags))
+    except (ConfigError, TypeError, ValueError) as exc:  # the constructor's own words, as one line
+        what, _, fix = " ".join(str(exc).split()).partition("; ")
+        raise CliError(f"--option {what}", fix or f"give a value {name} accepts, or leave that --option out") from None
 
 
 def check_posterior_name(name: str, task: str = "classification") -> None:
@@ -235,28 +324,31 @@ def _never_called() -> Any:
 
 def posterior_factory(
     name: str, model_fn: Callable[[], Any] | None, *, samples: int | None, epochs: int | None, device: str,
-    labelled: int | None = None,
+    labelled: int | None = None, options: Mapping[str, Any] | None = None,
 ) -> tuple[Callable[..., Any], dict[str, Any]]:
     """(factory(seed=...) -> unfitted posterior, the settings recorded with the round).
 
     `samples` sets the posterior's S, `n_samples`. `epochs` sets `train.epochs`, or the option
     that sets a network posterior's training length where that does not (`epochs_option`: a
     snapshot ensemble's `epochs_per_cycle`). `gp` takes no network (`model_fn` None): --samples
-    sets its Gauss–Hermite nodes S; it takes no --epochs.
+    sets its Gauss–Hermite nodes S; it takes no --epochs. `options` (--option, checked by
+    `check_posterior_options`) go to the constructor as they are, and are recorded under
+    "options" when there are any (so a round without them records what it always did).
     """
     from activebayes.posteriors import NetworkPosterior, resolve_posterior
 
     check_posterior_name(name, "regression" if name == "gp" else "classification")
     cls = resolve_posterior(name)
     network = issubclass(cls, NetworkPosterior)
-    kwargs: dict[str, Any] = {"device": device}
+    kwargs: dict[str, Any] = {**(options or {}), "device": device}
     settings: dict[str, Any] = {}
     if samples is not None:
         kwargs["n_samples"] = settings["n_samples"] = samples
     if epochs is not None and not network:
         raise CliError(f"--epochs: posterior {name!r} takes no epochs", "leave --epochs out")
+    recorded = {"options": dict(options)} if options else {}
     if model_fn is None or not network:
-        return functools.partial(cls, **kwargs), settings
+        return functools.partial(cls, **kwargs), settings | recorded
     train_epochs = epochs
     if epochs is not None and cls.epochs_option is not None:
         kwargs[cls.epochs_option] = settings[cls.epochs_option] = epochs
@@ -267,7 +359,7 @@ def posterior_factory(
     # `labelled` (the items the round fits on) the settings record it under "training".
     if labelled:
         settings["training"] = training_record(cls, labelled, train_epochs)
-    return functools.partial(SizedFit, cls, model_fn, kwargs, epochs=train_epochs), settings
+    return functools.partial(SizedFit, cls, model_fn, kwargs, epochs=train_epochs), settings | recorded
 
 
 def posterior_default(name: str, keys: Sequence[str]) -> Any:
@@ -279,10 +371,12 @@ def posterior_default(name: str, keys: Sequence[str]) -> Any:
 
 
 def check_posterior(
-    name: str, model_fn: Callable[[], Any], x: Any, n_classes: int, acquisition: Any, *, device: str, spec: str
+    name: str, model_fn: Callable[[], Any], x: Any, n_classes: int, acquisition: Any, *, device: str, spec: str,
+    options: Mapping[str, Any] | None = None,
 ) -> None:
-    """Fit the posterior on two items (one epoch, two samples), score them with the acquisition
-    and select one, as a round would: a CliError naming the problem when any step fails.
+    """Fit the posterior on two items (one epoch, two samples; with its --option `options`),
+    score them with the acquisition and select one, as a round would: a CliError naming the
+    problem when any step fails.
 
     MC dropout first needs a dropout layer in the network.
     """
@@ -299,7 +393,7 @@ def check_posterior(
             "(nn.Dropout, Dropout1d/2d/3d), and MC dropout samples its dropout masks",
             "add dropout to the network, or pass --posterior deep-ensemble (no dropout needed)",
         )
-    factory, _ = posterior_factory(name, model_fn, samples=2, epochs=1, device=device)
+    factory, _ = posterior_factory(name, model_fn, samples=2, epochs=1, device=device, options=options)
     items = torch.from_numpy(np.ascontiguousarray(x[:2])).float()
     n = items.shape[0]
     y = torch.arange(n) % n_classes
@@ -318,19 +412,21 @@ def check_posterior(
             acquisition.select(joint, 1, torch.Generator().manual_seed(0))
     except (Exception, SystemExit) as exc:  # the user's network (or its fit with this posterior): one line
         raise CliError(
-            f"--posterior {name} with --model {spec} and --acquisition {acquisition.name}: a trial fit and "
+            f"--posterior {name}{_with_options(options)} with --model {spec} and --acquisition {acquisition.name}: a trial fit and "
             f"scoring on {n} items failed ({type(exc).__name__}: {exc})",
-            "fix the network (it must take the data's items and output one logit per class) or choose another --posterior",
+            "fix the network (it must take the data's items and output one logit per class) or choose another --posterior"
+            + (" or other --option values" if options else ""),
         ) from exc
 
 
 def check_regression_posterior(
-    name: str, model_fn: Callable[[], Any] | None, x: Any, acquisition: Any, *, device: str, spec: str
+    name: str, model_fn: Callable[[], Any] | None, x: Any, acquisition: Any, *, device: str, spec: str,
+    options: Mapping[str, Any] | None = None,
 ) -> None:
-    """Fit the posterior on three items with float targets, predict a GaussianPredictive and
-    score them with the acquisition (nipv: select one with the model), as a regression round
-    would: a one-line CliError when any step fails. A network posterior that does not fit float
-    targets is refused naming gp."""
+    """Fit the posterior (with its --option `options`) on three items with float targets,
+    predict a GaussianPredictive and score them with the acquisition (nipv: select one with the
+    model), as a regression round would: a one-line CliError when any step fails. A network
+    posterior that does not fit float targets is refused naming gp."""
     import numpy as np
     import torch
 
@@ -340,7 +436,9 @@ def check_regression_posterior(
     n = min(3, x.shape[0])
     items = torch.from_numpy(np.ascontiguousarray(x[:n])).float()
     y = torch.linspace(-1.0, 1.0, n)
-    factory, _ = posterior_factory(name, model_fn, samples=2 if name != "gp" else None, epochs=1 if name != "gp" else None, device=device)
+    factory, _ = posterior_factory(
+        name, model_fn, samples=2 if name != "gp" else None, epochs=1 if name != "gp" else None, device=device, options=options
+    )
     try:
         with torch.random.fork_rng(devices=[]):
             posterior = factory(seed=0).fit(items, y)
@@ -348,7 +446,10 @@ def check_regression_posterior(
                 pred = posterior.predict(items.to(posterior_device(posterior, device)))
     except Exception as exc:
         if name == "gp":
-            raise CliError(f"--posterior gp: a trial fit on {n} items failed ({type(exc).__name__}: {exc})", "check the data file's features (numbers, no NaN)") from exc
+            raise CliError(
+                f"--posterior gp{_with_options(options)}: a trial fit on {n} items failed ({type(exc).__name__}: {exc})",
+                "check the data file's features (numbers, no NaN)" + (" and the --option values" if options else ""),
+            ) from exc
         raise CliError(
             f"--posterior {name}: does not fit a regression project's float targets yet ({type(exc).__name__}: {exc})",
             "pass --posterior gp (the regression default)",
@@ -374,6 +475,11 @@ def check_regression_posterior(
             f"({type(exc).__name__}: {exc})",
             "choose another --acquisition or --posterior",
         ) from exc
+
+
+def _with_options(options: Mapping[str, Any] | None) -> str:
+    """The options as ` --option k=v ...` after the posterior an error message names ("" without any)."""
+    return f" {option_words(options)}" if options else ""
 
 
 def posterior_device(posterior: Any, device: str) -> Any:

@@ -15,6 +15,12 @@ One call runs one round of `activebayes.loop.ActiveLearningLoop`:
   overwritten (refused before anything is recorded; --force overwrites it). Then
   `activebayes label --from FILE`, or `activebayes label` to answer in the terminal.
 * With `--oracle truth` the labels held back from the data file answer at once and the round ends.
+* `--option KEY=VALUE` (repeatable) passes one of the posterior's own constructor options
+  (its `options`: e.g. masks=independent for mc-dropout, predictive=analytic for mfvi, laplace
+  or swag, warm_start=true for snapshot-ensemble); VALUE is a TOML literal, or a bare word taken
+  as a string. Keys and values are checked before anything is recorded (one the CLI sets through
+  its own flag, such as n_samples or epochs, is refused naming the flag), and the round records
+  them in its posterior_settings under "options".
 * A regression project (`init --task regression`) fits `--posterior gp` by default (a Gaussian
   process, no network; a network posterior once it fits float targets), takes the acquisitions
   variance, eig, bald, random and nipv, and records the test split's rmse and Gaussian nll.
@@ -35,7 +41,7 @@ from __future__ import annotations
 
 import csv
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -144,25 +150,31 @@ class RoundOptions:
     acquisition: str
     k: int
     predict_samples: int | None = None  # the loop's n_samples (S at scoring), None: the posterior's
+    options: dict[str, Any] = field(default_factory=dict)  # --option: the posterior's own constructor options
 
     def text(self) -> str:
+        from activebayes_cli._model import option_words
+
         parts = [f"--posterior {self.posterior}"] + ([] if self.posterior == "gp" else [f"--model {self.model}"])
         parts += [f"--samples {self.samples}"] if self.samples is not None else []
         parts += [f"--epochs {self.epochs}"] if self.epochs is not None else []
+        parts += [option_words(self.options)] if self.options else []
         return " ".join([*parts, f"--acquisition {self.acquisition}", f"--k {self.k}"])
 
 
 def recorded_options(rnd: Any, call: RoundOptions) -> RoundOptions:
     """The options round `rnd` was started with. A round started by this CLI records them all
     (its posterior_settings hold "model"; --samples/--epochs absent there mean the posterior's
-    defaults). A round recorded without them (an older CLI, the Python API) takes what it did
-    not record from this call."""
+    defaults, "options" absent no --option). A round recorded without them (an older CLI, the
+    Python API) takes what it did not record from this call."""
     from activebayes.acquisition import resolve_acquisition
     from activebayes.errors import ConfigError
     from activebayes_cli._model import EPOCH_KEYS, REGRESSION_POSTERIORS, SAMPLE_KEYS
 
     settings = dict(rnd.posterior_settings or {})
-    unknown = sorted(set(settings) - {"model", "training", *SAMPLE_KEYS, *EPOCH_KEYS})  # training: recomputed
+    unknown = sorted(set(settings) - {"model", "training", "options", *SAMPLE_KEYS, *EPOCH_KEYS})  # training: recomputed
+    if not isinstance(settings.get("options", {}), dict):
+        unknown.append("options")  # not a table of options: nothing to rebuild from
     try:
         acquisition = resolve_acquisition(rnd.acquisition).name
     except ConfigError:
@@ -177,17 +189,18 @@ def recorded_options(rnd: Any, call: RoundOptions) -> RoundOptions:
     by_cli = "model" in settings
     samples = next((settings[k] for k in SAMPLE_KEYS if k in settings), None if by_cli else call.samples)
     epochs = next((settings[k] for k in EPOCH_KEYS if k in settings), None if by_cli else call.epochs)
+    options = settings.get("options", {} if by_cli else call.options)
     acq_settings = dict(rnd.acquisition_settings or {})
     return RoundOptions(
         rnd.posterior, settings.get("model", call.model), samples, epochs, acquisition,
-        int(acq_settings.get("batch_size", call.k)), acq_settings.get("n_samples"),
+        int(acq_settings.get("batch_size", call.k)), acq_settings.get("n_samples"), dict(options),
     )  # fmt: skip
 
 
 def differences(ctx: typer.Context, call: RoundOptions, rec: RoundOptions, seed: int, rnd: Any) -> list[str]:
     """The options given explicitly in this call that differ from the round's recorded ones."""
     from activebayes.loop import round_seed
-    from activebayes_cli._model import EPOCH_KEYS, SAMPLE_KEYS, posterior_default
+    from activebayes_cli._model import EPOCH_KEYS, SAMPLE_KEYS, option_words, posterior_default
 
     def given(param: str) -> bool:
         return option_given(ctx, param)
@@ -211,6 +224,8 @@ def differences(ctx: typer.Context, call: RoundOptions, rec: RoundOptions, seed:
     ):
         if given(param) and mine != (theirs if theirs is not None else posterior_default(rec.posterior, keys)):
             out.append(f"{option} {mine} (recorded: {shown(theirs, keys)})")
+    if given("posterior_options") and call.options != rec.options:
+        out.append(f"{option_words(call.options)} (recorded: {option_words(rec.options) or 'no --option'})")
     if given("seed") and round_seed(seed, rnd.number) != rnd.seed:
         out.append(f"--seed {seed} (round {rnd.number} was started with another seed)")
     return out
@@ -270,6 +285,12 @@ def round_(
     csv_path: Annotated[Optional[Path], typer.Option("--csv", help="Where to write the queries to label (default <project>-round-N.csv).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing round file.")] = False,
     restart_round: Annotated[bool, typer.Option("--restart-round", help="Discard an unfinished round (recorded as failed) and start a new one.")] = False,
+    posterior_options: Annotated[Optional[list[str]], typer.Option(
+        "--option", metavar="KEY=VALUE", show_default=False,
+        help="One of the posterior's own constructor options, repeatable; VALUE is a TOML literal or a bare word, "
+             "e.g. mfvi: predictive=analytic; mc-dropout: masks=independent; snapshot-ensemble: warm_start=true; "
+             "laplace: prior_precision=100 --option hessian=diag.",
+    )] = None,  # fmt: skip
     engine: Engine = "local",
     address: Address = None,
 ) -> None:
@@ -284,11 +305,13 @@ def round_(
         NO_MODEL,
         check_posterior,
         check_posterior_name,
+        check_posterior_options,
         check_regression_posterior,
         check_task_options,
         default_posterior,
         model_factory,
         normalize_model_spec,
+        parse_posterior_options,
         posterior_factory,
     )
 
@@ -298,6 +321,7 @@ def round_(
     for option, value in (("--samples", samples), ("--epochs", epochs)):
         if value is not None and value < 1:
             raise CliError(f"{option}: expected a positive integer, got {value}", f"pass e.g. {option} 10")
+    option_values = parse_posterior_options(posterior_options or [])
     if csv_path is not None and not csv_path.parent.exists():
         raise CliError(f"--csv: the folder {csv_path.parent} does not exist", "create it or choose another path")
     check_device(device)
@@ -326,7 +350,7 @@ def round_(
         if option_given(ctx, "model"):
             raise CliError("--model: the gp posterior has no network", "leave --model out, or pass a network --posterior such as mc-dropout")
         model_spec = NO_MODEL
-    call = RoundOptions(posterior, model_spec, samples, epochs, acquisition_name, k)
+    call = RoundOptions(posterior, model_spec, samples, epochs, acquisition_name, k, options=option_values)
     data = load_project_data(store, name)
     answerer = None
     if oracle is OracleKind.truth:  # the labels held back at `pool add` (the data file's, or --truth FILE's)
@@ -375,6 +399,13 @@ def round_(
     elif store.count_candidates(name) == 0:
         raise CliError(f"every pool item of project {name!r} is labelled; nothing is left to ask", "export them with `activebayes export FILE`")
 
+    try:
+        check_posterior_options(options.posterior, options.options)
+    except CliError as exc:
+        if not resuming or option_given(ctx, "posterior_options"):
+            raise
+        raise CliError(f"{exc.what} (an option round {latest.number} was started with)", f"{exc.fix}, or pass --restart-round to discard the round") from exc
+
     # Check the model and the posterior on two items before anything is recorded.
     regression = info.task == "regression"
     n_classes = len(info.classes or [])
@@ -390,13 +421,14 @@ def round_(
                 raise
             raise CliError(f"{exc.what} (the model round {latest.number} was started with)", f"{exc.fix}, or pass --restart-round to discard the round") from exc
     if regression:
-        check_regression_posterior(options.posterior, model_fn, data.x, acq, device=device, spec=shown)
+        check_regression_posterior(options.posterior, model_fn, data.x, acq, device=device, spec=shown, options=options.options)
     else:
         check_model_output(model_fn, data.x, n_classes, shown)
-        check_posterior(options.posterior, model_fn, data.x, n_classes, acq, device=device, spec=shown)
+        check_posterior(options.posterior, model_fn, data.x, n_classes, acq, device=device, spec=shown, options=options.options)
     factory, settings = posterior_factory(
         options.posterior, model_fn, samples=options.samples, epochs=options.epochs, device=device,
         labelled=store.count_labelled(name),  # the training sized to it is recorded
+        options=options.options,
     )
     settings = {"model": options.model, **settings}
 

@@ -109,6 +109,22 @@ def test_a_worker_killed_mid_scoring_is_retried_and_the_result_is_unchanged(ray_
     torch.testing.assert_close(remote.scores, local.scores, rtol=0, atol=1e-5)
 
 
+@pytest.mark.slow
+def test_a_worker_that_always_dies_fails_in_one_error_after_bounded_restarts(ray_cluster, dropout, pool):
+    """Ray Data would restart a dying actor forever; ours gives up after MAX_RETRIES restarts."""
+    from activebayes import WorkerError
+    from activebayes.distributed import MAX_RETRIES
+
+    def always_dies(pred):
+        os._exit(1)
+
+    with pytest.raises(WorkerError, match=f"still failed after {MAX_RETRIES} restarts"):
+        score_pool(dropout, pool[:20_000], always_dies, batch_size=4096, device="cpu", engine="ray")
+    # the cluster is still usable afterwards
+    again = score_pool(dropout, pool[:1000], bald, batch_size=4096, device="cpu", engine="ray")
+    torch.testing.assert_close(again.scores, score_pool(dropout, pool[:1000], bald, device="cpu").scores, rtol=0, atol=1e-5)
+
+
 def test_deep_ensemble_members_as_ray_tasks_equal_the_sequential_fit(ray_cluster):
     x, y = _labelled(seed=3)
     args = dict(n_samples=3, train=TrainConfig(epochs=4), seed=11, device="cpu")

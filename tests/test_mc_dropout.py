@@ -84,6 +84,8 @@ def test_prefix_cached_tail_equals_full_passes_for_the_same_masks(make, item_sha
     assert fast.shape == naive.shape == (6, 11, model[-1].out_features)
     torch.testing.assert_close(fast, naive, rtol=1e-5, atol=1e-5)
     assert (fast[0] - fast[1]).abs().max() > 1e-3  # the samples differ
+    with torch.no_grad():  # no items: an empty [S, 0, C], as the full passes give
+        assert _fast(model, x[:0], masks).shape == full_passes(model, x[:0], masks).shape == (6, 0, model[-1].out_features)
 
 
 def test_a_channel_mask_passes_pool_and_relu_and_folds_into_the_next_conv():

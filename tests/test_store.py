@@ -336,6 +336,38 @@ def test_round_scores_refused_write_nothing(store):
     assert store.scored_rounds("p") == []
 
 
+def test_queries_outside_the_round_s_pool_are_refused_and_write_nothing(store):
+    """A round may query only its own project's pool items, each once, one score apiece."""
+    store.create_project("p", classes=[0, 1])
+    store.add_items("p", rows=range(5))
+    store.add_items("p", rows=range(5, 8), keys=["t5", "t6", "t7"], split="test")
+    store.create_project("other", classes=[0, 1])
+    store.add_items("other", rows=range(3))
+    pool, _ = store.candidates("p")
+    foreign, _ = store.candidates("other")
+    with store.transaction(write=False) as s:
+        test_id = s.scalars(select(Item.id).where(Item.key == "t5")).one()
+    store.start_round("p", posterior="x", acquisition="bald", seed=0)
+    store.advance_round("p", 1, "fitted")
+    first = int(pool[0])
+    refused = [
+        ([first, int(foreign[0])], [1.0, 0.5], f"item id {int(foreign[0])} is not in this project's pool"),
+        ([first, int(test_id)], [1.0, 0.5], f"item id {int(test_id)} is not in this project's pool"),
+        ([first, 10**6, 10**6 + 1], [1.0, 0.5, 0.2], "item id 1000000 is not in this project's pool \\(2 of the 3 ids"),
+        ([first, first], [1.0, 0.5], f"item id {first} is queried twice"),
+        ([first, int(pool[1])], [1.0], "2 item ids but 1 scores"),
+    ]
+    for ids, scores, message in refused:
+        error = DataError if "scores" in message else StoreError
+        with pytest.raises(error, match=message):
+            store.record_queries("p", 1, ids, scores, timings={})
+        with pytest.raises(error, match=message):
+            store.record_queries_and_scores("p", 1, ids, scores, timings={}, candidate_ids=pool, candidate_scores=np.zeros(5))
+    assert store.rounds("p")[0].status == "fitted" and store.queries("p", 1) == [] and store.scored_rounds("p") == []
+    store.record_queries("p", 1, [int(pool[2]), first], [0.9, 0.1], timings={})  # the pool's own items: fine
+    assert [q.item_id for q in store.queries("p", 1)] == [int(pool[2]), first]
+
+
 def _without(dump: list[str], *tables: str) -> list[str]:
     """A `db_dump` less the lines of `tables`: SQLite's CREATE TABLE and INSERT INTO, PostgreSQL's
     TABLE header and rows."""

@@ -356,8 +356,8 @@ class StoreMachine(RuleBasedStateMachine):
 
     def record_queries(self, name: str) -> None:
         """A fitted round's queries (rank = position; a score that is not finite is stored as 0),
-        with or without every candidate's score; a key twice, an unknown item, or a round not
-        "fitted" refuse them all."""
+        with or without every candidate's score; a key twice, an unknown item, a test item, or a
+        round not "fitted" refuse them all."""
         project = self.model.get(name)
         number = self._number(project)
         query_keys = self._keys(project, unique=True, min_size=1)
@@ -371,7 +371,7 @@ class StoreMachine(RuleBasedStateMachine):
         call = lambda: self.store.record_queries_and_scores(name, number, ids, scores, timings={"score_s": 1.0}, **extra)  # noqa: E731
         rnd = project.round(number) if project else None
         if rnd is None or rnd.status != "fitted" or len(set(query_keys)) < len(query_keys) \
-                or any(k not in project.items for k in query_keys):  # fmt: skip
+                or any(k not in project.items or project.items[k][1] != "pool" for k in query_keys):  # fmt: skip
             self._refused(StoreError, call)
             return
         info = call()

@@ -132,6 +132,7 @@ BASE = DIGITS_TOML.read_text()
         (BASE.replace('posterior = "mc-dropout"', 'posterior = "snapshot-ensemble"\noptions = { epochs_per_cycle = 0 }'),
          ["model.options.epochs_per_cycle"]),
         (BASE.replace('posterior = "mc-dropout"', 'posterior = "mc-dropout"\noptions = 3'), ["model.options", "a table"]),
+        (BASE.replace("repeats = 2", "repeats = 1000000000"), ["repeats: expected at most 1000"]),
     ],
 )
 def test_config_mistakes_exit_2_with_one_line_and_write_nothing(tmp_path, text, words):

@@ -113,7 +113,10 @@ def test_ctrl_c_on_a_parallel_study_stops_every_process_in_one_line_and_resumes(
     out = tmp_path / "out"
     cli = Path(sys.executable).parent / "activebayes"
     command = [str(cli), "study", "run", str(config), "--out", str(out), "--jobs", "2"]
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    # SIGINT at its default in the child, as in a terminal: a suite started in the background by a
+    # non-interactive shell ignores SIGINT, and a child would inherit that and never be interrupted
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     try:
         deadline = time.monotonic() + 240
         while _done_rounds(out / "study.db") < 2 and proc.poll() is None and time.monotonic() < deadline:

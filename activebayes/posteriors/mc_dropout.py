@@ -224,7 +224,7 @@ def stochastic_tail(layers: Sequence[nn.Module], h: Tensor, masks: DropoutMasks)
                     masks.folded[key] = (weight, None if layer.bias is None else layer.bias.repeat(S))
                 weight, bias = masks.folded[key]
                 out = layer._conv_forward(h, weight, bias)  # ONE conv with S·out output channels: [N, S·out, *sp]
-                h = out.view(N, S, -1, *out.shape[2:]).transpose(0, 1)  # [S, N, out, *sp]
+                h = out.view(N, S, layer.out_channels, *out.shape[2:]).transpose(0, 1)  # [S, N, out, *sp]
                 per_sample, pending = True, None
                 continue
             h = h * pending.unsqueeze(1) if per_sample else h.unsqueeze(0) * pending.unsqueeze(1)  # [S, N, *F]

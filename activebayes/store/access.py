@@ -8,6 +8,7 @@ its latest observation (largest id).
 
 from __future__ import annotations
 
+import collections
 import itertools
 import math
 from collections.abc import Iterable, Sequence
@@ -305,13 +306,42 @@ def set_status(session: Session, rnd: Round, status: str, **fields: Any) -> None
 
 
 def insert_queries(session: Session, round_id: int, item_ids: Sequence[int], scores: Sequence[float]) -> None:
-    """Record a round's queries; rank 0 is the first selected."""
-    values = [
-        {"round_id": round_id, "item_id": int(i), "score": float(s) if math.isfinite(float(s)) else 0.0, "rank": r}
-        for r, (i, s) in enumerate(zip(item_ids, scores))
+    """Record a round's queries; rank 0 is the first selected.
+
+    Refused before anything is written: DataError unless the scores pair one to one with the
+    items; StoreError for an item queried twice or one outside the pool of the round's own
+    project (another project's item, a test item, no item at all)."""
+    ids, values = [int(i) for i in item_ids], [float(s) for s in scores]
+    if len(ids) != len(values):
+        raise DataError(f"queries: {len(ids)} item ids but {len(values)} scores; pass one score per item")
+    if len(set(ids)) != len(ids):
+        twice = next(i for i, n in collections.Counter(ids).items() if n > 1)
+        raise StoreError(f"queries: item id {twice} is queried twice in one round")
+    _check_pool_items(session, round_id, ids)
+    rows = [
+        {"round_id": round_id, "item_id": i, "score": s if math.isfinite(s) else 0.0, "rank": r}
+        for r, (i, s) in enumerate(zip(ids, values))
     ]
-    if values:
-        session.execute(insert(Query.__table__), values)
+    if rows:
+        session.execute(insert(Query.__table__), rows)
+
+
+def _check_pool_items(session: Session, round_id: int, ids: Sequence[int], chunk: int = 10_000) -> None:
+    """StoreError naming the first of `ids` that is not a pool item of round `round_id`'s project."""
+    if not ids:
+        return
+    project_id = session.scalar(select(Round.project_id).where(Round.id == round_id))
+    found: set[int] = set()
+    for start in range(0, len(ids), chunk):  # bounded IN lists (SQLite's variable limit)
+        part = ids[start : start + chunk]
+        stmt = select(Item.id).where(Item.id.in_(part), Item.project_id == project_id, Item.split == "pool")
+        found.update(session.scalars(stmt))
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise StoreError(
+            f"queries: item id {missing[0]} is not in this project's pool"
+            + (f" ({len(missing)} of the {len(ids)} ids are not)" if len(missing) > 1 else "")
+        )
 
 
 def round_queries(session: Session, round_id: int) -> list[tuple[int, str, int, float, int, str | None]]:
