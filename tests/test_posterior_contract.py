@@ -105,13 +105,16 @@ BAD_SHARED = [
 ]
 #: Each posterior's own options, refused in __init__.
 BAD_OPTIONS = {
-    "mc-dropout": [({"masks": "sometimes"}, "masks"), ({"weight_decay_scale": -1.0}, "weight_decay_scale")],
+    "mc-dropout": [({"masks": "sometimes"}, "masks"), ({"weight_decay_scale": -1.0}, "weight_decay_scale"),
+                   ({"prefix_cache": "yes"}, "prefix_cache")],
     "deep-ensemble": [],
-    "snapshot-ensemble": [({"epochs_per_cycle": 0}, "epochs_per_cycle"), ({"lr_max": -1.0}, "lr_max")],
+    "snapshot-ensemble": [({"epochs_per_cycle": 0}, "epochs_per_cycle"), ({"lr_max": -1.0}, "lr_max"),
+                          ({"warm_start": 1}, "warm_start")],
     "laplace": [({"hessian": "lowrank"}, "hessian"), ({"link": "bridge"}, "link"), ({"prior_precision": 0.0}, "prior_precision"),
                 ({"subset": "all"}, "subset")],
     "swag": [({"n_snapshots": 1}, "n_snapshots"), ({"schedule": "step"}, "schedule"), ({"swa_optimizer": "rmsprop"}, "swa_optimizer"),
-             ({"swa_lr": 0.0}, "swa_lr"), ({"scale": -1.0}, "scale")],
+             ({"swa_lr": 0.0}, "swa_lr"), ({"scale": -1.0}, "scale"), ({"rank": 2.5}, "rank"), ({"n_snapshots": 5.0}, "n_snapshots"),
+             ({"diag_only": "no"}, "diag_only"), ({"var_clamp": -1.0}, "var_clamp")],
     "mfvi": [({"prior_std": 0.0}, "prior_std"), ({"kl_weight": -1.0}, "kl_weight"), ({"kl_anneal_epochs": 1.5}, "kl_anneal_epochs"),
              ({"init_std": -1.0}, "init_std")],
     "batch-ensemble": [({"n_members": 0}, "n_members"), ({"rank1": "laplace"}, "rank1"), ({"n_samples": 5}, "n_samples"),

@@ -77,6 +77,12 @@ def check_choice(name: str, value: object, choices: Iterable[object]) -> None:
         raise ConfigError(f"{name}: expected one of {valid}, got {value!r}")
 
 
+def check_bool(name: str, value: object) -> None:
+    """Raise a one-line ConfigError naming `name` unless `value` is True or False (not 1, not "yes")."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"{name}: expected true or false, got {value!r}")
+
+
 def check_positive_number(name: str, value: object, *, allow_none: bool = False) -> None:
     """Raise a one-line ConfigError naming `name` unless `value` is a number > 0 (or None when allowed)."""
     if value is None and allow_none:

@@ -36,7 +36,7 @@ from torch import Tensor, nn
 from torch.func import functional_call, stack_module_state
 
 from activebayes.errors import ConfigError
-from activebayes.posteriors._network import ModelFn, NetworkArgs, NetworkPosterior, check_positive_number, inputs_for
+from activebayes.posteriors._network import ModelFn, NetworkArgs, NetworkPosterior, check_bool, check_positive_number, inputs_for
 from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import (
     TrainConfig,
@@ -252,6 +252,7 @@ class SnapshotEnsemble(_StackedEnsemble):
         super().__init__(model_fn, n_samples=n_samples, **shared)
         check_positive_int("epochs_per_cycle", epochs_per_cycle)
         check_positive_number("lr_max", lr_max, allow_none=True)
+        check_bool("warm_start", warm_start)
         self.epochs_per_cycle, self.lr_max, self.warm_start = epochs_per_cycle, lr_max, warm_start
         self.model_: nn.Module | None = None
 

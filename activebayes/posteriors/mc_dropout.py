@@ -58,7 +58,7 @@ import torch
 from torch import Tensor, nn
 
 from activebayes.errors import ConfigError, ShapeError
-from activebayes.posteriors._network import ModelFn, NetworkArgs, NetworkPosterior, check_choice, inputs_for
+from activebayes.posteriors._network import ModelFn, NetworkArgs, NetworkPosterior, check_bool, check_choice, inputs_for
 from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import (
     as_tensor,
@@ -331,6 +331,7 @@ class MCDropout(NetworkPosterior):
             isinstance(weight_decay_scale, (int, float)) and not isinstance(weight_decay_scale, bool) and weight_decay_scale >= 0
         ):
             raise ConfigError(f"weight_decay_scale: expected a non-negative number or None, got {weight_decay_scale!r}")
+        check_bool("prefix_cache", prefix_cache)
         self.masks, self.weight_decay_scale, self.prefix_cache = masks, weight_decay_scale, prefix_cache
         self.model_: nn.Module | None = None
         self._masks: dict[tuple, DropoutMasks] = {}  # (S, device, dtype) -> masks and folded weights

@@ -73,7 +73,7 @@ from torch.func import functional_call, vmap
 
 from activebayes.errors import ConfigError, ShapeError
 from activebayes.posteriors._moment_propagation import PREDICTIVES, AnalyticPredictive, check_propagatable, propagate_in_chunks
-from activebayes.posteriors._network import ModelFn, NetworkArgs, NetworkPosterior, check_choice, check_positive_number, inputs_for
+from activebayes.posteriors._network import ModelFn, NetworkArgs, NetworkPosterior, check_bool, check_choice, check_positive_number, inputs_for
 from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import cosine_cycle_lr, epoch_steps, fit_noise_variance, regression_output, task_loss, train
 
@@ -246,6 +246,12 @@ class SWAG(AnalyticPredictive, NetworkPosterior):
         super().__init__(model_fn, n_samples=n_samples, **shared)
         check_choice("swa_optimizer", swa_optimizer, ("sgd", "adam", None))
         check_choice("schedule", schedule, ("constant", "cyclic"))
+        check_bool("diag_only", diag_only)
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+            raise ConfigError(f"rank: expected a non-negative integer, got {rank!r}")
+        if isinstance(n_snapshots, bool) or not isinstance(n_snapshots, int):
+            raise ConfigError(f"n_snapshots: expected a positive integer, got {n_snapshots!r}")
+        check_positive_number("var_clamp", var_clamp)
         if n_snapshots < 1 or (not diag_only and min(rank, n_snapshots) < 2):
             raise ConfigError(f"n_snapshots: expected >= 2 snapshots and rank >= 2 (or diag_only=True), "
                               f"got n_snapshots={n_snapshots}, rank={rank}")
