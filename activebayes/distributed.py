@@ -14,7 +14,7 @@ What runs where:
   once through the object store. When a worker dies, Ray Data restarts its actor and retries the
   lost call, at most `MAX_RETRIES` times each (Ray Data's own defaults are unbounded, so a
   worker that dies on every call would restart forever); past that the scoring fails with a
-  DistributedError.
+  WorkerError.
 - Independent jobs (`run_tasks`): `fn(*common, *call)` for each call as a Ray task, `common`
   put in the object store once; at most `limit` in flight; results as they complete.
 

@@ -111,6 +111,12 @@ def check_positive_int(name: str, value: object) -> None:
         raise ConfigError(f"{name}: expected a positive integer, got {value!r}")
 
 
+def check_non_negative_int(name: str, value: object) -> None:
+    """Raise ConfigError unless `value` is an int >= 0 (bools refused)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ConfigError(f"{name}: expected a non-negative integer, got {value!r}")
+
+
 def resolve_train_config(
     config: TrainConfig | None = None,
     *,

@@ -85,6 +85,7 @@ from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import (
     TrainConfig,
     as_tensor,
+    check_non_negative_int,
     exempt_from_weight_decay,
     fit_noise_variance,
     network_outputs,
@@ -228,8 +229,7 @@ class MFVI(AnalyticPredictive, NetworkPosterior):
         check_positive_number("prior_std", prior_std)
         if isinstance(kl_weight, bool) or not isinstance(kl_weight, (int, float)) or not kl_weight >= 0:
             raise ConfigError(f"kl_weight: expected a non-negative number, got {kl_weight!r}")
-        if isinstance(kl_anneal_epochs, bool) or not isinstance(kl_anneal_epochs, int) or kl_anneal_epochs < 0:
-            raise ConfigError(f"kl_anneal_epochs: expected a non-negative integer, got {kl_anneal_epochs!r}")
+        check_non_negative_int("kl_anneal_epochs", kl_anneal_epochs)
         check_positive_number("init_std", init_std)
         check_choice("predictive", predictive, PREDICTIVES)
         self.predictive = predictive

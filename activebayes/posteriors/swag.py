@@ -75,7 +75,16 @@ from activebayes.errors import ConfigError, ShapeError
 from activebayes.posteriors._moment_propagation import PREDICTIVES, AnalyticPredictive, check_propagatable, propagate_in_chunks
 from activebayes.posteriors._network import ModelFn, NetworkArgs, NetworkPosterior, check_bool, check_choice, check_positive_number, inputs_for
 from activebayes.predictive import GaussianPredictive, Predictive
-from activebayes.training import cosine_cycle_lr, epoch_steps, fit_noise_variance, regression_output, task_loss, train
+from activebayes.training import (
+    check_non_negative_int,
+    check_positive_int,
+    cosine_cycle_lr,
+    epoch_steps,
+    fit_noise_variance,
+    regression_output,
+    task_loss,
+    train,
+)
 
 _BN_TYPES = (nn.modules.batchnorm._BatchNorm,)
 _BN_BATCH = 1024  # rows per forward pass when refreshing BatchNorm statistics
@@ -247,12 +256,10 @@ class SWAG(AnalyticPredictive, NetworkPosterior):
         check_choice("swa_optimizer", swa_optimizer, ("sgd", "adam", None))
         check_choice("schedule", schedule, ("constant", "cyclic"))
         check_bool("diag_only", diag_only)
-        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
-            raise ConfigError(f"rank: expected a non-negative integer, got {rank!r}")
-        if isinstance(n_snapshots, bool) or not isinstance(n_snapshots, int):
-            raise ConfigError(f"n_snapshots: expected a positive integer, got {n_snapshots!r}")
+        check_non_negative_int("rank", rank)
+        check_positive_int("n_snapshots", n_snapshots)
         check_positive_number("var_clamp", var_clamp)
-        if n_snapshots < 1 or (not diag_only and min(rank, n_snapshots) < 2):
+        if not diag_only and min(rank, n_snapshots) < 2:
             raise ConfigError(f"n_snapshots: expected >= 2 snapshots and rank >= 2 (or diag_only=True), "
                               f"got n_snapshots={n_snapshots}, rank={rank}")
         check_positive_number("scale", scale)
