@@ -293,32 +293,65 @@ def run_study_jobs(
 
 
 # ---- the Gal et al. (2017) Table 1 comparison ------------------------------------------------
-def _reached(document: dict[str, Any], acquisition: str, accuracy: float) -> int | None:
-    """Labels to reach `accuracy` on the mean curve, from results.json's `labels_to_reach`."""
+def _reached(document: dict[str, Any], acquisition: str, accuracy: float) -> tuple[int | None, list[int | None]]:
+    """Labels to reach `accuracy` on the mean curve and per repeat, from results.json's
+    `labels_to_reach` (None: not reached)."""
     entry = document.get("labels_to_reach", {}).get(acquisition, {}).get(f"{accuracy:.2f}", {})
-    return entry.get("mean") if isinstance(entry, dict) else None
+    if not isinstance(entry, dict):
+        return None, []
+    return entry.get("mean"), list(entry.get("per_seed") or [])
+
+
+def _show(reached: tuple[int | None, list[int | None]]) -> str:
+    """"300 (290, 320, 320)": the mean curve's figure, then each repeat's ("—": not reached)."""
+    mean, per_seed = reached
+    text = "not reached" if mean is None else str(mean)
+    if len(per_seed) > 1:
+        text += " (" + ", ".join("—" if v is None else str(v) for v in per_seed) + ")"
+    return text
+
+
+def _ratio(ours: int | None, paper: int | None) -> float | None:
+    return None if ours is None or not paper else ours / paper
 
 
 def reach_table(document: dict[str, Any], paper: dict[str, tuple[int, int]] | None = None) -> str:
     """A Markdown table: labels to reach 90% / 95% test accuracy (10% / 5% error) per
-    acquisition, next to the paper's numbers when there are any: `paper`, else the ones the
-    results quote (`[report] paper`, results.json's "paper"); without either, ours alone."""
+    acquisition, on the mean curve with each repeat's in brackets, next to the paper's numbers
+    when there are any: `paper`, else the ones the results quote (`[report] paper`,
+    results.json's "paper"); without either, ours alone.
+
+    With the paper's numbers each column also gets ours / paper, and a last line gives the
+    ratios furthest from 1 either way (a figure not reached counts as out of range)."""
     if paper is None and "paper" in document:
         paper = {name: (v["0.90"], v["0.95"]) for name, v in document["paper"]["labels_to_reach"].items()}
-
-    def show(v: int | None) -> str:
-        return "not reached" if v is None else str(v)
-
+    names = list(document["curves"])
     if paper is None:
         lines = ["| acquisition | 10% error | 5% error |", "|---|---:|---:|"]
-        for name in document["curves"]:
-            lines.append(f"| {name} | {show(_reached(document, name, 0.90))} | {show(_reached(document, name, 0.95))} |")
+        for name in names:
+            lines.append(f"| {name} | {_show(_reached(document, name, 0.90))} | {_show(_reached(document, name, 0.95))} |")
         return "\n".join(lines) + "\n"
-    lines = ["| acquisition | 10% error: ours | paper | 5% error: ours | paper |", "|---|---:|---:|---:|---:|"]
-    for name in document["curves"]:
-        ref = paper.get(name, (None, None))
-        ours = (_reached(document, name, 0.90), _reached(document, name, 0.95))
-        lines.append(f"| {name} | {show(ours[0])} | {ref[0] or ''} | {show(ours[1])} | {ref[1] or ''} |")
+    lines = [
+        "| acquisition | 10% error: ours | paper | ours / paper | 5% error: ours | paper | ours / paper |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    ratios: list[float] = []
+    missing = []
+    for name in names:
+        cells = [name]
+        for column, accuracy in enumerate((0.90, 0.95)):
+            ours, ref = _reached(document, name, accuracy), paper.get(name, (None, None))[column]
+            ratio = _ratio(ours[0], ref)
+            cells += [_show(ours), str(ref or ""), "" if ratio is None else f"{ratio:.2f}x"]
+            if ratio is not None:
+                ratios.append(ratio)
+            elif ref:
+                missing.append(f"{name} at {accuracy:.0%}")
+        lines.append("| " + " | ".join(cells) + " |")
+    if ratios:
+        lines.append("")
+        lines.append(f"ours / paper from {min(ratios):.2f}x to {max(ratios):.2f}x"
+                     + (f"; not reached: {', '.join(missing)}" if missing else "") + ".")
     return "\n".join(lines) + "\n"
 
 

@@ -202,13 +202,49 @@ def test_worker_threads_share_the_cores():
 def test_reach_table_against_the_paper():
     curve = [(20, 0.5), (150, 0.91), (300, 0.95)]
     assert labels_to_reach(curve, 0.90) == 150 and labels_to_reach(curve, 0.95) == 300 and labels_to_reach(curve, 0.99) is None
-    reach = {"bald": {"0.90": {"mean": 150}, "0.95": {"mean": 300}}, "random": {"0.90": {"mean": 150}, "0.95": {"mean": None}}}
+    reach = {"bald": {"0.90": {"mean": 150, "per_seed": [140, 150, 170]}, "0.95": {"mean": 300, "per_seed": [300, None, 290]}},
+             "random": {"0.90": {"mean": 150}, "0.95": {"mean": None}}}
     paper = {"labels_to_reach": {"bald": {"0.90": 145, "0.95": 335}, "random": {"0.90": 255, "0.95": 835}}}
     text = reach_table({"curves": {"bald": [], "random": []}, "labels_to_reach": reach, "paper": paper})
-    assert "| bald | 150 | 145 | 300 | 335 |" in text and "| random | 150 | 255 | not reached | 835 |" in text
+    # ours / paper: 150 / 145 = 1.03x, 300 / 335 = 0.90x, 150 / 255 = 0.59x
+    assert "| bald | 150 (140, 150, 170) | 145 | 1.03x | 300 (300, —, 290) | 335 | 0.90x |" in text
+    assert "| random | 150 | 255 | 0.59x | not reached | 835 |  |" in text
+    assert text.rstrip().endswith("ours / paper from 0.59x to 1.03x; not reached: random at 95%.")
     # a study that quotes no paper (e.g. BatchBALD's) gets no paper columns
     alone = reach_table({"curves": {"bald": [], "random": []}, "labels_to_reach": reach})
-    assert "paper" not in alone and "| bald | 150 | 300 |" in alone and "| random | 150 | not reached |" in alone
+    assert "paper" not in alone and "| bald | 150 (140, 150, 170) | 300 (300, —, 290) |" in alone
+    assert "| random | 150 | not reached |" in alone
+
+
+def test_run_gpu_script_end_to_end_on_the_cpu(tmp_path):
+    """studies/gal2017/run-gpu.sh, the one command of the GPU check, run as written with DEVICE=cpu
+    on a one-run digits study: its job count from the config, the study, then table1.md."""
+    script = ROOT / "studies" / "gal2017" / "run-gpu.sh"
+    default = script.read_text().split('config="${CONFIG:-$here/', 1)[1].split("}", 1)[0]
+    assert (script.parent / default).is_file(), default  # the full table's config
+    text = DIGITS_TOML.read_text()
+    for old, new in (("repeats = 2", "repeats = 1"), ('["bald", "random"]', '["bald"]'), ("max_labels = 40", "max_labels = 30")):
+        assert old in text
+        text = text.replace(old, new)
+    config = tmp_path / "one-run.toml"
+    config.write_text(text)
+    out = tmp_path / "out"
+    env = {**os.environ, "DEVICE": "cpu", "CONFIG": str(config), "PYTHON": sys.executable}
+    done = subprocess.run(["bash", str(script), str(out)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"one-run.toml: --device cpu --jobs 1 --out {out}" in done.stderr  # one run: one job
+    assert [labels for labels, _ in json.loads((out / "results.json").read_text())["runs"]["bald"][0]] == [20, 30]
+    table = (out / "table1.md").read_text()
+    assert table.startswith("| acquisition | 10% error | 5% error |\n") and "| bald | " in table
+
+
+def test_reach_table_of_the_committed_gal_run():
+    """The H200 run's results.json gives the table README_EXPERIMENTS quotes (BALD 300 / 480)."""
+    document = json.loads((ROOT / "studies" / "gal2017" / "mnist-h200" / "results.json").read_text())
+    text = reach_table(document)
+    assert "| bald | 300 (290, 320, 320) | 145 | 2.07x | 480 (440, 500, 440) | 335 | 1.43x |" in text
+    assert "ours / paper from 0.66x to 2.08x." in text
+
 
 @pytest.mark.parametrize(
     ("options", "words"),
