@@ -10,7 +10,8 @@ One round moves through statuses recorded in the store, each change one transact
     started   round row created with its seed r_seed = derive(seed, number)
     fitted    posterior fitted on the labelled pool items; test-split metrics recorded
     scored    unlabelled candidates scored (streaming `score_pool`), the batch selected and the
-              queries (item, score, rank) recorded
+              queries (item, score, rank, and the fitted posterior's prediction for the item:
+              most probable class and its probability, or predictive mean and sd) recorded
     queried   the oracle is being asked; with no oracle the round waits here for a human whose
               answers arrive through `PoolStore.record_observations`
     answered  the answers recorded (with the round's id), in the same transaction as this status
@@ -65,6 +66,7 @@ test-split metrics are `rmse` and `nll` (Gaussian, of y under the predictive N(�
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -351,6 +353,7 @@ class ActiveLearningLoop:
             scores = torch.zeros(k)
         else:
             chosen, scores = self._select(posterior, cand_rows, k, generator)
+        predictions = self._predictions(posterior, np.asarray(cand_rows)[chosen.numpy()])
         timings = {"score_s": time.perf_counter() - t0}
         # every candidate's score (set by _scores; batch-bald: its BALD pre-filter), kept for the reports
         pool_scores, self._pool_scores = getattr(self, "_pool_scores", None), None
@@ -359,6 +362,7 @@ class ActiveLearningLoop:
         rnd = self.store.record_queries_and_scores(
             self.project, number, item_ids[chosen.numpy()].tolist(), scores.tolist(), timings=timings,
             candidate_ids=None if pool_scores is None else item_ids, candidate_scores=pool_scores,
+            predictions=predictions,
         )  # fmt: skip
         self._stage(RoundStatus.scored)
         return rnd
@@ -437,11 +441,7 @@ class ActiveLearningLoop:
             return {}
         from activebayes.metrics import accuracy, expected_calibration_error, nll
 
-        predict_proba = posterior.predict_proba
-        if self.evaluation == "deterministic":
-            predict_proba = getattr(posterior, "predict_proba_deterministic", None)
-            if predict_proba is None:
-                raise ConfigError(f"evaluation: 'deterministic' needs a posterior with one network (mc-dropout), got {type(posterior).__name__}")
+        predict_proba = self._predict_proba(posterior)
         probs = []
         with torch.inference_mode():
             for start in range(0, len(rows), self.score_batch_size):
@@ -450,6 +450,38 @@ class ActiveLearningLoop:
         probs_t, labels = torch.cat(probs), self._targets(values)
         return {"accuracy": float(accuracy(probs_t, labels)), "nll": float(nll(probs_t, labels)),
                 "ece": float(expected_calibration_error(probs_t, labels)), "n_test": len(rows)}
+
+    def _predict_proba(self, posterior: Any) -> Callable[[torch.Tensor], torch.Tensor]:
+        """x [N, ...] -> class probabilities [N, C] as `evaluation` asks: the posterior predictive,
+        or mc-dropout's network with dropout off ("deterministic")."""
+        if self.evaluation != "deterministic":
+            return posterior.predict_proba
+        predict_proba = getattr(posterior, "predict_proba_deterministic", None)
+        if predict_proba is None:
+            raise ConfigError(f"evaluation: 'deterministic' needs a posterior with one network (mc-dropout), got {type(posterior).__name__}")
+        return predict_proba
+
+    def _predictions(self, posterior: Any, rows: np.ndarray) -> list[dict[str, Any] | None] | None:
+        """The round's prediction for each queried item, kept with its query (a pre-annotation for
+        the person who labels it): {"label": the most probable class, "probability": its
+        probability under `_predict_proba`} or, for regression, {"mean": μ, "sd": σ} of the
+        predictive N(μ, σ²) with the observation noise. None for an item whose prediction is not
+        finite; None for all on a cold start (no posterior) or another kind of task."""
+        if posterior is None or len(rows) == 0 or self._info.task not in ("classification", "regression"):
+            return None
+        x = self._features(rows).to(self.device)
+        with torch.inference_mode():
+            if self._info.task == "regression":
+                mean, var = posterior.predict(x, n_samples=self.n_samples).moments(observation_noise=True)
+                pairs = zip(mean.double().reshape(-1).tolist(), var.double().reshape(-1).clamp_min(0).sqrt().tolist())
+                return [{"mean": m, "sd": sd} if math.isfinite(m) and math.isfinite(sd) else None for m, sd in pairs]
+            probs = self._predict_proba(posterior)(x).detach().double().cpu()
+        best, index = probs.max(-1)
+        classes = self._info.classes or []
+        return [
+            {"label": str(classes[i]), "probability": p} if math.isfinite(p) and 0 <= i < len(classes) else None
+            for p, i in zip(best.tolist(), index.tolist())
+        ]
 
     def _evaluate_regression(self, posterior: Any, rows: np.ndarray, values: list[str]) -> dict[str, Any]:
         """rmse of the predictive mean and the Gaussian nll of y under the predictive

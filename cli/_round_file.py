@@ -10,8 +10,37 @@ from typing import Any
 
 import numpy as np
 
-RESERVED_COLUMNS = ("key", "label", "score", "rank")
+QUERY_COLUMNS = ("key", "label", "score", "rank")
+# the round's prediction for the item (`QueryInfo.prediction`), empty where it has none
+PREDICTION_COLUMNS = {"classification": ("predicted", "probability"), "regression": ("predicted", "predicted_sd")}
+RESERVED_COLUMNS = (*QUERY_COLUMNS, "predicted", "probability", "predicted_sd")
 IMAGE_MIN_SIDE = 112  # PNGs of small images are enlarged (nearest neighbour) to at least this
+
+
+def round_columns(task: str) -> tuple[str, ...]:
+    """The round file's leading columns for a project's task: key, label, score, rank, then the
+    prediction's (classification: predicted, probability; regression: predicted, predicted_sd)."""
+    return (*QUERY_COLUMNS, *PREDICTION_COLUMNS.get(task, ()))
+
+
+def prediction_cells(prediction: dict[str, Any] | None, task: str) -> list[str]:
+    """The prediction columns' cells of one query: the class and its probability (4 decimals),
+    or the predictive mean and sd; empty cells without a prediction (a cold-start round)."""
+    names = PREDICTION_COLUMNS.get(task, ())
+    if not prediction:
+        return [""] * len(names)
+    if task == "classification":
+        return [str(prediction["label"]), f"{prediction['probability']:.4f}"]
+    return [repr(float(prediction["mean"])), repr(float(prediction["sd"]))]
+
+
+def prediction_text(prediction: dict[str, Any] | None) -> str:
+    """"7 (0.62)" for a class and its probability, "3.1 ± 0.4" for a mean and sd, "" for none."""
+    if not prediction:
+        return ""
+    if "label" in prediction:
+        return f"{prediction['label']} ({prediction['probability']:.2f})"
+    return f"{prediction['mean']:.4g} ± {prediction['sd']:.2g}"
 
 
 def images_folder(csv_path: Path) -> Path:
@@ -46,7 +75,8 @@ def image_shape(info: Any, data: Any) -> tuple[int, ...] | None:
 def feature_columns(info: Any, data: Any) -> list[str]:
     """The names of the features' columns in the round file: a csv pool's own column names (less
     its key and label columns), else x0, x1, ... over the flattened item. A name that clashes
-    with key, label, score, rank or another column gets a 'feature_' prefix."""
+    with key, label, score, rank, the prediction's columns or another column gets a 'feature_'
+    prefix."""
     width = int(np.prod(data.x.shape[1:]))
     own = getattr(data, "feature_names", None)
     names = list(own) if own is not None and len(own) == width else [f"x{j}" for j in range(width)]

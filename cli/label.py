@@ -239,6 +239,7 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
     from activebayes.errors import StoreError
     from activebayes.data import load_project_data
     from activebayes.oracles import PromptOracle
+    from activebayes_cli._round_file import prediction_text
 
     if target is None:
         raise CliError(
@@ -283,7 +284,9 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
         return True
 
     classes = info.classes if info.task == "classification" else None
-    oracle = PromptOracle(classes=classes, feature_names=data.feature_names, output=stream, on_answer=on_answer, on_undo=on_undo)
+    hints = {q.key: prediction_text(q.prediction) for q in pending if q.prediction}  # the round's predictions
+    oracle = PromptOracle(classes=classes, feature_names=data.feature_names, output=stream, on_answer=on_answer, on_undo=on_undo,
+                          hints=hints)  # fmt: skip
     try:
         answers = oracle.ask(keys, (data.raw if getattr(data, "raw", None) is not None else data.x)[[q.row for q in pending]])
     except KeyboardInterrupt:  # Ctrl-C while an item was drawn or an answer written

@@ -380,7 +380,9 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
             q.key: "\n".join(f"{c}: {_feature_text(v)}" for c, v in zip(columns, np.asarray(shown[q.row]).reshape(-1)))
             for q in queries
         }
-    tasks = tasks_from_queries(queries, project=name, round_number=number, images=images, texts=texts)
+    posterior = next((r.posterior for r in rounds if r.number == number), "")
+    model_version = " ".join(filter(None, ["activebayes", posterior, f"round {number}"]))  # names the pre-annotations
+    tasks = tasks_from_queries(queries, project=name, round_number=number, images=images, texts=texts, model_version=model_version)
     classes = info.classes if info.task == "classification" else None
     xml = labelling_config(classes, kind="image" if images is not None else "text")
     file.write_text(json.dumps(tasks, indent=2) + "\n", encoding="utf-8")
@@ -390,12 +392,14 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
     summary = {
         "project": name, "round": number, "file": str(file), "tasks": len(tasks), "open": open_queries,
         "config": str(config) if config is not None else None, "labelling_config": xml,
-        "predictions": False,  # a round stores acquisition scores, not predicted classes
+        "predictions": sum("predictions" in t for t in tasks),  # tasks pre-annotated with the round's prediction
     }  # fmt: skip
 
     def render(console: Console) -> None:
+        predicted = summary["predictions"]
+        notes = f"{predicted} pre-annotated with the round's prediction" if predicted else "no pre-annotations (a round without a fitted model)"
         console.print(f"Wrote {len(tasks)} Label Studio tasks of round {number} of {escape(name)} to {escape(str(file))} "
-                      f"({open_queries} still open); no pre-annotations (a round stores acquisition scores, not predictions).")  # fmt: skip
+                      f"({open_queries} still open; {notes}).")  # fmt: skip
         if config is not None:
             console.print(f"Labelling config written to {escape(str(config))}.")
         else:

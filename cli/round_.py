@@ -56,7 +56,8 @@ from activebayes_cli._context import check_device, state
 from activebayes_cli._options import Address, Device, Engine
 from activebayes_cli._options import given as option_given
 from activebayes_cli._output import round_csv_name, safe_name
-from activebayes_cli._round_file import RESERVED_COLUMNS, feature_columns, image_shape, images_folder, write_png
+from activebayes_cli._round_file import (
+    feature_columns, image_shape, images_folder, prediction_cells, prediction_text, round_columns, write_png)
 
 app = typer.Typer()
 
@@ -90,26 +91,29 @@ def _text(value: Any) -> str:
 
 
 def write_round_csv(path: Path, queries: list[Any], info: Any, data: Any) -> Path | None:
-    """The form a person fills in: columns key, label (empty), score, rank (1 = best), then the
-    item's features under their own names, or for an image pool the path (relative to the CSV)
-    of a PNG of the item in `images_folder(path)`. Returns that folder, or None."""
+    """The form a person fills in: columns key, label (empty), score, rank (1 = best), the
+    round's prediction (`round_columns`: the most probable class and its probability, or the
+    predictive mean and sd; empty in a cold-start round), then the item's features under their
+    own names, or for an image pool the path (relative to the CSV) of a PNG of the item in
+    `images_folder(path)`. Returns that folder, or None."""
     shape = image_shape(info, data)
     originals = getattr(data, "folder", None)  # `pool add FOLDER`: the column names each original image file
     folder = images_folder(path) if shape is not None and originals is None else None
-    rows = [[q.key, "", repr(float(q.score)), str(q.rank + 1)] for q in queries]
+    leading = list(round_columns(info.task))
+    rows = [[q.key, "", repr(float(q.score)), str(q.rank + 1), *prediction_cells(q.prediction, info.task)] for q in queries]
     if originals is not None:
-        header = [*RESERVED_COLUMNS, "image"]
+        header = [*leading, "image"]
         for row, q in zip(rows, queries):
             row.append(str(Path(originals, *q.key.split("/"))))
     elif folder is not None:
         folder.mkdir(exist_ok=True)
-        header = [*RESERVED_COLUMNS, "image"]
+        header = [*leading, "image"]
         for row, q in zip(rows, queries):
             png = folder / f"{q.rank + 1:03d}-{safe_name(q.key)}.png"
             write_png(png, np.asarray(data.x[q.row]).reshape(shape))
             row.append(png.relative_to(path.parent).as_posix())
     else:
-        header = [*RESERVED_COLUMNS, *feature_columns(info, data)]
+        header = [*leading, *feature_columns(info, data)]
         shown = data.raw if getattr(data, "raw", None) is not None else data.x  # as in the file, not standardised
         for row, q in zip(rows, queries):
             row.extend(_text(v) for v in np.asarray(shown[q.row]).reshape(-1))
@@ -239,14 +243,22 @@ def command(st: Any, *words: str) -> str:
 
 
 def queries_table(title: str, queries: list[Any], acquisition: str) -> Table:
+    """rank, key, score, the round's prediction (when any query has one) and the label so far."""
     table = Table(title=escape(title))
     table.add_column("rank", justify="right")
     table.add_column("key", overflow="fold")
     table.add_column("score", justify="right")
+    predicted = any(q.prediction for q in queries)
+    if predicted:
+        table.add_column("predicted")
     table.add_column("label")
     for q in queries:
-        table.add_row(str(q.rank + 1), escape(q.key), f"{q.score:.4f}", escape(q.value) if q.value is not None else "")
+        cells = [str(q.rank + 1), escape(q.key), f"{q.score:.4f}"]
+        if predicted:
+            cells.append(escape(prediction_text(q.prediction)))
+        table.add_row(*cells, escape(q.value) if q.value is not None else "")
     return table
+
 
 
 def check_model_output(model_fn: Any, x: Any, n_classes: int, spec: str) -> None:
@@ -505,7 +517,8 @@ def round_(
         "posterior_settings": rnd.posterior_settings,
         "acquisition": rnd.acquisition,
         "k": options.k,
-        "queries": [{"rank": q.rank + 1, "key": q.key, "score": q.score, "label": q.value} for q in queries],
+        "queries": [{"rank": q.rank + 1, "key": q.key, "score": q.score, "prediction": q.prediction, "label": q.value}
+                    for q in queries],
         "csv": str(written) if written else None,
         "images": str(images) if images else None,
         "recorded": result.recorded,

@@ -25,13 +25,15 @@ def run(*args: str, input: str | None = None):
     return CliRunner().invoke(app, list(args), input=input, catch_exceptions=False)
 
 
-def open_round(db: str, project: str, keys: list[str]) -> int:
-    """A new round of `project` waiting in "queried" for answers to `keys`; its number."""
+def open_round(db: str, project: str, keys: list[str], predictions: list[dict | None] | None = None) -> int:
+    """A new round of `project` waiting in "queried" for answers to `keys` (with the round's
+    `predictions` for them, or none); its number."""
     with PoolStore(db) as store:
         states = store.label_states(project, keys)
         rnd = store.start_round(project, posterior="mc-dropout", acquisition="random", seed=0)
         store.advance_round(project, rnd.number, "fitted")
-        store.record_queries(project, rnd.number, [states[k]["item_id"] for k in keys], [0.0] * len(keys), timings={})
+        store.record_queries(project, rnd.number, [states[k]["item_id"] for k in keys], [0.0] * len(keys), timings={},
+                             predictions=predictions)  # fmt: skip
         store.advance_round(project, rnd.number, "queried")
         return rnd.number
 
@@ -296,6 +298,20 @@ def test_prompt_commits_each_answer_and_u_takes_one_back(blobs):
     assert run("--db", blobs.db, "export", "out.csv").exit_code == 0
     exported = {r["key"]: r for r in csv.DictReader(Path("out.csv").open()) if r["split"] == "pool"}
     assert {k: (r["label"], r["round"]) for k, r in exported.items()} == {q[0]: ("a", "1"), q[1]: ("b", "1")}
+
+
+def test_prompt_shows_the_round_s_prediction_for_each_item(blobs):
+    q, p = blobs.queries, blobs.pool
+    write("answers.csv", "key,label\n" + "".join(f"{k},a\n" for k in q))
+    assert blobs.label("--from", "answers.csv").exit_code == 0
+    with PoolStore(blobs.db) as store:  # round 1 answered and closed, as the next `round` would
+        store.advance_round("blobs", 1, "answered")
+        store.advance_round("blobs", 1, "done")
+    open_round(blobs.db, "blobs", p[:2], predictions=[{"label": "b", "probability": 0.7}, None])
+    result = blobs.label(input="c\nq\n")
+    assert result.exit_code == 0, result.output
+    assert f"item 1/2: {p[0]}\nmodel: b (0.70)\n" in result.stdout and "model:" not in result.stdout.split(f"item 2/2: {p[1]}")[1]
+    assert blobs.labels()[p[0]] == "c"  # what the person typed, not the model's guess
 
 
 def test_prompt_with_nothing_waiting(blobs):

@@ -56,6 +56,9 @@ def test_regression_end_to_end_with_the_gp(regression):
     human = ok("round", "--k", "2")  # --oracle human: the round file takes float answers
     assert "reg-round-4.csv" in human.stdout
     rows = list(csv.reader(Path("reg-round-4.csv").open()))
+    assert rows[0] == ["key", "label", "score", "rank", "predicted", "predicted_sd", "a", "b"]
+    for r in rows[1:]:  # the GP's predictive mean and sd (with the noise) for the item
+        assert np.isfinite(float(r[4])) and float(r[5]) > 0
     with Path("reg-round-4.csv").open("w", newline="") as fh:
         csv.writer(fh).writerows([rows[0], *[[r[0], "0.25", *r[2:]] for r in rows[1:]]])
     ok("label", "--from", "reg-round-4.csv")

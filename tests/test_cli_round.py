@@ -111,13 +111,16 @@ def test_round_file_columns_hold_score_rank_and_features(pooled):
     data = json.loads(ok("--json", "round", *TINY, "--k", "4").stdout)
     assert data["csv"] == "blobs-round-2.csv" and data["status"] == "queried"
     header, *rows = rows_of("blobs-round-2.csv")
-    assert header == ["key", "label", "score", "rank", "f0", "f1", "f2", "f3"]
+    assert header == ["key", "label", "score", "rank", "predicted", "probability", "f0", "f1", "f2", "f3"]
     features = pool_features()
     assert [r[0] for r in rows] == [q["key"] for q in data["queries"]]
     for row, query in zip(rows, data["queries"]):
         assert row[1] == ""
         assert float(row[2]) == pytest.approx(query["score"]) and int(row[3]) == query["rank"]
-        assert [float(v) for v in row[4:]] == pytest.approx([float(v) for v in features[row[0]]], rel=1e-6)
+        # the round's prediction for the item: its most probable class and that probability
+        assert row[4] == query["prediction"]["label"] and row[4] in ("a", "b", "c")
+        assert row[5] == f"{query['prediction']['probability']:.4f}" and 1 / 3 <= float(row[5]) <= 1
+        assert [float(v) for v in row[6:]] == pytest.approx([float(v) for v in features[row[0]]], rel=1e-6)
     assert any(float(r[2]) > 0 for r in rows)  # BALD scores, not the cold start's zeros
 
 
@@ -130,7 +133,9 @@ def test_round_file_renames_clashing_feature_columns(db):
     ok("init", "--name", "clash", "--classes", "a,b")
     ok("pool", "add", "clash.csv", "--key-column", "name", "--label-column", "label")
     ok("round", *TINY, "--k", "2")
-    assert rows_of("clash-round-1.csv")[0] == ["key", "label", "score", "rank", "feature_score", "feature_rank", "f"]
+    header, *rows = rows_of("clash-round-1.csv")
+    assert header == ["key", "label", "score", "rank", "predicted", "probability", "feature_score", "feature_rank", "f"]
+    assert all(r[4:6] == ["", ""] for r in rows)  # a cold start: no prediction
 
 
 def write_idx(path: Path, array: np.ndarray) -> None:
@@ -155,9 +160,9 @@ def test_round_file_of_an_image_pool_points_at_pngs(db, layout):
     data = json.loads(ok("--json", "round", *TINY, "--k", "3").stdout)
     assert data["images"] == "bars-round-1-images"
     header, *rows = rows_of("bars-round-1.csv")
-    assert header == ["key", "label", "score", "rank", "image"]
+    assert header == ["key", "label", "score", "rank", "predicted", "probability", "image"]
     assert [r[0] for r in rows] == [q["key"] for q in data["queries"]]
-    for key, _, _, rank, image in rows:
+    for key, _, _, rank, _, _, image in rows:
         assert image.startswith("bars-round-1-images/") and image.endswith(".png")
         assert Path(image).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         pixels = imread(image)
@@ -463,3 +468,22 @@ def test_a_device_the_library_refuses_names_the_flag(pooled):
     if not torch.cuda.is_available():
         assert_mistake(run("round", "--device", "cuda"), "--device cuda: no CUDA device is available", "pass --device cpu")
     assert db_dump(pooled) == before
+
+
+def test_queries_table_shows_the_round_s_predictions():
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from activebayes_cli.round_ import queries_table
+
+    def shown(queries) -> str:
+        console = Console(width=120, record=True)
+        console.print(queries_table("t", queries, "bald"))
+        return console.export_text()
+
+    q = SimpleNamespace
+    text = shown([q(rank=0, key="k1", score=0.5, value=None, prediction={"label": "cat", "probability": 0.625}),
+                  q(rank=1, key="k2", score=0.25, value="dog", prediction={"mean": 3.14159, "sd": 0.4321})])  # fmt: skip
+    assert "predicted" in text and "cat (0.62)" in text and "3.142 ± 0.43" in text
+    assert "predicted" not in shown([q(rank=0, key="k1", score=0.0, value=None, prediction=None)])  # a cold start

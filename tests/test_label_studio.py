@@ -60,7 +60,8 @@ def waiting(cli_db, tmp_path):
     ok("pool", "add", "pool.csv", "--key-column", "id", "--label-column", "label", "--test-fraction", "0.2")
     ok("round", *TINY, "--k", "4")
     exported = json.loads(ok("--json", "export", "--format", "label-studio", "--out", "tasks.json", "--config", "ls.xml").stdout)
-    assert exported["round"] == 1 and exported["tasks"] == 4 and exported["open"] == 4 and exported["predictions"] is False
+    assert exported["round"] == 1 and exported["tasks"] == 4 and exported["open"] == 4
+    assert exported["predictions"] == 0  # round 1 had no labels: nothing fitted, nothing predicted
     truth = {r["id"]: r["label"] for r in csv.DictReader((tmp_path / "pool.csv").open())}
     return cli_db, json.loads(Path("tasks.json").read_text()), truth
 
@@ -75,7 +76,7 @@ def test_round_trip_through_label_studio(waiting):
     assert set(first) == {"activebayes_key", "activebayes_project", "activebayes_round", "score", "rank", "text"}
     assert first["activebayes_project"] == "blobs" and first["activebayes_round"] == 1 and first["rank"] == 1
     assert first["text"].splitlines()[0].startswith("f0: ") and len(first["text"].splitlines()) == 4
-    assert "predictions" not in tasks[0]  # a round stores no predicted classes
+    assert "predictions" not in tasks[0]  # a cold-start round predicts nothing
     config = Path("ls.xml").read_text()
     assert '<Text name="text" value="$text"/>' in config and '<Choices name="label" toName="text"' in config
     assert [line.strip() for line in config.splitlines() if "<Choice " in line] == [f'<Choice value="{c}"/>' for c in "abc"]
@@ -99,7 +100,18 @@ def test_round_trip_through_label_studio(waiting):
     assert json.loads(ok("--json", "label", "--from", write_json("again.json", export)).stdout)["recorded"] == 1
     nxt = json.loads(ok("--json", "round", *TINY, "--k", "3").stdout)
     assert nxt["round"] == 2 and nxt["labelled"] == 4 and len(nxt["queries"]) == 3
-    assert json.loads(ok("--json", "export", "--format", "label-studio", "--out", "round2.json").stdout)["round"] == 2
+    second = json.loads(ok("--json", "export", "--format", "label-studio", "--out", "round2.json").stdout)
+    assert second["round"] == 2 and second["predictions"] == 3
+    # round 2 was fitted: each task carries the round's prediction for its item as a pre-annotation
+    with PoolStore(db) as store:
+        predicted = {q.key: q.prediction for q in store.queries("blobs", 2)}
+        posterior = store.rounds("blobs")[1].posterior
+    for task in json.loads(Path("round2.json").read_text()):
+        guess = predicted[task["data"]["activebayes_key"]]
+        assert guess["label"] in ("a", "b", "c") and 1 / 3 <= guess["probability"] <= 1
+        assert task["predictions"] == [{"model_version": f"activebayes {posterior} round 2", "score": guess["probability"],
+                                        "result": [{"from_name": "label", "to_name": "text", "type": "choices",
+                                                    "value": {"choices": [guess["label"]]}}]}]  # fmt: skip
     assert json.loads(ok("--json", "export", "--format", "label-studio", "--round", "1", "--out", "r1.json").stdout)["open"] == 0
 
 
@@ -158,17 +170,21 @@ def test_image_array_tasks_get_pngs(cli_db):
 
 # ---- the pure functions --------------------------------------------------------------------------
 class Q:
-    def __init__(self, key: str, score: float, rank: int) -> None:
-        self.key, self.score, self.rank = key, score, rank
+    def __init__(self, key: str, score: float, rank: int, prediction: dict | None = None) -> None:
+        self.key, self.score, self.rank, self.prediction = key, score, rank, prediction
 
 
 def test_tasks_with_predictions_and_the_config():
-    tasks = tasks_from_queries([Q("b", 0.2, 1), Q("a", 0.9, 0)], project="p", round_number=2,
-                               images={"a": "/x/a.png", "b": "/x/b.png"}, predictions={"a": ("cat", 0.8)}, model_version="v1")  # fmt: skip
+    queries = [Q("b", 0.2, 1), Q("a", 0.9, 0, {"label": "cat", "probability": 0.8})]
+    tasks = tasks_from_queries(queries, project="p", round_number=2, images={"a": "/x/a.png", "b": "/x/b.png"}, model_version="v1")
     assert [t["data"]["activebayes_key"] for t in tasks] == ["a", "b"] and tasks[0]["data"]["image"] == "/x/a.png"
     assert tasks[0]["predictions"] == [{"model_version": "v1", "score": 0.8, "result": [
         {"from_name": "label", "to_name": "image", "type": "choices", "value": {"choices": ["cat"]}}]}]  # fmt: skip
     assert "predictions" not in tasks[1]
+    # regression: the predictive mean as a number result, unscored
+    (task,) = tasks_from_queries([Q("r", 0.5, 0, {"mean": 2.5, "sd": 0.3})], project="p", round_number=1, texts={"r": "x: 1"})
+    assert task["predictions"] == [{"model_version": "activebayes", "result": [
+        {"from_name": "label", "to_name": "text", "type": "number", "value": {"number": 2.5}}]}]  # fmt: skip
     assert '<Choice value="a &amp; b"/>' in labelling_config(["a & b"])
     assert '<Number name="label" toName="text"' in labelling_config(None, kind="text")
 

@@ -332,3 +332,58 @@ def test_deterministic_evaluation_uses_the_network_without_dropout(store, tmp_pa
         ActiveLearningLoop(tiny_factory, "bald", store, "digits", SimulatedOracle(truth), evaluation="deterministic").step()
     with pytest.raises(ConfigError, match="evaluation: expected one of predictive, deterministic"):
         ActiveLearningLoop(tiny_factory, "bald", store, "digits", evaluation="mc")
+
+
+def test_queries_keep_the_round_s_prediction_for_each_item(store, tmp_path):
+    """Each query records the fitted posterior's most probable class and its probability
+    (the same predict_proba the test metrics use); a cold start records none."""
+    truth = make_project(store, tmp_path)
+    results = ActiveLearningLoop(tiny_factory, "bald", store, "digits", SimulatedOracle(truth), batch_size=6, seed=2).run(2)
+    assert [q.prediction for q in store.queries("digits", 1)] == [None] * 6  # nothing fitted yet
+    queried = store.queries("digits", 2)
+    assert [q.key for q in queried] == results[1].queried
+    # round 2 fitted on round 1's answers: refit the closed form and predict the queried rows by hand
+    data = np.load(tmp_path / "digits.npz")
+    labelled = [int(q.key) for q in store.queries("digits", 1)]
+    fitted = TinySoftmax().fit(torch.from_numpy(data["x"][labelled]).float(), torch.from_numpy(truth[labelled]))
+    probs = fitted.predict_proba(torch.from_numpy(data["x"][[q.row for q in queried]]).float()).double()
+    best, index = probs.max(-1)
+    for q, p, c in zip(queried, best.tolist(), index.tolist()):
+        assert q.prediction["label"] == str(c) and q.prediction["probability"] == pytest.approx(p, rel=1e-6)
+    # with evaluation="deterministic" the prediction is the network's without dropout
+    zero = ActiveLearningLoop(lambda seed: AlwaysZero(seed=seed), "bald", store, "digits", SimulatedOracle(truth),
+                              batch_size=3, seed=2, evaluation="deterministic").step()  # fmt: skip
+    assert [q.prediction for q in store.queries("digits", zero.number)] == [{"label": "0", "probability": 1.0}] * 3
+
+
+class ShiftedGaussian:
+    """A regression posterior with a hand-computable predictive: S = 2 samples with means
+    x₀ and x₀ + 1 and noise variance 0.25, so the mixture has mean x₀ + ½ and variance
+    0.25 + ¼ = 0.5."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def fit(self, x: torch.Tensor, y: torch.Tensor) -> ShiftedGaussian:
+        return self
+
+    def predict(self, x: torch.Tensor, n_samples: int | None = None):
+        from activebayes.predictive import GaussianPredictive
+
+        first = x.reshape(x.shape[0], -1)[:, 0].double()
+        return GaussianPredictive(torch.stack([first, first + 1.0]), torch.full((2, x.shape[0]), 0.25, dtype=torch.float64))
+
+
+def test_regression_queries_keep_the_predictive_mean_and_sd(store, tmp_path):
+    path = tmp_path / "digits.npz"
+    write_digits(path)
+    data = np.load(path)
+    store.create_project("reg", task="regression", data_path=path)
+    store.add_items("reg", rows=np.arange(60))
+    truth = data["y"].astype(float)
+    loop = ActiveLearningLoop(lambda seed: ShiftedGaussian(seed), "variance", store, "reg", SimulatedOracle(truth), batch_size=4, seed=0)
+    loop.run(2)
+    queried = store.queries("reg", 2)
+    assert len(queried) == 4
+    for q in queried:
+        assert q.prediction == pytest.approx({"mean": float(data["x"][q.row, 0]) + 0.5, "sd": 0.5**0.5})

@@ -107,6 +107,13 @@ def test_prompt_oracle_labels_skips_retries_and_quits():
     assert "x0" in text and "x1" in text  # a table row is drawn as a table
 
 
+def test_prompt_oracle_shows_hints_under_their_items():
+    out = io.StringIO()
+    answers = PromptOracle(classes="ab", input=io.StringIO("a\nb\n"), output=out, hints={"y": "b (0.91)"}).ask(["x", "y"])
+    assert answers == [Answer("x", "a"), Answer("y", "b")]
+    assert "item 1/2: x\nlabel" in out.getvalue() and "item 2/2: y\nmodel: b (0.91)\nlabel" in out.getvalue()
+
+
 def test_prompt_oracle_end_of_input_acts_as_quit():
     oracle = PromptOracle(input=io.StringIO("yes\n"), output=io.StringIO())
     assert oracle.ask(["a", "b"]) == [Answer("a", "yes"), Answer("b", None)]

@@ -16,7 +16,7 @@ from activebayes.store import PoolStore, alembic_config
 from activebayes.store.models import Item, Observation, Project, Query, Round
 
 TABLES = {"projects", "items", "rounds", "queries", "round_scores", "observations", "round_locks", "alembic_version"}
-HEAD = "0003"
+HEAD = "0004"
 
 
 @pytest.fixture
@@ -371,7 +371,8 @@ def test_queries_outside_the_round_s_pool_are_refused_and_write_nothing(store):
 def _without(dump: list[str], *tables: str) -> list[str]:
     """A `db_dump` less the lines of `tables`: SQLite's CREATE TABLE and INSERT INTO, PostgreSQL's
     TABLE header and rows."""
-    heads = [f"CREATE TABLE {t} (" for t in tables] + [f'INSERT INTO "{t}" ' for t in tables]
+    heads = [f"CREATE TABLE {t} (" for t in tables] + [f'CREATE TABLE "{t}" (' for t in tables]
+    heads += [f'INSERT INTO "{t}" ' for t in tables]
     heads += [f"TABLE {t} (" for t in tables] + [f"{t}: " for t in tables]
     return [line for line in dump if not line.startswith(tuple(heads))]
 
@@ -406,11 +407,15 @@ def test_a_0001_database_with_data_is_upgraded_in_place(store_url, data_file):
                 "round_id", "n_candidates", "item_ids", "scores"}  # fmt: skip
         after = db_dump(store_url)
         assert len(_without(before, "alembic_version")) >= 6  # the projects, items, rounds, ... rows
-        assert _without(after, "round_scores", "round_locks", "alembic_version") == _without(before, "alembic_version")
+        with upgraded.engine.connect() as conn:
+            assert "prediction" in {c["name"] for c in inspect(conn).get_columns("queries")}  # revision 0004
+        unchanged = ("round_scores", "round_locks", "alembic_version", "queries")  # queries: + a NULL column
+        assert _without(after, *unchanged) == _without(before, *unchanged)
         assert len(after) == len(before) + 2  # + the new, empty tables (round_scores, round_locks)
         (old,) = upgraded.rounds("p")
         assert (old.status, old.metrics, old.timings) == ("done", {"accuracy": 0.5}, {"score_s": 0.1})
-        assert [(q.key, q.score, q.value) for q in upgraded.queries("p", 1)] == [("1", 0.7, "b"), ("2", 0.6, "a")]
+        assert [(q.key, q.score, q.value, q.prediction) for q in upgraded.queries("p", 1)] == [
+            ("1", 0.7, "b", None), ("2", 0.6, "a", None)]  # fmt: skip
         assert upgraded.round_scores("p", 1) is None and upgraded.scored_rounds("p") == []  # an old round has none
         upgraded.start_round("p", posterior="mc", acquisition="bald", seed=4)
         upgraded.advance_round("p", 2, "fitted")
@@ -418,3 +423,44 @@ def test_a_0001_database_with_data_is_upgraded_in_place(store_url, data_file):
         upgraded.record_queries_and_scores("p", 2, [int(ids[0])], [0.9], timings={}, candidate_ids=ids,
                                            candidate_scores=np.linspace(0.9, 0.1, len(ids)))  # fmt: skip
         assert upgraded.scored_rounds("p") == [2] and len(upgraded.round_scores("p", 2)[0]) == 5
+
+
+def test_query_predictions_round_trip_and_bad_ones_write_nothing(store):
+    """Each query keeps the round's prediction for its item (revision 0004): a flat mapping of
+    finite numbers and strings, or None; anything else is refused before a row is written."""
+    store.create_project("p", classes=["cat", "dog"])
+    store.add_items("p", rows=range(5))
+    pool, _ = store.candidates("p")
+    store.start_round("p", posterior="x", acquisition="bald", seed=0)
+    store.advance_round("p", 1, "fitted")
+    ids = [int(pool[3]), int(pool[0]), int(pool[1])]
+    refused = [
+        ([{"label": "cat", "probability": 0.9}], DataError, "3 item ids but 1 predictions"),
+        ([{"label": "cat", "probability": float("nan")}, None, None], DataError, "'probability' must be a finite number"),
+        ([{"mean": float("inf")}, None, None], DataError, "'mean' must be a finite number"),
+        ([{"label": ["cat"]}, None, None], DataError, "'label' must be a finite number or a string"),
+        (["cat", None, None], DataError, "a prediction must be a mapping or None"),
+    ]
+    for predictions, error, message in refused:
+        with pytest.raises(error, match=message):
+            store.record_queries("p", 1, ids, [0.9, 0.5, 0.1], timings={}, predictions=predictions)
+        with pytest.raises(error, match=message):
+            store.record_queries_and_scores("p", 1, ids, [0.9, 0.5, 0.1], timings={}, predictions=predictions,
+                                            candidate_ids=pool, candidate_scores=np.zeros(5))  # fmt: skip
+    assert store.rounds("p")[0].status == "fitted" and store.queries("p", 1) == [] and store.scored_rounds("p") == []
+    given = [{"label": "dog", "probability": 0.625}, None, {"label": "cat", "probability": 1}]
+    store.record_queries_and_scores("p", 1, ids, [0.9, 0.5, 0.1], timings={}, predictions=given,
+                                    candidate_ids=pool, candidate_scores=np.zeros(5))  # fmt: skip
+    got = store.queries("p", 1)
+    assert [(q.item_id, q.prediction) for q in got] == [
+        (ids[0], {"label": "dog", "probability": 0.625}), (ids[1], None), (ids[2], {"label": "cat", "probability": 1.0})]  # fmt: skip
+    store.advance_round("p", 1, "failed", failure_reason="stop")
+    store.start_round("p", posterior="x", acquisition="random", seed=1)
+    store.advance_round("p", 2, "fitted")
+    store.record_queries("p", 2, [int(pool[2])], [0.0], timings={})  # a cold start: no predictions at all
+    store.advance_round("p", 2, "failed", failure_reason="stop")
+    store.start_round("p", posterior="gp", acquisition="variance", seed=2)
+    store.advance_round("p", 3, "fitted")
+    store.record_queries("p", 3, [int(pool[4])], [0.3], timings={}, predictions=[{"mean": -1.5, "sd": 0.25}])
+    assert [q.prediction for q in store.queries("p", 2)] == [None]
+    assert [q.prediction for q in store.queries("p", 3)] == [{"mean": -1.5, "sd": 0.25}]

@@ -10,7 +10,11 @@ Tasks (`tasks_from_queries`) follow Label Studio's JSON task format, one task pe
                                   "value": {"choices": ["cat"]}}]}]}
 
 `score` is the query's acquisition score and `rank` its place in the round (1 = chosen first).
-A round stores no predicted classes, so `predictions` is written only when a caller passes them.
+`predictions` is the round's own prediction for the item (`QueryInfo.prediction`), a
+pre-annotation the labeller confirms or corrects: the most probable class with its probability
+as the prediction's score, or for a regression project the predictive mean as a `number`
+result. A query without one (a cold-start round, or one recorded before predictions were
+kept) gets no `predictions`.
 `labelling_config` gives the matching labelling configuration (an `<Image>` or `<Text>` object
 named "image" / "text", and a `<Choices name="label">` over the classes, or `<Number>` for a
 regression project).
@@ -60,19 +64,16 @@ def tasks_from_queries(
     round_number: int,
     images: Mapping[str, str] | None = None,
     texts: Mapping[str, str] | None = None,
-    predictions: Mapping[str, tuple[str, float]] | None = None,
     model_version: str | None = None,
 ) -> list[dict[str, Any]]:
-    """One Label Studio task per query (objects with `key`, `score` and `rank`, rank 0 = first,
-    like the store's QueryInfo), in rank order.
+    """One Label Studio task per query (objects with `key`, `score`, `rank` (0 = first) and
+    `prediction`, like the store's QueryInfo), in rank order.
 
     Args:
         project, round_number: written into each task's data, to tell exports apart.
         images: key -> the image's path or URL (`data["image"]`), for an image pool.
         texts: key -> the item as text (`data["text"]`), for any other pool.
-        predictions: key -> (predicted class, its probability): a pre-annotation per task.
-            None (what the store can give today: it keeps no predicted classes) writes none.
-        model_version: the predictions' `model_version`.
+        model_version: the predictions' `model_version` (default "activebayes").
     """
     to_name = "image" if images is not None else "text"
     tasks = []
@@ -90,12 +91,23 @@ def tasks_from_queries(
         elif texts is not None:
             data["text"] = texts[q.key]
         task: dict[str, Any] = {"data": data}
-        if predictions is not None and q.key in predictions:
-            label, probability = predictions[q.key]
-            result = {"from_name": CONTROL, "to_name": to_name, "type": "choices", "value": {"choices": [str(label)]}}
-            task["predictions"] = [{"model_version": model_version or "activebayes", "score": float(probability), "result": [result]}]
+        prediction = _prediction(getattr(q, "prediction", None), to_name, model_version or "activebayes")
+        if prediction is not None:
+            task["predictions"] = [prediction]
         tasks.append(task)
     return tasks
+
+
+def _prediction(prediction: Mapping[str, Any] | None, to_name: str, model_version: str) -> dict[str, Any] | None:
+    """A query's prediction as one Label Studio prediction: a `choices` result scored by the
+    class's probability, or a `number` result (the predictive mean); None without one."""
+    if not prediction:
+        return None
+    if "label" in prediction:
+        result = {"from_name": CONTROL, "to_name": to_name, "type": "choices", "value": {"choices": [str(prediction["label"])]}}
+        return {"model_version": model_version, "score": float(prediction["probability"]), "result": [result]}
+    result = {"from_name": CONTROL, "to_name": to_name, "type": "number", "value": {"number": float(prediction["mean"])}}
+    return {"model_version": model_version, "result": [result]}
 
 
 def _value(result: Any) -> str | None:

@@ -26,7 +26,7 @@ import math
 import os
 import shutil
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
 import numpy as np
@@ -100,6 +100,8 @@ class PromptOracle:
             and the same item asked again.
         on_undo: called as `on_undo(key, returned)` when the person undoes that answer; returning
             False refuses the undo (it should say why on `output`).
+        hints: key -> a line shown under the item as "model: ..." (the round's prediction, e.g.
+            "7 (0.62)"); the person still types the label.
 
     After `ask`: `stop_requested` is True when the person stopped (q, Ctrl-C, end of input) before
     the last item, `interrupted` when that was Ctrl-C.
@@ -118,7 +120,9 @@ class PromptOracle:
         width: int | None = None,
         on_answer: Callable[[str, str], Any] | None = None,
         on_undo: Callable[[str, Any], bool | None] | None = None,
+        hints: Mapping[str, str] | None = None,
     ) -> None:
+        self.hints = dict(hints or {})
         self.classes = [str(c) for c in classes] if classes is not None else None
         self.feature_names = [str(n) for n in feature_names] if feature_names is not None else None
         self.input = input if input is not None else sys.stdin
@@ -152,6 +156,8 @@ class PromptOracle:
 
     def _show(self, key: str, candidate: Any, index: int, total: int) -> None:
         self._write(f"item {index + 1}/{total}: {key}\n")
+        if self.hints.get(key):
+            self._write(f"model: {self.hints[key]}\n")
         if candidate is None:
             return
         image = _as_image(candidate) if self.image is not False else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections
 import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -305,15 +305,27 @@ def set_status(session: Session, rnd: Round, status: str, **fields: Any) -> None
     session.expire(rnd)
 
 
-def insert_queries(session: Session, round_id: int, item_ids: Sequence[int], scores: Sequence[float]) -> None:
-    """Record a round's queries; rank 0 is the first selected.
+def insert_queries(
+    session: Session,
+    round_id: int,
+    item_ids: Sequence[int],
+    scores: Sequence[float],
+    predictions: Sequence[Mapping[str, Any] | None] | None = None,
+) -> None:
+    """Record a round's queries; rank 0 is the first selected. `predictions` (one per item, or
+    None for none at all): the round's predictive for each item, a flat mapping of names to
+    finite numbers or strings (see `Query.prediction`), or None for an item without one.
 
-    Refused before anything is written: DataError unless the scores pair one to one with the
-    items; StoreError for an item queried twice or one outside the pool of the round's own
-    project (another project's item, a test item, no item at all)."""
+    Refused before anything is written: DataError unless the scores (and predictions) pair one
+    to one with the items, or for a prediction that is not such a mapping; StoreError for an
+    item queried twice or one outside the pool of the round's own project (another project's
+    item, a test item, no item at all)."""
     ids, values = [int(i) for i in item_ids], [float(s) for s in scores]
     if len(ids) != len(values):
         raise DataError(f"queries: {len(ids)} item ids but {len(values)} scores; pass one score per item")
+    guesses = [None] * len(ids) if predictions is None else [_checked_prediction(p) for p in predictions]
+    if len(guesses) != len(ids):
+        raise DataError(f"queries: {len(ids)} item ids but {len(guesses)} predictions; pass one per item (None for none)")
     if len(set(ids)) != len(ids):
         twice = next(i for i, n in collections.Counter(ids).items() if n > 1)
         raise StoreError(f"queries: item id {twice} is queried twice in one round")
@@ -322,8 +334,28 @@ def insert_queries(session: Session, round_id: int, item_ids: Sequence[int], sco
         {"round_id": round_id, "item_id": i, "score": s if math.isfinite(s) else 0.0, "rank": r}
         for r, (i, s) in enumerate(zip(ids, values))
     ]
+    if any(g is not None for g in guesses):  # else the column is left out: NULL
+        for row, g in zip(rows, guesses):
+            row["prediction"] = g
     if rows:
         session.execute(insert(Query.__table__), rows)
+
+
+def _checked_prediction(prediction: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A query's prediction as a plain dict of str -> finite float or str; DataError otherwise."""
+    if prediction is None:
+        return None
+    if not isinstance(prediction, Mapping):
+        raise DataError(f"queries: a prediction must be a mapping or None, got {prediction!r}")
+    out: dict[str, Any] = {}
+    for name, value in prediction.items():
+        if isinstance(value, str):
+            out[str(name)] = value
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            out[str(name)] = float(value)
+        else:
+            raise DataError(f"queries: prediction {name!r} must be a finite number or a string, got {value!r}")
+    return out
 
 
 def _check_pool_items(session: Session, round_id: int, ids: Sequence[int], chunk: int = 10_000) -> None:
@@ -344,14 +376,17 @@ def _check_pool_items(session: Session, round_id: int, ids: Sequence[int], chunk
         )
 
 
-def round_queries(session: Session, round_id: int) -> list[tuple[int, str, int, float, int, str | None]]:
-    """(item id, key, row, score, rank, answer or None) of a round's queries, by rank.
+def round_queries(
+    session: Session, round_id: int
+) -> list[tuple[int, str, int, float, int, str | None, dict[str, Any] | None]]:
+    """(item id, key, row, score, rank, answer or None, prediction or None) of a round's queries,
+    by rank.
 
     The answer of a consumable item is its latest observation; a reusable item (a design asked
     again and again) counts as answered only by an observation recorded for this round.
     """
     stmt = (
-        select(Query.item_id, Item.key, Item.row, Query.score, Query.rank, Item.consumable)
+        select(Query.item_id, Item.key, Item.row, Query.score, Query.rank, Item.consumable, Query.prediction)
         .join(Item, Item.id == Query.item_id)
         .where(Query.round_id == round_id)
         .order_by(Query.rank)
@@ -367,7 +402,7 @@ def round_queries(session: Session, round_id: int) -> list[tuple[int, str, int, 
         )
         stmt = select(Observation.item_id, Observation.value).where(Observation.id.in_(inner))
         values.update({item: value for item, value in session.execute(stmt)})
-    return [(r[0], r[1], r[2], r[3], r[4], values.get(r[0])) for r in result]
+    return [(r[0], r[1], r[2], r[3], r[4], values.get(r[0]), r[6]) for r in result]
 
 
 def pack_round_scores(item_ids: Sequence[int] | np.ndarray, scores: Sequence[float] | np.ndarray) -> tuple[bytes, bytes, int]:

@@ -3,7 +3,8 @@
     projects      one study: task, classes, the data file (path, format, sha256), settings
     items         one candidate: stable key, row index into the data file, pool|test split
     rounds        one fit → score → query → answer cycle and its status, metrics, timings
-    queries       what a round asked: item, acquisition score, rank (0 = best)
+    queries       what a round asked: item, acquisition score, rank (0 = best), and the
+                  model's prediction for the item when it was asked (revision 0004)
     round_scores  every candidate's acquisition score of a round (one row per scored round,
                   packed arrays; see `RoundScores`), for the reports' histograms
     observations  append-only answers: item, value, who, source, round (nullable), time
@@ -195,6 +196,10 @@ class Query(Base):
     item_id: Mapped[int] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"))
     score: Mapped[float] = mapped_column(Float)
     rank: Mapped[int] = mapped_column(Integer)
+    # the round's posterior predictive for the item (a pre-annotation): {"label": class,
+    # "probability": p} or {"mean": μ, "sd": σ}; None for a cold-start round or one recorded
+    # before revision 0004
+    prediction: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
 
 class RoundScores(Base):

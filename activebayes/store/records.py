@@ -38,7 +38,9 @@ class RoundInfo:
 
 @dataclass(frozen=True)
 class QueryInfo:
-    """One query of a round: `value` is the item's latest label, None while unanswered."""
+    """One query of a round: `value` is the item's latest label, None while unanswered;
+    `prediction` the round's posterior predictive for the item ({"label": class, "probability":
+    p} or {"mean": μ, "sd": σ}), None for a cold-start round or one recorded before it was kept."""
 
     item_id: int
     key: str
@@ -46,6 +48,7 @@ class QueryInfo:
     score: float
     rank: int
     value: str | None
+    prediction: dict[str, Any] | None = None
 
 
 def _project_info(p: Project) -> ProjectInfo:

@@ -44,7 +44,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -692,14 +692,18 @@ class PoolStore:
             return _round_info(rnd)
 
     def record_queries(
-        self, name: str, number: int, item_ids: Sequence[int], scores: Sequence[float], *, timings: dict[str, float]
+        self,
+        name: str,
+        number: int,
+        item_ids: Sequence[int],
+        scores: Sequence[float],
+        *,
+        timings: dict[str, float],
+        predictions: Sequence[Mapping[str, Any] | None] | None = None,
     ) -> RoundInfo:
-        """Record a round's queries (rank = position) and move it to "scored", in one transaction."""
-        with self.transaction() as s:
-            rnd = access.get_round(s, access.get_project(s, name), number)
-            access.insert_queries(s, rnd.id, item_ids, scores)
-            access.set_status(s, rnd, RoundStatus.scored, timings={**(rnd.timings or {}), **timings})
-            return _round_info(rnd)
+        """Record a round's queries (rank = position) and move it to "scored", in one transaction.
+        `predictions`: the round's prediction per item (`QueryInfo.prediction`), or None."""
+        return self.record_queries_and_scores(name, number, item_ids, scores, timings=timings, predictions=predictions)
 
     def queries(self, name: str, number: int) -> list[QueryInfo]:
         with self.transaction(write=False) as s:
@@ -730,6 +734,7 @@ class PoolStore:
         timings: dict[str, float],
         candidate_ids: Sequence[int] | np.ndarray | None = None,
         candidate_scores: Sequence[float] | np.ndarray | None = None,
+        predictions: Sequence[Mapping[str, Any] | None] | None = None,
     ) -> RoundInfo:
         """`record_queries`, and in the same transaction the score of every candidate the round
         scored (`candidate_ids` [N] item ids, `candidate_scores` [N]; see `RoundScores`).
@@ -738,7 +743,7 @@ class PoolStore:
             raise DataError("candidate_ids, candidate_scores: pass both or neither")
         with self.transaction() as s:
             rnd = access.get_round(s, access.get_project(s, name), number)
-            access.insert_queries(s, rnd.id, item_ids, scores)
+            access.insert_queries(s, rnd.id, item_ids, scores, predictions)
             if candidate_ids is not None:
                 access.insert_round_scores(s, rnd.id, candidate_ids, candidate_scores)
             access.set_status(s, rnd, RoundStatus.scored, timings={**(rnd.timings or {}), **timings})
