@@ -97,10 +97,10 @@ def test_classes_read_from_labels_text_one_hot_and_standardised(db):
     json.loads(ok("--json", "round", "--device", "cpu", "--samples", "2", "--epochs", "1", "--k", "2").stdout)
     with Path("t-round-3.csv").open(newline="") as fh:
         header, *lines = list(csv.reader(fh))
-    assert header[4:] == ["f0", "f1", "colour=blue", "colour=green", "colour=red"]
+    assert header[4:] == ["predicted", "probability", "f0", "f1", "colour=blue", "colour=green", "colour=red"]
     by_key = {f"r{i:02d}": raw[i] for i in range(len(raw))}
     for line in lines:
-        assert [float(v) for v in line[4:]] == pytest.approx(by_key[line[0]].tolist(), rel=1e-5)
+        assert [float(v) for v in line[6:]] == pytest.approx(by_key[line[0]].tolist(), rel=1e-5)
 
 
 def test_no_standardize_keeps_raw_features(db):
