@@ -260,7 +260,6 @@ def queries_table(title: str, queries: list[Any], acquisition: str) -> Table:
     return table
 
 
-
 def check_model_output(model_fn: Any, x: Any, n_classes: int, spec: str) -> None:
     """Build the network once and run two items through it: logits [2, C] expected."""
     import torch

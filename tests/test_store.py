@@ -391,7 +391,12 @@ def test_a_0001_database_with_data_is_upgraded_in_place(store_url, data_file):
     store.start_round("p", posterior="mc", acquisition="bald", seed=3)
     store.advance_round("p", 1, "fitted", metrics={"accuracy": 0.5})
     ids, _ = store.candidates("p")
-    store.record_queries("p", 1, ids[:2].tolist(), [0.7, 0.6], timings={"score_s": 0.1})
+    with store.transaction() as s:  # the queries as revision 0001 wrote them (no prediction column)
+        round_id = s.scalar(text("SELECT id FROM rounds"))
+        for rank, (item, score) in enumerate(zip(ids[:2].tolist(), [0.7, 0.6])):
+            s.execute(text("INSERT INTO queries (round_id, item_id, score, rank) VALUES (:r, :i, :s, :k)"),
+                      {"r": round_id, "i": item, "s": score, "k": rank})  # fmt: skip
+    store.advance_round("p", 1, "scored", timings={"score_s": 0.1})
     store.advance_round("p", 1, "queried")
     store.record_answers("p", 1, [("1", "b"), ("2", "a")], who="ann", source="cli", complete=True)
     store.advance_round("p", 1, "done")
@@ -464,3 +469,5 @@ def test_query_predictions_round_trip_and_bad_ones_write_nothing(store):
     store.record_queries("p", 3, [int(pool[4])], [0.3], timings={}, predictions=[{"mean": -1.5, "sd": 0.25}])
     assert [q.prediction for q in store.queries("p", 2)] == [None]
     assert [q.prediction for q in store.queries("p", 3)] == [{"mean": -1.5, "sd": 0.25}]
+    with store.transaction(write=False) as s:  # no prediction is SQL NULL, not the JSON text 'null'
+        assert s.execute(text("SELECT count(*) FROM queries WHERE prediction IS NULL")).scalar() == 2

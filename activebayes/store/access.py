@@ -331,12 +331,9 @@ def insert_queries(
         raise StoreError(f"queries: item id {twice} is queried twice in one round")
     _check_pool_items(session, round_id, ids)
     rows = [
-        {"round_id": round_id, "item_id": i, "score": s if math.isfinite(s) else 0.0, "rank": r}
-        for r, (i, s) in enumerate(zip(ids, values))
+        {"round_id": round_id, "item_id": i, "score": s if math.isfinite(s) else 0.0, "rank": r, "prediction": g}
+        for r, (i, s, g) in enumerate(zip(ids, values, guesses))
     ]
-    if any(g is not None for g in guesses):  # else the column is left out: NULL
-        for row, g in zip(rows, guesses):
-            row["prediction"] = g
     if rows:
         session.execute(insert(Query.__table__), rows)
 
@@ -358,14 +355,14 @@ def _checked_prediction(prediction: Mapping[str, Any] | None) -> dict[str, Any] 
     return out
 
 
-def _check_pool_items(session: Session, round_id: int, ids: Sequence[int], chunk: int = 10_000) -> None:
+def _check_pool_items(session: Session, round_id: int, ids: Sequence[int]) -> None:
     """StoreError naming the first of `ids` that is not a pool item of round `round_id`'s project."""
     if not ids:
         return
     project_id = session.scalar(select(Round.project_id).where(Round.id == round_id))
     found: set[int] = set()
-    for start in range(0, len(ids), chunk):  # bounded IN lists (SQLite's variable limit)
-        part = ids[start : start + chunk]
+    for start in range(0, len(ids), KEY_CHUNK):
+        part = ids[start : start + KEY_CHUNK]
         stmt = select(Item.id).where(Item.id.in_(part), Item.project_id == project_id, Item.split == "pool")
         found.update(session.scalars(stmt))
     missing = [i for i in ids if i not in found]

@@ -199,7 +199,7 @@ class Query(Base):
     # the round's posterior predictive for the item (a pre-annotation): {"label": class,
     # "probability": p} or {"mean": μ, "sd": σ}; None for a cold-start round or one recorded
     # before revision 0004
-    prediction: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    prediction: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True), nullable=True)  # None: SQL NULL
 
 
 class RoundScores(Base):
