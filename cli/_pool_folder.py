@@ -55,6 +55,7 @@ def add_folder(
     test_fraction: float,
     labels_are_known: bool,
     seed: int,
+    skip_unreadable: bool = False,
 ) -> None:
     """Check everything, convert the folder, record it through `register_pool`; print the summary."""
     from activebayes.data.images import FORMAT, convert_folder, parse_image_size
@@ -93,10 +94,14 @@ def add_folder(
     classes = info.classes if info.task == "classification" and info.classes else None
     try:
         npz, images = convert_folder(
-            folder, cache_folder(st.db), image_size=size, labels_from_folders=labels_from_folders, classes=classes, stem=name
+            folder, cache_folder(st.db), image_size=size, labels_from_folders=labels_from_folders, classes=classes, stem=name,
+            skip_unreadable=skip_unreadable,
         )
     except DataError as exc:
-        raise DataError(flag_names(str(exc))) from exc
+        message = flag_names(str(exc))
+        if "is not a readable image" in message:
+            message = message.replace("; repair or remove it", "; repair or remove it, or pass --skip-unreadable to leave it out")
+        raise DataError(message) from exc
     try:
         summary = register_pool(
             store, name, npz, truth=truth, test_fraction=test_fraction, labels_are_known=labels_are_known, seed=seed
@@ -113,6 +118,11 @@ def add_folder(
         summary["notes"].append(
             f"skipped {images['skipped']} file(s) that are not .png/.jpg/.jpeg, e.g. {images['skipped_example']!r}"
         )
+    if images["unreadable"]:
+        shown_files = ", ".join(f"{rel!r} ({reason})" for rel, reason in images["unreadable"][:5])
+        more = f" and {len(images['unreadable']) - 5} more" if len(images["unreadable"]) > 5 else ""
+        summary["notes"].append(f"left out {len(images['unreadable'])} unreadable image(s) (--skip-unreadable): {shown_files}{more}")
+    summary["unreadable"] = [rel for rel, _ in images["unreadable"]]
     for note in summary["notes"]:
         st.out.note(note)
     truth_text = {"none": "no labels", "known": "labels imported", "held-back": "labels held back as the truth"}

@@ -22,6 +22,7 @@ class ImageLayout(str, Enum):
 class Categorical(str, Enum):
     auto = "auto"
     error = "error"
+    force = "force"
 
 
 def infer_classes(labels: list[str] | None, file: Path, truth: Path | None) -> list[str]:
@@ -43,19 +44,55 @@ def infer_classes(labels: list[str] | None, file: Path, truth: Path | None) -> l
     return found
 
 
+class Missing(str, Enum):
+    impute = "impute"
+    drop = "drop"
+    error = "error"
+
+
 def feature_settings(data: Any, fmt: str, pool_rows: np.ndarray, standardize: bool) -> dict[str, Any] | None:
-    """settings["features"] of a new pool: the text columns' categories and, for a table
-    ([N, D] csv/npz) unless --no-standardize, each feature's mean and scale over the pool rows
-    (the test split excluded), applied at every load (`activebayes.data.fit_features`)."""
+    """settings["features"] of a new npz table ([N, D]) unless --no-standardize: each feature's
+    mean and scale over the pool rows (the test split excluded), applied at every load
+    (`activebayes.data.fit_features`). A csv table's spec comes from `csv_pool`."""
     from activebayes.data.features import can_standardize, fit_features
 
-    scaled = standardize and can_standardize(fmt, data.x)
-    if not scaled and not data.categories:
+    if not (standardize and can_standardize(fmt, data.x)):
         return None
-    rows = np.asarray(data.x)[pool_rows] if scaled else data.x
-    return fit_features(
-        rows, categories=data.categories, one_hot_columns=data.one_hot_columns, standardize_features=scaled
-    )
+    return fit_features(np.asarray(data.x)[pool_rows], standardize_features=True)
+
+
+def remove_text_models(spec: dict[str, Any] | None) -> None:
+    """Delete the text models a spec's fit wrote (a `pool add` that records nothing leaves none)."""
+    for column in (spec or {}).get("columns", ()):
+        if column.get("kind") == "text":
+            Path(column["file"]).unlink(missing_ok=True)
+
+
+def csv_pool(file: Path, options: Any, *, classes: Any, test_fraction: float, seed: int, standardize: bool, text_folder: Path) -> dict[str, Any]:
+    """A csv file planned, split and encoded as `pool add` does it (`activebayes.data.tabular`):
+    the feature pipeline fitted on the pool rows only; rows with a gap left out under --missing
+    drop. Returns {"data", "spec", "plan", "pool_rows", "test_rows", "dropped"}."""
+    from activebayes.data.csv_table import read_csv_table
+    from activebayes.data.loaders import check_labels, dataset_from_table
+    from activebayes.data.tabular import fit_table_spec, plan_table
+
+    table = read_csv_table(file)
+    plan = plan_table(table, options)
+    dropped = plan.rows_with_gaps() if options.missing == "drop" else np.zeros(0, dtype=np.int64)
+    kept = np.setdiff1d(np.arange(len(table)), dropped)
+    if kept.size == 0:
+        raise CliError(f"--missing drop: every row of {file} has a missing value", "use --missing impute")
+    pool_at, test_at = split_rows(kept.size, test_fraction, seed)
+    pool_rows, test_rows = kept[pool_at], kept[test_at]
+    if classes is not None and options.label_column is not None:
+        check_labels(np.asarray(table.column(options.label_column)), classes, file, table.lines)
+    spec = fit_table_spec(plan, pool_rows, standardize=standardize, text_folder=text_folder)  # on the pool rows
+    try:
+        data = dataset_from_table(table, spec, options.label_column, plan.key_column)
+    except BaseException:
+        remove_text_models(spec)
+        raise
+    return {"data": data, "spec": spec, "plan": plan, "pool_rows": pool_rows, "test_rows": test_rows, "dropped": dropped}
 
 
 def _csv_header(path: Path) -> list[str]:
@@ -92,12 +129,21 @@ def register_pool(
     who: str = "import",
     standardize: bool = True,
     categorical: str = "auto",
+    missing: str = "impute",
+    features: tuple[str, ...] | None = None,
+    ignore: tuple[str, ...] = (),
+    text_columns: tuple[str, ...] = (),
+    na_values: tuple[str, ...] = (),
+    text_folder: Path | None = None,
 ) -> dict[str, Any]:
     """Validate `file` whole, then record it and its items in the store; returns a summary.
 
-    Shared by `pool add` and `demo`.
+    Shared by `pool add` and `demo`. A csv table is read by `csv_pool` (key column: --key-column,
+    else `key` or `id` in any case, else the row number); `text_folder` takes the fitted model of
+    a --text-column (default: `activebayes-cache/` in the current folder).
     """
     from activebayes.data import detect_format, label_text, load_dataset, truth_labels
+    from activebayes.data.tabular import TableOptions
     from activebayes.errors import DataError
 
     info = store.project(name)
@@ -107,65 +153,88 @@ def register_pool(
             "create another project with `activebayes init --name NAME` for a second data file",
         )
     fmt = detect_format(file)
-    notes = []
+    notes: list[str] = []
+    classes = info.classes if info.task == "classification" else None
+    table_options = features is not None or ignore or text_columns or na_values
+    if fmt != "csv" and (key_column is not None or label_column is not None or table_options):
+        raise CliError(
+            f"--key-column/--label-column/--features/--ignore/--text-column/--na-values: only a .csv file has columns, got a .{fmt} file",
+            "leave them out",
+        )
+    table = None
     if fmt == "csv":
         header = _csv_header(file)
-        if key_column is None and "key" in header:
-            key_column = "key"
-            notes.append("using the column 'key' as item keys (--key-column)")
         if label_column is None and "label" in header:
             label_column = "label"
             notes.append("using the column 'label' as labels (--label-column)")
-    elif key_column is not None or label_column is not None:
-        raise CliError(f"--key-column/--label-column: only a .csv file has columns, got a .{fmt} file", "leave them out")
-    classes = info.classes if info.task == "classification" else None
-    data = load_dataset(
-        file, format=fmt, label_column=label_column, key_column=key_column, classes=classes,
-        image_layout=image_layout, categorical=categorical,
-    )  # fmt: skip
-    n = len(data)
-    keys = data.keys if data.keys is not None else [str(i) for i in range(n)]
-    labels = [label_text(v) for v in data.y.tolist()] if data.y is not None else None
-    if truth is not None:
-        if labels is not None:
-            raise CliError(f"--truth: {file} already holds labels", "leave --truth out, or drop the labels from FILE")
-        try:
-            labels = truth_labels(truth, keys, classes)
-        except DataError as exc:
-            raise DataError(f"--truth: {exc}") from exc
-    if labels is None and (labels_are_known or test_fraction > 0):
-        option = "--labels-are-known" if labels_are_known else "--test-fraction"
-        raise CliError(f"{option}: {file} has no labels", "pass --label-column C for a csv, or leave the option out")
-    new_classes = None
-    if info.task == "classification" and classes is None:
-        new_classes = infer_classes(labels, file, truth)
-        notes.append(f"classes read from the labels: {', '.join(new_classes[:20])}" + (" ..." if len(new_classes) > 20 else ""))
-    pool_rows, test_rows = split_rows(n, test_fraction, seed)
-    features = feature_settings(data, fmt, pool_rows, standardize)
-    truth_kind = "none" if labels is None else ("known" if labels_are_known else "held-back")
-    settings = {
-        "label_column": label_column,
-        "key_column": key_column,
-        "image_layout": image_layout,
-        "truth": truth_kind,
-        "test_fraction": test_fraction,
-        "split_seed": seed,
-    }
-    if features is not None:
-        settings["features"] = features
-    if truth is not None:
-        from activebayes.data import sha256_file
+        options = TableOptions(
+            label_column=label_column, key_column=key_column, features=features, ignore=tuple(ignore),
+            text_columns=tuple(text_columns), categorical=categorical, missing=missing, na_values=tuple(na_values),
+        )  # fmt: skip
+        table = csv_pool(
+            file, options, classes=classes, test_fraction=test_fraction, seed=seed, standardize=standardize,
+            text_folder=text_folder if text_folder is not None else Path.cwd() / "activebayes-cache",
+        )  # fmt: skip
+        data, plan = table["data"], table["plan"]
+        key_column = plan.key_column
+        notes = plan.notes + notes
+    else:
+        data = load_dataset(file, format=fmt, classes=classes, image_layout=image_layout)
+    try:
+        n = len(data)
+        keys = data.keys if data.keys is not None else [str(i) for i in range(n)]
+        labels = [label_text(v) for v in data.y.tolist()] if data.y is not None else None
+        if truth is not None:
+            if labels is not None:
+                raise CliError(f"--truth: {file} already holds labels", "leave --truth out, or drop the labels from FILE")
+            try:
+                labels = truth_labels(truth, keys, classes)
+            except DataError as exc:
+                raise DataError(f"--truth: {exc}") from exc
+        if labels is None and (labels_are_known or test_fraction > 0):
+            option = "--labels-are-known" if labels_are_known else "--test-fraction"
+            raise CliError(f"{option}: {file} has no labels", "pass --label-column C for a csv, or leave the option out")
+        new_classes = None
+        if info.task == "classification" and classes is None:
+            if labels is not None and table is not None:  # the rows --missing drop left out say nothing of the classes
+                labels_seen = [labels[i] for i in np.sort(np.concatenate([table["pool_rows"], table["test_rows"]]))]
+            else:
+                labels_seen = labels
+            new_classes = infer_classes(labels_seen, file, truth)
+            notes.append(f"classes read from the labels: {', '.join(new_classes[:20])}" + (" ..." if len(new_classes) > 20 else ""))
+        if table is not None:
+            pool_rows, test_rows, spec = table["pool_rows"], table["test_rows"], table["spec"]
+        else:
+            pool_rows, test_rows = split_rows(n, test_fraction, seed)
+            spec = feature_settings(data, fmt, pool_rows, standardize)
+        truth_kind = "none" if labels is None else ("known" if labels_are_known else "held-back")
+        settings = {
+            "label_column": label_column,
+            "key_column": key_column,
+            "image_layout": image_layout,
+            "truth": truth_kind,
+            "test_fraction": test_fraction,
+            "split_seed": seed,
+        }
+        if spec is not None:
+            settings["features"] = spec
+        if truth is not None:
+            from activebayes.data import sha256_file
 
-        settings.update(truth_path=str(truth.resolve()), truth_sha256=sha256_file(truth))
-    # Everything is validated: one transaction records the file, the items and the known labels
-    # (the test split's always, the pool's with --labels-are-known).
-    known_rows = list(test_rows) + (list(pool_rows) if labels_are_known else [])
-    store.import_pool(
-        name, file, data_format=fmt, settings=settings,
-        pool_rows=pool_rows, pool_keys=[keys[i] for i in pool_rows],
-        test_rows=test_rows, test_keys=[keys[i] for i in test_rows],
-        observations=[(keys[i], labels[i]) for i in known_rows], who=who, source="import", classes=new_classes,
-    )  # fmt: skip
+            settings.update(truth_path=str(truth.resolve()), truth_sha256=sha256_file(truth))
+        # Everything is validated: one transaction records the file, the items and the known labels
+        # (the test split's always, the pool's with --labels-are-known).
+        known_rows = list(test_rows) + (list(pool_rows) if labels_are_known else [])
+        store.import_pool(
+            name, file, data_format=fmt, settings=settings,
+            pool_rows=pool_rows, pool_keys=[keys[i] for i in pool_rows],
+            test_rows=test_rows, test_keys=[keys[i] for i in test_rows],
+            observations=[(keys[i], labels[i]) for i in known_rows], who=who, source="import", classes=new_classes,
+        )  # fmt: skip
+    except BaseException:
+        remove_text_models(table["spec"] if table is not None else None)
+        raise
+    plan = table["plan"] if table is not None else None
     return {
         "project": name,
         "file": str(file.resolve()),
@@ -175,8 +244,14 @@ def register_pool(
         "test_items": int(len(test_rows)),
         "truth": truth_kind,
         "features": list(data.x.shape[1:]),
-        "standardized": bool(features and features["standardize"]),
+        "standardized": bool(spec and spec["standardize"]),
         "categorical": dict(data.categories or {}),
+        "text_columns": [c.name for c in plan.columns if c.kind == "text"] if plan else [],
+        "ignored": [h for h in plan.table.header if h not in {c.name for c in plan.columns} | {label_column, key_column}] if plan else [],
+        "key_column": key_column,
+        "missing": plan.missing_counts() if plan else {},
+        "missing_mode": missing if plan else None,
+        "dropped_rows": [int(r) for r in table["dropped"]] if table is not None else [],
         "classes": new_classes if new_classes is not None else classes,
         "notes": notes,
     }

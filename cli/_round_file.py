@@ -73,13 +73,17 @@ def image_shape(info: Any, data: Any) -> tuple[int, ...] | None:
 
 
 def feature_columns(info: Any, data: Any) -> list[str]:
-    """The names of the features' columns in the round file: a csv pool's own column names (less
-    its key and label columns), else x0, x1, ... over the flattened item. A name that clashes
+    """The names of the features' columns in the round file: a csv pool's own feature columns (as
+    in the file: no key, label or ignored column), else x0, x1, ... over the flattened item. A name that clashes
     with key, label, score, rank, the prediction's columns or another column gets a 'feature_'
     prefix."""
-    width = int(np.prod(data.x.shape[1:]))
-    own = getattr(data, "feature_names", None)
-    names = list(own) if own is not None and len(own) == width else [f"x{j}" for j in range(width)]
+    raw_columns = getattr(data, "raw_columns", None)
+    if raw_columns is not None:  # a csv table: its feature columns as in the file
+        names = list(raw_columns)
+    else:
+        width = int(np.prod(data.x.shape[1:]))
+        own = getattr(data, "feature_names", None)
+        names = list(own) if own is not None and len(own) == width else [f"x{j}" for j in range(width)]
     taken = set(RESERVED_COLUMNS)
     out = []
     for name in names:

@@ -285,7 +285,7 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
 
     classes = info.classes if info.task == "classification" else None
     hints = {q.key: prediction_text(q.prediction) for q in pending if q.prediction}  # the round's predictions
-    oracle = PromptOracle(classes=classes, feature_names=data.feature_names, output=stream, on_answer=on_answer, on_undo=on_undo,
+    oracle = PromptOracle(classes=classes, feature_names=data.raw_columns if getattr(data, "raw_columns", None) is not None else data.feature_names, output=stream, on_answer=on_answer, on_undo=on_undo,
                           hints=hints)  # fmt: skip
     try:
         answers = oracle.ask(keys, (data.raw if getattr(data, "raw", None) is not None else data.x)[[q.row for q in pending]])

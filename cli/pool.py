@@ -7,10 +7,16 @@ from, or imported as observations with --labels-are-known. With --test-fraction 
 random share of the rows becomes the test split, whose labels are recorded so that every round
 reports test accuracy.
 
-Tables are made ready for a network: a csv text column is one-hot encoded (--categorical auto;
-its categories recorded, `error` refuses text), and the features of a csv/npz table are
-standardised (z = (x - mean) / sd per feature, statistics over the pool rows, recorded in the
-project's settings and applied at every fit and score; --no-standardize keeps them raw). A
+Tables are made ready for a network (`activebayes.data.tabular`). The key column is
+--key-column, else a column named `key` or `id` (any case), else the row number; --features and
+--ignore choose the feature columns. A text column is one-hot encoded (--categorical auto; `error`
+refuses text), except one that looks like an identifier or has more levels than max(50, 5 % of
+rows), which is refused in one line unless --categorical force; --text-column reads prose as
+TF-IDF + SVD features. Missing values (empty, NA, N/A, NaN, null, ?, and --na-values) are imputed
+(--missing impute: the median or most frequent level, plus a 0/1 indicator per column with gaps),
+dropped with their rows (drop) or refused (error). The features of a csv/npz table are
+standardised (z = (x - mean) / sd). Every statistic is learnt on the pool rows only, recorded in
+the project's settings and applied at every fit and score; --no-standardize keeps numbers raw. A
 project created without --classes reads its classes from the labels here (naturally sorted).
 """
 
@@ -24,7 +30,7 @@ from rich.markup import escape
 
 from activebayes_cli._context import state
 from activebayes_cli._parse import existing_file, fraction
-from activebayes_cli._pool_import import Categorical, ImageLayout, register_pool
+from activebayes_cli._pool_import import Categorical, ImageLayout, Missing, register_pool
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -41,7 +47,13 @@ def add(
     image_layout: Annotated[ImageLayout, typer.Option("--image-layout", help="IDX images as flat rows or [1, H, W] (for --model cnn).")] = ImageLayout.flat,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the test split.")] = 0,
     standardize: Annotated[bool, typer.Option("--standardize/--no-standardize", help="Standardise a table's features (mean 0, sd 1 over the pool; recorded, applied at every fit and score).")] = True,
-    categorical: Annotated[Categorical, typer.Option("--categorical", help="csv text columns: auto (one-hot encoded, categories recorded) or error.")] = Categorical.auto,
+    categorical: Annotated[Categorical, typer.Option("--categorical", help="csv text columns: auto (one-hot encoded, categories recorded; identifier-like or many-level columns refused), force (encode those too) or error.")] = Categorical.auto,
+    missing: Annotated[Missing, typer.Option("--missing", help="csv missing values: impute (median / most frequent level, plus a 0/1 indicator per column with gaps), drop (leave those rows out) or error.")] = Missing.impute,
+    na_values: Annotated[Optional[list[str]], typer.Option("--na-values", help="More csv cells that mean 'missing' (besides empty, NA, N/A, NaN, null, ?); repeat it or separate with commas.")] = None,
+    ignore: Annotated[Optional[list[str]], typer.Option("--ignore", help="A csv column to leave out (repeat it): a row number, a note, a date.")] = None,
+    features: Annotated[Optional[str], typer.Option("--features", help="The csv columns to use as features, comma-separated (default: all but the key, label and --ignore columns).")] = None,
+    text_column: Annotated[Optional[list[str]], typer.Option("--text-column", help="A csv column of free text, read as TF-IDF + SVD features and shown as text (repeat it).")] = None,
+    skip_unreadable: Annotated[bool, typer.Option("--skip-unreadable", help="FOLDER of images: leave out (and name) files that cannot be read, instead of refusing the folder.")] = False,
     image_size: Annotated[Optional[str], typer.Option("--image-size", help="FOLDER of images: resize every image to HxW (e.g. 32x32); default: their common size.")] = None,
     labels_from_folders: Annotated[bool, typer.Option("--labels-from-folders", help="FOLDER of images: each image's label is its sub-folder's name.")] = False,
 ) -> None:
@@ -53,6 +65,7 @@ def add(
         return add_folder(
             st, file, image_size=image_size, labels_from_folders=labels_from_folders, truth=truth, key_column=key_column,
             label_column=label_column, test_fraction=test_fraction, labels_are_known=labels_are_known, seed=seed,
+            skip_unreadable=skip_unreadable,
         )  # fmt: skip
     existing_file(file, "FILE")
     if truth is not None:
@@ -60,10 +73,15 @@ def add(
     fraction(test_fraction, "--test-fraction")
     store = st.store(upgrade=True)  # writes: an older schema is upgraded first
     name = st.project_name()
+    from activebayes_cli._pool_folder import cache_folder
+
     summary = register_pool(
         store, name, file, key_column=key_column, label_column=label_column, test_fraction=test_fraction,
         labels_are_known=labels_are_known, truth=truth, image_layout=image_layout.value, seed=seed,
-        standardize=standardize, categorical=categorical.value,
+        standardize=standardize, categorical=categorical.value, missing=missing.value,
+        features=column_list(features, "--features") if features is not None else None, ignore=tuple(ignore or ()),
+        text_columns=tuple(text_column or ()), na_values=tuple(v for item in na_values or () for v in item.split(",")),
+        text_folder=cache_folder(st.db),
     )  # fmt: skip
     for note in summary["notes"]:
         st.out.note(note)
@@ -77,8 +95,36 @@ def add(
             + f" from {file} ({summary['format']}, features {summary['features']}"
             + ("; standardised" if summary["standardized"] else "")
             + (f"; one-hot: {', '.join(summary['categorical'])}" if summary["categorical"] else "")
+            + (f"; text: {', '.join(summary['text_columns'])}" if summary["text_columns"] else "")
             + f"; {truth_text[summary['truth']]})."
         )
+        for line in table_lines(summary):
+            console.print(escape(line))
         console.print(f"Next: {escape(next_hint)}")
 
     st.out.result(summary, render)
+
+
+def column_list(text: str, option: str) -> tuple[str, ...]:
+    """The column names of a comma-separated option; CliError when it names none."""
+    from activebayes_cli._app import CliError
+
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if not names:
+        raise CliError(f"{option}: no column names in {text!r}", f"give them comma-separated, e.g. {option} age,height")
+    return names
+
+
+def table_lines(summary: dict) -> list[str]:
+    """The import summary's lines about a table's columns: key, columns left out, gaps."""
+    lines = []
+    if summary.get("key_column"):
+        lines.append(f"Keys: column {summary['key_column']!r}.")
+    if summary.get("ignored"):
+        lines.append(f"Not features: {', '.join(summary['ignored'])}.")
+    gaps = summary.get("missing") or {}
+    if gaps:
+        listed = ", ".join(f"{name} {count}" for name, count in gaps.items())
+        done = {"impute": "imputed, with an indicator per column", "drop": f"{len(summary['dropped_rows'])} row(s) left out"}
+        lines.append(f"Missing values: {sum(gaps.values())} ({listed}); {done.get(summary['missing_mode'], '')}.")
+    return lines

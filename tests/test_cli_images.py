@@ -166,3 +166,20 @@ def test_second_pool_refused(db, tmp_path):
     before = db_dump(db)
     assert_mistake(run("pool", "add", str(folder)), "already has a pool")
     assert db_dump(db) == before
+
+
+def test_one_unreadable_image_is_refused_or_skipped(db, tmp_path):
+    """One broken file stops the folder in one line naming it and --skip-unreadable; with the flag
+    it is left out and named, and later loads accept it while it stays as it was."""
+    folder = write_images(tmp_path / "imgs")
+    (folder / "crosses" / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n not really")
+    before = db_dump(db)
+    assert_mistake(run("pool", "add", str(folder), "--labels-from-folders"), "'crosses/broken.png'", "--skip-unreadable")
+    assert db_dump(db) == before
+    added = ok("--json", "pool", "add", str(folder), "--labels-from-folders", "--skip-unreadable")
+    summary = json.loads(added.stdout)
+    assert summary["pool_items"] == 12 and summary["unreadable"] == ["crosses/broken.png"]
+    assert "left out 1 unreadable image(s)" in added.stderr and "crosses/broken.png" in added.stderr
+    ok("round", "--model", "cnn", "--oracle", "truth", "--k", "3", *TINY)
+    (folder / "crosses" / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n changed")
+    assert_mistake(run("round", "--model", "cnn", "--k", "3", *TINY), "changed since `pool add`", "1 added")

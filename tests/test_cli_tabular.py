@@ -75,13 +75,17 @@ def test_classes_read_from_labels_text_one_hot_and_standardised(db):
 
         data = load_project_data(store, "t")
     # statistics over the pool rows (the test split excluded); indicators left as they are
-    assert spec["mean"][:2] == pytest.approx(raw[rows, :2].mean(axis=0), rel=1e-5)
-    assert spec["scale"][:2] == pytest.approx(raw[rows, :2].std(axis=0), rel=1e-4)
-    assert spec["mean"][2:] == [0.0] * 3 and spec["scale"][2:] == [1.0] * 3
+    f0, f1, colour = spec["columns"]
+    assert [f0["name"], f1["name"], colour["name"]] == ["f0", "f1", "colour"]
+    assert [f0["mean"], f1["mean"]] == pytest.approx(raw[rows, :2].mean(axis=0), rel=1e-5)
+    assert [f0["scale"], f1["scale"]] == pytest.approx(raw[rows, :2].std(axis=0), rel=1e-4)
+    assert colour["kind"] == "categorical" and colour["categories"] == ["blue", "green", "red"]
     assert data.feature_names == ["f0", "f1", "colour=blue", "colour=green", "colour=red"]
-    assert data.raw == pytest.approx(raw.astype(np.float32))
-    expected = (raw - np.asarray(spec["mean"])) / np.asarray(spec["scale"])
-    assert data.x == pytest.approx(expected.astype(np.float32), abs=1e-5)
+    with Path("t.csv").open(newline="") as fh:
+        assert data.raw.tolist() == [[r["f0"], r["f1"], r["colour"]] for r in csv.DictReader(fh)]  # as in the file
+    mean = np.asarray([f0["mean"], f1["mean"], 0, 0, 0])
+    scale = np.asarray([f0["scale"], f1["scale"], 1, 1, 1])
+    assert data.x == pytest.approx(((raw - mean) / scale).astype(np.float32), abs=1e-5)
 
     # a round fits on the standardised features with the sized default training, recorded
     first = json.loads(ok("--json", "round", "--device", "cpu", "--samples", "2", "--k", "10", "--oracle", "truth").stdout)
@@ -97,10 +101,11 @@ def test_classes_read_from_labels_text_one_hot_and_standardised(db):
     json.loads(ok("--json", "round", "--device", "cpu", "--samples", "2", "--epochs", "1", "--k", "2").stdout)
     with Path("t-round-3.csv").open(newline="") as fh:
         header, *lines = list(csv.reader(fh))
-    assert header[4:] == ["predicted", "probability", "f0", "f1", "colour=blue", "colour=green", "colour=red"]
-    by_key = {f"r{i:02d}": raw[i] for i in range(len(raw))}
+    assert header[4:] == ["predicted", "probability", "f0", "f1", "colour"]
+    with Path("t.csv").open(newline="") as fh:
+        by_key = {r["id"]: [r["f0"], r["f1"], r["colour"]] for r in csv.DictReader(fh)}
     for line in lines:
-        assert [float(v) for v in line[6:]] == pytest.approx(by_key[line[0]].tolist(), rel=1e-5)
+        assert line[6:] == by_key[line[0]]
 
 
 def test_no_standardize_keeps_raw_features(db):
@@ -109,13 +114,14 @@ def test_no_standardize_keeps_raw_features(db):
     summary = json.loads(ok("--json", "pool", "add", "t.csv", "--key-column", "id", "--no-standardize").stdout)
     assert summary["standardized"] is False and summary["categorical"] == {}
     _, settings = project_settings(db)
-    assert "features" not in settings
+    assert settings["features"]["standardize"] is False
+    assert [(c["mean"], c["scale"]) for c in settings["features"]["columns"]] == [(0.0, 1.0)] * 2
     from activebayes.data import load_project_data
     from activebayes.store import PoolStore
 
     with PoolStore(db, create=False) as store:
         data = load_project_data(store, "t")
-    assert data.raw is None and data.x == pytest.approx(file_features(Path("t.csv"))[:, :2].astype(np.float32))
+    assert data.x == pytest.approx(file_features(Path("t.csv"))[:, :2].astype(np.float32))
 
 
 def test_unseen_class_in_an_answer_is_one_line(db):
@@ -149,7 +155,7 @@ def test_tabular_mistakes_leave_database_unchanged(db, table, init, args, words)
     write_table(Path("t.csv"), **table)
     if mixed:
         lines = Path("t.csv").read_text().splitlines()
-        lines[4] = lines[4].replace(lines[4].split(",")[1], "n/a")
+        lines[4] = lines[4].replace(lines[4].split(",")[1], "abc")
         Path("t.csv").write_text("\n".join(lines) + "\n")
     before = db_dump(db)
     assert_mistake(run("pool", "add", "t.csv", "--key-column", "id", *args), *words)

@@ -82,8 +82,8 @@ def test_csv_saved_with_a_byte_order_mark(tmp_path):
     [
         ("a,b\n1,2\n3\n", "line 3: expected 2 fields, got 1"),
         ("a,b\n1,2\n3,x\n", "line 3: column 'b' is not a number"),
-        ("a,b\n1,nan\n", "line 2: a feature is NaN or infinite"),
-        ("a,b\n1,inf\n", "line 2: a feature is NaN or infinite"),
+        ("a,b\n1,nan\n", "line 2: column 'b' has no value"),
+        ("a,b\n1,inf\n", "line 2: a feature is infinite"),
         ("", "empty"),
     ],
 )

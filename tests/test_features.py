@@ -60,7 +60,8 @@ def test_csv_text_columns(tmp_path):
     spec = fit_features(data.x, categories=data.categories, one_hot_columns=data.one_hot_columns)
     assert spec["mean"] == pytest.approx([2.5, 0, 0]) and spec["scale"] == pytest.approx([math.sqrt(2 / 3), 1, 1])
     loaded = load_dataset(f, label_column="label", features=spec)
-    assert loaded.raw.tolist() == data.x.tolist()
+    assert loaded.raw.tolist() == [["1.5", "red"], ["2.5", "blue"], ["3.5", "red"]]  # as in the file
+    assert loaded.raw_columns == ["x", "colour"]
     assert loaded.x[:, 0] == pytest.approx([-math.sqrt(1.5), 0, math.sqrt(1.5)], rel=1e-6)
     assert loaded.x[:, 1:].tolist() == data.x[:, 1:].tolist()  # indicators are left as 0/1
 
@@ -70,11 +71,14 @@ def test_csv_text_columns(tmp_path):
 
 
 def test_csv_column_mixing_numbers_and_text_is_refused(tmp_path):
-    f = write(tmp_path / "m.csv", ["x,y", "1,2", "n/a,3"])
-    with pytest.raises(DataError, match=r"line 3: column 'x' is not a number \('n/a'\) but line 2 holds the number '1'"):
+    f = write(tmp_path / "m.csv", ["x,y", "1,2", "abc,3"])
+    with pytest.raises(DataError, match=r"line 3: column 'x' is not a number \('abc'\) but line 2 holds the number '1'.*--na-values"):
         load_dataset(f, categorical="auto")
-    with pytest.raises(DataError, match="categorical: expected 'auto' or 'error'"):
+    with pytest.raises(DataError, match="categorical: expected 'auto', 'error' or 'force'"):
         load_dataset(f, categorical="maybe")
+    gap = write(tmp_path / "g.csv", ["x,y", "1,2", "n/a,3"])  # n/a marks a gap, which the library refuses by default
+    with pytest.raises(DataError, match=r"line 3: column 'x' has no value \('n/a'\); fill it in, or pass --missing impute"):
+        load_dataset(gap)
 
 
 @pytest.mark.parametrize(

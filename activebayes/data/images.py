@@ -142,10 +142,14 @@ def convert_folder(
     labels_from_folders: bool = False,
     classes: Sequence[Any] | None = None,
     stem: str = "pool",
+    skip_unreadable: bool = False,
 ) -> tuple[Path, dict[str, Any]]:
     """Read, check and convert an image folder (see the module docstring); returns (the .npz
     written in `cache_dir`, a summary: images, skipped, skipped_example, size, channels,
-    manifest_sha256). Everything is checked before the file is written; DataError otherwise."""
+    manifest_sha256, unreadable). Everything is checked before the file is written; DataError
+    otherwise. An image that cannot be decoded is refused, or with `skip_unreadable` left out and
+    listed in `unreadable` as (path, reason); the manifest records it, so later loads accept it
+    as long as it stays unchanged."""
     folder = Path(folder).resolve()
     if not folder.is_dir():
         raise DataError(f"image folder {str(folder)!r} does not exist; check the path")
@@ -173,18 +177,32 @@ def convert_folder(
                     f"classes {sorted(allowed)[:20]}; rename the folder, or create the project with those classes"
                 )
     pixels: list[np.ndarray] = []
-    first: tuple[int, int] | None = None
+    first: tuple[str, tuple[int, int]] | None = None
+    unreadable: list[tuple[str, str]] = []
     for rel in keys:
-        arr, original = _decode(folder, rel, image_size)
+        try:
+            arr, original = _decode(folder, rel, image_size)
+        except DataError as exc:
+            if not skip_unreadable:
+                raise
+            unreadable.append((rel, str(exc).split(" is not a readable image (", 1)[-1].rsplit(");", 1)[0]))
+            continue
         if image_size is None:
             if first is None:
-                first = original
-            elif original != first:
+                first = (rel, original)
+            elif original != first[1]:
                 raise DataError(
-                    f"image folder {str(folder)!r}: {rel!r} is {original[0]}x{original[1]} but {keys[0]!r} is "
-                    f"{first[0]}x{first[1]} (HxW); pass image_size=(H, W) to resize every image to one size"
+                    f"image folder {str(folder)!r}: {rel!r} is {original[0]}x{original[1]} but {first[0]!r} is "
+                    f"{first[1][0]}x{first[1][1]} (HxW); pass image_size=(H, W) to resize every image to one size"
                 )
         pixels.append(arr)
+    if not pixels:
+        raise DataError(f"image folder {str(folder)!r}: none of its {len(keys)} image(s) is readable, e.g. {unreadable[0][0]!r}")
+    if unreadable:
+        left_out = {rel for rel, _ in unreadable}
+        if labels is not None:
+            labels = [lab for k, lab in zip(keys, labels) if k not in left_out]
+        keys = [k for k in keys if k not in left_out]
     x = np.stack(pixels)  # [N, H, W, 3]
     grey = bool((x[..., 0] == x[..., 1]).all() and (x[..., 1] == x[..., 2]).all())
     x = np.ascontiguousarray((x[..., :1] if grey else x).transpose(0, 3, 1, 2))
@@ -197,6 +215,9 @@ def convert_folder(
     }
     if labels is not None:
         arrays["y"] = np.asarray(labels, dtype=str)
+    if unreadable:
+        arrays["unreadable"] = np.asarray([rel for rel, _ in unreadable], dtype=str)
+        arrays["unreadable_sha256"] = np.asarray([_sha256(folder / rel) for rel, _ in unreadable], dtype=str)
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", stem).strip("._") or "pool"
@@ -212,15 +233,19 @@ def convert_folder(
         "size": [int(x.shape[2]), int(x.shape[3])],
         "channels": int(x.shape[1]),
         "manifest_sha256": manifest_sha256(keys, hashes),
+        "unreadable": unreadable,
     }
     return out, summary
 
 
-def check_folder(folder: Path, keys: Sequence[str], hashes: Sequence[str]) -> None:
-    """DataError (one line) unless `folder` holds exactly the images `keys` with sha256 `hashes`."""
+def check_folder(folder: Path, keys: Sequence[str], hashes: Sequence[str], left_out: dict[str, str] | None = None) -> None:
+    """DataError (one line) unless `folder` holds exactly the images `keys` with sha256 `hashes`,
+    besides the unreadable files `left_out` ({path: sha256}) at `pool add`, unchanged."""
     if not folder.is_dir():
         raise DataError(f"image folder {str(folder)!r} of this pool is missing; restore it or create a new project")
     now, _ = scan_folder(folder)
+    left_out = left_out or {}
+    now = [k for k in now if not (k in left_out and _sha256(folder / k) == left_out[k])]
     recorded = dict(zip(keys, hashes))
     added = [k for k in now if k not in recorded]
     removed = sorted(set(recorded) - set(now))
@@ -251,9 +276,12 @@ def load_image_pool(path: str | Path, *, classes: Sequence[Any] | None = None) -
             hashes = [str(h) for h in archive["sha256"].tolist()]
             folder = Path(str(archive["folder"]))
             y = archive["y"] if "y" in archive.files else None
+            left_out = (
+                dict(zip(archive["unreadable"].tolist(), archive["unreadable_sha256"].tolist())) if "unreadable" in archive.files else {}
+            )
     except (OSError, ValueError) as exc:
         raise DataError(f"data file {str(path)!r}: cannot read the converted image folder: {exc}") from exc
-    check_folder(folder, keys, hashes)
+    check_folder(folder, keys, hashes, left_out)
     if classes is not None and y is not None:
         from activebayes.data.loaders import check_labels
 

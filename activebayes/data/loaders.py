@@ -9,19 +9,26 @@ files, the line.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import gzip
 import hashlib
 import io
-import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
+from activebayes.data.csv_table import (  # noqa: F401 (re-exported: csv helpers lived here)
+    CSV_DELIMITERS,
+    csv_delimiter,
+    csv_header,
+    csv_rows,
+    csv_text,
+    delimiter_name,
+    read_csv_table,
+    shown,
+)
 from activebayes.errors import DataError
 
 FORMATS = ("npy", "npz", "csv", "idx")
@@ -40,9 +47,11 @@ class Dataset:
         columns; a one-hot encoded text column c gives "c=<category>" per category), or None.
     categories: a csv file's text columns and their categories in order (one-hot encoded), or None.
     one_hot_columns: the positions in x of the one-hot indicator features.
-    raw: the features before the recorded standardisation (None when x is not standardised);
-        what a person should be shown.
+    raw: what a person should be shown of each item: a csv table's feature columns as text
+        [N, M] (a missing value empty; names in `raw_columns`), or the features before the
+        recorded standardisation; None when x itself is that.
     lines: a text file's line number of each row (for messages), or None.
+    raw_columns: the M column names of a csv table's `raw`, or None.
     """
 
     x: np.ndarray
@@ -55,6 +64,7 @@ class Dataset:
     one_hot_columns: tuple[int, ...] = ()
     raw: np.ndarray | None = None
     lines: tuple[int, ...] | None = None
+    raw_columns: list[str] | None = None
 
     def __len__(self) -> int:
         return int(self.x.shape[0])
@@ -177,95 +187,19 @@ def _load_npz(path: Path) -> Dataset:
     return Dataset(x, y, keys, path, "npz")
 
 
-CSV_DELIMITERS = (",", ";", "\t")
-_SHOWN_MAX = 60  # characters of a cell quoted in a message
-_DECIMAL_COMMA = re.compile(r"^[+-]?\d+,\d+$")
-_DATA_LIKE = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+(\.\d*)?[eE][+-]?\d+)$")
-
-
-def shown(value: Any) -> str:
-    """`value` quoted for a one-line message, cut to a few dozen characters."""
-    text = str(value)
-    if len(text) > _SHOWN_MAX:
-        return repr(text[: _SHOWN_MAX - 20]) + f"... ({len(text)} characters)"
-    return repr(text)
-
-
-def _delimiter_name(d: str) -> str:
-    return "tab" if d == "\t" else repr(d)
-
-
-def csv_text(path: Path, what: str = "data file") -> str:
-    """The text of a csv file: UTF-8 (a byte-order mark dropped) or UTF-16 with its BOM (Excel's
-    "Unicode Text"); DataError naming the file when it is neither."""
-    raw = path.read_bytes()
-    encoding = "utf-16" if raw.startswith((b"\xff\xfe", b"\xfe\xff")) else "utf-8-sig"
-    try:
-        text = raw.decode(encoding)
-    except UnicodeDecodeError as exc:
-        raise DataError(
-            f"{what} {str(path)!r} is not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start}); "
-            "save it as 'CSV UTF-8' and run the command again"
-        ) from None
-    nul = text.find("\x00")
-    if nul >= 0:
-        line = text.count("\n", 0, nul) + 1
-        raise DataError(f"{str(path)!r} line {line}: holds a NUL byte, so it is not CSV text; save the file as 'CSV UTF-8'")
-    return text
-
-
-def csv_delimiter(text: str, path: Path) -> str:
-    """The field separator of a csv text, read from its first non-blank line: the one of `,`,
-    `;` and tab that splits it (`,` when none does). A first line that splits at more than one
-    is ambiguous: DataError naming the file and line."""
-    lines = text.splitlines()
-    number, first = next(((i + 1, line) for i, line in enumerate(lines) if line.strip()), (1, ""))
-    splitting = []
-    for d in CSV_DELIMITERS:
-        if d not in first:
-            continue
-        try:
-            fields = next(csv.reader([first], delimiter=d), [])
-        except csv.Error:
-            continue
-        if len(fields) > 1:
-            splitting.append(d)
-    if len(splitting) > 1:
-        names = " and ".join(_delimiter_name(d) for d in splitting)
-        raise DataError(
-            f"{str(path)!r} line {number}: the header splits at both {names}, so the field separator is ambiguous; "
-            "save the file with one separator (quote names that hold another)"
-        )
-    return splitting[0] if splitting else ","
-
-
-def csv_rows(text: str, path: Path, delimiter: str) -> Iterator[tuple[int, list[str]]]:
-    """(line number where the record starts, fields) of every record; a record that is not valid
-    CSV (a NUL byte, a field over the csv module's size limit, ...) is a DataError naming the line."""
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    while True:
-        line = reader.line_num + 1
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            reason = str(exc)
-            if "field larger than field limit" in reason:
-                reason = f"a field is longer than {csv.field_size_limit()} characters"
-            elif "NUL" in reason:
-                reason = "it holds a NUL byte"
-            raise DataError(f"{str(path)!r} line {line}: not a valid CSV record ({reason}); fix that line") from None
-        yield line, row
-
-
-def csv_header(path: Path, what: str = "data file") -> list[str]:
-    """The column names on the first line of a csv file (decoded and split as `_load_csv` does)."""
-    text = csv_text(path, what)
-    for _, row in csv_rows(text, path, csv_delimiter(text, path)):
-        if row and any(f.strip() for f in row):
-            return [h.strip() for h in row]
-    return []
+def _csv_keys(table: Any, key_column: str) -> list[str]:
+    """The key of every record: present and unique (DataError naming the line otherwise)."""
+    keys = table.column(key_column)
+    seen: dict[str, int] = {}
+    for key, line in zip(keys, table.lines):
+        if not key:
+            raise DataError(f"{str(table.path)!r} line {line}: empty key in the key column {key_column!r}; give every row a key")
+        if key in seen:
+            raise DataError(
+                f"{str(table.path)!r} line {line}: the key {shown(key)} of column {key_column!r} is also on line {seen[key]}; keys must be unique"
+            )
+        seen[key] = line
+    return keys
 
 
 def _load_csv(
@@ -273,138 +207,39 @@ def _load_csv(
     label_column: str | None,
     key_column: str | None,
     categorical: str = "error",
-    categories: dict[str, list[str]] | None = None,
+    features: dict[str, Any] | None = None,
 ) -> Dataset:
-    """A csv table. Numeric columns become features as they are; a text column is one-hot encoded
-    (`categorical="auto"`, its categories in natural order, or as recorded in `categories`) or
-    refused (`"error"`). A column mixing numbers and text is refused either way. The separator is
-    `,`, `;` or tab (`csv_delimiter`); the text UTF-8 or UTF-16 (`csv_text`)."""
-    from activebayes.data.features import natural_sorted, one_hot
+    """A csv table (`activebayes.data.tabular`). With `features` (a recorded spec) the spec is
+    applied; without, the table is planned with `categorical` and no gaps allowed, and encoded
+    unscaled over all its rows."""
+    from activebayes.data.tabular import TableOptions, fit_table_spec, plan_table
 
-    text = csv_text(path)
-    delimiter = csv_delimiter(text, path)
-    records = csv_rows(text, path, delimiter)
-    header = None
-    header_line = 1
-    for header_line, row in records:
-        if row and any(f.strip() for f in row):
-            header = row
-            break
-    if not header:
-        raise DataError(f"data file {str(path)!r}: empty; expected a header row of column names")
-    header = [h.strip() for h in header]
-    where_header = f"{str(path)!r} line {header_line}"
-    seen: set[str] = set()
-    for name in header:
-        if name in seen and name:
-            raise DataError(f"{where_header}: the column {shown(name)} is named more than once; give every column its own name")
-        seen.add(name)
+    table = read_csv_table(path)
     for name, what in ((label_column, "label_column"), (key_column, "key_column")):
-        if name is not None and name not in header:
-            raise DataError(f"data file {str(path)!r}: {what} {name!r} is not a column; columns are {[shown(h) for h in header[:20]]}")
-    looks_like_data = [h for h in header if _DATA_LIKE.match(h) or h.lower() in ("nan", "inf", "-inf")]
-    if looks_like_data:
-        raise DataError(
-            f"{where_header}: the header holds {shown(looks_like_data[0])}, a value rather than a column name "
-            "(is the header missing?); add a first line naming the columns, e.g. key,f0,f1,label"
-        )
-    special = {label_column, key_column} - {None}
-    feature_idx = [i for i, h in enumerate(header) if h not in special]
-    if not feature_idx:
-        raise DataError(f"data file {str(path)!r}: no feature columns besides the label/key columns")
-    li = header.index(label_column) if label_column else None
-    ki = header.index(key_column) if key_column else None
-    cells: list[list[str]] = []
-    lines: list[int] = []
-    labels: list[str] = []
-    keys: list[str] = []
-    key_lines: dict[str, int] = {}
-    for line_no, row in records:
-        if not row or all(not f.strip() for f in row):
-            continue
-        if len(row) != len(header):
-            raise DataError(
-                f"{str(path)!r} line {line_no}: expected {len(header)} fields, got {len(row)} "
-                f"(separator {_delimiter_name(delimiter)}); quote a value that holds the separator"
-            )
-        cells.append([row[i].strip() for i in feature_idx])
-        lines.append(line_no)
-        if li is not None:
-            labels.append(row[li].strip())
-        if ki is not None:
-            key = row[ki].strip()
-            if not key:
-                raise DataError(f"{str(path)!r} line {line_no}: empty key in the key column {key_column!r}; give every row a key")
-            if key in key_lines:
-                raise DataError(
-                    f"{str(path)!r} line {line_no}: the key {shown(key)} of column {key_column!r} is also on line "
-                    f"{key_lines[key]}; keys must be unique"
-                )
-            key_lines[key] = line_no
-            keys.append(key)
-    if not cells:
-        raise DataError(f"data file {str(path)!r}: has a header but no rows; add one row per item")
-    recorded = categories is not None
-    categories = dict(categories or {})
-    blocks: list[np.ndarray] = []
-    names: list[str] = []
-    one_hot_cols: list[int] = []
-    found: dict[str, list[str]] = {}
-    for j, col in enumerate(feature_idx):
-        name = header[col]
-        values = [r[j] for r in cells]
-        if name in categories:
-            encoded = one_hot(values, categories[name], column=name, path=path)
-            found[name] = list(categories[name])
-        else:
-            numeric = [_is_float(v) for v in values]
-            if all(numeric):
-                column = np.asarray([float(v) for v in values], dtype=np.float64)
-                bad = ~np.isfinite(column)
-                if bad.any():
-                    at = int(np.argmax(bad))
-                    raise DataError(
-                        f"{str(path)!r} line {lines[at]}: a feature is NaN or infinite (column {name!r}: {shown(values[at])}); "
-                        "give a finite number"
-                    )
-                blocks.append(column.astype(np.float32)[:, None])
-                names.append(name)
-                continue
-            first_text = numeric.index(False)
-            comma = next((i for i, v in enumerate(values) if _DECIMAL_COMMA.match(v)), None)
-            if comma is not None and delimiter != ",":
-                raise DataError(
-                    f"{str(path)!r} line {lines[comma]}: column {name!r} holds {shown(values[comma])}, a number with a "
-                    "decimal comma; save the file with decimal points (or the column as text in quotes)"
-                )
-            if categorical != "auto" or recorded or any(numeric):
-                where = f"line {lines[first_text]}: column {name!r}"
-                if categorical != "auto" or recorded:
-                    raise DataError(f"{str(path)!r} {where} is not a number ({shown(values[first_text])})")
-                first_num = numeric.index(True)
-                raise DataError(
-                    f"{str(path)!r} {where} is not a number ({shown(values[first_text])}) but line {lines[first_num]} holds the "
-                    f"number {shown(values[first_num])} (a column is either numeric or categorical); correct that value"
-                )
-            found[name] = natural_sorted(values)
-            encoded = one_hot(values, found[name], column=name, path=path)
-        one_hot_cols.extend(range(len(names), len(names) + encoded.shape[1]))
-        names.extend(f"{name}={c}" for c in found[name])
-        blocks.append(encoded)
-    x = np.concatenate(blocks, axis=1)
-    y = np.asarray(labels) if li is not None else None
+        if name is not None and name not in table.header:
+            raise DataError(f"data file {str(path)!r}: {what} {name!r} is not a column; columns are {[shown(h) for h in table.header[:20]]}")
+    if features is None:
+        options = TableOptions(label_column=label_column, key_column=key_column, categorical=categorical, find_key=False)
+        features = fit_table_spec(plan_table(table, options), np.arange(len(table)), standardize=False)
+    return dataset_from_table(table, features, label_column, key_column)
+
+
+def dataset_from_table(table: Any, features: dict[str, Any], label_column: str | None, key_column: str | None) -> Dataset:
+    """A read csv table (`activebayes.data.csv_table.CsvTable`) as a Dataset with the recorded
+    spec applied; `raw` holds the feature columns' cells as text ([N, M], `raw_columns`)."""
+    from activebayes.data.tabular import apply_table_spec, raw_cells, spec_columns
+
+    columns = spec_columns(features, table.header, label_column, key_column)
+    x, names = apply_table_spec(table, features, columns)
+    y = np.asarray(table.column(label_column)) if label_column is not None else None
+    keys = _csv_keys(table, key_column) if key_column is not None else None
+    found = {c["name"]: list(c["categories"]) for c in columns if c["kind"] == "categorical"}
+    one_hot_cols = tuple(j for j, n in enumerate(names) if "=" in n and n.split("=", 1)[0] in found)
     return Dataset(
-        x, y, keys if ki is not None else None, path, "csv", feature_names=names,
-        categories=found or None, one_hot_columns=tuple(one_hot_cols), lines=tuple(lines),
+        x, y, keys, table.path, "csv", feature_names=names, categories=found or None, one_hot_columns=one_hot_cols,
+        raw=raw_cells(table, columns, features.get("na_values", ())), lines=tuple(table.lines),
+        raw_columns=[c["name"] for c in columns],
     )  # fmt: skip
-
-
-def _is_float(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def load_dataset(
@@ -426,11 +261,12 @@ def load_dataset(
         label_column, key_column: csv column names (ignored for other formats).
         classes: when given, every label must be one of them (compared as text).
         image_layout: "flat" ([N, H*W]) or "chw" ([N, 1, H, W]) for IDX images.
-        categorical: a csv text column is one-hot encoded ("auto") or refused ("error").
-        features: a spec recorded by `activebayes.data.features.fit_features` (a project's
-            settings["features"]): its text columns are encoded with the recorded categories
-            (an unseen category is a DataError) and its standardisation is applied (`raw` keeps
-            the features before it).
+        categorical: a csv text column is one-hot encoded ("auto"; "force" lifts the refusal of
+            identifier-like and many-level columns) or refused ("error").
+        features: a project's recorded settings["features"]: for a csv, the table spec of
+            `activebayes.data.tabular.fit_table_spec` (columns, gaps, categories, scaling), applied
+            as recorded; for an npz table, `activebayes.data.features.fit_features`'
+            standardisation (`raw` keeps the features before it).
     """
     path = Path(path)
     if not path.is_file():
@@ -444,8 +280,8 @@ def load_dataset(
         raise DataError(f"format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
     if image_layout not in ("flat", "chw"):
         raise DataError(f"image_layout: expected 'flat' or 'chw', got {image_layout!r}")
-    if categorical not in ("auto", "error"):
-        raise DataError(f"categorical: expected 'auto' or 'error', got {categorical!r}")
+    if categorical not in ("auto", "error", "force"):
+        raise DataError(f"categorical: expected 'auto', 'error' or 'force', got {categorical!r}")
     if fmt == "npy":
         try:
             x = np.load(path, mmap_mode="r", allow_pickle=False)
@@ -455,8 +291,7 @@ def load_dataset(
     elif fmt == "npz":
         data = _load_npz(path)
     elif fmt == "csv":
-        recorded = features.get("categorical") if features else None
-        data = _load_csv(path, label_column, key_column, categorical, recorded if features else None)
+        data = _load_csv(path, label_column, key_column, categorical, features)
     else:
         data = _load_idx(path, image_layout)
     if data.x.ndim < 2 or data.x.shape[0] == 0:
@@ -466,7 +301,7 @@ def load_dataset(
     check_finite(data.x, path)
     if classes is not None and data.y is not None:
         check_labels(data.y, classes, path, data.lines)
-    if features and features.get("standardize") and features.get("mean") is not None:
+    if fmt != "csv" and features and features.get("standardize") and features.get("mean") is not None:
         from activebayes.data.features import apply_features
 
         data = dataclasses.replace(data, x=apply_features(data.x, features), raw=data.x)

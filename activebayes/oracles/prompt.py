@@ -70,8 +70,15 @@ def image_art(pixels: np.ndarray, max_width: int | None = None) -> str:
     )
 
 
+def _one_line(value: Any) -> str:
+    """A table cell as one line of text (runs of whitespace, newlines included, become a space)."""
+    return " ".join(str(value).split())
+
+
 def _as_image(candidate: np.ndarray) -> np.ndarray | None:
     arr = np.asarray(candidate)
+    if arr.dtype.kind not in "fiub":  # a table row as text, never a picture
+        return None
     if arr.ndim == 3 and arr.shape[0] == 1:
         return arr[0]
     if arr.ndim == 3 and arr.shape[0] == 3:  # colour: drawn by its luminance (ITU-R BT.601)
@@ -172,7 +179,7 @@ class PromptOracle:
         from rich.console import Console
         from rich.table import Table
 
-        values = [f"{v:.4g}" for v in np.asarray(row).reshape(-1).tolist()]
+        values = [f"{v:.4g}" if isinstance(v, (int, float)) else _one_line(v) for v in np.asarray(row).reshape(-1).tolist()]
         names = list(self.feature_names or [])
         if len(names) != len(values):
             names = [f"x{j}" for j in range(len(values))]

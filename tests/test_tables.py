@@ -1,0 +1,284 @@
+"""Tables as users bring them (`activebayes.data.tabular`, `pool add`): an id column is the key,
+never a feature; identifier-like and many-level text columns are refused in one line; columns
+can be chosen and left out; gaps are imputed (with indicators), dropped or refused; free text
+becomes TF-IDF + SVD features; the scikit-learn pipeline is fitted on the pool rows only,
+recorded as JSON and applied by pure numpy equal to its own transform."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from activebayes.data.csv_table import read_csv_table
+from activebayes.data.tabular import (
+    TableOptions,
+    apply_table_spec,
+    build_pipeline,
+    fit_table_spec,
+    key_column_of,
+    missing_mask,
+    plan_table,
+)
+from activebayes.errors import DataError
+from cli_checks import assert_mistake, db_dump, ok, run
+
+WORDS = {"a": "good great lovely fine fun excellent".split(), "b": "bad awful poor dull boring terrible".split()}
+
+
+def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> Path:
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+def people(path: Path, n: int = 60, *, seed: int = 0) -> Path:
+    """id (unique text), age (gaps at rows 0, 7, 14 ...: '' / NA / ? / null), height, colour
+    (3 levels, gaps at rows 5, 16, ...: N/A), note (unique free text), label a/b."""
+    rng = np.random.default_rng(seed)
+    gap = ["", "NA", "?", "null", "NaN"]
+    rows = []
+    for i in range(n):
+        label = "ab"[i % 2]
+        age = gap[(i // 7) % len(gap)] if i % 7 == 0 else f"{30 + 10 * rng.normal():.2f}"
+        colour = "N/A" if i % 11 == 5 else ("red", "green", "blue")[i % 3]
+        note = " ".join(rng.choice(WORDS[label], 4)) + f" visit {i}"
+        rows.append([f"P-{i:04d}", age, f"{170 + 5 * rng.normal():.2f}", colour, note, label])
+    return write_csv(path, ["id", "age", "height", "colour", "note", "label"], rows)
+
+
+def plan(path: Path, **options) -> object:
+    return plan_table(read_csv_table(path), TableOptions(label_column="label", **options))
+
+
+# ---- the library: columns, kinds, gaps ------------------------------------------------------------
+
+
+def test_key_column_rule():
+    assert key_column_of(["a", "ID", "b"]) == "ID"  # any case
+    assert key_column_of(["id", "Key"]) == "Key"  # key before id
+    assert key_column_of(["a", "b"]) is None  # the row number
+    assert key_column_of(["id", "b"], "b") == "b"  # --key-column wins
+    assert key_column_of(["id", "b"], ignore=["id"]) is None  # an ignored column is no key
+
+
+def test_missing_tokens():
+    cells = ["", "NA", "n/a", "NaN", "null", "?", "nan", "0", "none", "-"]
+    assert missing_mask(cells).tolist() == [True] * 7 + [False] * 3
+    assert missing_mask(cells, ["-"]).tolist()[-1] is True
+
+
+def test_plan_reads_kinds_and_refuses_the_identifier(tmp_path):
+    f = people(tmp_path / "p.csv")
+    with pytest.raises(DataError, match=r"column 'note' looks like an identifier.*60 different values in 60 rows.*--text-column note.*--ignore note"):
+        plan(f, categorical="auto", missing="impute")
+    p = plan(f, categorical="auto", missing="impute", ignore=("note",))
+    assert p.key_column == "id" and [(c.name, c.kind) for c in p.columns] == [("age", "numeric"), ("height", "numeric"), ("colour", "categorical")]
+    assert p.missing_counts() == {"age": 9, "colour": 5}
+    assert p.rows_with_gaps().tolist() == sorted({*range(0, 60, 7), *range(5, 60, 11)})
+    text = plan(f, categorical="auto", missing="impute", text_columns=("note",))
+    assert [c.kind for c in text.columns] == ["numeric", "numeric", "categorical", "text"]
+    chosen = plan(f, categorical="auto", missing="impute", features=("height", "colour"))
+    assert [c.name for c in chosen.columns] == ["height", "colour"]
+    with pytest.raises(DataError, match=r"column 'age' has no value \(''\); fill it in, or pass --missing impute"):
+        plan(f, categorical="auto", missing="error", ignore=("note",))
+    with pytest.raises(DataError, match=r"ignore 'weight' is not a column"):
+        plan(f, categorical="auto", ignore=("weight",))
+    with pytest.raises(DataError, match=r"features names 'label'"):
+        plan(f, features=("age", "label"))
+
+
+def test_many_levels_refused_unless_forced(tmp_path):
+    rows = [[f"{i}.5", f"city{i % 60}", "ab"[i % 2]] for i in range(600)]  # 60 levels > max(50, 5 % of 600 = 30)
+    f = write_csv(tmp_path / "c.csv", ["x", "city", "label"], rows)
+    with pytest.raises(DataError, match=r"column 'city' has 60 categories, more than max\(50, 5 % of 600 rows\) = 50.*--categorical force"):
+        plan(f, categorical="auto")
+    assert plan(f, categorical="force").columns[1].levels[:3] == ["city0", "city1", "city2"]
+    few = write_csv(tmp_path / "few.csv", ["x", "name", "label"], [[str(i), f"n{i}", "a"] for i in range(15)])
+    assert plan(few, categorical="auto").columns[1].kind == "categorical"  # under 20 values: never an identifier
+
+
+def test_row_number_column_is_noted(tmp_path):
+    f = write_csv(tmp_path / "r.csv", ["Unnamed: 0", "x", "label"], [[str(i), f"{i * 0.37 % 1:.3f}", "ab"[i % 2]] for i in range(30)])
+    notes = plan(f).notes
+    assert any("'Unnamed: 0' counts the rows" in n and "--ignore Unnamed: 0" in n for n in notes)
+
+
+def test_spec_equals_the_fitted_pipeline_and_learns_on_the_pool_rows_only(tmp_path):
+    f = people(tmp_path / "p.csv", n=80)
+    p = plan(f, categorical="auto", missing="impute", text_columns=("note",))
+    pool_rows = np.setdiff1d(np.arange(80), np.arange(0, 80, 4))  # a quarter held out, row 0 (a gap) among them
+    spec = fit_table_spec(p, pool_rows, text_folder=tmp_path / "cache")
+    assert json.loads(json.dumps(spec)) == spec  # plain data, no pickle
+    x, names = apply_table_spec(p.table, spec)
+
+    from activebayes.data.tabular import _object_matrix
+
+    matrix = _object_matrix(p)
+    reference = build_pipeline(p).fit(matrix[pool_rows]).transform(matrix)
+    assert x.shape == reference.shape == (80, len(names))
+    np.testing.assert_allclose(x, reference, atol=1e-5)
+
+    age, height, colour, note = spec["columns"]
+    ages = np.asarray([float(v) for v in p.table.column("age")[1:] if v not in ("", "NA", "?", "null", "NaN")])
+    pool_ages = [p.columns[0].numbers[r] for r in pool_rows if not p.columns[0].missing[r]]
+    assert age["fill"] == pytest.approx(np.median(pool_ages)) and age["indicator"] and age["fill"] != pytest.approx(np.median(ages))
+    assert names[:3] == ["age", "age (missing)", "height"] and not height["indicator"]
+    assert colour["categories"] == ["blue", "green", "red"] and colour["indicator"]
+    assert names[3:7] == ["colour=blue", "colour=green", "colour=red", "colour (missing)"]
+    assert note["kind"] == "text" and names[7] == "note[0]" and len(names) == 7 + note["dims"]
+    gap_rows = np.flatnonzero(p.columns[0].missing)
+    assert (x[gap_rows, 1] == 1).all() and x[:, 1].sum() == len(gap_rows)  # the indicator
+    z_fill = (age["fill"] - age["mean"]) / age["scale"]
+    assert x[gap_rows, 0] == pytest.approx(np.full(len(gap_rows), z_fill), rel=1e-5)  # imputed, then scaled
+
+
+def test_a_changed_text_model_is_refused(tmp_path):
+    f = people(tmp_path / "p.csv")
+    p = plan(f, categorical="auto", missing="impute", text_columns=("note",))
+    spec = fit_table_spec(p, np.arange(60), text_folder=tmp_path / "cache")
+    model = Path(spec["columns"][-1]["file"])
+    assert model.parent == tmp_path / "cache" and model.name.endswith(".text-model.npz")
+    model.write_bytes(model.read_bytes() + b"\0")
+    with pytest.raises(DataError, match=r"text model .* of column 'note' is missing or changed since `pool add`"):
+        apply_table_spec(p.table, spec)
+
+
+def test_a_version_one_spec_still_loads(tmp_path):
+    """Projects recorded before gaps and kinds (spec version 1) load as they did."""
+    from activebayes.data import load_dataset
+
+    f = write_csv(tmp_path / "v1.csv", ["key", "x", "colour", "label"], [["k0", "1", "red", "a"], ["k1", "3", "blue", "b"]])
+    spec = {"version": 1, "categorical": {"colour": ["blue", "red"]}, "standardize": True, "mean": [2.0, 0.0, 0.0], "scale": [1.0, 1.0, 1.0]}
+    data = load_dataset(f, label_column="label", key_column="key", features=spec)
+    assert data.x.tolist() == [[-1, 0, 1], [1, 1, 0]] and data.keys == ["k0", "k1"]
+
+
+# ---- the CLI ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def db(cli_db):
+    ok("init", "--name", "t")
+    return cli_db
+
+
+def summary_of(*args: str, project: str = "t") -> dict:
+    return json.loads(ok("--json", "--project", project, "pool", "add", *args).stdout)
+
+
+def test_pool_add_with_only_the_label_column(db):
+    """An id column and gaps: the id is the key, the gaps imputed; the feature count is a person's."""
+    people(Path("p.csv"))
+    Path("q.csv").write_text(Path("p.csv").read_text())
+    before = db_dump(db)
+    refused = run("pool", "add", "p.csv", "--label-column", "label", "--test-fraction", "0.3")
+    assert_mistake(refused, "'note' looks like an identifier", "--ignore note")
+    assert db_dump(db) == before
+    added = ok("--json", "pool", "add", "p.csv", "--label-column", "label", "--test-fraction", "0.3", "--ignore", "note")
+    summary = json.loads(added.stdout)
+    # age, its gap indicator, height, colour's three levels, its gap indicator
+    assert summary["features"] == [7] and summary["key_column"] == "id" and summary["ignored"] == ["note"]
+    assert summary["missing"] == {"age": 9, "colour": 5} and summary["missing_mode"] == "impute"
+    assert summary["pool_items"] + summary["test_items"] == 60
+    assert "using the column 'id' as item keys" in added.stderr
+    from activebayes.store import PoolStore
+
+    with PoolStore(db, create=False) as store:
+        keys = store.item_keys("t")
+    assert keys == {f"P-{i:04d}" for i in range(60)}
+    ok("round", "--oracle", "truth", "--k", "5", "--device", "cpu")
+    ok("round", "--k", "3", "--device", "cpu", "--samples", "2", "--epochs", "2")
+    with Path("t-round-2.csv").open(newline="") as fh:
+        header, *lines = list(csv.reader(fh))
+    assert header[6:] == ["age", "height", "colour"]  # the file's columns, raw
+    with Path("p.csv").open(newline="") as fh:
+        by_key = {r["id"]: r for r in csv.DictReader(fh)}
+    for line in lines:
+        row = by_key[line[0]]
+        shown = ["" if row["age"] in ("", "NA", "?", "null", "NaN") else row["age"], row["height"], "" if row["colour"] == "N/A" else row["colour"]]
+        assert line[6:] == shown  # a missing value is empty
+
+
+def test_missing_drop_and_error_and_more_tokens(db):
+    people(Path("p.csv"))
+    summary = summary_of("p.csv", "--ignore", "note", "--missing", "drop")
+    assert summary["features"] == [5] and len(summary["dropped_rows"]) == 13  # row 49 has two gaps
+    assert summary["pool_items"] == 47
+    ok("init", "--name", "e")
+    before = db_dump(db)
+    assert_mistake(run("--project", "e", "pool", "add", "p.csv", "--ignore", "note", "--missing", "error"), "line 2", "'age' has no value")
+    assert db_dump(db) == before
+    write_csv(Path("dash.csv"), ["x", "y", "label"], [[str(i), "-" if i == 3 else str(i % 5), "ab"[i % 2]] for i in range(12)])
+    assert_mistake(run("--project", "e", "pool", "add", "dash.csv"), "'y' is not a number ('-')", "--na-values")
+    assert summary_of("dash.csv", "--na-values", "-,--", project="e")["missing"] == {"y": 1}
+
+
+def test_features_and_categorical_force(db):
+    people(Path("p.csv"))
+    assert summary_of("p.csv", "--features", "height,colour")["features"] == [5]  # height, 3 levels, the gap indicator
+    ok("init", "--name", "f")
+    forced = summary_of("p.csv", "--categorical", "force", "--features", "note", project="f")
+    assert forced["features"] == [60]  # the user insisted: one level per row
+    before = db_dump(db)
+    ok("init", "--name", "g")
+    before = db_dump(db)
+    assert_mistake(run("--project", "g", "pool", "add", "p.csv", "--features", "height,weight"), "features 'weight' is not a column")
+    assert_mistake(run("--project", "g", "pool", "add", "p.csv", "--features", " , "), "--features")
+    assert db_dump(db) == before
+
+
+def test_text_column_is_a_first_class_pool(db):
+    people(Path("p.csv"), n=80)
+    summary = summary_of("p.csv", "--text-column", "note", "--test-fraction", "0.25")
+    assert summary["text_columns"] == ["note"] and summary["features"][0] > 7
+    models = list(Path("activebayes-cache").glob("*.text-model.npz"))
+    assert len(models) == 1
+    ok("round", "--oracle", "truth", "--k", "6", "--device", "cpu")
+    ok("round", "--k", "2", "--device", "cpu", "--samples", "2", "--epochs", "2")
+    with Path("t-round-2.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert all("visit" in r["note"] for r in rows)  # the text as text
+    ok("export", "tasks.json", "--format", "label-studio")
+    tasks = json.loads(Path("tasks.json").read_text())
+    assert all("note: " in t["data"]["text"] and "visit" in t["data"]["text"] for t in tasks)
+    models[0].write_bytes(models[0].read_bytes()[:-1])
+    assert_mistake(run("export", "again.json", "--format", "label-studio"), "text model", "changed")
+
+
+def test_regression_table_with_id_and_gaps(db):
+    ok("init", "--name", "r", "--task", "regression")
+    rng = np.random.default_rng(1)
+    rows = [[f"h{i}", "" if i % 9 == 0 else f"{rng.normal():.3f}", ("x", "y")[i % 2], f"{rng.normal():.3f}"] for i in range(40)]
+    write_csv(Path("r.csv"), ["ID", "f", "kind", "label"], rows)
+    summary = summary_of("r.csv", "--test-fraction", "0.25", project="r")
+    assert summary["key_column"] == "ID" and summary["features"] == [4] and summary["missing"] == {"f": 5}
+    ok("--project", "r", "round", "--oracle", "truth", "--k", "5", "--device", "cpu")
+    ok("--project", "r", "round", "--oracle", "truth", "--k", "3", "--device", "cpu")
+
+
+def test_prompt_shows_raw_cells():
+    from activebayes.oracles.prompt import PromptOracle
+
+    oracle = PromptOracle(classes=["a", "b"], feature_names=["age", "colour", "note"])
+    text = oracle.render_row(np.asarray(["31.5", "", "a long\nnote"], dtype=object))
+    assert "31.5" in text and "a long note" in text and "colour" in text
+
+
+def test_a_refused_text_pool_leaves_no_model_behind(db):
+    people(Path("p.csv"), n=40)
+    ok("init", "--name", "c", "--classes", "a,x")  # 'b' is no class of this project
+    before = db_dump(db)
+    assert_mistake(run("--project", "c", "pool", "add", "p.csv", "--text-column", "note"), "'b'", "not one of the classes")
+    with Path("p.csv").open(newline="") as fh:
+        rows = [r[:-1] for r in csv.reader(fh)]
+    write_csv(Path("q.csv"), rows[0], rows[1:])  # no label column: the labels come from --truth
+    Path("truth.csv").write_text("key,label\nP-0000,a\n")  # the fit succeeds, then the truth is short
+    assert_mistake(run("--project", "c", "pool", "add", "q.csv", "--text-column", "note", "--truth", "truth.csv"), "--truth", "no label for 39")
+    assert db_dump(db) == before
+    assert not list(Path(".").glob("**/*.text-model.npz"))
