@@ -34,9 +34,8 @@ CLI_POSTERIORS = ("mc-dropout", "deep-ensemble", "snapshot-ensemble", "laplace",
 REGRESSION_POSTERIORS = ("gp", *CLI_POSTERIORS)
 #: What a gp round records as its model (it has none).
 NO_MODEL = "none"
-#: The acquisitions a regression project takes (closed forms with a GP's latent fields, epig's
-#: joint Gaussian; nipv: gp only).
-REGRESSION_ACQUISITIONS = ("variance", "eig", "bald", "random", "nipv", "epig", "power-epig")
+#: The acquisitions a regression project takes (closed forms with a GP's latent fields; nipv: gp only).
+REGRESSION_ACQUISITIONS = ("variance", "eig", "bald", "random", "nipv")
 
 
 def default_posterior(task: str) -> str:
@@ -395,15 +394,14 @@ def check_posterior(
             "add dropout to the network, or pass --posterior deep-ensemble (no dropout needed)",
         )
     factory, _ = posterior_factory(name, model_fn, samples=2, epochs=1, device=device, options=options)
-    check_joint_samples(factory, acquisition, name, options)
     items = torch.from_numpy(np.ascontiguousarray(x[:2])).float()
     n = items.shape[0]
     y = torch.arange(n) % n_classes
+    score_fn = acquisition.prefilter_score if acquisition.needs_joint else acquisition.score
     try:
         with torch.random.fork_rng(devices=[]):
             posterior = factory(seed=0).fit(items, y)
-            scored, score_fn = trial_scoring(posterior, items, acquisition)
-            scores = score_pool(scored, items, score_fn, batch_size=n, device=device).scores
+            scores = score_pool(posterior, items, score_fn, batch_size=n, device=device).scores
             if tuple(scores.shape) != (n,):
                 raise ValueError(f"expected {n} acquisition scores, got shape {tuple(scores.shape)}")
             with torch.inference_mode():
@@ -461,11 +459,10 @@ def check_regression_posterior(
             f"--posterior {name}: predicts {type(pred).__name__}, not a Gaussian predictive, so it does not do regression yet",
             "pass --posterior gp (the regression default)",
         )
-    check_joint_samples(factory, acquisition, name, options)
+    score_fn = acquisition.prefilter_score if acquisition.needs_model else acquisition.score
     try:
         with torch.random.fork_rng(devices=[]):
-            scored, score_fn = trial_scoring(posterior, items, acquisition)
-            scores = score_pool(scored, items, score_fn, batch_size=n, device=device).scores
+            scores = score_pool(posterior, items, score_fn, batch_size=n, device=device).scores
             if tuple(scores.shape) != (n,):
                 raise ValueError(f"expected {n} acquisition scores, got shape {tuple(scores.shape)}")
             if acquisition.needs_model:
@@ -478,31 +475,6 @@ def check_regression_posterior(
             f"({type(exc).__name__}: {exc})",
             "choose another --acquisition or --posterior",
         ) from exc
-
-
-def trial_scoring(posterior: Any, items: Any, acquisition: Any) -> tuple[Any, Callable[[Any], Any]]:
-    """(what `score_pool` predicts with, the score function) of a trial, as a round scores:
-    batch-bald / nipv their pre-filter score, epig the items against themselves as targets."""
-    if getattr(acquisition, "needs_targets", False):
-        from activebayes.acquisition.epig import TargetPosterior, paired_epig
-
-        return TargetPosterior(posterior, items), paired_epig
-    joint = acquisition.needs_joint or getattr(acquisition, "needs_model", False)
-    return posterior, acquisition.prefilter_score if joint else acquisition.score
-
-
-def check_joint_samples(factory: Callable[..., Any], acquisition: Any, name: str, options: Mapping[str, Any] | None) -> None:
-    """epig needs posterior samples shared by every item: a one-line CliError for a posterior
-    (with its --option values) whose samples are per item (`epig.check_joint_samples`)."""
-    if not getattr(acquisition, "needs_targets", False):
-        return
-    from activebayes.acquisition.epig import check_joint_samples as check
-
-    try:
-        check(factory(seed=0))
-    except ConfigError as exc:
-        what, _, fix = str(exc).partition("; ")
-        raise CliError(f"--acquisition {acquisition.name} with --posterior {name}{_with_options(options)}: {what.removeprefix('epig: ')}", fix) from exc
 
 
 def _with_options(options: Mapping[str, Any] | None) -> str:

@@ -23,13 +23,7 @@ One call runs one round of `activebayes.loop.ActiveLearningLoop`:
   them in its posterior_settings under "options".
 * A regression project (`init --task regression`) fits `--posterior gp` by default (a Gaussian
   process, no network; a network posterior once it fits float targets), takes the acquisitions
-  variance, eig, bald, random, nipv, epig and power-epig, and records the test split's rmse and
-  Gaussian nll.
-* `--acquisition epig` / `power-epig` score the candidates by what their labels tell about the
-  predictions at target inputs: 1000 items drawn from the whole pool by default, or `--target
-  FILE`, either a data file of inputs with the pool's columns (.csv read with the project's
-  recorded feature encoding, .npz, .npy) or a .txt of item keys of the data file, one per line.
-  A round started with --target is resumed only with a --target file (the same one, to repeat it).
+  variance, eig, bald, random and nipv, and records the test split's rmse and Gaussian nll.
 * A round that was interrupted (killed while fitting or scoring) is resumed, never doubled, with
   the options it recorded (posterior and its settings, model, acquisition, k, seed); an option
   given explicitly that differs is refused. `--restart-round` instead marks the unfinished round
@@ -286,55 +280,12 @@ def check_model_output(model_fn: Any, x: Any, n_classes: int, spec: str) -> None
         )
 
 
-# ---- epig's target inputs ----------------------------------------------------------------------
-def check_targets(path: Path | None, acq: Any, info: Any, data: Any, resumed: Any) -> Any:
-    """--target as a float tensor [M, ...] of target inputs (None: the loop draws pool items);
-    a CliError when the acquisition takes no targets, the file is unreadable or does not match
-    the pool, or a resumed round was started otherwise."""
-    if path is not None and not getattr(acq, "needs_targets", False):
-        raise CliError(f"--target: --acquisition {acq.name} takes no target inputs", "leave --target out, or pass --acquisition epig")
-    if resumed is not None and getattr(acq, "needs_targets", False):
-        given = (resumed.acquisition_settings or {}).get("epig_target_source") == "given"
-        if given != (path is not None):
-            what = "with --target FILE" if given else "without --target (pool items as targets)"
-            raise CliError(f"round {resumed.number} was started {what}", f"{'pass the same --target FILE' if given else 'leave --target out'} to resume it, or pass --restart-round")
-    if path is None:
-        return None
-    import torch
-
-    from activebayes.data import load_dataset
-    from activebayes.errors import ActiveBayesError
-    from activebayes_cli._parse import existing_file
-
-    existing_file(path, "--target")
-    fix = "give a .csv/.npz/.npy of target inputs with the pool's columns, or a .txt of item keys, one per line"
-    if path.suffix.lower() == ".txt":
-        try:
-            keys = [line.strip() for line in path.read_text(encoding="utf-8-sig").splitlines() if line.strip()]
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CliError(f"--target: cannot read {path} ({exc})", fix) from exc
-        index = {key: row for row, key in enumerate(data.keys if data.keys is not None else map(str, range(len(data.x))))}
-        unknown = [key for key in keys if key not in index]
-        if not keys or unknown:
-            raise CliError(f"--target: {path} names {'no key' if not keys else f'{len(unknown)} unknown key(s), e.g. {unknown[0]!r}'}", fix)
-        x = data.x[np.asarray([index[key] for key in keys])]
-    else:
-        settings = info.settings or {}
-        try:
-            x = load_dataset(path, image_layout=settings.get("image_layout", "flat"), features=settings.get("features")).x
-        except (ActiveBayesError, OSError, ValueError) as exc:
-            raise CliError(f"--target: cannot use {path} ({exc})", fix) from exc
-    if tuple(x.shape[1:]) != tuple(data.x.shape[1:]):
-        raise CliError(f"--target: {path} has items of shape {tuple(x.shape[1:])}, the pool {tuple(data.x.shape[1:])}", fix)
-    return torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
-
-
 # ---- the command -------------------------------------------------------------------------------
 @app.command("round")
 def round_(
     ctx: typer.Context,
     posterior: Annotated[Optional[str], typer.Option("--posterior", help="mc-dropout (classification default), deep-ensemble, snapshot-ensemble, laplace, swag, mfvi, batch-ensemble; gp (regression default).", show_default=False)] = None,
-    acquisition: Annotated[str, typer.Option("--acquisition", help="bald, batch-bald, entropy, variation-ratio, epig, power-epig, random, ...; regression: variance, eig, bald, random, nipv, epig.")] = "bald",
+    acquisition: Annotated[str, typer.Option("--acquisition", help="bald, batch-bald, entropy, variation-ratio, random, ...; regression: variance, eig, bald, random, nipv.")] = "bald",
     k: Annotated[int, typer.Option("--k", help="Items to query this round.")] = 10,
     model: Annotated[str, typer.Option("--model", help="mlp, cnn, pkg.module:factory or path/to/file.py:factory (a zero-argument callable returning an nn.Module).")] = "mlp",
     samples: Annotated[Optional[int], typer.Option("--samples", help="Posterior samples S (members for an ensemble).")] = None,
@@ -353,7 +304,6 @@ def round_(
     )] = None,  # fmt: skip
     engine: Engine = "local",
     address: Address = None,
-    target: Annotated[Optional[Path], typer.Option("--target", help="epig / power-epig: target inputs (.csv/.npz/.npy with the pool's columns, or a .txt of item keys, one per line); default: 1000 pool items.", show_default=False)] = None,
 ) -> None:
     """Fit on the labelled items, score the pool, record the round and show what to label next."""
     from activebayes.acquisition import resolve_acquisition
@@ -472,7 +422,6 @@ def round_(
     n_classes = len(info.classes or [])
     check_task_options(info.task, options.posterior, options.acquisition)
     acq = resolve_acquisition(options.acquisition)
-    target_x = check_targets(target, acq, info, data, latest if resuming else None)
     model_fn = None
     shown = options.model if resuming else model  # as typed; a file's path is recorded absolute
     if options.posterior != "gp":
@@ -519,7 +468,7 @@ def round_(
         factory, options.acquisition, store, name, answerer, batch_size=options.k, seed=seed,
         device=device, n_samples=options.predict_samples, who="truth" if answerer is not None else None,
         posterior_name=options.posterior, posterior_settings=settings, hook=hook, progress=on_scored, data=data,
-        engine=engine, address=address, target_x=target_x,
+        engine=engine, address=address,
     )  # fmt: skip
     if restart_round:
         loop.discard(DISCARDED)
