@@ -35,10 +35,19 @@ own seed.
 
 Acquisition: a registry name ("bald", "batch-bald", ...), an `activebayes.acquisition.Acquisition`
 entry, or a plain score function `f(pred) -> [N]` (selected greedily, top-k). With no labels yet
-a round queries `batch_size` candidates uniformly at random (cold start, seeded). "nipv" (a
+there is no model: `first="random"` queries `batch_size` candidates uniformly at random (seeded),
+`first="typical"` TypiClust's most typical point of each of k clusters of the pool
+(`activebayes.acquisition.typical`); the round records which under acquisition_settings["first"].
+"auto" picks an arm per round (`auto_arms`, default epig, bald, random) by EXP3 and fills the
+last r = 20 % of each batch uniformly at random, whose labels check the arm
+(`activebayes.acquisition.auto`; recorded under acquisition_settings["auto"]). "nipv" (a
 Gaussian-process posterior only) pre-filters the candidates by predictive variance like
 batch-bald, then selects with the fitted model over `nipv_reference` pool items drawn with the
-round's generator (`activebayes.acquisition.nipv`).
+round's generator (`activebayes.acquisition.nipv`). "epig"/"power-epig" score every candidate
+against M target inputs: `target_x` when given, else `epig_targets` pool items (labelled and
+unlabelled, the whole pool even under an acquisition subset) drawn with the round's generator;
+each batch is predicted together with the targets in one `predict` call, so candidates and
+targets share the posterior samples θ_s (`activebayes.acquisition.epig.TargetPosterior`).
 
 Acquisition subset (`acquisition_subset=M`, Gal et al. 2017's protocol): each round scores only
 M unlabelled candidates drawn uniformly without replacement by a generator seeded from the
@@ -66,9 +75,8 @@ test-split metrics are `rmse` and `nll` (Gaussian, of y under the predictive N(�
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,6 +85,8 @@ import numpy as np
 import torch
 
 from activebayes._device import resolve_device
+from activebayes._evaluation import RoundEvaluation
+from activebayes._selection import PoolSelection
 from activebayes.errors import ConfigError, StoreError
 from activebayes.posteriors.base import clone
 from activebayes.store import RoundStatus, RoundStep
@@ -88,6 +98,9 @@ EVALUATIONS = ("predictive", "deterministic")
 _S = RoundStatus
 #: the stages a round passes, as the `hook` sees them: its statuses and the work between them
 STAGES = (_S.started.value, "fit", _S.fitted.value, "score", _S.scored.value, "ask", _S.answered.value, _S.done.value)
+
+
+FIRST_BATCHES = ("typical", "random")  # a cold start's batch: TypiClust's typical points, or uniform
 
 
 def round_seed(seed: int, number: int) -> int:
@@ -120,7 +133,7 @@ class RoundResult:
         return RoundStatus(self.status).waiting
 
 
-class ActiveLearningLoop:
+class ActiveLearningLoop(PoolSelection, RoundEvaluation):
     """Binds a posterior factory, an acquisition, a store project and an oracle.
 
     Args:
@@ -144,6 +157,10 @@ class ActiveLearningLoop:
         data: the project's data already loaded by `activebayes.data.load_project_data`
             (checked against its sha256 by the caller); None loads and checks it on first use.
         acquisition_subset: M, score a seeded random subset of M candidates per round.
+        first: the cold start's batch, "random" or "typical" (see above).
+        auto_arms: the strategies "auto" chooses among (registry names), or None for the default.
+        epig_targets: M, target inputs of epig / power-epig drawn from the pool (default 1000).
+        target_x: explicit target inputs [M, ...] (the pool's item shape) for epig instead.
         evaluation: "predictive" (test metrics from `predict_proba`, the posterior predictive)
             or "deterministic" (`predict_proba_deterministic`: mc-dropout's network with dropout
             off, as Keras' `evaluate` in Gal et al. 2017's code).
@@ -177,6 +194,10 @@ class ActiveLearningLoop:
         evaluation: str = "predictive",
         engine: str = "local",
         address: str | None = None,
+        epig_targets: int = 1000,
+        target_x: torch.Tensor | None = None,
+        first: str = "random",
+        auto_arms: Sequence[str] | None = None,
     ) -> None:
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size: expected a positive integer, got {batch_size!r}")
@@ -217,6 +238,16 @@ class ActiveLearningLoop:
         if evaluation not in EVALUATIONS:
             raise ConfigError(f"evaluation: expected one of {', '.join(EVALUATIONS)}, got {evaluation!r}")
         self.evaluation = evaluation
+        if first not in FIRST_BATCHES:
+            raise ConfigError(f"first: expected one of {', '.join(FIRST_BATCHES)}, got {first!r}")
+        self.first = first
+        self.auto_arms = tuple(auto_arms) if auto_arms is not None else None
+        if isinstance(epig_targets, bool) or not isinstance(epig_targets, int) or epig_targets < 1:
+            raise ConfigError(f"epig_targets: expected a positive integer, got {epig_targets!r}")
+        if target_x is not None and (not isinstance(target_x, torch.Tensor) or target_x.dim() < 2 or target_x.shape[0] == 0):
+            raise ConfigError(f"target_x: expected a tensor [M >= 1, ...] of target inputs, got {getattr(target_x, 'shape', target_x)!r}")
+        self.epig_targets = epig_targets if target_x is None else int(target_x.shape[0])
+        self.target_x = None if target_x is None else target_x.detach().float().cpu()
 
     # ---- helpers ------------------------------------------------------------------------
     def _stage(self, name: str) -> None:
@@ -286,12 +317,17 @@ class ActiveLearningLoop:
             if not self.posterior_name:  # the class name, of the posterior this round fits
                 self._unfitted = (seed, self._new_posterior(seed))
             name = self.posterior_name or type(self._unfitted[1]).__name__
+            cold = self.store.count_labelled(self.project) == 0  # the first batch: no model yet
             rnd = self.store.start_round(
                 self.project, posterior=name, acquisition=self.acquisition_name, seed=seed,
                 posterior_settings=self.posterior_settings,
                 acquisition_settings={"batch_size": self.batch_size, "n_samples": self.n_samples}
                 | ({"acquisition_subset": self.acquisition_subset} if self.acquisition_subset is not None else {})
-                | ({"evaluation": self.evaluation} if self.evaluation != "predictive" else {}),
+                | ({"evaluation": self.evaluation} if self.evaluation != "predictive" else {})
+                | ({"epig_targets": self.epig_targets, "epig_target_source": "pool" if self.target_x is None else "given"}
+                   if getattr(self.acquisition, "needs_targets", False) else {})
+                | ({"first": self.first} if cold else {})
+                | ({"auto": self._auto_choice(seed).settings()} if self.acquisition_name == "auto" and not cold else {}),
             )  # fmt: skip
         self._stage(RoundStatus.started)
         number = rnd.number
@@ -348,9 +384,15 @@ class ActiveLearningLoop:
         self._stage(RoundStatus.fitted)
         self._stage("score")
         t0 = time.perf_counter()
-        if posterior is None:
+        if posterior is None and rnd.acquisition_settings.get("first", "random") == "typical":
+            from activebayes.acquisition.typical import typical_batch
+
+            chosen, scores = typical_batch(self._features(np.asarray(cand_rows)), k, seed=rnd.seed), torch.zeros(k)
+        elif posterior is None:
             chosen = torch.randperm(len(item_ids), generator=generator)[:k]
             scores = torch.zeros(k)
+        elif self.acquisition_name == "auto":
+            chosen, scores = self._select_auto(posterior, cand_rows, k, generator, rnd.acquisition_settings["auto"])
         else:
             chosen, scores = self._select(posterior, cand_rows, k, generator)
         predictions = self._predictions(posterior, np.asarray(cand_rows)[chosen.numpy()])
@@ -366,138 +408,6 @@ class ActiveLearningLoop:
         )  # fmt: skip
         self._stage(RoundStatus.scored)
         return rnd
-
-    def _scores(self, posterior: Any, rows: np.ndarray, score_fn: Callable) -> torch.Tensor:
-        from activebayes.scoring import score_pool
-
-        chunk = max(self.score_batch_size * 16, 1 << 16)  # features held in memory at once
-        parts = []
-        for start in range(0, len(rows), chunk):
-            pool = self._features(rows[start : start + chunk])
-            result = score_pool(
-                posterior, pool, score_fn, batch_size=self.score_batch_size, device=self.device,
-                n_samples=self.n_samples, progress=self._chunk_progress(start, len(rows)),
-                engine=self.engine, address=self.address,
-            )  # fmt: skip
-            parts.append(result.scores)
-        self._pool_scores = torch.cat(parts)
-        return self._pool_scores
-
-    def _chunk_progress(self, offset: int, total: int) -> Callable[[int, int], None] | None:
-        """progress(done, _) of one chunk, reported as progress(offset + done, total) of the pool."""
-        if self.progress is None:
-            return None
-        report = self.progress
-        return lambda done, _: report(offset + done, total)
-
-    def _select(self, posterior: Any, rows: np.ndarray, k: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        """(positions [k] into `rows`, their scores [k]) chosen by the acquisition."""
-        acq = self.acquisition
-        if self.acquisition_name == "random":  # no posterior over the pool: uniform draws only
-            selection = acq.select(torch.zeros(len(rows)), k, gen)
-            return selection.indices.cpu(), selection.scores.detach().cpu().float()
-        if getattr(acq, "needs_joint", False):
-            from activebayes.acquisition import bald_prefilter
-
-            keep = bald_prefilter(self._scores(posterior, rows, acq.prefilter_score), self.prefilter_size)
-            with torch.inference_mode():
-                pred = posterior.predict(self._features(rows[keep.numpy()]).to(self.device), n_samples=self.n_samples)
-            selection = acq.select(pred, k, gen)
-            return keep[selection.indices.cpu()], selection.scores.detach().cpu().float()
-        if getattr(acq, "needs_model", False):
-            return self._select_with_model(posterior, rows, k, gen)
-        scores = self._scores(posterior, rows, acq.score)
-        selection = acq.select(scores, k, gen)
-        return selection.indices.cpu(), selection.scores.detach().cpu().float()
-
-    def _select_with_model(self, posterior: Any, rows: np.ndarray, k: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        """nipv: pre-filter by predictive variance, then `nipv_select` over a seeded reference
-        subset of the whole pool (labelled and unlabelled items)."""
-        from activebayes.acquisition import bald_prefilter
-        from activebayes.acquisition.nipv import nipv_select
-
-        prefilter = self._scores(posterior, rows, self.acquisition.prefilter_score)
-        keep = bald_prefilter(prefilter, self.prefilter_size)
-        labelled_rows = self.store.labels(self.project)[0]
-        pool_rows = np.sort(np.concatenate([np.asarray(rows), np.asarray(labelled_rows)]).astype(np.int64))
-        pick = torch.randperm(len(pool_rows), generator=gen)[: self.nipv_reference].sort().values.numpy()
-        reference = self._features(pool_rows[pick]).to(torch.float64)
-        candidates = self._features(rows[keep.numpy()]).to(torch.float64)
-        selection, first = nipv_select(posterior, candidates, reference, k)
-        # the reports keep every candidate's nipv score when all were scored, none otherwise (the
-        # pre-filter's variances are another quantity)
-        self._pool_scores = torch.empty(len(rows)).index_put_((keep,), first.float()) if len(keep) == len(rows) else None
-        return keep[selection.indices.cpu()], selection.scores.detach().cpu().float()
-
-    def _evaluate(self, posterior: Any) -> dict[str, Any]:
-        """accuracy and nll (classification), or rmse and Gaussian nll (regression), on the
-        labelled test split; {} without one."""
-        rows, _, values = self.store.labels(self.project, split="test")
-        if len(rows) == 0:
-            return {}
-        if self._info.task == "regression":
-            return self._evaluate_regression(posterior, rows, values)
-        if self._info.task != "classification":
-            return {}
-        from activebayes.metrics import accuracy, expected_calibration_error, nll
-
-        predict_proba = self._predict_proba(posterior)
-        probs = []
-        with torch.inference_mode():
-            for start in range(0, len(rows), self.score_batch_size):
-                x = self._features(rows[start : start + self.score_batch_size]).to(self.device)
-                probs.append(predict_proba(x).detach().cpu().float())
-        probs_t, labels = torch.cat(probs), self._targets(values)
-        return {"accuracy": float(accuracy(probs_t, labels)), "nll": float(nll(probs_t, labels)),
-                "ece": float(expected_calibration_error(probs_t, labels)), "n_test": len(rows)}
-
-    def _predict_proba(self, posterior: Any) -> Callable[[torch.Tensor], torch.Tensor]:
-        """x [N, ...] -> class probabilities [N, C] as `evaluation` asks: the posterior predictive,
-        or mc-dropout's network with dropout off ("deterministic")."""
-        if self.evaluation != "deterministic":
-            return posterior.predict_proba
-        predict_proba = getattr(posterior, "predict_proba_deterministic", None)
-        if predict_proba is None:
-            raise ConfigError(f"evaluation: 'deterministic' needs a posterior with one network (mc-dropout), got {type(posterior).__name__}")
-        return predict_proba
-
-    def _predictions(self, posterior: Any, rows: np.ndarray) -> list[dict[str, Any] | None] | None:
-        """The round's prediction for each queried item, kept with its query (a pre-annotation for
-        the person who labels it): {"label": the most probable class, "probability": its
-        probability under `_predict_proba`} or, for regression, {"mean": μ, "sd": σ} of the
-        predictive N(μ, σ²) with the observation noise. None for an item whose prediction is not
-        finite; None for all on a cold start (no posterior) or another kind of task."""
-        if posterior is None or len(rows) == 0 or self._info.task not in ("classification", "regression"):
-            return None
-        x = self._features(rows).to(self.device)
-        with torch.inference_mode():
-            if self._info.task == "regression":
-                mean, var = posterior.predict(x, n_samples=self.n_samples).moments(observation_noise=True)
-                pairs = zip(mean.double().reshape(-1).tolist(), var.double().reshape(-1).clamp_min(0).sqrt().tolist())
-                return [{"mean": m, "sd": sd} if math.isfinite(m) and math.isfinite(sd) else None for m, sd in pairs]
-            probs = self._predict_proba(posterior)(x).detach().double().cpu()
-        best, index = probs.max(-1)
-        classes = self._info.classes or []
-        return [
-            {"label": str(classes[i]), "probability": p} if math.isfinite(p) and 0 <= i < len(classes) else None
-            for p, i in zip(best.tolist(), index.tolist())
-        ]
-
-    def _evaluate_regression(self, posterior: Any, rows: np.ndarray, values: list[str]) -> dict[str, Any]:
-        """rmse of the predictive mean and the Gaussian nll of y under the predictive
-        N(mean, var) of `predict(x).moments()` (the latent fields' μ_f, σ_f² + σ_ε² where present,
-        else the mixture's mean and total variance)."""
-        from activebayes.metrics import gaussian_nll, rmse
-
-        means, variances = [], []
-        with torch.inference_mode():
-            for start in range(0, len(rows), self.score_batch_size):
-                x = self._features(rows[start : start + self.score_batch_size]).to(self.device)
-                mean, var = posterior.predict(x, n_samples=self.n_samples).moments(observation_noise=True)
-                means.append(mean.cpu())
-                variances.append(var.cpu())
-        mean_t, var_t, target = torch.cat(means).double(), torch.cat(variances).double(), self._targets(values).double()
-        return {"rmse": float(rmse(mean_t, target)), "nll": float(gaussian_nll(mean_t, var_t, target)), "n_test": len(rows)}
 
     def _ask(self, rnd: Any) -> tuple[int, bool]:
         """Ask the oracle about the round's unanswered queries; (recorded, still waiting)."""

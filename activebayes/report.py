@@ -47,12 +47,15 @@ _SCORE_AXES: dict[str, tuple[str, str]] = {
     "eig": ("expected information gain", NATS),
     "entropy": ("predictive entropy H[y | x]", NATS),
     "power-entropy": ("predictive entropy H[y | x] (power sampling)", NATS),
+    "epig": ("EPIG E_x* I[y; y* | x, x*]", NATS),
+    "power-epig": ("EPIG E_x* I[y; y* | x, x*] (power sampling)", NATS),
     "variance": ("total variance 1 − Σ p̄²", PROBABILITY),
     "mean-std": ("mean STD of the class probabilities", PROBABILITY),
     "variation-ratio": ("variation ratio 1 − modal vote share", PROBABILITY),
     "margin": ("1 − margin of the two likeliest classes", PROBABILITY),
     "least-confidence": ("1 − largest mean class probability", PROBABILITY),
     "nipv": ("integrated posterior variance reduction", "squared target units"),
+    "auto": ("score of the round's chosen strategy (0: its random share)", "the strategy's unit"),
 }
 _REGRESSION_AXES: dict[str, tuple[str, str]] = {
     "variance": ("predictive variance", "squared target units"),

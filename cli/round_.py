@@ -23,7 +23,13 @@ One call runs one round of `activebayes.loop.ActiveLearningLoop`:
   them in its posterior_settings under "options".
 * A regression project (`init --task regression`) fits `--posterior gp` by default (a Gaussian
   process, no network; a network posterior once it fits float targets), takes the acquisitions
-  variance, eig, bald, random and nipv, and records the test split's rmse and Gaussian nll.
+  variance, eig, bald, random, nipv, epig and power-epig, and records the test split's rmse and
+  Gaussian nll.
+* `--acquisition epig` / `power-epig` score the candidates by what their labels tell about the
+  predictions at target inputs: 1000 items drawn from the whole pool by default, or `--target
+  FILE`, either a data file of inputs with the pool's columns (.csv read with the project's
+  recorded feature encoding, .npz, .npy) or a .txt of item keys of the data file, one per line.
+  A round started with --target is resumed only with a --target file (the same one, to repeat it).
 * A round that was interrupted (killed while fitting or scoring) is resumed, never doubled, with
   the options it recorded (posterior and its settings, model, acquisition, k, seed); an option
   given explicitly that differs is refused. `--restart-round` instead marks the unfinished round
@@ -41,7 +47,6 @@ from __future__ import annotations
 
 import csv
 import os
-from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -56,6 +61,8 @@ from activebayes_cli._context import check_device, state
 from activebayes_cli._options import Address, Device, Engine
 from activebayes_cli._options import given as option_given
 from activebayes_cli._output import round_csv_name, safe_name
+from activebayes_cli._round_options import RoundOptions, differences, recorded_options
+from activebayes_cli._targets import check_targets
 from activebayes_cli._round_file import (
     feature_columns, image_shape, images_folder, prediction_cells, prediction_text, round_columns, write_png)
 
@@ -74,6 +81,11 @@ def stage_texts() -> dict[str, str]:
 
 
 DISCARDED = "discarded by `activebayes round --restart-round`"
+
+
+class FirstBatch(str, Enum):
+    typical = "typical"
+    random = "random"
 
 
 class OracleKind(str, Enum):
@@ -142,99 +154,6 @@ def check_round_file(path: Path, info: Any, data: Any, force: bool) -> None:
         raise CliError(f"the image folder {folder} of round file {path} already exists", "move it away, choose another --csv PATH, or pass --force")
 
 
-# ---- options: this call's, or those an unfinished round recorded ---------------------------------
-@dataclass(frozen=True)
-class RoundOptions:
-    """The options a round is fitted and selected with (recorded in its row)."""
-
-    posterior: str
-    model: str
-    samples: int | None
-    epochs: int | None
-    acquisition: str
-    k: int
-    predict_samples: int | None = None  # the loop's n_samples (S at scoring), None: the posterior's
-    options: dict[str, Any] = field(default_factory=dict)  # --option: the posterior's own constructor options
-
-    def text(self) -> str:
-        from activebayes_cli._model import option_words
-
-        parts = [f"--posterior {self.posterior}"] + ([] if self.posterior == "gp" else [f"--model {self.model}"])
-        parts += [f"--samples {self.samples}"] if self.samples is not None else []
-        parts += [f"--epochs {self.epochs}"] if self.epochs is not None else []
-        parts += [option_words(self.options)] if self.options else []
-        return " ".join([*parts, f"--acquisition {self.acquisition}", f"--k {self.k}"])
-
-
-def recorded_options(rnd: Any, call: RoundOptions) -> RoundOptions:
-    """The options round `rnd` was started with. A round started by this CLI records them all
-    (its posterior_settings hold "model"; --samples/--epochs absent there mean the posterior's
-    defaults, "options" absent no --option). A round recorded without them (an older CLI, the
-    Python API) takes what it did not record from this call."""
-    from activebayes.acquisition import resolve_acquisition
-    from activebayes.errors import ConfigError
-    from activebayes_cli._model import EPOCH_KEYS, REGRESSION_POSTERIORS, SAMPLE_KEYS
-
-    settings = dict(rnd.posterior_settings or {})
-    unknown = sorted(set(settings) - {"model", "training", "options", *SAMPLE_KEYS, *EPOCH_KEYS})  # training: recomputed
-    if not isinstance(settings.get("options", {}), dict):
-        unknown.append("options")  # not a table of options: nothing to rebuild from
-    try:
-        acquisition = resolve_acquisition(rnd.acquisition).name
-    except ConfigError:
-        acquisition = None
-    if rnd.posterior not in REGRESSION_POSTERIORS or unknown or acquisition is None:
-        what = f"posterior {rnd.posterior!r}" + (f" with settings {unknown}" if unknown else "")
-        what += "" if acquisition is not None else f" and acquisition {rnd.acquisition!r}"
-        raise CliError(
-            f"round {rnd.number} stopped while {rnd.status.value!r} and was started with {what}, which `activebayes round` cannot rebuild",
-            "resume it from Python with the same options, or pass --restart-round to discard it and start a new round",
-        )
-    by_cli = "model" in settings
-    samples = next((settings[k] for k in SAMPLE_KEYS if k in settings), None if by_cli else call.samples)
-    epochs = next((settings[k] for k in EPOCH_KEYS if k in settings), None if by_cli else call.epochs)
-    options = settings.get("options", {} if by_cli else call.options)
-    acq_settings = dict(rnd.acquisition_settings or {})
-    return RoundOptions(
-        rnd.posterior, settings.get("model", call.model), samples, epochs, acquisition,
-        int(acq_settings.get("batch_size", call.k)), acq_settings.get("n_samples"), dict(options),
-    )  # fmt: skip
-
-
-def differences(ctx: typer.Context, call: RoundOptions, rec: RoundOptions, seed: int, rnd: Any) -> list[str]:
-    """The options given explicitly in this call that differ from the round's recorded ones."""
-    from activebayes.loop import round_seed
-    from activebayes_cli._model import EPOCH_KEYS, SAMPLE_KEYS, option_words, posterior_default
-
-    def given(param: str) -> bool:
-        return option_given(ctx, param)
-
-    def shown(value: Any, keys: tuple[str, ...]) -> Any:
-        return value if value is not None else f"the {rec.posterior} default ({posterior_default(rec.posterior, keys)})"
-
-    out = []
-    for param, option, mine, theirs in (
-        ("posterior", "--posterior", call.posterior, rec.posterior),
-        ("model", "--model", call.model, rec.model),
-        ("acquisition", "--acquisition", call.acquisition, rec.acquisition),
-        ("k", "--k", call.k, rec.k),
-    ):
-        if given(param) and mine != theirs:
-            typed = ctx.params.get(param, mine) if param == "model" else mine  # a file as typed, not resolved
-            out.append(f"{option} {typed} (recorded: {theirs})")
-    for param, option, mine, theirs, keys in (
-        ("samples", "--samples", call.samples, rec.samples, SAMPLE_KEYS),
-        ("epochs", "--epochs", call.epochs, rec.epochs, EPOCH_KEYS),
-    ):
-        if given(param) and mine != (theirs if theirs is not None else posterior_default(rec.posterior, keys)):
-            out.append(f"{option} {mine} (recorded: {shown(theirs, keys)})")
-    if given("posterior_options") and call.options != rec.options:
-        out.append(f"{option_words(call.options)} (recorded: {option_words(rec.options) or 'no --option'})")
-    if given("seed") and round_seed(seed, rnd.number) != rnd.seed:
-        out.append(f"--seed {seed} (round {rnd.number} was started with another seed)")
-    return out
-
-
 # ---- output ------------------------------------------------------------------------------------
 def command(st: Any, *words: str) -> str:
     """The command line a hint suggests (with --project when the database holds several)."""
@@ -285,7 +204,8 @@ def check_model_output(model_fn: Any, x: Any, n_classes: int, spec: str) -> None
 def round_(
     ctx: typer.Context,
     posterior: Annotated[Optional[str], typer.Option("--posterior", help="mc-dropout (classification default), deep-ensemble, snapshot-ensemble, laplace, swag, mfvi, batch-ensemble; gp (regression default).", show_default=False)] = None,
-    acquisition: Annotated[str, typer.Option("--acquisition", help="bald, batch-bald, entropy, variation-ratio, random, ...; regression: variance, eig, bald, random, nipv.")] = "bald",
+    acquisition: Annotated[Optional[str], typer.Option("--acquisition", help="auto, epig, power-epig, bald, batch-bald, power-bald, entropy, variation-ratio, random, ...; regression: auto, epig, variance, eig, bald, random, nipv (default: the benchmark's choice per task, see README).", show_default=False)] = None,
+    first: Annotated[Optional[FirstBatch], typer.Option("--first", help="The first batch, before any label: typical (TypiClust: the most typical item of each of k clusters of the pool) or random.", show_default=False)] = None,
     k: Annotated[int, typer.Option("--k", help="Items to query this round.")] = 10,
     model: Annotated[str, typer.Option("--model", help="mlp, cnn, pkg.module:factory or path/to/file.py:factory (a zero-argument callable returning an nn.Module).")] = "mlp",
     samples: Annotated[Optional[int], typer.Option("--samples", help="Posterior samples S (members for an ensemble).")] = None,
@@ -304,6 +224,7 @@ def round_(
     )] = None,  # fmt: skip
     engine: Engine = "local",
     address: Address = None,
+    target: Annotated[Optional[Path], typer.Option("--target", help="epig / power-epig: target inputs (.csv/.npz/.npy with the pool's columns, or a .txt of item keys, one per line); default: 1000 pool items.", show_default=False)] = None,
 ) -> None:
     """Fit on the labelled items, score the pool, record the round and show what to label next."""
     from activebayes.acquisition import resolve_acquisition
@@ -312,13 +233,14 @@ def round_(
     from activebayes.loop import ActiveLearningLoop
     from activebayes.oracles import NoTruthError, truth_oracle
     from activebayes.store import RoundStatus, RoundStep
+    from activebayes_cli._trial import check_posterior, check_regression_posterior
     from activebayes_cli._model import (
         NO_MODEL,
-        check_posterior,
         check_posterior_name,
         check_posterior_options,
-        check_regression_posterior,
         check_task_options,
+        default_acquisition,
+        default_first,
         default_posterior,
         model_factory,
         normalize_model_spec,
@@ -339,7 +261,8 @@ def round_(
     from activebayes.distributed import check_engine_store
 
     check_engine_store(engine, address, st.db)  # a cluster cannot share a SQLite file: before anything is written
-    acquisition_name = resolve_acquisition(acquisition).name
+    if acquisition is not None:
+        resolve_acquisition(acquisition)  # an unknown name is refused before the database is opened
     model_spec = normalize_model_spec(model)
     store = st.store(upgrade=True)  # writes: an older schema is upgraded first
     name = st.project_name()
@@ -356,6 +279,7 @@ def round_(
     if lock.taken_over is not None:
         st.out.note(escape(f"took over the round lock of project {name!r} left by {lock.taken_over.text()} ({lock.stale_reason})"))
     posterior = posterior or default_posterior(info.task)
+    acquisition_name = resolve_acquisition(acquisition or default_acquisition(info.task)).name
     check_posterior_name(posterior, info.task)
     if posterior == "gp":
         if option_given(ctx, "model"):
@@ -422,6 +346,13 @@ def round_(
     n_classes = len(info.classes or [])
     check_task_options(info.task, options.posterior, options.acquisition)
     acq = resolve_acquisition(options.acquisition)
+    if acq.name == "auto":  # the trial fit checks the first strategy auto may choose
+        from activebayes.acquisition.auto import DEFAULT_ARMS
+
+        trial_acq = resolve_acquisition(DEFAULT_ARMS[info.task][0])
+    else:
+        trial_acq = acq
+    target_x = check_targets(target, acq, info, data, latest if resuming else None)
     model_fn = None
     shown = options.model if resuming else model  # as typed; a file's path is recorded absolute
     if options.posterior != "gp":
@@ -432,10 +363,10 @@ def round_(
                 raise
             raise CliError(f"{exc.what} (the model round {latest.number} was started with)", f"{exc.fix}, or pass --restart-round to discard the round") from exc
     if regression:
-        check_regression_posterior(options.posterior, model_fn, data.x, acq, device=device, spec=shown, options=options.options)
+        check_regression_posterior(options.posterior, model_fn, data.x, trial_acq, device=device, spec=shown, options=options.options)
     else:
         check_model_output(model_fn, data.x, n_classes, shown)
-        check_posterior(options.posterior, model_fn, data.x, n_classes, acq, device=device, spec=shown, options=options.options)
+        check_posterior(options.posterior, model_fn, data.x, n_classes, trial_acq, device=device, spec=shown, options=options.options)
     factory, settings = posterior_factory(
         options.posterior, model_fn, samples=options.samples, epochs=options.epochs, device=device,
         labelled=store.count_labelled(name),  # the training sized to it is recorded
@@ -468,7 +399,7 @@ def round_(
         factory, options.acquisition, store, name, answerer, batch_size=options.k, seed=seed,
         device=device, n_samples=options.predict_samples, who="truth" if answerer is not None else None,
         posterior_name=options.posterior, posterior_settings=settings, hook=hook, progress=on_scored, data=data,
-        engine=engine, address=address,
+        engine=engine, address=address, target_x=target_x, first=(first.value if first is not None else default_first()),
     )  # fmt: skip
     if restart_round:
         loop.discard(DISCARDED)

@@ -102,7 +102,9 @@ def test_registry_resolves_every_cli_name():
         "random", "variance", "mean-std", "variation-ratio", "entropy", "bald", "margin",
         "least-confidence", "eig", "batch-bald", "power-bald", "softmax-bald", "softrank-bald", "power-entropy",
     ]  # fmt: skip
-    assert sorted(ACQUISITIONS) == sorted([*names, "nipv"])  # nipv selects with the model: tests/test_nipv.py
+    # nipv selects with the model (tests/test_nipv.py); epig scores against targets (tests/test_epig.py)
+    # auto chooses one of the others per round (tests/test_first_batch_and_auto.py)
+    assert sorted(ACQUISITIONS) == sorted([*names, "nipv", "epig", "power-epig", "auto"])
     g = torch.Generator().manual_seed(5)
     probs = torch._sample_dirichlet(torch.full((6, 30, 4), 0.7), generator=g)
     for name in names:

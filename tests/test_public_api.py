@@ -30,7 +30,7 @@ LAYERS = {
     4: ("scoring",),
     5: ("store", "data"),
     6: ("oracles",),
-    7: ("loop", "study", "study_jobs", "design", "report"),
+    7: ("loop", "_selection", "_evaluation", "study", "study_jobs", "design", "report"),
 }
 
 

@@ -1,7 +1,8 @@
 """Acquisition: pure functions of a Predictive that say which candidates to ask about next.
 
 Scores f(pred) -> Tensor[N] (larger = ask first; nats where an information) live in `scores`;
-batch selectors returning a `BatchSelection` in `batch` and `batch_bald`; CLI names in `registry`.
+batch selectors returning a `BatchSelection` in `batch` and `batch_bald`; EPIG (scores against
+target inputs, f(pred, target_pred) -> Tensor[N]) in `epig`; CLI names in `registry`.
 Imports nothing of activebayes but `predictive` and `errors`.
 
 >>> import torch
@@ -14,6 +15,7 @@ tensor([0])
 from activebayes.acquisition._entropy import MixtureEntropy
 from activebayes.acquisition.batch import BatchSelection, StochasticMode, bald_prefilter, stochastic_batch, top_k
 from activebayes.acquisition.batch_bald import batch_bald, joint_mutual_information
+from activebayes.acquisition.epig import epig
 from activebayes.acquisition.registry import ACQUISITIONS, Acquisition, resolve_acquisition
 from activebayes.acquisition.scores import (
     VariancePart,
@@ -40,6 +42,7 @@ __all__ = [
     "batch_bald",
     "eig",
     "entropy",
+    "epig",
     "joint_mutual_information",
     "least_confidence",
     "margin",

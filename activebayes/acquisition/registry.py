@@ -11,10 +11,15 @@ How a scorer uses an entry (`acq = resolve_acquisition(name)`):
   `acq.prefilter_score` (the predictive variance), keep the best 2000 the same way, and
   `activebayes.acquisition.nipv.nipv_select(posterior, x_keep, reference, k)` chooses among them
   with the fitted model itself (integrated variance over `reference`, a seeded subset of the pool).
+* `acq.needs_targets` True (epig, power-epig): `acq.score(pred, target_pred)` takes the
+  candidates' predictive and that of M target inputs x* under the SAME posterior samples; a pool
+  is streamed through `activebayes.acquisition.epig.TargetPosterior(posterior, targets)` (each
+  batch predicted together with the targets in one call) and scored with `paired_epig`, then
+  `acq.select(scores, k, generator)`.
 
 `acq.tasks` names the project tasks an entry serves: the regression ones are random, variance,
-eig, bald and nipv (closed forms from a GaussianPredictive's latent fields); nipv is regression
-only.
+eig, bald, epig, power-epig (closed forms from a GaussianPredictive's latent fields, or the joint
+Gaussian for epig) and nipv; nipv is regression only.
 
 `select` always returns a `BatchSelection` (indices [K] long, scores [K]). It takes the scores
 [N] from `score` or, as a convenience, a Predictive / probs tensor [S, N, C] that it scores
@@ -39,6 +44,7 @@ from activebayes.acquisition import scores as S
 from activebayes.acquisition._entropy import draw_device
 from activebayes.acquisition.batch import BatchSelection, check_k, check_scores, stochastic_batch, top_k
 from activebayes.acquisition.batch_bald import batch_bald
+from activebayes.acquisition.epig import epig
 from activebayes.errors import ConfigError, ShapeError
 from activebayes.predictive import GaussianPredictive, Predictive
 
@@ -78,6 +84,9 @@ class Acquisition:
     name: the CLI name. score: per-candidate score f(pred) -> [N] (None for batch-bald, which
     needs the joint). needs_joint: select wants the Predictive of the (pre-filtered) candidates.
     prefilter_score: for needs_joint entries, the score to pre-filter a large pool with.
+    needs_model: selects with the fitted model (nipv). needs_targets: `score(pred, target_pred)`
+    needs the predictive of target inputs too (epig); `select` then takes scores [N] only.
+    tasks: the project tasks served.
     """
 
     name: str
@@ -86,6 +95,7 @@ class Acquisition:
     needs_joint: bool = False
     prefilter_score: Score | None = None
     needs_model: bool = False
+    needs_targets: bool = False
     tasks: frozenset[str] = frozenset({"classification"})
 
     def select(
@@ -103,6 +113,11 @@ class Acquisition:
             return self.selector(pred_or_scores, k, generator=generator)
         if isinstance(pred_or_scores, Tensor) and pred_or_scores.dim() == 1:
             scores = pred_or_scores
+        elif self.needs_targets:
+            raise ShapeError(
+                f"{self.name}: expected scores [N] (score(pred, target_pred) first: the scores need the targets' "
+                f"predictive), got a {type(pred_or_scores).__name__}"
+            )
         else:
             scores = self.score(pred_or_scores)
         return self.selector(scores, k, generator)
@@ -113,6 +128,10 @@ _BOTH = frozenset({"classification", "regression"})
 
 def _model_only(*_: object, **__: object) -> BatchSelection:
     raise ConfigError("nipv: selects with the fitted model; use activebayes.acquisition.nipv.nipv_select")
+
+
+def _loop_only(*_: object, **__: object) -> BatchSelection:
+    raise ConfigError("auto: the loop picks an arm per round (activebayes.acquisition.auto); select with that arm's entry")
 
 
 ACQUISITIONS: dict[str, Acquisition] = {
@@ -134,6 +153,9 @@ ACQUISITIONS: dict[str, Acquisition] = {
         Acquisition("softmax-bald", S.bald, _stochastic("softmax")),
         Acquisition("softrank-bald", S.bald, _stochastic("softrank")),
         Acquisition("power-entropy", S.entropy, _stochastic("power")),
+        Acquisition("auto", None, _loop_only, tasks=_BOTH),
+        Acquisition("epig", epig, greedy, needs_targets=True, tasks=_BOTH),
+        Acquisition("power-epig", epig, _stochastic("power"), needs_targets=True, tasks=_BOTH),
     ]
 }
 

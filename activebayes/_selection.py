@@ -1,0 +1,130 @@
+"""How a round chooses its queries once a posterior is fitted (a mixin of
+`activebayes.loop.ActiveLearningLoop`, whose module docstring describes each acquisition's path):
+score the pool in chunks (`score_pool`), then select with the acquisition's selector; batch-bald
+re-predicts its pre-filtered candidates jointly, nipv selects with the fitted model, epig scores
+against target inputs predicted with the same posterior samples, and auto lets its round's arm
+choose all but a random share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+
+class PoolSelection:
+    """The selection half of a round; reads the loop's store, project, features and settings."""
+
+    def _scores(self, posterior: Any, rows: np.ndarray, score_fn: Callable) -> torch.Tensor:
+        from activebayes.scoring import score_pool
+
+        chunk = max(self.score_batch_size * 16, 1 << 16)  # features held in memory at once
+        parts = []
+        for start in range(0, len(rows), chunk):
+            pool = self._features(rows[start : start + chunk])
+            result = score_pool(
+                posterior, pool, score_fn, batch_size=self.score_batch_size, device=self.device,
+                n_samples=self.n_samples, progress=self._chunk_progress(start, len(rows)),
+                engine=self.engine, address=self.address,
+            )  # fmt: skip
+            parts.append(result.scores)
+        self._pool_scores = torch.cat(parts)
+        return self._pool_scores
+
+    def _chunk_progress(self, offset: int, total: int) -> Callable[[int, int], None] | None:
+        """progress(done, _) of one chunk, reported as progress(offset + done, total) of the pool."""
+        if self.progress is None:
+            return None
+        report = self.progress
+        return lambda done, _: report(offset + done, total)
+
+    def _auto_choice(self, seed: int) -> Any:
+        """auto: this round's arm and random share from the recorded auto rounds
+        (`activebayes.acquisition.auto.choose`)."""
+        from activebayes.acquisition.auto import DEFAULT_ARMS, choose, round_reward
+
+        task = self.store.project(self.project).task
+        variance = 1.0
+        if task == "regression":
+            values = np.asarray([float(v) for v in self.store.labels(self.project)[2]] or [0.0])
+            variance = float(values.var()) if values.size > 1 else 1.0
+        past = []
+        for r in self.store.rounds(self.project):
+            recorded = r.acquisition_settings.get("auto") if r.acquisition == "auto" else None
+            if recorded is not None:
+                reward = round_reward(self.store.queries(self.project, r.number), recorded["random"], task, variance)
+                past.append((recorded, reward))
+        return choose(past, self.auto_arms or DEFAULT_ARMS[task], self.batch_size, seed)
+
+    def _select_auto(self, posterior: Any, rows: np.ndarray, k: int, gen: torch.Generator, auto: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+        """auto: the round's arm chooses k − r candidates, r more are drawn uniformly from the rest."""
+        n_random = min(int(auto["random"]), k - 1) if k > 1 else 0
+        saved = self.acquisition, self.acquisition_name
+        from activebayes.loop import _resolve_acquisition
+
+        self.acquisition, self.acquisition_name = _resolve_acquisition(auto["arm"])
+        try:
+            chosen, scores = self._select(posterior, rows, k - n_random, gen)
+        finally:
+            self.acquisition, self.acquisition_name = saved
+        rest = torch.from_numpy(np.setdiff1d(np.arange(len(rows)), chosen.numpy()))
+        extra = rest[torch.randperm(len(rest), generator=gen)[:n_random]]
+        return torch.cat([chosen, extra]), torch.cat([scores, torch.zeros(len(extra))])
+
+    def _select(self, posterior: Any, rows: np.ndarray, k: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """(positions [k] into `rows`, their scores [k]) chosen by the acquisition."""
+        acq = self.acquisition
+        if self.acquisition_name == "random":  # no posterior over the pool: uniform draws only
+            selection = acq.select(torch.zeros(len(rows)), k, gen)
+            return selection.indices.cpu(), selection.scores.detach().cpu().float()
+        if getattr(acq, "needs_joint", False):
+            from activebayes.acquisition import bald_prefilter
+
+            keep = bald_prefilter(self._scores(posterior, rows, acq.prefilter_score), self.prefilter_size)
+            with torch.inference_mode():
+                pred = posterior.predict(self._features(rows[keep.numpy()]).to(self.device), n_samples=self.n_samples)
+            selection = acq.select(pred, k, gen)
+            return keep[selection.indices.cpu()], selection.scores.detach().cpu().float()
+        if getattr(acq, "needs_model", False):
+            return self._select_with_model(posterior, rows, k, gen)
+        if getattr(acq, "needs_targets", False):
+            return self._select_with_targets(posterior, rows, k, gen)
+        scores = self._scores(posterior, rows, acq.score)
+        selection = acq.select(scores, k, gen)
+        return selection.indices.cpu(), selection.scores.detach().cpu().float()
+
+    def _select_with_model(self, posterior: Any, rows: np.ndarray, k: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """nipv: pre-filter by predictive variance, then `nipv_select` over a seeded reference
+        subset of the whole pool (labelled and unlabelled items)."""
+        from activebayes.acquisition import bald_prefilter
+        from activebayes.acquisition.nipv import nipv_select
+
+        prefilter = self._scores(posterior, rows, self.acquisition.prefilter_score)
+        keep = bald_prefilter(prefilter, self.prefilter_size)
+        labelled_rows = self.store.labels(self.project)[0]
+        pool_rows = np.sort(np.concatenate([np.asarray(rows), np.asarray(labelled_rows)]).astype(np.int64))
+        pick = torch.randperm(len(pool_rows), generator=gen)[: self.nipv_reference].sort().values.numpy()
+        reference = self._features(pool_rows[pick]).to(torch.float64)
+        candidates = self._features(rows[keep.numpy()]).to(torch.float64)
+        selection, first = nipv_select(posterior, candidates, reference, k)
+        # the reports keep every candidate's nipv score when all were scored, none otherwise (the
+        # pre-filter's variances are another quantity)
+        self._pool_scores = torch.empty(len(rows)).index_put_((keep,), first.float()) if len(keep) == len(rows) else None
+        return keep[selection.indices.cpu()], selection.scores.detach().cpu().float()
+
+    def _select_with_targets(self, posterior: Any, rows: np.ndarray, k: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """epig: every candidate scored against the targets (`target_x`, or `epig_targets` items of
+        the whole pool drawn with the round's generator), each batch predicted with them in one call."""
+        from activebayes.acquisition.epig import TargetPosterior, paired_epig
+
+        targets = self.target_x
+        if targets is None:
+            pool_rows = np.unique(np.concatenate([self.store.candidates(self.project)[1], self.store.labels(self.project)[0]]).astype(np.int64))
+            pick = torch.randperm(len(pool_rows), generator=gen)[: self.epig_targets].sort().values.numpy()
+            targets = self._features(pool_rows[pick])
+        scores = self._scores(TargetPosterior(posterior, targets), rows, paired_epig)
+        selection = self.acquisition.select(scores, k, gen)
+        return selection.indices.cpu(), selection.scores.detach().cpu().float()

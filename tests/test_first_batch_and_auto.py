@@ -1,0 +1,145 @@
+"""The first batch (TypiClust's typical points) and `auto` (EXP3 over strategies with a random
+share), checked by hand-computed values and deterministic geometry, never by a training outcome."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from activebayes.acquisition.auto import choose, probabilities, random_count, replay, round_reward, update
+from activebayes.acquisition.typical import embed, typical_batch, typicality
+from activebayes.errors import ConfigError
+
+
+def test_typicality_by_hand():
+    points = np.asarray([[0.0], [1.0], [3.0]])  # K = min(20, 2) = 2 neighbours each
+    # point 0: distances 1, 3 -> mean 2; point 1: 1, 2 -> 1.5; point 3: 3, 2 -> 2.5
+    assert typicality(points) == pytest.approx([1 / 2, 1 / 1.5, 1 / 2.5])
+    assert typicality(np.zeros((1, 2))).tolist() == [1.0]
+
+
+def blobs(sizes=(60, 40, 25), seed=0) -> tuple[np.ndarray, np.ndarray]:
+    """Well-separated Gaussian blobs (sd 0.3, centres 10 apart) and each point's blob."""
+    rng = np.random.default_rng(seed)
+    centres = np.asarray([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])
+    x = np.concatenate([centres[b] + 0.3 * rng.normal(size=(n, 2)) for b, n in enumerate(sizes)])
+    which = np.concatenate([np.full(n, b) for b, n in enumerate(sizes)])
+    return x.astype(np.float32), which
+
+
+def test_typical_batch_takes_one_central_point_per_cluster():
+    x, which = blobs()
+    x = np.concatenate([x, [[30.0, 30.0]]]).astype(np.float32)  # an outlier: never typical
+    which = np.append(which, -1)
+    chosen = typical_batch(x, 3, seed=0)
+    assert sorted(which[chosen.numpy()].tolist()) == [0, 1, 2]
+    for i in chosen.tolist():  # the most typical point lies near its blob's centre
+        members = x[which == which[i]]
+        assert np.linalg.norm(x[i] - members.mean(axis=0)) < 0.5
+    assert torch.equal(chosen, typical_batch(x, 3, seed=0))  # the same seed, the same batch
+
+
+def test_typical_batch_skips_covered_clusters():
+    x, which = blobs()
+    labelled = x[which == 0][:3]  # blob 0 is covered
+    chosen = typical_batch(x, 2, labelled=labelled, seed=0)
+    assert sorted(which[chosen.numpy()].tolist()) == [1, 2]
+
+
+def test_typical_batch_shapes_and_images():
+    images = np.random.default_rng(0).random((80, 1, 10, 10)).astype(np.float32)
+    assert embed(images).shape == (80, 50)  # 100 pixels -> 50 principal components
+    chosen = typical_batch(images, 5, seed=1)
+    assert chosen.shape == (5,) and len(set(chosen.tolist())) == 5
+    assert typical_batch(np.zeros((4, 2)), 4).sort().values.tolist() == [0, 1, 2, 3]  # identical points: still k distinct
+    with pytest.raises(ConfigError, match="k=5 exceeds the 4 candidates"):
+        typical_batch(np.zeros((4, 2)), 5)
+
+
+def test_exp3_probabilities_and_update_by_hand():
+    assert probabilities([0.0, 0.0], gamma=0.2) == pytest.approx([0.5, 0.5])
+    # w = [ln 3, 0]: softmax [0.75, 0.25]; p = 0.8·softmax + 0.1
+    assert probabilities([math.log(3), 0.0], gamma=0.2) == pytest.approx([0.7, 0.3])
+    # arm 1 (p = 0.5) earns 1: w_1 += 0.2·1 / (0.5·2) = 0.2
+    assert update([0.0, 0.0], 1, 1.0, gamma=0.2) == pytest.approx([0.0, 0.2])
+    with pytest.raises(ConfigError, match=r"reward must lie in \[0, 1\]"):
+        update([0.0], 0, 1.5)
+    assert [random_count(k) for k in (1, 2, 5, 10, 20)] == [0, 1, 1, 2, 4]
+
+
+def q(rank: int, value, prediction) -> SimpleNamespace:
+    return SimpleNamespace(rank=rank, value=value, prediction=prediction)
+
+
+def test_round_reward_reads_the_random_share_only():
+    queries = [q(0, "a", {"label": "b", "probability": 0.9}),  # chosen by the arm: not counted
+               q(1, "a", {"label": "a", "probability": 0.6}),
+               q(2, "b", {"label": "a", "probability": 0.7}),
+               q(3, None, {"label": "a", "probability": 0.7})]  # fmt: skip
+    assert round_reward(queries, 3, "classification") == pytest.approx(0.5)  # 1 right of 2 labelled
+    assert round_reward(queries[:1], 0, "classification") is None
+    cold = [q(0, "a", None), q(1, "b", None)]
+    assert round_reward(cold, 2, "classification") is None
+    reg = [q(0, "1.0", {"mean": 0.0, "sd": 1.0}), q(1, "3.0", {"mean": 1.0, "sd": 1.0})]
+    assert round_reward(reg, 1, "regression", label_variance=2.0) == pytest.approx(math.exp(-4 / 4))
+
+
+def test_replay_credits_each_reward_to_the_previous_arm():
+    past = [({"arm": "bald"}, None), ({"arm": "random"}, 0.5), ({"arm": "bald"}, 1.0)]
+    weights, credited = replay(past, ["bald", "random"], gamma=0.2)
+    assert credited == [("bald", 0.5), ("random", 1.0)]
+    w = update(update([0.0, 0.0], 0, 0.5, 0.2), 1, 1.0, 0.2)
+    assert weights == pytest.approx(w)
+    first = choose([], ["epig", "bald", "random"], 10, seed=3)
+    assert first.n_random == 2 and first.probabilities == pytest.approx((1 / 3,) * 3)
+    assert choose([], ["epig", "bald", "random"], 10, seed=3).arm == first.arm  # seeded
+    draws = [choose([], ["a", "b"], 10, seed=s).arm for s in range(400)]
+    assert 150 < draws.count("a") < 250  # uniform before any reward
+
+
+# ---- in the loop ---------------------------------------------------------------------------------
+
+
+def _run(tmp_path, name: str, **loop_options) -> list:
+    from test_loop import make_project, tiny_factory
+
+    from activebayes.loop import ActiveLearningLoop
+    from activebayes.oracles import SimulatedOracle
+    from activebayes.store import PoolStore
+
+    with PoolStore(f"sqlite:///{tmp_path / (name + '.db')}") as store:
+        truth = make_project(store, tmp_path, name)
+        loop = ActiveLearningLoop(tiny_factory, store=store, project=name, oracle=SimulatedOracle(truth), batch_size=10, seed=7, **loop_options)
+        loop.run(4)
+        return [(r.acquisition_settings, [(q.key, q.rank, q.score) for q in store.queries(name, r.number)]) for r in store.rounds(name)]
+
+
+def test_the_loop_starts_with_typical_points(tmp_path):
+    from activebayes.data import load_dataset
+
+    rounds = _run(tmp_path, "typ", acquisition="bald", first="typical")
+    assert rounds[0][0]["first"] == "typical" and "first" not in rounds[1][0]
+    x = load_dataset(tmp_path / "digits.npz").x[:300]
+    seed = __import__("activebayes.loop", fromlist=["round_seed"]).round_seed(7, 1)
+    expected = typical_batch(x, 10, seed=seed).tolist()
+    assert [int(k) for k, _, _ in rounds[0][1]] == expected  # candidates are the pool rows 0..299, in order
+    random_start = _run(tmp_path, "rnd", acquisition="bald")
+    assert random_start[0][0]["first"] == "random"
+
+
+def test_auto_records_its_choice_and_random_share_and_repeats(tmp_path):
+    rounds = _run(tmp_path, "auto1", acquisition="auto", auto_arms=["bald", "random"])
+    again = _run(tmp_path, "auto2", acquisition="auto", auto_arms=["bald", "random"])
+    assert [q for _, q in rounds] == [q for _, q in again]  # the same seed, the same queries
+    assert "auto" not in rounds[0][0] and rounds[0][0]["first"] == "random"  # no model, no arm
+    for settings, queries in rounds[1:]:
+        auto = settings["auto"]
+        assert auto["arm"] in ("bald", "random") and auto["random"] == 2 and sum(auto["probabilities"]) == pytest.approx(1)
+    later = [s["auto"] for s, _ in rounds[1:]]
+    assert later[-1]["rewards"] == [[later[0]["arm"], pytest.approx(later[-1]["rewards"][0][1])]]  # round 3's reward, to round 2's arm
+    for settings, queries in rounds[1:]:
+        assert [score for _, rank, score in queries if rank >= 8] == [0.0, 0.0]  # the random share
