@@ -123,6 +123,19 @@ def metric_columns(rounds: list[Any]) -> list[str]:
     return names
 
 
+def acquisition_text(r: Any) -> str:
+    """A round's acquisition as status shows it: auto with its chosen arm, its probability and its
+    random share ("auto: bald p=0.45, 2 random"); a cold start's first batch ("bald, first: typical")."""
+    settings = r.acquisition_settings or {}
+    auto = settings.get("auto")
+    if auto:
+        p = auto["probabilities"][auto["arms"].index(auto["arm"])]
+        return f"{r.acquisition}: {auto['arm']} p={p:.2f}, {auto['random']} random"
+    if settings.get("first"):
+        return f"{r.acquisition}, first: {settings['first']}"
+    return r.acquisition
+
+
 def _round_fields(r: Any, metrics: list[str]) -> list[tuple[str, str, bool]]:
     """(column, text, numeric) of one round, metrics last; '-' where a round lacks a metric."""
     status_text = r.status + (f" ({r.failure_reason})" if r.failure_reason else "")
@@ -130,7 +143,7 @@ def _round_fields(r: Any, metrics: list[str]) -> list[tuple[str, str, bool]]:
         ("round", str(r.number), True),
         ("status", status_text, False),
         ("posterior", r.posterior, False),
-        ("acquisition", r.acquisition, False),
+        ("acquisition", acquisition_text(r), False),
         ("labelled", str(r.labelled_count), True),
     ]
     for name in metrics:
@@ -224,6 +237,8 @@ def status(ctx: typer.Context) -> None:
                 "status": r.status,
                 "posterior": r.posterior,
                 "acquisition": r.acquisition,
+                **({"auto": r.acquisition_settings["auto"]} if (r.acquisition_settings or {}).get("auto") else {}),
+                **({"first": r.acquisition_settings["first"]} if (r.acquisition_settings or {}).get("first") else {}),
                 "labelled_count": r.labelled_count,
                 "metrics": r.metrics,
                 "failure_reason": r.failure_reason,

@@ -143,3 +143,28 @@ def test_auto_records_its_choice_and_random_share_and_repeats(tmp_path):
     assert later[-1]["rewards"] == [[later[0]["arm"], pytest.approx(later[-1]["rewards"][0][1])]]  # round 3's reward, to round 2's arm
     for settings, queries in rounds[1:]:
         assert [score for _, rank, score in queries if rank >= 8] == [0.0, 0.0]  # the random share
+
+
+def test_cli_auto_and_first_are_shown_by_status(cli_db, tmp_path):
+    import csv
+    import json
+
+    from cli_checks import ok
+
+    rng = np.random.default_rng(0)
+    with open("t.csv", "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["id", "a", "b", "label"])
+        for i in range(80):
+            c = i % 2
+            writer.writerow([f"r{i}", f"{c + rng.normal():.3f}", f"{rng.normal():.3f}", "xy"[c]])
+    ok("init", "--name", "t")
+    ok("pool", "add", "t.csv", "--test-fraction", "0.25")
+    tiny = ("--oracle", "truth", "--device", "cpu", "--samples", "2", "--epochs", "2")
+    ok("round", "--acquisition", "auto", *tiny)
+    ok("round", "--acquisition", "auto", *tiny)
+    rounds = json.loads(ok("--json", "status").stdout)["rounds"]
+    assert rounds[0]["first"] == "typical" and "auto" not in rounds[0]  # the CLI's first batch
+    assert rounds[1]["auto"]["random"] == 2 and rounds[1]["auto"]["arm"] in ("epig", "bald", "random")
+    shown = ok("status").stdout
+    assert "first: typical" in shown and "2 random" in shown
