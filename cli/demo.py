@@ -1,15 +1,21 @@
-"""`activebayes demo`: the main job end to end on the embedded default.
+"""`activebayes demo`: what the tool's defaults do, against random, end to end.
 
-1. A simulated study (`activebayes.study.run_study`) in a temporary folder (or --out DIR): a
-   fresh SQLite database study.db and scikit-learn's handwritten digits (1797 8x8 images, bundled
-   with scikit-learn) written as digits.npz.
-2. Two acquisitions on the same pool and the same held-back test split: MC dropout + BALD, and
-   MC dropout + random acquisition. Both start from the same 20 random labels, then ask 10 items
-   per round of a simulated oracle (the held-back truth) until a round has been fitted on 80
-   labels (40 with --fast). The pair is repeated with 3 seeds (split, initial labels, training),
-   one project each (1 with --fast).
-3. A table of the mean (± sd) test accuracy against the number of labels for both,
-   learning-curve.png and results.json.
+1. In a temporary folder (or --out DIR): scikit-learn's handwritten digits (1797 8x8 images,
+   bundled with scikit-learn) written as digits.npz, and one SQLite database study.db.
+2. Two arms, each what `activebayes round --oracle truth --k 10` gives a user who names no
+   strategy (cli/_demo_runs.py, after `run_one` in studies/benchmark/run.py): a project per arm
+   and seed (`default-s0`, `random-s0`, ...) whose pool is the digits imported as `pool add`
+   does (test split 0.3 with the seed), the default model and posterior (`--model mlp`,
+   `default_posterior`: MC dropout, training sized to the labels), rounds of 10 items answered
+   by the held-back truth until a round has been fitted on 80 labels (40 with --fast).
+   "the default" takes the round's default acquisition and cold-start first batch
+   (`default_acquisition`, `default_first` in cli/_model.py, chosen by the real-data benchmark
+   in studies/benchmark and named in the output as they are); "random" is uniform throughout.
+   Seeds seed, seed+1, seed+2 (only seed with --fast); arms with the same seed share the test
+   split and the rounds' seeds.
+3. A table of the mean (± sd over seeds) test accuracy of every fitted round against the number
+   of labels, one line on where the default stands against random, learning-curve.png and
+   results.json.
 4. The memory-span design demo (EIG-chosen list lengths for a simulated participant).
 """
 
@@ -34,45 +40,25 @@ from activebayes_cli._threads import one_intra_op_thread
 
 app = typer.Typer()
 
-# what run_study writes into the folder (an earlier demo's are replaced: every demo starts afresh)
+# what the demo writes into the folder (an earlier demo's are replaced: every demo starts afresh;
+# study-config.json is an older demo's, which ran activebayes.study)
 DEMO_FILES = ("study.db", "study.db-wal", "study.db-shm", "study-config.json", "digits.npz", "results.json",
               "learning-curve.png")  # fmt: skip
-STRATEGIES = (("bald", "MC dropout + BALD"), ("random", "MC dropout + random"))  # acquisition, label
 
 
 @dataclass(frozen=True)
 class DemoConfig:
-    """How much work the demo does; `fast` is a quick look, the default a fuller picture."""
+    """How much work the demo does; `fast` is a quick look, the default a fuller picture. The
+    model, posterior, training and acquisitions are the CLI's defaults (see cli/_demo_runs.py)."""
 
     max_labels: int  # the last round is fitted on this many labels
-    initial: int = 20  # random labels to start from
     k: int = 10  # queries per round
-    epochs: int = 200
-    lr: float = 3e-3
-    samples: int = 20  # MC dropout masks S
-    hidden: tuple[int, ...] = (128,)
-    test_fraction: float = 0.3
-    repeats: int = 3  # studies per strategy (seeds seed, seed+1, ...); the table shows their mean
+    repeats: int = 3  # seeds per arm (seed, seed+1, ...); the table shows their mean
     span_trials: int = 12
 
     @classmethod
     def choose(cls, fast: bool) -> DemoConfig:
-        return cls(max_labels=40, epochs=150, samples=10, repeats=1, span_trials=8) if fast else cls(max_labels=80)
-
-    def study(self, seed: int) -> Any:
-        """The `StudyConfig` of the active-learning part: BALD and random, uniformly random
-        initial labels, pixels left in [0, 1] (per-pixel standardisation blows up the rarely
-        inked border pixels)."""
-        from activebayes.study import StudyConfig
-
-        config = StudyConfig(
-            acquisitions=tuple(acquisition for acquisition, _ in STRATEGIES), name="digits-demo", seed=seed,
-            repeats=self.repeats, dataset="digits", test_fraction=self.test_fraction, initial=self.initial,
-            balanced_initial=False, batch_size=self.k, max_labels=self.max_labels, posterior="mc-dropout",
-            network="mlp", hidden=self.hidden, epochs=self.epochs, lr=self.lr, n_samples=self.samples,
-        )  # fmt: skip
-        config.validate()
-        return config
+        return cls(max_labels=40, repeats=1, span_trials=8) if fast else cls(max_labels=80)
 
 
 def prepare_folder(out: Path | None) -> Path:
@@ -90,12 +76,12 @@ def prepare_folder(out: Path | None) -> Path:
 @app.command("demo")
 def demo(
     ctx: typer.Context,
-    fast: Annotated[bool, typer.Option("--fast", help="Fewer rounds, epochs and samples (about 20 s).")] = False,
+    fast: Annotated[bool, typer.Option("--fast", help="One seed and 40 labels instead of three seeds and 80 (about 10 s).")] = False,
     out: Annotated[Optional[Path], typer.Option("--out", help="Keep the database, data and plot in this folder (default: a new temp folder).")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the split, the initial labels and every round.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="First seed: of the split and every round of both arms (then seed+1, seed+2).")] = 0,
     device: Device = "auto",
 ) -> None:
-    """Run the main job end to end: BALD against random on the digits, then the memory-span design."""
+    """Run the main job end to end: the tool's default strategy against random on the digits, then the memory-span design."""
     st = state(ctx)
     check_device(device)  # a bad --device fails in one line before anything is written
     config = DemoConfig.choose(fast)
@@ -103,23 +89,66 @@ def demo(
         _run_demo(st, config, out, seed, device)
 
 
-def _run_demo(st: Any, config: DemoConfig, out: Path | None, seed: int, device: str) -> None:
-    from activebayes.study import run_study
+def _active_learning(st: Any, config: DemoConfig, folder: Path, seed: int, device: str) -> dict[str, Any]:
+    """Both arms for every seed (paired: one seed's two runs one after the other); the results
+    document (also written to results.json) and the plot."""
+    from activebayes.data import write_digits
+    from activebayes.store import PoolStore
+    from activebayes_cli import _demo_runs as runs
 
+    arms = runs.demo_arms()
+    seeds = [seed + i for i in range(config.repeats)]
+    digits = write_digits(folder / "digits.npz")
+    database = folder / "study.db"
+    total = len(arms) * len(seeds) * runs.steps_per_run(config.max_labels, config.k)
+    done = 0
+    by_arm: dict[str, list[dict[str, Any]]] = {arm.label: [] for arm in arms}
+    with st.out.progress("active learning on the digits", total=total) as advance, PoolStore(f"sqlite:///{database}") as store:
+        for s in seeds:
+            for arm in arms:
+                advance(done, None, f"{arm.key}, seed {s}")  # positional: the --quiet advance names them otherwise
+
+                def step() -> None:
+                    nonlocal done
+                    done += 1
+                    advance(done)
+
+                by_arm[arm.label].append(runs.run_arm(store, digits, folder, arm, s, k=config.k, max_labels=config.max_labels,
+                                                      device=device, step=step))  # fmt: skip
+    curves = {label: runs.summarise(points) for label, points in by_arm.items()}
+    default, random = arms
+    diff = runs.compare(curves[default.label], curves[random.label])
+    where = "one seed" if len(seeds) == 1 else f"mean ± sd of {len(seeds)} seeds"
+    plot = runs.plot_curves(curves, folder / "learning-curve.png", f"digits: CLI defaults against random ({where})")
+    document = {
+        "arms": {arm.label: {"key": arm.key, "acquisition": arm.acquisition, "first": arm.first} for arm in arms},
+        "settings": {"k": config.k, "max_labels": config.max_labels, "test_fraction": runs.TEST_FRACTION, "seeds": seeds,
+                     "model": "mlp", "posterior": by_arm[default.label][0]["posterior"], "device": device},  # fmt: skip
+        "curves": curves,
+        "runs": by_arm,
+        "default_vs_random": diff,
+        "standing": runs.standing(diff, len(seeds)),
+        "database": str(database),
+        "plot": str(plot),
+    }
+    document["results"] = str(runs.write_results(folder / "results.json", document))
+    return document
+
+
+def _run_demo(st: Any, config: DemoConfig, out: Path | None, seed: int, device: str) -> None:
     folder = prepare_folder(out)
     started = time.perf_counter()
     st.out.note(f"demo folder: {folder} (database study.db, pool digits.npz)")
-    with st.out.progress("active learning on the digits") as advance:
-        result = run_study(config.study(seed), folder, device=device, progress=advance)
-    labels = dict(STRATEGIES)
-    curves = {labels[acquisition]: points for acquisition, points in result.curves.items()}
+    result = _active_learning(st, config, folder, seed, device)
+    curves = result["curves"]
     active_s = time.perf_counter() - started
 
     if not st.out.json:
-        studies = f"mean of {config.repeats} studies" if config.repeats > 1 else "one study"
-        title = f"digits: test accuracy against labels (MC dropout, simulated oracle, {studies})"
+        studies = f"mean of {config.repeats} seeds" if config.repeats > 1 else "one seed"
+        title = f"digits: test accuracy against labels (the CLI's defaults and random, simulated oracle, {studies})"
         st.out.console.print(curves_table(title, curves, config.repeats))
-        st.out.console.print(f"learning curve: {result.plot}")
+        st.out.console.print(result["standing"])
+        st.out.console.print(f"learning curve: {result['plot']}")
     console = st.out.console
     if st.out.json:  # stdout carries the JSON only: the span table goes to stderr (or nowhere)
         console = Console(file=io.StringIO()) if st.out.quiet else st.out.err
@@ -128,11 +157,15 @@ def _run_demo(st: Any, config: DemoConfig, out: Path | None, seed: int, device: 
     elapsed = time.perf_counter() - started
     summary = {
         "folder": str(folder),
-        "database": f"sqlite:///{result.database}",
-        "plot": str(result.plot),
-        "results": str(result.results),
+        "database": f"sqlite:///{result['database']}",
+        "plot": result["plot"],
+        "results": result["results"],
         "curves": {label: [{"labels": p["labels"], "accuracy": p["mean"]} for p in points] for label, points in curves.items()},
+        "arms": result["arms"],
+        "default_vs_random": result["default_vs_random"],
+        "standing": result["standing"],
         "studies": config.repeats,
+        "seeds": result["settings"]["seeds"],
         "memory_span": span,
         "active_learning_s": round(active_s, 2),
         "total_s": round(elapsed, 2),

@@ -6,8 +6,13 @@ One call runs one round of `activebayes.loop.ActiveLearningLoop`:
   network's output shape and class count, a dropout layer for mc-dropout, a one-epoch trial fit
   scored by the acquisition): a mistake there leaves the database unchanged. A failure later,
   while fitting or scoring the pool, is recorded as a failed round (its reason in `status`).
-* A round with no labels yet picks K candidates uniformly at random (seeded; the loop's cold
-  start, its recorded scores are 0) — there is no posterior to score with.
+* A round with no labels yet has no posterior to score with: `--first typical` (the default)
+  asks for the most typical item of each of K clusters of the pool (TypiClust), `--first random`
+  for K uniformly random ones (seeded); the recorded scores are 0.
+* With no --acquisition, a round uses the default of its task (`_model.DEFAULT_ACQUISITION`,
+  chosen on the real-data benchmark in studies/benchmark). `--acquisition auto` lets a bandit
+  choose among strategies each round, with a random share of each batch to check the choice
+  (`activebayes.acquisition.auto`); `status` shows the choice.
 * With `--oracle human` (default) the round stops in "queried": the chosen items are printed and
   written to `<project>-round-<N>.csv` (or --csv PATH), one row per query: key, label (empty:
   fill it in), score, rank, then the item's features under their own names, or for an image

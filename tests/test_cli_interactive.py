@@ -227,29 +227,83 @@ def test_prompt_uses_column_names_and_the_terminals_width(tmp_path, columns, siz
 
 
 def test_demo_fast_end_to_end(tmp_path, monkeypatch):
+    """The demo runs the CLI's defaults (named as they are) against random: one project per arm
+    and seed in one study.db, the pool imported as `pool add` does, paired splits and round seeds.
+    Which arm wins is a training outcome and is not asserted."""
+    from activebayes_cli._model import default_acquisition, default_first
+    from activebayes_cli.demo import DEMO_FILES
+
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ACTIVEBAYES_DB", raising=False)
     result = run("--json", "--quiet", "demo", "--fast", "--out", "demo-out", "--device", "cpu")
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     curves = summary["curves"]
-    assert summary["studies"] == 1
-    assert set(curves) == {"MC dropout + BALD", "MC dropout + random"}
+    acquisition, first = default_acquisition("classification"), default_first()
+    default = f"default ({acquisition}, first batch: {first})"
+    assert summary["studies"] == 1 and summary["seeds"] == [0]
+    assert list(curves) == [default, "random"]
+    assert summary["arms"][default] == {"key": "default", "acquisition": acquisition, "first": first}
+    assert summary["arms"]["random"] == {"key": "random", "acquisition": "random", "first": "random"}
     for points in curves.values():
-        assert [p["labels"] for p in points] == [20, 30, 40]
+        assert [p["labels"] for p in points] == [10, 20, 30, 40]
         assert all(0.0 <= p["accuracy"] <= 1.0 for p in points)
-    # both strategies start from the same random labels, so their first fits agree exactly
-    assert curves["MC dropout + BALD"][0] == curves["MC dropout + random"][0]
+    gaps = [d["accuracy"] - r["accuracy"] for d, r in zip(curves[default], curves["random"])]
+    diff = summary["default_vs_random"]
+    assert (diff["first_labels"], diff["last_labels"]) == (10, 40)
+    assert diff["mean"] == pytest.approx(np.mean(gaps)) and diff["last"] == pytest.approx(gaps[-1])
+    assert summary["standing"].startswith("the default is ") and "over 10–40 labels" in summary["standing"]
     assert Path(summary["plot"]).read_bytes()[:4] == b"\x89PNG"
-    assert json.loads(Path(summary["results"]).read_text())["config"]["acquisitions"] == ["bald", "random"]
-    with PoolStore(summary["database"]) as store:  # the demo is a study (activebayes.study.run_study)
-        assert sorted(store.projects()) == ["bald-r1", "random-r1"]
-        rounds = store.rounds("bald-r1")  # the 20 initial labels are imported, not queried
-        assert all(r.status == "done" for r in rounds) and len(rounds) == 3 and rounds[0].acquisition == "bald"
-        assert len(store.labels("bald-r1")[0]) == 50
-        assert [(r.labelled_count, r.metrics["accuracy"]) for r in rounds] == [
-            (p["labels"], p["accuracy"]) for p in curves["MC dropout + BALD"]
-        ]
+    results = json.loads(Path(summary["results"]).read_text())
+    assert results["settings"]["seeds"] == [0] and results["settings"]["posterior"] == "mc-dropout"
+    assert [p["mean"] for p in results["curves"]["random"]] == [p["accuracy"] for p in curves["random"]]
+    with PoolStore(summary["database"]) as store:  # what `pool add` + `round --oracle truth --k 10` leave
+        assert sorted(store.projects()) == ["default-s0", "random-s0"]
+        splits = []
+        for project, arm in (("default-s0", acquisition), ("random-s0", "random")):
+            rounds = store.rounds(project)  # the cold start (no fit), then fits on 10, ..., 40 labels
+            assert all(r.status == "done" and r.acquisition == arm for r in rounds)
+            assert [r.labelled_count for r in rounds] == [0, 10, 20, 30, 40]
+            assert rounds[0].acquisition_settings["first"] == (first if project == "default-s0" else "random")
+            assert rounds[1].posterior == "mc-dropout" and rounds[1].posterior_settings["model"] == "mlp"
+            assert len(store.labels(project)[0]) == 50  # the last round's queries are answered too
+            label = default if project == "default-s0" else "random"
+            assert [(r.labelled_count, r.metrics["accuracy"]) for r in rounds[1:]] == [
+                (p["labels"], p["accuracy"]) for p in curves[label]
+            ]
+            states = store.label_states(project, sorted(store.item_keys(project)))
+            splits.append({key for key, state in states.items() if state["split"] == "test"})
+            assert store.project(project).settings["test_fraction"] == 0.3
+        assert splits[0] == splits[1] and len(splits[0]) == pytest.approx(0.3 * 1797, abs=1)  # paired: one split
+        assert [r.seed for r in store.rounds("default-s0")] == [r.seed for r in store.rounds("random-s0")]
+    assert set(os.listdir(tmp_path / "demo-out")) <= set(DEMO_FILES)  # a rerun's cleanup covers all of it
     span = summary["memory_span"]
     assert span["trials"] > 0 and 0.0 < span["sd"] < 2.0 and 1.0 < span["mean"] < 15.0
     assert not (tmp_path / "activebayes.db").exists()  # the demo never touches the default database
+    assert not (tmp_path / "activebayes-cache").exists()
+
+
+def test_demo_folder_is_cleared_of_an_earlier_demo(tmp_path):
+    from activebayes_cli.demo import DEMO_FILES, prepare_folder
+
+    for name in DEMO_FILES:
+        (tmp_path / name).write_text("old")
+    (tmp_path / "mine.txt").write_text("kept")
+    assert prepare_folder(tmp_path) == tmp_path
+    assert os.listdir(tmp_path) == ["mine.txt"]
+
+
+def test_demo_standing_says_plainly_where_the_default_is():
+    from activebayes_cli._demo_runs import compare, standing
+
+    def curve(*means):
+        return [{"labels": 10 * (i + 1), "mean": m, "sd": 0.0, "n": 3} for i, m in enumerate(means)]
+
+    above = compare(curve(0.6, 0.8), curve(0.5, 0.79))
+    assert above == pytest.approx({"first_labels": 10, "last_labels": 20, "mean": 0.055, "last": 0.01})
+    assert standing(above, 3) == ("the default is 0.055 above random on average over 10–20 labels "
+                                  "(0.010 above at 20; test accuracy, mean of 3 seeds)")  # fmt: skip
+    below = standing(compare(curve(0.5, 0.7), curve(0.6, 0.8)), 1)
+    assert below.startswith("the default is 0.100 below random on average") and below.endswith(": random did better on these digits")
+    assert "level with random" in standing(compare(curve(0.5), curve(0.5)), 1)
+    assert compare(curve(0.5), []) is None
