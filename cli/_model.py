@@ -41,13 +41,13 @@ REGRESSION_ACQUISITIONS = ("variance", "eig", "bald", "random", "nipv", "epig", 
 
 #: The defaults a round uses when it names none, chosen on the real-data benchmark
 #: (studies/benchmark, README "When active learning helps").
-DEFAULT_ACQUISITION = {"classification": "bald", "regression": "bald"}
-DEFAULT_FIRST = "typical"
+DEFAULT_ACQUISITION = {"classification": "power-epig", "regression": "auto"}
+DEFAULT_FIRST = "random"
 
 
 def default_acquisition(task: str) -> str:
     """The --acquisition of a round that names none (`DEFAULT_ACQUISITION`)."""
-    return DEFAULT_ACQUISITION.get(task, "bald")
+    return DEFAULT_ACQUISITION.get(task, "random")
 
 
 def default_first() -> str:

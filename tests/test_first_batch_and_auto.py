@@ -163,8 +163,10 @@ def test_cli_auto_and_first_are_shown_by_status(cli_db, tmp_path):
     tiny = ("--oracle", "truth", "--device", "cpu", "--samples", "2", "--epochs", "2")
     ok("round", "--acquisition", "auto", *tiny)
     ok("round", "--acquisition", "auto", *tiny)
+    from activebayes_cli._model import default_first
+
     rounds = json.loads(ok("--json", "status").stdout)["rounds"]
-    assert rounds[0]["first"] == "typical" and "auto" not in rounds[0]  # the CLI's first batch
+    assert rounds[0]["first"] == default_first() and "auto" not in rounds[0]  # the CLI's first batch
     assert rounds[1]["auto"]["random"] == 2 and rounds[1]["auto"]["arm"] in ("epig", "bald", "random")
     shown = ok("status").stdout
-    assert "first: typical" in shown and "2 random" in shown
+    assert f"first: {default_first()}" in shown and "2 random" in shown

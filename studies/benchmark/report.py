@@ -154,6 +154,7 @@ def summarise(runs: list[dict[str, Any]], cfg: dict[str, Any] | None = None) -> 
                      for e in entries if "labels_to_reach_random" in e]  # fmt: skip
             better = sum(1 for e in entries if e.get("delta_se") and e["delta_vs_random"] > 2 * e["delta_se"])
             worse = sum(1 for e in entries if e.get("delta_se") and e["delta_vs_random"] < -2 * e["delta_se"])
+            trails = sum(1 for e in entries if e.get("delta_se") is not None and e["delta_vs_random"] < -e["delta_se"])
             median_reach = statistics.median(reach) if reach else None
             medians[arm] = {
                 "tables": len(entries),
@@ -164,6 +165,7 @@ def summarise(runs: list[dict[str, Any]], cfg: dict[str, Any] | None = None) -> 
                 "never_reach": sum(1 for r in reach if math.isinf(r)),
                 "better_than_random_2se": better,
                 "worse_than_random_2se": worse,
+                "worse_than_random_1se": trails,
                 "seconds_per_run": statistics.mean(e["seconds_per_run"] for e in entries),
             }
         tasks[task] = {"tables": names, "arms": arm_names, "summary": medians}
@@ -210,7 +212,9 @@ def markdown(summary: dict[str, Any], cfg: dict[str, Any] | None, notes: list[st
         sign_text = "arm − random" if task == "classification" else "random − arm (so positive is better)"
         lines += [f"### Δ area under the curve: mean {('accuracy' if task == 'classification' else 'RMSE')} over 10–{L} labels, "
                   f"{sign_text}, mean ± SE over seeds", ""]  # fmt: skip
-        lines.append("| table | rows | random (mean over the curve) | " + " | ".join(a for a in arms if a != "random") + " |")
+        default = (cfg or {}).get("default", {}).get(task)
+        shown = {a: f"**{a} (default)**" if a == default else a for a in arms}
+        lines.append("| table | rows | random (mean over the curve) | " + " | ".join(shown[a] for a in arms if a != "random") + " |")
         lines.append("|---|---:|---:|" + "---:|" * (len(arms) - (1 if "random" in arms else 0)))
         for n in names:
             t = tables[n]
@@ -230,8 +234,10 @@ def markdown(summary: dict[str, Any], cfg: dict[str, Any] | None, notes: list[st
             lines.append("| **median over tables of Δ / random's mean RMSE** | | | " + " | ".join(cells) + " |")
         cells = ["" if a == "random" else f"{med[a]['better_than_random_2se']} / {med[a]['worse_than_random_2se']} of {med[a]['tables']}" for a in arms]
         lines.append("| better / worse than random by > 2 SE | | " + " | ".join(cells) + " |")
+        cells = ["" if a == "random" else f"{med[a]['worse_than_random_1se']} of {med[a]['tables']}" for a in arms]
+        lines.append("| trails random by > 1 SE | | " + " | ".join(cells) + " |")
         lines += ["", f"### Labels needed to reach random's mean {('accuracy' if task == 'classification' else 'RMSE')} at {L} labels", ""]
-        lines.append("| table | random at " + f"{L} | " + " | ".join(arms) + " |")
+        lines.append("| table | random at " + f"{L} | " + " | ".join(shown[a] for a in arms) + " |")
         lines.append("|---|---:|" + "---:|" * len(arms))
         for n in names:
             t = tables[n]

@@ -59,21 +59,13 @@ def fingerprint(cfg: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
         "max_labels": int(cfg["max_labels"]),
         "test_fraction": float(cfg["test_fraction"]),
         "table": {**record["settings"], "rows": record["rows"]},
-        "loop": cli_loop_defaults(),
     }
 
 
-def cli_loop_defaults() -> dict[str, Any]:
-    """The loop options `activebayes round` sets by default: the cold start's first batch
-    (`activebayes_cli._model.default_first`), so the benchmark runs what a user gets."""
-    from activebayes_cli._model import default_first
-
-    return {"first": default_first()}
-
-
 def arm_parts(arm: str) -> tuple[str, str | None]:
-    """(acquisition, first batch) of an arm: "epig" takes the CLI's first batch, "epig/random" or
-    "random/typical" name it; plain "random" is uniform throughout (random first batch too)."""
+    """(acquisition, first batch) of an arm: "epig/random" or "random/typical" name the first
+    batch, "epig" takes the CLI's (`activebayes_cli._model.default_first`); plain "random" is
+    uniform throughout (random first batch too)."""
     acquisition, _, first = arm.partition("/")
     return acquisition, first or ("random" if acquisition == "random" else None)
 
@@ -130,7 +122,9 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
             factory, settings = posterior_factory(posterior, model_fn, samples=None, epochs=None, device="cpu")
             settings = {"model": NO_MODEL if posterior == "gp" else "mlp", **settings}
             acquisition, first = arm_parts(arm)
-            loop_options = {**job["settings"]["loop"], **({"first": first} if first else {})}
+            from activebayes_cli._model import default_first
+
+            loop_options = {"first": first or default_first()}
             loop = ActiveLearningLoop(
                 factory, acquisition, store, "p", truth_oracle(store, "p", data), batch_size=k, seed=seed, device="cpu",
                 who="truth", posterior_name=posterior, posterior_settings=settings, data=data, **loop_options,

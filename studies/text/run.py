@@ -51,24 +51,26 @@ def run_one(csv_path: Path, acquisition: str, seed: int, workdir: Path) -> tuple
     from activebayes.data import load_project_data
     from activebayes.loop import ActiveLearningLoop
     from activebayes.store import PoolStore
-    from activebayes_cli._model import default_first, posterior_factory
+    from activebayes_cli._model import default_first, model_factory, posterior_factory
     from activebayes_cli._pool_import import register_pool
 
     torch.set_num_threads(1)
     with PoolStore(f"sqlite:///{workdir / f'{acquisition}-{seed}.db'}") as store:
-        store.create_project("p", task="classification", classes=None)
+        store.create_project("p", task="classification", classes_from_data=True)
         t0 = time.perf_counter()
         summary = register_pool(store, "p", csv_path, label_column="source", test_fraction=0.3, seed=seed,
                                 text_columns=("text",), text_folder=workdir / f"cache-{acquisition}-{seed}")  # fmt: skip
         summary["seconds"] = time.perf_counter() - t0
         data = load_project_data(store, "p")
-        factory, settings = posterior_factory("mc-dropout", None, x=data.x, n_classes=2)
-        truth = {k: str(v) for k, v in zip(data.keys, data.y.tolist())}
-        from activebayes.oracles import SimulatedOracle
+        model_fn = model_factory("mlp", data.x.shape[1:], len(store.project("p").classes))
+        factory, settings = posterior_factory("mc-dropout", model_fn, samples=None, epochs=None, device="cpu")
+        settings = {"model": "mlp", **settings}
+        from activebayes.oracles import truth_oracle
 
-        loop = ActiveLearningLoop(factory, acquisition, store, "p", SimulatedOracle(truth), batch_size=10, seed=seed,
+        first = "random" if acquisition == "random" else default_first()
+        loop = ActiveLearningLoop(factory, acquisition, store, "p", truth_oracle(store, "p", data), batch_size=10, seed=seed,
                                   device="cpu", posterior_name="mc-dropout", posterior_settings=settings, data=data,
-                                  first=default_first())  # fmt: skip
+                                  first=first)  # fmt: skip
         curve = {}
         while store.count_labelled("p") <= max(BUDGETS):
             result = loop.step()
@@ -86,7 +88,7 @@ def ceiling(csv_path: Path, workdir: Path, seed: int) -> tuple[float, float]:
     from activebayes_cli._pool_import import register_pool
 
     with PoolStore(f"sqlite:///{workdir / f'ceiling-{seed}.db'}") as store:
-        store.create_project("p", task="classification", classes=None)
+        store.create_project("p", task="classification", classes_from_data=True)
         register_pool(store, "p", csv_path, label_column="source", test_fraction=0.3, seed=seed, text_columns=("text",),
                       text_folder=workdir / f"cache-ceiling-{seed}")  # fmt: skip
         data = load_project_data(store, "p")
