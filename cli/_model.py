@@ -45,9 +45,31 @@ DEFAULT_ACQUISITION = {"classification": "power-epig", "regression": "auto"}
 DEFAULT_FIRST = "random"
 
 
-def default_acquisition(task: str) -> str:
-    """The --acquisition of a round that names none (`DEFAULT_ACQUISITION`)."""
-    return DEFAULT_ACQUISITION.get(task, "random")
+#: The default when the posterior's options leave it no samples shared across items (mc-dropout
+#: masks=independent, predictive=analytic), which EPIG needs: the benchmark's next arm that never
+#: trailed random (power-bald), and auto without EPIG among its strategies.
+NO_JOINT_ACQUISITION = {"classification": "power-bald", "regression": "auto"}
+
+
+def joint_samples(options: Mapping[str, Any] | None) -> bool:
+    """Whether a posterior built with these --option values draws samples shared by every item."""
+    return (options or {}).get("masks") != "independent" and (options or {}).get("predictive") != "analytic"
+
+
+def default_acquisition(task: str, options: Mapping[str, Any] | None = None) -> str:
+    """The --acquisition of a round that names none (`DEFAULT_ACQUISITION`; with options that
+    rule out joint samples, `NO_JOINT_ACQUISITION`)."""
+    table = DEFAULT_ACQUISITION if joint_samples(options) else NO_JOINT_ACQUISITION
+    return table.get(task, "random")
+
+
+def auto_arms(task: str, options: Mapping[str, Any] | None = None) -> tuple[str, ...]:
+    """The strategies `--acquisition auto` chooses among: `activebayes.acquisition.auto`'s
+    defaults, less EPIG when the posterior's options rule out joint samples."""
+    from activebayes.acquisition.auto import DEFAULT_ARMS
+
+    arms = DEFAULT_ARMS[task]
+    return arms if joint_samples(options) else tuple(a for a in arms if a not in ("epig", "power-epig"))
 
 
 def default_first() -> str:

@@ -244,6 +244,7 @@ def round_(
         check_posterior_name,
         check_posterior_options,
         check_task_options,
+        auto_arms,
         default_acquisition,
         default_first,
         default_posterior,
@@ -284,7 +285,7 @@ def round_(
     if lock.taken_over is not None:
         st.out.note(escape(f"took over the round lock of project {name!r} left by {lock.taken_over.text()} ({lock.stale_reason})"))
     posterior = posterior or default_posterior(info.task)
-    acquisition_name = resolve_acquisition(acquisition or default_acquisition(info.task)).name
+    acquisition_name = resolve_acquisition(acquisition or default_acquisition(info.task, option_values)).name
     check_posterior_name(posterior, info.task)
     if posterior == "gp":
         if option_given(ctx, "model"):
@@ -352,9 +353,7 @@ def round_(
     check_task_options(info.task, options.posterior, options.acquisition)
     acq = resolve_acquisition(options.acquisition)
     if acq.name == "auto":  # the trial fit checks the first strategy auto may choose
-        from activebayes.acquisition.auto import DEFAULT_ARMS
-
-        trial_acq = resolve_acquisition(DEFAULT_ARMS[info.task][0])
+        trial_acq = resolve_acquisition(auto_arms(info.task, options.options)[0])
     else:
         trial_acq = acq
     target_x = check_targets(target, acq, info, data, latest if resuming else None)
@@ -405,6 +404,7 @@ def round_(
         device=device, n_samples=options.predict_samples, who="truth" if answerer is not None else None,
         posterior_name=options.posterior, posterior_settings=settings, hook=hook, progress=on_scored, data=data,
         engine=engine, address=address, target_x=target_x, first=(first.value if first is not None else default_first()),
+        auto_arms=auto_arms(info.task, options.options),
     )  # fmt: skip
     if restart_round:
         loop.discard(DISCARDED)

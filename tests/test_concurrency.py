@@ -68,7 +68,9 @@ def blobs(cli_db, tmp_path):
 
 
 def _round_process(tmp_path: Path) -> subprocess.Popen:
-    command = [CLI, "round", "--model", "net.py:make", *TINY, "--k", str(K), "--oracle", "truth"]
+    # bald: its trial fit scores two items (epig's would predict them with two targets, a batch
+    # of four that the held network would hold before the round starts)
+    command = [CLI, "round", "--model", "net.py:make", "--acquisition", "bald", *TINY, "--k", str(K), "--oracle", "truth"]
     return subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

@@ -255,5 +255,5 @@ def test_cli_round_with_epig_and_target_files(cli_db):
         assert out["status"] == "done" and len(out["queries"]) == 3
     assert_mistake(run("round", *tiny, "--acquisition", "epig", "--target", "bad.txt"), "--target", "no-such-item")
     assert_mistake(run("round", *tiny, "--acquisition", "epig", "--target", "nothing.csv"), "--target", "nothing.csv")
-    assert_mistake(run("round", *tiny, "--target", "keys.txt"), "--target", "bald")
+    assert_mistake(run("round", *tiny, "--acquisition", "bald", "--target", "keys.txt"), "--target", "bald")
     assert_mistake(run("round", *tiny, "--acquisition", "epig", "--option", "masks=independent"), "masks='independent'")

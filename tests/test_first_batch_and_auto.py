@@ -170,3 +170,12 @@ def test_cli_auto_and_first_are_shown_by_status(cli_db, tmp_path):
     assert rounds[1]["auto"]["random"] == 2 and rounds[1]["auto"]["arm"] in ("epig", "bald", "random")
     shown = ok("status").stdout
     assert f"first: {default_first()}" in shown and "2 random" in shown
+
+
+def test_defaults_without_joint_samples_leave_epig_out():
+    from activebayes_cli._model import auto_arms, default_acquisition
+
+    assert default_acquisition("classification") == "power-epig" and default_acquisition("regression") == "auto"
+    assert default_acquisition("classification", {"masks": "independent"}) == "power-bald"
+    assert default_acquisition("classification", {"predictive": "analytic"}) == "power-bald"
+    assert "epig" in auto_arms("regression") and "epig" not in auto_arms("regression", {"predictive": "analytic"})
