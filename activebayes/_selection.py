@@ -61,23 +61,19 @@ class PoolSelection:
 
     def _select_auto(self, posterior: Any, rows: np.ndarray, k: int, gen: torch.Generator, auto: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
         """auto: the round's arm chooses k − r candidates, r more are drawn uniformly from the rest."""
-        n_random = min(int(auto["random"]), k - 1) if k > 1 else 0
-        saved = self.acquisition, self.acquisition_name
-        from activebayes.loop import _resolve_acquisition
+        from activebayes.acquisition import resolve_acquisition
 
-        self.acquisition, self.acquisition_name = _resolve_acquisition(auto["arm"])
-        try:
-            chosen, scores = self._select(posterior, rows, k - n_random, gen)
-        finally:
-            self.acquisition, self.acquisition_name = saved
+        n_random = min(int(auto["random"]), k - 1) if k > 1 else 0
+        chosen, scores = self._select(posterior, rows, k - n_random, gen, resolve_acquisition(auto["arm"]))
         rest = torch.from_numpy(np.setdiff1d(np.arange(len(rows)), chosen.numpy()))
         extra = rest[torch.randperm(len(rest), generator=gen)[:n_random]]
         return torch.cat([chosen, extra]), torch.cat([scores, torch.zeros(len(extra))])
 
-    def _select(self, posterior: Any, rows: np.ndarray, k: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        """(positions [k] into `rows`, their scores [k]) chosen by the acquisition."""
-        acq = self.acquisition
-        if self.acquisition_name == "random":  # no posterior over the pool: uniform draws only
+    def _select(self, posterior: Any, rows: np.ndarray, k: int, gen: torch.Generator, acq: Any = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(positions [k] into `rows`, their scores [k]) chosen by `acq` (an Acquisition entry;
+        default the loop's own)."""
+        acq = acq if acq is not None else self.acquisition
+        if acq.name == "random":  # no posterior over the pool: uniform draws only
             selection = acq.select(torch.zeros(len(rows)), k, gen)
             return selection.indices.cpu(), selection.scores.detach().cpu().float()
         if getattr(acq, "needs_joint", False):
@@ -89,20 +85,20 @@ class PoolSelection:
             selection = acq.select(pred, k, gen)
             return keep[selection.indices.cpu()], selection.scores.detach().cpu().float()
         if getattr(acq, "needs_model", False):
-            return self._select_with_model(posterior, rows, k, gen)
+            return self._select_with_model(posterior, rows, k, gen, acq)
         if getattr(acq, "needs_targets", False):
-            return self._select_with_targets(posterior, rows, k, gen)
+            return self._select_with_targets(posterior, rows, k, gen, acq)
         scores = self._scores(posterior, rows, acq.score)
         selection = acq.select(scores, k, gen)
         return selection.indices.cpu(), selection.scores.detach().cpu().float()
 
-    def _select_with_model(self, posterior: Any, rows: np.ndarray, k: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    def _select_with_model(self, posterior: Any, rows: np.ndarray, k: int, gen: torch.Generator, acq: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """nipv: pre-filter by predictive variance, then `nipv_select` over a seeded reference
         subset of the whole pool (labelled and unlabelled items)."""
         from activebayes.acquisition import bald_prefilter
         from activebayes.acquisition.nipv import nipv_select
 
-        prefilter = self._scores(posterior, rows, self.acquisition.prefilter_score)
+        prefilter = self._scores(posterior, rows, acq.prefilter_score)
         keep = bald_prefilter(prefilter, self.prefilter_size)
         labelled_rows = self.store.labels(self.project)[0]
         pool_rows = np.sort(np.concatenate([np.asarray(rows), np.asarray(labelled_rows)]).astype(np.int64))
@@ -115,7 +111,7 @@ class PoolSelection:
         self._pool_scores = torch.empty(len(rows)).index_put_((keep,), first.float()) if len(keep) == len(rows) else None
         return keep[selection.indices.cpu()], selection.scores.detach().cpu().float()
 
-    def _select_with_targets(self, posterior: Any, rows: np.ndarray, k: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    def _select_with_targets(self, posterior: Any, rows: np.ndarray, k: int, gen: torch.Generator, acq: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """epig: every candidate scored against the targets (`target_x`, or `epig_targets` items of
         the whole pool drawn with the round's generator), each batch predicted with them in one call."""
         from activebayes.acquisition.epig import TargetPosterior, paired_epig
@@ -126,5 +122,5 @@ class PoolSelection:
             pick = torch.randperm(len(pool_rows), generator=gen)[: self.epig_targets].sort().values.numpy()
             targets = self._features(pool_rows[pick])
         scores = self._scores(TargetPosterior(posterior, targets), rows, paired_epig)
-        selection = self.acquisition.select(scores, k, gen)
+        selection = acq.select(scores, k, gen)
         return selection.indices.cpu(), selection.scores.detach().cpu().float()

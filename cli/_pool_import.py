@@ -68,15 +68,15 @@ def remove_text_models(spec: dict[str, Any] | None) -> None:
             Path(column["file"]).unlink(missing_ok=True)
 
 
-def csv_pool(file: Path, options: Any, *, classes: Any, test_fraction: float, seed: int, standardize: bool, text_folder: Path) -> dict[str, Any]:
-    """A csv file planned, split and encoded as `pool add` does it (`activebayes.data.tabular`):
-    the feature pipeline fitted on the pool rows only; rows with a gap left out under --missing
-    drop. Returns {"data", "spec", "plan", "pool_rows", "test_rows", "dropped"}."""
-    from activebayes.data.csv_table import read_csv_table
+def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, seed: int, standardize: bool, text_folder: Path) -> dict[str, Any]:
+    """A read csv table (`activebayes.data.csv_table.CsvTable`) planned, split and encoded as
+    `pool add` does it (`activebayes.data.tabular`): the feature pipeline fitted on the pool rows
+    only; rows with a gap left out under --missing drop. Returns {"data", "spec", "plan",
+    "pool_rows", "test_rows", "dropped"}."""
     from activebayes.data.loaders import check_labels, dataset_from_table
     from activebayes.data.tabular import fit_table_spec, plan_table
 
-    table = read_csv_table(file)
+    file = table.path
     plan = plan_table(table, options)
     dropped = plan.rows_with_gaps() if options.missing == "drop" else np.zeros(0, dtype=np.int64)
     kept = np.setdiff1d(np.arange(len(table)), dropped)
@@ -93,13 +93,6 @@ def csv_pool(file: Path, options: Any, *, classes: Any, test_fraction: float, se
         remove_text_models(spec)
         raise
     return {"data": data, "spec": spec, "plan": plan, "pool_rows": pool_rows, "test_rows": test_rows, "dropped": dropped}
-
-
-def _csv_header(path: Path) -> list[str]:
-    """The column names of a csv file, read as the loader reads them (BOM, `;` or tab)."""
-    from activebayes.data.loaders import csv_header
-
-    return csv_header(path)
 
 
 def split_rows(n: int, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -163,8 +156,10 @@ def register_pool(
         )
     table = None
     if fmt == "csv":
-        header = _csv_header(file)
-        if label_column is None and "label" in header:
+        from activebayes.data.csv_table import read_csv_table
+
+        csv_file = read_csv_table(file)  # read once: planned, split and encoded by csv_pool
+        if label_column is None and "label" in csv_file.header:
             label_column = "label"
             notes.append("using the column 'label' as labels (--label-column)")
         options = TableOptions(
@@ -172,7 +167,7 @@ def register_pool(
             text_columns=tuple(text_columns), categorical=categorical, missing=missing, na_values=tuple(na_values),
         )  # fmt: skip
         table = csv_pool(
-            file, options, classes=classes, test_fraction=test_fraction, seed=seed, standardize=standardize,
+            csv_file, options, classes=classes, test_fraction=test_fraction, seed=seed, standardize=standardize,
             text_folder=text_folder if text_folder is not None else Path.cwd() / "activebayes-cache",
         )  # fmt: skip
         data, plan = table["data"], table["plan"]

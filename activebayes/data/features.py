@@ -1,12 +1,13 @@
-"""Feature preparation for tabular pools: one-hot encoding of text columns and standardisation.
+"""Feature helpers shared by the loaders: natural ordering of categories, one-hot encoding
+against recorded categories, and the standardisation of an npz table.
 
-Both are pure functions of arrays; `pool add` computes them once over the whole imported file
-and records the result in the project's settings ("features", see `FeatureSpec`), and every load
-of the project's data (`activebayes.data.load_project_data`) applies the recorded spec, so every
-fit and every score sees the same features.
+A csv table's features are planned and encoded by `activebayes.data.tabular` (a scikit-learn
+pipeline recorded as its spec); an npz table [N, D] is standardised with the statistics
+`fit_features` records in the project's settings["features"] at `pool add` (over the pool rows)
+and `apply_features` applies at every load:
 
-    spec = fit_features(x, names, categories, standardize=True)   # at import
-    x_model = apply_features(x, spec)                              # at every load
+    spec = fit_features(x_pool, standardize_features=True)   # at import
+    x_model = apply_features(x, spec)                         # at every load
 """
 
 from __future__ import annotations
