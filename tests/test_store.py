@@ -16,7 +16,7 @@ from activebayes.store import PoolStore, alembic_config
 from activebayes.store.models import Item, Observation, Project, Query, Round
 
 TABLES = {"projects", "items", "rounds", "queries", "round_scores", "observations", "round_locks", "alembic_version"}
-HEAD = "0004"
+HEAD = "0005"
 
 
 @pytest.fixture
@@ -374,6 +374,7 @@ def _without(dump: list[str], *tables: str) -> list[str]:
     heads = [f"CREATE TABLE {t} (" for t in tables] + [f'CREATE TABLE "{t}" (' for t in tables]
     heads += [f'INSERT INTO "{t}" ' for t in tables]
     heads += [f"TABLE {t} (" for t in tables] + [f"{t}: " for t in tables]
+    heads += [f"CREATE INDEX ix_{t}_" for t in tables]
     return [line for line in dump if not line.startswith(tuple(heads))]
 
 
@@ -414,9 +415,11 @@ def test_a_0001_database_with_data_is_upgraded_in_place(store_url, data_file):
         assert len(_without(before, "alembic_version")) >= 6  # the projects, items, rounds, ... rows
         with upgraded.engine.connect() as conn:
             assert "prediction" in {c["name"] for c in inspect(conn).get_columns("queries")}  # revision 0004
-        unchanged = ("round_scores", "round_locks", "alembic_version", "queries")  # queries: + a NULL column
+            assert "probability" in {c["name"] for c in inspect(conn).get_columns("queries")}  # revision 0005
+        unchanged = ("round_scores", "round_locks", "item_leases", "alembic_version", "queries")  # queries: + NULL columns
         assert _without(after, *unchanged) == _without(before, *unchanged)
-        assert len(after) == len(before) + 2  # + the new, empty tables (round_scores, round_locks)
+        tables = lambda dump: [line for line in dump if line.startswith(("CREATE TABLE", "TABLE "))]  # noqa: E731
+        assert len(tables(after)) == len(tables(before)) + 3  # + the new, empty round_scores, round_locks, item_leases
         (old,) = upgraded.rounds("p")
         assert (old.status, old.metrics, old.timings) == ("done", {"accuracy": 0.5}, {"score_s": 0.1})
         assert [(q.key, q.score, q.value, q.prediction) for q in upgraded.queries("p", 1)] == [

@@ -4,12 +4,14 @@
     items         one candidate: stable key, row index into the data file, pool|test split
     rounds        one fit → score → query → answer cycle and its status, metrics, timings
     queries       what a round asked: item, acquisition score, rank (0 = best), and the
-                  model's prediction for the item when it was asked (revision 0004)
+                  model's prediction for the item when it was asked (revision 0004) and the
+                  probability with which a stochastic acquisition drew it (revision 0005)
     round_scores  every candidate's acquisition score of a round (one row per scored round,
                   packed arrays; see `RoundScores`), for the reports' histograms
     observations  append-only answers: item, value, who, source, round (nullable), time
     round_locks   who runs a round of a project now (pid, host, since, heartbeat; revision
                   0003, see `PoolStore.round_lock`)
+    item_leases   which labeller of the labelling page holds an item until when (revision 0005)
 
 An item's label is its latest observation (largest id). Features never live in the database:
 the project references its data file by path and checksum. Schema changes go through the
@@ -200,6 +202,9 @@ class Query(Base):
     # "probability": p} or {"mean": μ, "sd": σ}; None for a cold-start round or one recorded
     # before revision 0004
     prediction: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True), nullable=True)  # None: SQL NULL
+    # the probability with which a stochastic acquisition drew the item at its draw (revision
+    # 0005); None for a deterministic top-k query or one recorded before
+    probability: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
 class RoundScores(Base):
@@ -250,3 +255,17 @@ class RoundLock(Base):
     host: Mapped[str] = mapped_column(String(255))
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     heartbeat: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ItemLease(Base):
+    """A labeller of the labelling page holds an item until `expires_at` (revision 0005), so that
+    two labellers are not shown the same item at once. Advisory: an answer is never refused for
+    the lack of a lease, and an expired lease is as good as none."""
+
+    __tablename__ = "item_leases"
+    __table_args__ = (Index("ix_item_leases_project", "project_id", "expires_at"),)
+
+    item_id: Mapped[int] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"), primary_key=True)
+    labeller: Mapped[str] = mapped_column(String(200), primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
