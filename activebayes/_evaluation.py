@@ -1,6 +1,8 @@
 """What a fitted round reports (a mixin of `activebayes.loop.ActiveLearningLoop`): test metrics on
-the labelled test split (accuracy, NLL and ECE, or RMSE and Gaussian NLL) and each query's
-prediction (the most probable class and its probability, or the predictive mean and sd).
+the labelled test split (accuracy, NLL and ECE, or RMSE and Gaussian NLL), each query's
+prediction (the most probable class, its probability and every class's, or the predictive mean
+and sd), and, through `RoundSignals`, the stopping signal's stop-set predictions and the active
+testing estimate of an evaluation set.
 """
 
 from __future__ import annotations
@@ -12,15 +14,22 @@ from typing import Any
 import numpy as np
 import torch
 
+from activebayes._round_signals import RoundSignals
 from activebayes.errors import ConfigError
 
+MAX_PACKED_CLASSES = 256  # a query keeps every class's probability up to this many classes
 
-class RoundEvaluation:
+
+class RoundEvaluation(RoundSignals):
     """The evaluation half of a round; reads the loop's store, project, features and settings."""
 
     def _evaluate(self, posterior: Any) -> dict[str, Any]:
         """accuracy and nll (classification), or rmse and Gaussian nll (regression), on the
-        labelled test split; {} without one."""
+        labelled test split ({} of them without one), and the round's signals
+        (`RoundSignals._signals`: stop-set predictions, active-testing estimate)."""
+        return self._test_metrics(posterior) | self._signals(posterior)
+
+    def _test_metrics(self, posterior: Any) -> dict[str, Any]:
         rows, _, values = self.store.labels(self.project, split="test")
         if len(rows) == 0:
             return {}
@@ -30,13 +39,7 @@ class RoundEvaluation:
             return {}
         from activebayes.metrics import accuracy, expected_calibration_error, nll
 
-        predict_proba = self._predict_proba(posterior)
-        probs = []
-        with torch.inference_mode():
-            for start in range(0, len(rows), self.score_batch_size):
-                x = self._features(rows[start : start + self.score_batch_size]).to(self.device)
-                probs.append(predict_proba(x).detach().cpu().float())
-        probs_t, labels = torch.cat(probs), self._targets(values)
+        probs_t, labels = self._class_probabilities(posterior, rows).float(), self._targets(values)
         return {"accuracy": float(accuracy(probs_t, labels)), "nll": float(nll(probs_t, labels)),
                 "ece": float(expected_calibration_error(probs_t, labels)), "n_test": len(rows)}
 
@@ -50,27 +53,56 @@ class RoundEvaluation:
             raise ConfigError(f"evaluation: 'deterministic' needs a posterior with one network (mc-dropout), got {type(posterior).__name__}")
         return predict_proba
 
+    def _class_probabilities(self, posterior: Any, rows: np.ndarray) -> torch.Tensor:
+        """[N, C] float64 on the CPU: `_predict_proba` of the items at `rows`, in batches."""
+        predict_proba = self._predict_proba(posterior)
+        parts = []
+        with torch.inference_mode():
+            for start in range(0, len(rows), self.score_batch_size):
+                x = self._features(rows[start : start + self.score_batch_size]).to(self.device)
+                parts.append(predict_proba(x).detach().double().cpu())
+        return torch.cat(parts) if parts else torch.zeros(0, len(self._info.classes or []), dtype=torch.float64)
+
+    def _moments(self, posterior: Any, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """(mean [N], var [N]) float64 on the CPU of the predictive N(μ, σ² + σ_ε²) of the items at
+        `rows` (`predict(x).moments(observation_noise=True)`), in batches."""
+        means, variances = [], []
+        with torch.inference_mode():
+            for start in range(0, len(rows), self.score_batch_size):
+                x = self._features(rows[start : start + self.score_batch_size]).to(self.device)
+                mean, var = posterior.predict(x, n_samples=self.n_samples).moments(observation_noise=True)
+                means.append(mean.double().reshape(-1).cpu())
+                variances.append(var.double().reshape(-1).cpu())
+        if not means:
+            return torch.zeros(0, dtype=torch.float64), torch.zeros(0, dtype=torch.float64)
+        return torch.cat(means), torch.cat(variances)
+
     def _predictions(self, posterior: Any, rows: np.ndarray) -> list[dict[str, Any] | None] | None:
         """The round's prediction for each queried item, kept with its query (a pre-annotation for
         the person who labels it): {"label": the most probable class, "probability": its
-        probability under `_predict_proba`} or, for regression, {"mean": μ, "sd": σ} of the
-        predictive N(μ, σ²) with the observation noise. None for an item whose prediction is not
-        finite; None for all on a cold start (no posterior) or another kind of task."""
+        probability under `_predict_proba`, "probs": every class's probability, for the NLL of
+        the label once known (`round_estimates.pack_class_probabilities`; up to
+        MAX_PACKED_CLASSES classes)} or, for regression, {"mean": μ, "sd": σ} of the predictive
+        N(μ, σ²) with the observation noise. None for an item whose prediction is not finite;
+        None for all on a cold start (no posterior) or another kind of task."""
         if posterior is None or len(rows) == 0 or self._info.task not in ("classification", "regression"):
             return None
-        x = self._features(rows).to(self.device)
-        with torch.inference_mode():
-            if self._info.task == "regression":
-                mean, var = posterior.predict(x, n_samples=self.n_samples).moments(observation_noise=True)
-                pairs = zip(mean.double().reshape(-1).tolist(), var.double().reshape(-1).clamp_min(0).sqrt().tolist())
-                return [{"mean": m, "sd": sd} if math.isfinite(m) and math.isfinite(sd) else None for m, sd in pairs]
-            probs = self._predict_proba(posterior)(x).detach().double().cpu()
+        rows = np.asarray(rows)
+        if self._info.task == "regression":
+            mean, var = self._moments(posterior, rows)
+            pairs = zip(mean.tolist(), var.clamp_min(0).sqrt().tolist())
+            return [{"mean": m, "sd": sd} if math.isfinite(m) and math.isfinite(sd) else None for m, sd in pairs]
+        from activebayes.round_estimates import pack_class_probabilities
+
+        probs = self._class_probabilities(posterior, rows)
         best, index = probs.max(-1)
         classes = self._info.classes or []
+        packed = [pack_class_probabilities(row) for row in probs.tolist()] if len(classes) <= MAX_PACKED_CLASSES else [None] * len(rows)
         return [
-            {"label": str(classes[i]), "probability": p} if math.isfinite(p) and 0 <= i < len(classes) else None
-            for p, i in zip(best.tolist(), index.tolist())
-        ]
+            {"label": str(classes[i]), "probability": p} | ({"probs": text} if text is not None else {})
+            if math.isfinite(p) and 0 <= i < len(classes) else None
+            for p, i, text in zip(best.tolist(), index.tolist(), packed)
+        ]  # fmt: skip
 
     def _evaluate_regression(self, posterior: Any, rows: np.ndarray, values: list[str]) -> dict[str, Any]:
         """rmse of the predictive mean and the Gaussian nll of y under the predictive
@@ -78,12 +110,6 @@ class RoundEvaluation:
         else the mixture's mean and total variance)."""
         from activebayes.metrics import gaussian_nll, rmse
 
-        means, variances = [], []
-        with torch.inference_mode():
-            for start in range(0, len(rows), self.score_batch_size):
-                x = self._features(rows[start : start + self.score_batch_size]).to(self.device)
-                mean, var = posterior.predict(x, n_samples=self.n_samples).moments(observation_noise=True)
-                means.append(mean.cpu())
-                variances.append(var.cpu())
-        mean_t, var_t, target = torch.cat(means).double(), torch.cat(variances).double(), self._targets(values).double()
+        mean_t, var_t = self._moments(posterior, rows)
+        target = self._targets(values).double()
         return {"rmse": float(rmse(mean_t, target)), "nll": float(gaussian_nll(mean_t, var_t, target)), "n_test": len(rows)}

@@ -4,6 +4,11 @@ score the pool in chunks (`score_pool`), then select with the acquisition's sele
 re-predicts its pre-filtered candidates jointly, nipv selects with the fitted model, epig scores
 against target inputs predicted with the same posterior samples, and auto lets its round's arm
 choose all but a random share.
+
+Each selection also leaves the probability with which every chosen item was drawn at its draw
+(`_draw_probabilities`, taken once by `_take_draw_probabilities` when the round records its
+queries): the selector's `BatchSelection.probabilities` for a stochastic acquisition, 1/(n − m + 1)
+for each uniform draw (a random round or auto's random share), None for a deterministic choice.
 """
 
 from __future__ import annotations
@@ -17,6 +22,27 @@ import torch
 
 class PoolSelection:
     """The selection half of a round; reads the loop's store, project, features and settings."""
+
+    _draw_probabilities: list[float | None] | None = None  # of the latest selection, by rank
+
+    def _take_draw_probabilities(self, k: int) -> list[float | None] | None:
+        """The latest selection's draw probabilities (k of them, None where deterministic), once:
+        a later call returns None until another selection sets them."""
+        taken, self._draw_probabilities = self._draw_probabilities, None
+        if taken is None or all(p is None for p in taken):
+            return None
+        return list(taken[:k])
+
+    def _keep_probabilities(self, selection: Any) -> None:
+        probabilities = getattr(selection, "probabilities", None)
+        self._draw_probabilities = None if probabilities is None else [float(p) for p in probabilities.tolist()]
+
+    def _select_first_random(self, n: int, k: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """A cold start's uniformly random batch: (positions [k] into the n candidates, zeros [k])."""
+        from activebayes.acquisition.batch import uniform_draw_probabilities
+
+        self._draw_probabilities = uniform_draw_probabilities(n, k).tolist()
+        return torch.randperm(n, generator=gen)[:k], torch.zeros(k)
 
     def _scores(self, posterior: Any, rows: np.ndarray, score_fn: Callable) -> torch.Tensor:
         from activebayes.scoring import score_pool
@@ -60,21 +86,28 @@ class PoolSelection:
         return choose(past, self.auto_arms or DEFAULT_ARMS[task], self.batch_size, seed)
 
     def _select_auto(self, posterior: Any, rows: np.ndarray, k: int, gen: torch.Generator, auto: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
-        """auto: the round's arm chooses k − r candidates, r more are drawn uniformly from the rest."""
+        """auto: the round's arm chooses k − r candidates, r more are drawn uniformly from the rest
+        (each with q = 1/(n_rest − j) at its j-th draw, j = 0 .. r − 1)."""
         from activebayes.acquisition import resolve_acquisition
+
+        from activebayes.acquisition.batch import uniform_draw_probabilities
 
         n_random = min(int(auto["random"]), k - 1) if k > 1 else 0
         chosen, scores = self._select(posterior, rows, k - n_random, gen, resolve_acquisition(auto["arm"]))
+        arm_probabilities = self._draw_probabilities or [None] * len(chosen)
         rest = torch.from_numpy(np.setdiff1d(np.arange(len(rows)), chosen.numpy()))
         extra = rest[torch.randperm(len(rest), generator=gen)[:n_random]]
+        self._draw_probabilities = [*arm_probabilities, *uniform_draw_probabilities(len(rest), len(extra)).tolist()]
         return torch.cat([chosen, extra]), torch.cat([scores, torch.zeros(len(extra))])
 
     def _select(self, posterior: Any, rows: np.ndarray, k: int, gen: torch.Generator, acq: Any = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(positions [k] into `rows`, their scores [k]) chosen by `acq` (an Acquisition entry;
         default the loop's own)."""
         acq = acq if acq is not None else self.acquisition
+        self._draw_probabilities = None
         if acq.name == "random":  # no posterior over the pool: uniform draws only
             selection = acq.select(torch.zeros(len(rows)), k, gen)
+            self._keep_probabilities(selection)
             return selection.indices.cpu(), selection.scores.detach().cpu().float()
         if getattr(acq, "needs_joint", False):
             from activebayes.acquisition import bald_prefilter
@@ -90,6 +123,7 @@ class PoolSelection:
             return self._select_with_targets(posterior, rows, k, gen, acq)
         scores = self._scores(posterior, rows, acq.score)
         selection = acq.select(scores, k, gen)
+        self._keep_probabilities(selection)
         return selection.indices.cpu(), selection.scores.detach().cpu().float()
 
     def _select_with_model(self, posterior: Any, rows: np.ndarray, k: int, gen: torch.Generator, acq: Any) -> tuple[torch.Tensor, torch.Tensor]:
@@ -123,4 +157,5 @@ class PoolSelection:
             targets = self._features(pool_rows[pick])
         scores = self._scores(TargetPosterior(posterior, targets), rows, paired_epig)
         selection = acq.select(scores, k, gen)
+        self._keep_probabilities(selection)
         return selection.indices.cpu(), selection.scores.detach().cpu().float()

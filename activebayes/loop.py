@@ -11,7 +11,8 @@ One round moves through statuses recorded in the store, each change one transact
     fitted    posterior fitted on the labelled pool items; test-split metrics recorded
     scored    unlabelled candidates scored (streaming `score_pool`), the batch selected and the
               queries (item, score, rank, and the fitted posterior's prediction for the item:
-              most probable class and its probability, or predictive mean and sd) recorded
+              most probable class and its probability, or predictive mean and sd; the
+              probability of its draw for a stochastic acquisition) recorded
     queried   the oracle is being asked; with no oracle the round waits here for a human whose
               answers arrive through `PoolStore.record_observations`
     answered  the answers recorded (with the round's id), in the same transaction as this status
@@ -167,6 +168,8 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
         engine, address: where the pool is scored: "local", or "ray" (shards over a Ray
             cluster's actors, `scoring.score_pool`; address None: a local Ray, "auto" or
             "ray://host:port": a cluster, which needs a store every machine can reach).
+        debias: train on the LURE-weighted loss of the labels (`activebayes.debias`), recorded
+            in the round's acquisition_settings["debias"].
     """
 
     def __init__(
@@ -198,6 +201,7 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
         target_x: torch.Tensor | None = None,
         first: str = "random",
         auto_arms: Sequence[str] | None = None,
+        debias: bool = False,
     ) -> None:
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size: expected a positive integer, got {batch_size!r}")
@@ -242,6 +246,7 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
             raise ConfigError(f"first: expected one of {', '.join(FIRST_BATCHES)}, got {first!r}")
         self.first = first
         self.auto_arms = tuple(auto_arms) if auto_arms is not None else None
+        self.debias = bool(debias)
         if isinstance(epig_targets, bool) or not isinstance(epig_targets, int) or epig_targets < 1:
             raise ConfigError(f"epig_targets: expected a positive integer, got {epig_targets!r}")
         if target_x is not None and (not isinstance(target_x, torch.Tensor) or target_x.dim() < 2 or target_x.shape[0] == 0):
@@ -326,7 +331,7 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
                 | ({"evaluation": self.evaluation} if self.evaluation != "predictive" else {})
                 | ({"epig_targets": self.epig_targets, "epig_target_source": "pool" if self.target_x is None else "given"}
                    if getattr(self.acquisition, "needs_targets", False) else {})
-                | ({"first": self.first} if cold else {})
+                | ({"first": self.first} if cold else {}) | ({"debias": True} if self.debias else {})
                 | ({"auto": self._auto_choice(seed).settings()} if self.acquisition_name == "auto" and not cold else {}),
             )  # fmt: skip
         self._stage(RoundStatus.started)
@@ -364,14 +369,15 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
             item_ids, cand_rows = item_ids[keep], np.asarray(cand_rows)[keep]
         k = min(self.batch_size, len(item_ids))
         generator = torch.Generator().manual_seed(rnd.seed)
-        rows, _, values = self.store.labels(self.project)
+        rows, keys, values = self.store.labels(self.project)
         timings: dict[str, float] = {}
         self._stage("fit")
         if len(rows) == 0:  # cold start: no posterior yet
             posterior, metrics = None, {}
         else:
             t0 = time.perf_counter()
-            posterior = self._new_posterior(rnd.seed).fit(self._features(rows), self._targets(values))
+            with self._training_weights(keys):  # LURE weights with `debias`, else none
+                posterior = self._new_posterior(rnd.seed).fit(self._features(rows), self._targets(values))
             timings["fit_s"] = time.perf_counter() - t0
             if first_time:
                 t0 = time.perf_counter()
@@ -388,9 +394,9 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
             from activebayes.acquisition.typical import typical_batch
 
             chosen, scores = typical_batch(self._features(np.asarray(cand_rows)), k, seed=rnd.seed), torch.zeros(k)
+            self._draw_probabilities = None
         elif posterior is None:
-            chosen = torch.randperm(len(item_ids), generator=generator)[:k]
-            scores = torch.zeros(k)
+            chosen, scores = self._select_first_random(len(item_ids), k, generator)
         elif self.acquisition_name == "auto":
             chosen, scores = self._select_auto(posterior, cand_rows, k, generator, rnd.acquisition_settings["auto"])
         else:
@@ -404,7 +410,7 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
         rnd = self.store.record_queries_and_scores(
             self.project, number, item_ids[chosen.numpy()].tolist(), scores.tolist(), timings=timings,
             candidate_ids=None if pool_scores is None else item_ids, candidate_scores=pool_scores,
-            predictions=predictions,
+            predictions=predictions, probabilities=self._take_draw_probabilities(len(chosen)), candidates=len(item_ids),
         )  # fmt: skip
         self._stage(RoundStatus.scored)
         return rnd

@@ -3,7 +3,9 @@
 Figures are drawn on `matplotlib.figure.Figure` with the Agg canvas directly (no pyplot, no
 backend switch), so calling them from a server, a test or a notebook changes nothing global.
 
-    learning curve:          metric (e.g. test accuracy) against the number of labelled items.
+    learning curve:          metric (e.g. test accuracy) against the number of labelled items,
+                             and beside it the estimate from the chosen labels with its 95 %
+                             interval as a shaded band (`learning_figure(estimate=...)`).
                              `combination_segments` cuts a project's rounds into runs of one
                              posterior + acquisition; `plot_learning_segments` colours each
                              combination and marks every change (a dashed vertical line and a
@@ -194,17 +196,33 @@ def change_points(segments: Sequence[Segment]) -> list[tuple[float, str, str]]:
     ]
 
 
+Band = Sequence[tuple[float, float, float, float]]  # [(labelled items, estimate, low, high), ...]
+ESTIMATE_COLOUR = "#2F2F2F"
+
+
+def draw_estimate_band(axes: Any, band: Band, label: str) -> None:
+    """An estimate and its interval against labelled items: a dashed line over a shaded band."""
+    xs, values, lows, highs = zip(*sorted(band))
+    axes.fill_between(xs, lows, highs, color=ESTIMATE_COLOUR, alpha=0.15, linewidth=0)
+    axes.plot(xs, values, linestyle="--", marker=".", color=ESTIMATE_COLOUR, linewidth=1.4, label=label)
+
+
 def learning_figure(
     curves: Mapping[str, Sequence[Segment]],
     *,
     ylabel: str = "test accuracy",
     xlabel: str = "labelled items",
     title: str | None = None,
+    estimate: Band | None = None,
+    estimate_label: str = "estimate from the chosen labels (LURE), 95 % interval",
 ):
     """The learning-curve Figure: one colour per posterior + acquisition (shared by every curve),
     one marker per curve; segments of a curve are joined by a dotted grey connector, and with a
-    single curve every change is also a dashed vertical line. DataError without any point."""
-    if not any(seg.points for segments in curves.values() for seg in segments):
+    single curve every change is also a dashed vertical line. `estimate`: [(labelled items,
+    estimate, low, high)] of the same metric without a test split (`activebayes.round_estimates`),
+    drawn as a dashed line over its shaded interval beside the test curve. DataError without any
+    point."""
+    if not any(seg.points for segments in curves.values() for seg in segments) and not estimate:
         raise DataError("curves: expected at least one (labelled, metric) point, got none")
     labels = list(dict.fromkeys(seg.label for segments in curves.values() for seg in segments if seg.points))
     colour = {label: _COLOURS[i % len(_COLOURS)] for i, label in enumerate(labels)}
@@ -233,6 +251,9 @@ def learning_figure(
                for label in labels]  # fmt: skip
     if changed:
         handles.append(Line2D([], [], color="0.3", linestyle="--", linewidth=1.0, label="posterior/acquisition changes"))
+    if estimate:
+        draw_estimate_band(axes, estimate, estimate_label)
+        handles.append(Line2D([], [], color=ESTIMATE_COLOUR, linestyle="--", linewidth=1.4, label=estimate_label))
     if several:
         handles += [
             Line2D([], [], color="0.2", marker=_MARKERS[i % len(_MARKERS)], linestyle="none", label=name)
@@ -254,9 +275,10 @@ def plot_learning_segments(
     ylabel: str = "test accuracy",
     xlabel: str = "labelled items",
     title: str | None = None,
+    estimate: Band | None = None,
 ) -> Path:
     """Write `learning_figure(curves, ...)` (curve name -> its `combination_segments`) to a PNG."""
-    return _save(learning_figure(curves, ylabel=ylabel, xlabel=xlabel, title=title), path)
+    return _save(learning_figure(curves, ylabel=ylabel, xlabel=xlabel, title=title, estimate=estimate), path)
 
 
 def plot_learning_curves(

@@ -254,9 +254,15 @@ def run_study_jobs(
 
     if jobs < 1:
         raise ConfigError(f"jobs: expected a positive integer, got {jobs}")
-    started = time.perf_counter()
     out_dir = Path(out_dir)
     check_engine_store(engine, address, f"sqlite:///{out_dir / 'study.db'}")
+    if config.batched and run_one is None:  # [run] batched: one process for all runs, or a note and the runs as below
+        from activebayes.batched_runs import run_study_batched
+
+        return run_study_batched(config, out_dir, device=device, progress=progress, jobs=jobs, engine=engine,
+                                 one_by_one=lambda c: run_study_jobs(c, out_dir, jobs=jobs, device=device, progress=progress,
+                                                                     engine=engine, address=address))  # fmt: skip
+    started = time.perf_counter()
     todo, done_per_run, total = plan_runs(config, out_dir, device)
     fn = run_one or default_run_one()
     done = sum(done_per_run.values())

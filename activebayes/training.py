@@ -16,12 +16,13 @@ import math
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from torch import Tensor, nn
 
 from activebayes._device import resolve_device
+from activebayes.debias import current_sample_weights, weighted_epoch_order
 from activebayes.errors import ConfigError, ShapeError
 
 ProgressFn = Callable[[int, int], None]  # (epochs done, epochs total)
@@ -56,6 +57,7 @@ class TrainConfig:
         schedule: "constant" keeps `lr`; "cosine" anneals it over the whole run,
             lr_t = lr / 2 · (1 + cos(π t / T)) for optimiser step t of T (ignored when `train`
             gets an explicit `lr_at`).
+        marglik: an `activebayes.marglik.MarglikConfig` (online marginal-likelihood training, no weight decay), or None.
     """
 
     epochs: int = 50
@@ -70,6 +72,7 @@ class TrainConfig:
     validation_metric: Literal["loss", "accuracy"] = "loss"
     patience: int = 5
     schedule: Literal["constant", "cosine"] = "constant"
+    marglik: Any = None
 
     def __post_init__(self) -> None:
         """Check every field once, here: a one-line ConfigError naming the field."""
@@ -306,6 +309,10 @@ def train(
             e.g. {"weight_decay": 0.0} for some), in place of every trainable parameter in one
             group; options a group leaves out take `config`'s.
     """
+    if config.marglik is not None:  # `activebayes.marglik.train_marglik`, which calls back here with marglik=None
+        from activebayes.marglik import train_marglik
+        return train_marglik(model, x, y, config, seed=seed, device=device, lr_at=lr_at, on_epoch_end=on_epoch_end, on_epoch_loss=on_epoch_loss,
+                             progress=progress, loss_fn=loss_fn, param_groups=param_groups).model
     if x.shape[0] != y.shape[0]:
         raise ShapeError(f"y: expected {x.shape[0]} targets to match x, got {y.shape[0]}")
     if x.shape[0] == 0:
@@ -319,6 +326,8 @@ def train(
     order = torch.randperm(x.shape[0], generator=generator).to(dev)
     val_idx, train_idx = order[:n_val], order[n_val:]
     x_train, y_train = x[train_idx], y[train_idx]
+    weights = current_sample_weights(x.shape[0])  # `activebayes.debias`: None unless debiasing
+    w_train = weights[train_idx.cpu()] if weights is not None else None
     n = x_train.shape[0]
     if config.validation_data is not None:
         x_val, y_val = (as_tensor("validation_data", v).to(dev) for v in config.validation_data)
@@ -347,7 +356,10 @@ def train(
         torch.manual_seed(int(torch.randint(0, 2**62, (1,), generator=generator)))
         for epoch in range(config.epochs):
             model.train()
-            perm = epoch_order(n, config.epoch_samples, generator).to(dev)
+            if w_train is None:
+                perm = epoch_order(n, config.epoch_samples, generator).to(dev)
+            else:  # items drawn ∝ their weights: the weighted loss in expectation
+                perm = weighted_epoch_order(w_train, max(n, config.epoch_samples or 0), generator).to(dev)
             epoch_loss = torch.zeros((), device=dev)
             # ⌈L/B⌉ steps on batches of equal size (±1): no step on a remainder of a few items
             for batch in perm.tensor_split(steps_per_epoch):

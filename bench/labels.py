@@ -23,6 +23,8 @@ import sqlite3
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -112,6 +114,23 @@ def pg_schema_url(base_url: str) -> tuple[str, object] | None:
     return make_url(base_url).update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(False), drop
 
 
+@contextmanager
+def database(url: str) -> Iterator[tuple[str, str] | None]:
+    """("sqlite" or "postgresql", the URL to measure on) for `url`: PostgreSQL in a fresh schema,
+    dropped afterwards; None when the server does not answer."""
+    if url.startswith("sqlite"):
+        yield "sqlite", url
+        return
+    fresh = pg_schema_url(url)
+    if fresh is None:
+        yield None
+        return
+    try:
+        yield "postgresql", fresh[0]
+    finally:
+        fresh[1]()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--writers", type=int, default=8, help="concurrent writer processes")
@@ -126,18 +145,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         urls = args.db or [f"sqlite:///{Path(tmp) / 'labels.db'}"] + ([] if args.no_pg else [os.environ.get("ACTIVEBAYES_TEST_PG_URL", DEFAULT_PG)])
         for url in urls:
-            drop = None
-            name = "sqlite" if url.startswith("sqlite") else "postgresql"
-            if name == "postgresql":
-                fresh = pg_schema_url(url)
-                if fresh is None:
+            with database(url) as found:
+                if found is None:
                     continue
-                url, drop = fresh
-            try:
+                name, url = found
                 rate, lat = measure(url, args.writers, args.answers)
-            finally:
-                if drop is not None:
-                    drop()
             ms = lat * 1000
             rows.append((name, rate, *np.percentile(ms, [50, 99]), ms.max()))
 

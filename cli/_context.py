@@ -9,11 +9,14 @@ database:
     st.store(create=True)      `init` (and `design`): creates the database when there is none
 
 Hints for the user's next command come from `CliState.next_command("round", ...)`, which adds
-`--project NAME` whenever the database holds more than one project.
+`--project NAME` whenever the database holds more than one project. While the store is open, the
+library's notes (warnings on the `activebayes` logger, such as a rebuilt feature cache) are
+printed as the command's notes (`LibraryNotes`).
 """
 
 from __future__ import annotations
 
+import logging
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,6 +95,19 @@ def sqlite_path(url: str) -> Path | None:
     return Path(database)
 
 
+class LibraryNotes(logging.Handler):
+    """Warnings the library logs on the `activebayes` logger, as one-line notes of the command."""
+
+    def __init__(self, out: Output) -> None:
+        super().__init__(logging.WARNING)
+        self.out = out
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from rich.markup import escape
+
+        self.out.note(escape(record.getMessage()))
+
+
 @dataclass
 class CliState:
     """Global options, shared by every command through `ctx.obj`."""
@@ -100,6 +116,7 @@ class CliState:
     project: str | None = None
     out: Output = field(default_factory=Output)
     _store: PoolStore | None = field(default=None, repr=False)
+    _notes: LibraryNotes | None = field(default=None, repr=False)
 
     def store(self, *, create: bool = False, upgrade: bool = False) -> PoolStore:
         """Open the store at --db (once per command; later calls return the same store).
@@ -142,6 +159,9 @@ class CliState:
             if not str(exc).startswith("url: "):
                 raise
             raise CliError(f"--db: {str(exc).removeprefix('url: ').split('; ')[0]}", DB_FIX) from exc  # the library's `url`
+        if self._notes is None:
+            self._notes = LibraryNotes(self.out)
+            logging.getLogger("activebayes").addHandler(self._notes)
         return self._store
 
     def project_name(self) -> str:
@@ -179,6 +199,9 @@ class CliState:
         return " ".join(parts)
 
     def close(self) -> None:
+        if self._notes is not None:
+            logging.getLogger("activebayes").removeHandler(self._notes)
+            self._notes = None
         if self._store is not None:
             close = getattr(self._store, "close", None)
             if close is not None:

@@ -1,11 +1,12 @@
 """Turning `--model` and `--posterior` into the posterior factory the loop takes, and checking
 them on two items before a round is created.
 
-`--model` is `mlp`, `cnn` (activebayes.nets.default_model), `pkg.module:factory` (imported like
-`python -m` would, the working directory first on the path) or `path/to/file.py:factory` (the
-file imported by its path). The factory is a user's zero-argument callable returning a fresh
-`torch.nn.Module` that outputs logits [N, C]; it is called once per network built. Everything
-is resolved and checked before a round starts, so a mistake leaves the database unchanged.
+`--model` is `mlp`, `cnn` (activebayes.nets.default_model), `auto` (cli/_model_auto.py),
+`pkg.module:factory` (imported like `python -m` would, the working directory first on the path)
+or `path/to/file.py:factory` (the file imported by its path). The factory is a user's
+zero-argument callable returning a fresh `torch.nn.Module` that outputs logits [N, C]; it is
+called once per network built. Everything is resolved and checked before a round starts, so a
+mistake leaves the database unchanged.
 """
 
 from __future__ import annotations
@@ -109,13 +110,15 @@ BUILTIN_MODELS = ("mlp", "cnn")
 #: The default training of a network posterior (`activebayes.training.sized_training`): at least
 #: 500 optimiser steps (and 50 epochs) however few the labels, weight decay λ/N with λ = 1.
 TRAINING_DEFAULTS = {"min_epochs": 50, "min_steps": 500, "prior_precision": 1.0}
-MODEL_FORMS = "mlp, cnn, pkg.mod:factory or path/to/file.py:factory"
+MODEL_FORMS = "mlp, cnn, auto, pkg.mod:factory or path/to/file.py:factory"
+#: `--model auto`: MLPs of a few widths, the one of highest Laplace evidence each round (cli/_model_auto.py).
+AUTO_MODEL = "auto"
 
 
 #: Constructor arguments `round` sets through its own flags, never through --option (a
 #: posterior's `epochs_option`, e.g. a snapshot ensemble's epochs_per_cycle, is --epochs too).
 FLAG_SET_OPTIONS = {"n_samples": "--samples", "epochs": "--epochs", "device": "--device", "seed": "--seed",
-                    "engine": "--engine", "address": "--address"}  # fmt: skip
+                    "engine": "--engine", "address": "--address", "likelihood": "--likelihood"}  # fmt: skip
 OPTION_EXAMPLES = "--option masks=independent or --option predictive=analytic"
 
 
@@ -188,6 +191,7 @@ def check_posterior_options(name: str, options: Mapping[str, Any]) -> None:
 
     cls = resolve_posterior(name)
     flags = {**FLAG_SET_OPTIONS, **({cls.epochs_option: "--epochs"} if getattr(cls, "epochs_option", None) else {})}
+    options = {key: value for key, value in options.items() if key != "likelihood"}  # --likelihood's, checked by `likelihood_options`
     for key in options:
         if key in flags:
             raise CliError(f"--option {key}: `round` sets it from {flags[key]}", f"pass {flags[key]} instead of --option {key}=...")
@@ -196,6 +200,40 @@ def check_posterior_options(name: str, options: Mapping[str, Any]) -> None:
     except (ConfigError, TypeError, ValueError) as exc:  # the constructor's own words, as one line
         what, _, fix = " ".join(str(exc).split()).partition("; ")
         raise CliError(f"--option {what}", fix or f"give a value {name} accepts, or leave that --option out") from None
+
+
+#: The values of `round --likelihood` (regression projects with a network posterior).
+CLI_LIKELIHOODS = ("gaussian", "heteroscedastic")
+
+
+def likelihood_options(likelihood: str | None, task: str, posterior: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The posterior's --option values with `--likelihood` among them (as the constructor's
+    `likelihood`, so a round records and resumes it with its options): one-line CliErrors for
+    --option likelihood=... (the flag sets it), a classification project, an unknown value, the
+    gp (no network) or a posterior that does not fit it."""
+    if "likelihood" in options:
+        raise CliError("--option likelihood: `round` sets it from --likelihood", "pass --likelihood instead of --option likelihood=...")
+    if likelihood is None:
+        return dict(options)
+    if task != "regression":
+        raise CliError(f"--likelihood {likelihood}: regression projects only, and this is a {task} project", "leave --likelihood out")
+    if likelihood not in CLI_LIKELIHOODS:
+        raise CliError(f"--likelihood: unknown name {likelihood!r}", f"choose one of {', '.join(CLI_LIKELIHOODS)}")
+    from activebayes.posteriors import NetworkPosterior, resolve_posterior
+
+    cls = resolve_posterior(posterior)
+    if not issubclass(cls, NetworkPosterior) or likelihood not in cls.likelihoods:
+        takes = ", ".join(name for name in CLI_POSTERIORS if likelihood in resolve_posterior(name).likelihoods)
+        raise CliError(f"--likelihood {likelihood}: --posterior {posterior} does not fit it", f"pass a --posterior that does: {takes}")
+    return {**options, "likelihood": likelihood}
+
+
+def network_outputs(task: str, n_classes: int, options: Mapping[str, Any]) -> int:
+    """The outputs per item of a round's network: one logit per class, one value for a regression
+    (gaussian likelihood), two for the heteroscedastic likelihood's natural parameters."""
+    if task != "regression":
+        return n_classes
+    return 2 if options.get("likelihood") == "heteroscedastic" else 1
 
 
 def check_posterior_name(name: str, task: str = "classification") -> None:
@@ -228,7 +266,7 @@ def _is_path(target: str) -> bool:
 
 def normalize_model_spec(spec: str) -> str:
     """The spec as a round records it: a file's path made absolute, anything else as given."""
-    if spec in BUILTIN_MODELS:
+    if spec in BUILTIN_MODELS or spec == AUTO_MODEL:
         return spec
     target, attr = _split_spec(spec)
     if _is_path(target):
@@ -293,6 +331,8 @@ def model_factory(spec: str, input_shape: Sequence[int], n_classes: int) -> Call
 
     from activebayes.nets import ModelKind, default_model
 
+    if spec == AUTO_MODEL:  # the checks before a round run on an MLP; the round chooses among its candidates
+        spec = "mlp"
     if spec in {kind.value for kind in ModelKind}:
         try:
             return default_model(spec, input_shape, n_classes)

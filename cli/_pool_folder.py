@@ -6,8 +6,10 @@ to FOLDER (POSIX separators). The images are decoded once, resized to --image-si
 "image-folder": [N, C, H, W] in [0, 1], never standardised) in `activebayes-cache/` next to a
 SQLite database (for PostgreSQL: in the current folder). That file, which also holds each image's
 sha256, is what the project records; every later load checks the folder against it, so a changed,
-removed or added image is refused. Labels come from the sub-folder names (--labels-from-folders:
-`cat/01.png` is a 'cat') or from --truth FILE (a key,label csv keyed by the relative paths).
+removed or added image is refused. The float32 pixels a network sees are written beside it once,
+to the feature cache (`activebayes.data.feature_cache`), which every later load memory-maps.
+Labels come from the sub-folder names (--labels-from-folders: `cat/01.png` is a 'cat') or from
+--truth FILE (a key,label csv keyed by the relative paths).
 Files that are not .png/.jpg/.jpeg are skipped and counted; names starting with '.' are ignored.
 """
 
@@ -104,7 +106,8 @@ def add_folder(
         raise DataError(message) from exc
     try:
         summary = register_pool(
-            store, name, npz, truth=truth, test_fraction=test_fraction, labels_are_known=labels_are_known, seed=seed
+            store, name, npz, truth=truth, test_fraction=test_fraction, labels_are_known=labels_are_known, seed=seed,
+            text_folder=cache_folder(st.db),  # the features' cache goes beside the converted folder
         )
     except BaseException:
         npz.unlink(missing_ok=True)  # nothing was recorded: leave no converted copy behind

@@ -1,6 +1,7 @@
 """Registering a pool in a project, shared by `pool add` (a data file or an image folder, see
 `_pool_folder.py`) and the tabular study: check the file whole, then record its path, sha256,
-items, test split and truth (`register_pool`).
+items, test split and truth (`register_pool`). A csv table's or an image folder's features are
+written once to the feature cache (`activebayes.data.feature_cache`), recorded with the rest.
 """
 
 from __future__ import annotations
@@ -133,11 +134,17 @@ def register_pool(
 
     Shared by `pool add` and `demo`. A csv table is read by `csv_pool` (key column: --key-column,
     else `key` or `id` in any case, else the row number); `text_folder` takes the fitted model of
-    a --text-column (default: `activebayes-cache/` in the current folder).
+    a --text-column and the feature cache (default: `activebayes-cache/` next to a SQLite
+    database, else in the current folder).
     """
-    from activebayes.data import detect_format, label_text, load_dataset, truth_labels
+    from activebayes.data import detect_format, load_dataset, sha256_file, truth_labels
+    from activebayes.data.project import label_texts
+    from activebayes.data.feature_cache import CACHED_FORMATS, remove_feature_cache, write_feature_cache
     from activebayes.data.tabular import TableOptions
     from activebayes.errors import DataError
+    from activebayes_cli._pool_folder import cache_folder
+
+    folder = text_folder if text_folder is not None else cache_folder(str(store.url))
 
     info = store.project(name)
     if info.data_path is not None and store.count_items(name) > 0:
@@ -156,29 +163,33 @@ def register_pool(
         )
     table = None
     if fmt == "csv":
-        from activebayes.data.csv_table import read_csv_table
+        from activebayes.data.csv_table import csv_header, read_csv_table
+        from activebayes.data.tabular import key_column_of
 
-        csv_file = read_csv_table(file)  # read once: planned, split and encoded by csv_pool
-        if label_column is None and "label" in csv_file.header:
+        header = csv_header(file)
+        if label_column is None and "label" in header:
             label_column = "label"
             notes.append("using the column 'label' as labels (--label-column)")
+        as_text = {label_column, key_column_of(header, key_column, ignore), *text_columns} - {None}
+        csv_file = read_csv_table(file, text_columns=tuple(as_text))  # read once: planned, split and encoded by csv_pool
         options = TableOptions(
             label_column=label_column, key_column=key_column, features=features, ignore=tuple(ignore),
             text_columns=tuple(text_columns), categorical=categorical, missing=missing, na_values=tuple(na_values),
         )  # fmt: skip
         table = csv_pool(
             csv_file, options, classes=classes, test_fraction=test_fraction, seed=seed, standardize=standardize,
-            text_folder=text_folder if text_folder is not None else Path.cwd() / "activebayes-cache",
+            text_folder=folder,
         )  # fmt: skip
         data, plan = table["data"], table["plan"]
         key_column = plan.key_column
         notes = plan.notes + notes
     else:
         data = load_dataset(file, format=fmt, classes=classes, image_layout=image_layout)
+    cache = None
     try:
         n = len(data)
         keys = data.keys if data.keys is not None else [str(i) for i in range(n)]
-        labels = [label_text(v) for v in data.y.tolist()] if data.y is not None else None
+        labels = label_texts(data.y) if data.y is not None else None
         if truth is not None:
             if labels is not None:
                 raise CliError(f"--truth: {file} already holds labels", "leave --truth out, or drop the labels from FILE")
@@ -214,9 +225,10 @@ def register_pool(
         if spec is not None:
             settings["features"] = spec
         if truth is not None:
-            from activebayes.data import sha256_file
-
             settings.update(truth_path=str(truth.resolve()), truth_sha256=sha256_file(truth))
+        if fmt in CACHED_FORMATS:  # what every later load memory-maps instead of parsing the file again
+            cache = write_feature_cache(data, folder, stem=name, data_format=fmt, settings=settings, data_sha256=sha256_file(file))
+            settings["feature_cache"] = cache
         # Everything is validated: one transaction records the file, the items and the known labels
         # (the test split's always, the pool's with --labels-are-known).
         known_rows = list(test_rows) + (list(pool_rows) if labels_are_known else [])
@@ -228,6 +240,7 @@ def register_pool(
         )  # fmt: skip
     except BaseException:
         remove_text_models(table["spec"] if table is not None else None)
+        remove_feature_cache(cache)
         raise
     plan = table["plan"] if table is not None else None
     return {

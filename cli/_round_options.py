@@ -32,7 +32,9 @@ class RoundOptions:
         parts = [f"--posterior {self.posterior}"] + ([] if self.posterior == "gp" else [f"--model {self.model}"])
         parts += [f"--samples {self.samples}"] if self.samples is not None else []
         parts += [f"--epochs {self.epochs}"] if self.epochs is not None else []
-        parts += [option_words(self.options)] if self.options else []
+        own = {key: value for key, value in self.options.items() if key != "likelihood"}
+        parts += [f"--likelihood {self.options['likelihood']}"] if "likelihood" in self.options else []
+        parts += [option_words(own)] if own else []
         return " ".join([*parts, f"--acquisition {self.acquisition}", f"--k {self.k}"])
 
 
@@ -46,7 +48,7 @@ def recorded_options(rnd: Any, call: RoundOptions) -> RoundOptions:
     from activebayes_cli._model import EPOCH_KEYS, REGRESSION_POSTERIORS, SAMPLE_KEYS
 
     settings = dict(rnd.posterior_settings or {})
-    unknown = sorted(set(settings) - {"model", "training", "options", *SAMPLE_KEYS, *EPOCH_KEYS})  # training: recomputed
+    unknown = sorted(set(settings) - {"model", "model_choice", "training", "options", *SAMPLE_KEYS, *EPOCH_KEYS})  # training, model_choice: recomputed
     if not isinstance(settings.get("options", {}), dict):
         unknown.append("options")  # not a table of options: nothing to rebuild from
     try:
@@ -98,7 +100,7 @@ def differences(ctx: typer.Context, call: RoundOptions, rec: RoundOptions, seed:
     ):
         if given(param) and mine != (theirs if theirs is not None else posterior_default(rec.posterior, keys)):
             out.append(f"{option} {mine} (recorded: {shown(theirs, keys)})")
-    if given("posterior_options") and call.options != rec.options:
+    if (given("posterior_options") or given("likelihood")) and call.options != rec.options:
         out.append(f"{option_words(call.options)} (recorded: {option_words(rec.options) or 'no --option'})")
     if given("seed") and round_seed(seed, rnd.number) != rnd.seed:
         out.append(f"--seed {seed} (round {rnd.number} was started with another seed)")

@@ -13,7 +13,10 @@ records it all:
 * a test-split item is refused unless --test (its labels measure the model);
 * a label that differs from the item's current one is refused unless --relabel (the same label
   again is harmless and records nothing);
-* either refusal fails the whole file, naming the first offending keys and their lines.
+* either refusal fails the whole file, naming the first offending keys and their lines;
+* files recorded at once by several sessions end as if recorded one after another: a row whose
+  label another session gave meanwhile is a repeat, one it labelled differently falls under the
+  --relabel rule (checked again inside the writing transaction), and nothing else is refused.
 
 With no file, the open queries of the waiting round are shown one by one (digit images drawn in
 the terminal, table rows under the data file's column names, or one `name: value` line each when
@@ -46,6 +49,7 @@ app = typer.Typer()
 
 SHOWN = 5  # offending keys named in a refusal, then "and N more"
 INTERRUPTED = 130  # the shell's code for a process stopped by Ctrl-C (128 + SIGINT)
+REPEAT = "repeat"  # an answer the prompt gave that another session had given already
 
 
 def _target_round(store: Any, name: str, number: int | None) -> int | None:
@@ -171,16 +175,19 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
         )
 
     expected = {key: states[key]["label"] for key, _, _ in rows}
-    conflicts = {}
-    if rows:  # one transaction; refused whole if another session changed one of these labels meanwhile
-        _, conflicts = store.record_labels(name, rows, who=who, source="file", expected=expected, return_ids=False)
-    if conflicts:
-        moved = [f"{k} {was!r} -> {now!r}" for k, (was, now) in conflicts.items()]
-        raise CliError(
-            f"--from: while {path} was checked another session changed the labels of {_plural(len(conflicts), 'item')} "
-            f"({_listing(moved)}); nothing was recorded",
-            "run the command again",
-        )
+    if rows:  # one transaction, as if after any session that labelled these items meanwhile
+        ids, conflicts = store.record_labels(name, rows, who=who, source="file", expected=expected, relabel=allow_relabel)
+        if conflicts:  # a different label given meanwhile: this file would now replace it
+            moved = [_change(k, now, answers[k], oracle.lines[k], oracle.unit) for k, (_, now) in conflicts.items()]
+            raise CliError(
+                f"--from: {path} would replace the current labels of {_plural(len(conflicts), 'item')}, given by another "
+                f"session while the file was checked: {_listing(moved)}; nothing was recorded",
+                "pass --relabel to replace them, or remove those rows (the same label again is fine)",
+            )
+        unchanged += sum(i is None for i in ids)  # the same label, given meanwhile by another session
+        rows = [row for row, i in zip(rows, ids) if i is not None]
+        written = {key for key, _, _ in rows}
+        changes = [(k, was) for k, was in changes if k in written]
 
     in_round = sum(r is not None for _, _, r in rows)
     in_test = sum(states[k]["split"] == "test" for k, _, _ in rows)
@@ -257,8 +264,9 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
     stream = sys.stderr if st.out.json else sys.stdout
     saved = {"answers": 0, "not_saved": 0}
 
-    def on_answer(key: str, value: str) -> int | None:
-        """Commit one answer now (its own transaction); the observation's id, for `u`."""
+    def on_answer(key: str, value: str) -> int | str | None:
+        """Commit one answer now (its own transaction); the observation's id, for `u` (REPEAT:
+        another session gave the same label meanwhile, so nothing was written)."""
         ids, conflicts = store.record_labels(
             name, [(key, value, target)], who=who, source="prompt", expected={key: states[key]["label"]}
         )
@@ -266,15 +274,21 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
             stream.write(f"  not saved: another session labelled {key} {conflicts[key][1]!r} meanwhile; that label stays\n")
             saved["not_saved"] += 1
             return None
+        if ids[0] is None:
+            stream.write(f"  {key} was labelled the same by another session meanwhile: recorded once\n")
+            return REPEAT
         saved["answers"] += 1
         return ids[0]
 
-    def on_undo(key: str, observation_id: int | None) -> bool:
+    def on_undo(key: str, observation_id: int | str | None) -> bool:
         if observation_id is None:  # that answer was never written
             saved["not_saved"] -= 1
             return True
+        if observation_id == REPEAT:
+            stream.write(f"  cannot undo: the label of {key} was given by another session\n")
+            return False
         try:
-            store.retract_observation(name, observation_id)
+            store.retract_observation(name, int(observation_id))
         except StoreError as exc:  # taken back already, or its round closed meanwhile (the library's fix: relabel)
             what, fixable, _ = str(exc).partition("; ")
             fix = "; correct it with `activebayes label --from FILE --relabel`" if fixable else ""

@@ -10,6 +10,9 @@ as Label Studio tasks (see `activebayes.data.label_studio`) and the matching lab
 
 `status` shows one column per metric recorded by any round (numbers right-aligned and never
 wrapped); when that table does not fit the terminal, each round is listed as a block instead.
+Below it, every round's estimated pool accuracy and NLL (regression: RMSE and NLL) from the
+labels the round chose, with 95 % intervals, beside the test split's figures, the evaluation
+set's estimate, and the stopping signal on the Next line (`activebayes_cli._estimates`).
 """
 
 from __future__ import annotations
@@ -221,6 +224,14 @@ def status(ctx: typer.Context) -> None:
     if latest is not None and latest.status.waiting:
         pending = sum(q.value is None for q in store.queries(name, latest.number))
     next_step = _next_step(st, name, info.data_path is not None and n_pool > 0, latest, n_pool - labelled, pending)
+    from activebayes_cli._estimates import (
+        estimates_data, evaluation_estimate_of, latest_figure, render_estimates, round_estimates, stop_reading, stop_sentence)
+
+    estimates = round_estimates(store, name, info, rounds)
+    evaluation = evaluation_estimate_of(store, name, info)
+    signal = stop_reading(rounds, info.task)
+    if estimates:
+        next_step += " — " + stop_sentence(signal, latest_figure(estimates, info.task))
     data = {
         "project": name,
         "task": info.task,
@@ -245,6 +256,7 @@ def status(ctx: typer.Context) -> None:
             }
             for r in rounds
         ],
+        **estimates_data(estimates, evaluation, signal),
         "next": next_step,
     }
 
@@ -256,6 +268,7 @@ def status(ctx: typer.Context) -> None:
             console.print(text, no_wrap=True, overflow="ignore")
         if rounds:
             render_rounds(console, rounds)
+            render_estimates(console, estimates, info.task, evaluation)
         else:
             console.print("no rounds yet")
         console.print(f"next: {escape(next_step)}")

@@ -1,7 +1,8 @@
 """`activebayes report`: the learning curve and the acquisition scores of a project, as PNG files.
 
     learning-curve.png  the test metric against labelled items; one colour per posterior +
-                        acquisition, each change marked (`activebayes.report.learning_figure`)
+                        acquisition, each change marked (`activebayes.report.learning_figure`),
+                        and the estimate from each round's chosen labels with its 95 % band
     acquisition.png     one panel per acquisition function: the scores of every candidate of the
                         latest round that used it, on its own axis and unit, the queried items
                         marked (`activebayes.report.acquisition_figure`)
@@ -67,6 +68,19 @@ def histogram_panels(store: Any, name: str, rounds: list[Any], task: str) -> tup
     return panels, notes
 
 
+def estimate_band(store: Any, name: str, rounds: list[Any], metric: str | None) -> list[tuple[float, float, float, float]]:
+    """[(labelled, estimate, low, high)] of each round's estimate from its chosen labels
+    (`activebayes_cli._estimates`) of the plotted metric (accuracy or rmse; none for another)."""
+    from activebayes_cli._estimates import round_estimates
+
+    info = store.project(name)
+    figure = "accuracy" if info.task == "classification" else "rmse"
+    if metric not in (None, figure):
+        return []
+    return [(r.labelled_count, e.value, e.low, e.high) for r, estimate in round_estimates(store, name, info, rounds)
+            if (e := getattr(estimate, figure)) is not None]  # fmt: skip
+
+
 @app.command()
 def report(
     ctx: typer.Context,
@@ -85,6 +99,8 @@ def report(
     if not rounds:
         raise CliError(f"project {name!r} has no rounds yet", f"run `{st.next_command('round', project=name)}` first")
     metric = pick_metric(rounds)
+    band = estimate_band(store, name, rounds, metric)
+    metric = metric or (("accuracy" if store.project(name).task == "classification" else "rmse") if band else None)
     curves = {}
     if metric is not None:
         for project in store.projects() if all_projects else [name]:
@@ -96,7 +112,7 @@ def report(
         if metric is not None:
             title = "learning curves" if all_projects else name
             path = out / "learning-curve.png"
-            written.append(str(plot_learning_segments(curves, path, ylabel=metric.replace("_", " "), title=title)))
+            written.append(str(plot_learning_segments(curves, path, ylabel=metric.replace("_", " "), title=title, estimate=band)))
         if panels:
             path = out / "acquisition.png"
             title = f"{name}: every candidate's score, latest round of each acquisition"

@@ -29,7 +29,9 @@ One call runs one round of `activebayes.loop.ActiveLearningLoop`:
 * A regression project (`init --task regression`) fits `--posterior gp` by default (a Gaussian
   process, no network; a network posterior once it fits float targets), takes the acquisitions
   variance, eig, bald, random, nipv, epig and power-epig, and records the test split's rmse and
-  Gaussian nll.
+  Gaussian nll. `--likelihood heteroscedastic` (mc-dropout, deep-ensemble, snapshot-ensemble,
+  swag) builds the network with two outputs, the natural parameters of a Gaussian whose mean and
+  variance both vary with x (`activebayes.likelihoods`); it is recorded with the round's options.
 * `--acquisition epig` / `power-epig` score the candidates by what their labels tell about the
   predictions at target inputs: 1000 items drawn from the whole pool by default, or `--target
   FILE`, either a data file of inputs with the pool's columns (.csv read with the project's
@@ -212,7 +214,7 @@ def round_(
     acquisition: Annotated[Optional[str], typer.Option("--acquisition", help="auto, epig, power-epig, bald, batch-bald, power-bald, entropy, variation-ratio, random, ...; regression: auto, epig, variance, eig, bald, random, nipv (default: the benchmark's choice per task, see README).", show_default=False)] = None,
     first: Annotated[Optional[FirstBatch], typer.Option("--first", help="The first batch, before any label: typical (TypiClust: the most typical item of each of k clusters of the pool) or random.", show_default=False)] = None,
     k: Annotated[int, typer.Option("--k", help="Items to query this round.")] = 10,
-    model: Annotated[str, typer.Option("--model", help="mlp, cnn, pkg.module:factory or path/to/file.py:factory (a zero-argument callable returning an nn.Module).")] = "mlp",
+    model: Annotated[str, typer.Option("--model", help="mlp, cnn, auto (each round, the MLP of highest Laplace evidence: 1x64, 2x64, 2x128, 1x256), pkg.module:factory or path/to/file.py:factory (a zero-argument callable returning an nn.Module).")] = "mlp",
     samples: Annotated[Optional[int], typer.Option("--samples", help="Posterior samples S (members for an ensemble).")] = None,
     epochs: Annotated[Optional[int], typer.Option("--epochs", help="Training epochs per fit.")] = None,
     device: Device = "auto",
@@ -230,12 +232,15 @@ def round_(
     engine: Engine = "local",
     address: Address = None,
     target: Annotated[Optional[Path], typer.Option("--target", help="epig / power-epig: target inputs (.csv/.npz/.npy with the pool's columns, or a .txt of item keys, one per line); default: 1000 pool items.", show_default=False)] = None,
+    likelihood: Annotated[Optional[str], typer.Option("--likelihood", help="Regression with a network posterior: gaussian (one output, one noise level; the default) or heteroscedastic (two outputs: the noise varies with x).", show_default=False)] = None,
+    debias: Annotated[bool, typer.Option("--debias", help="Train on the LURE-weighted loss of the labels drawn by stochastic acquisitions (activebayes.debias).")] = False,
 ) -> None:
     """Fit on the labelled items, score the pool, record the round and show what to label next."""
     from activebayes.acquisition import resolve_acquisition
     from activebayes.errors import ActiveBayesError, RoundBusyError, StoreError
     from activebayes.data import load_project_data
-    from activebayes.loop import ActiveLearningLoop
+    from activebayes.loop import ActiveLearningLoop, round_seed
+    from activebayes_cli._model_auto import choice_text, round_model
     from activebayes.oracles import NoTruthError, truth_oracle
     from activebayes.store import RoundStatus, RoundStep
     from activebayes_cli._trial import check_posterior, check_regression_posterior
@@ -248,7 +253,9 @@ def round_(
         default_acquisition,
         default_first,
         default_posterior,
+        likelihood_options,
         model_factory,
+        network_outputs,
         normalize_model_spec,
         parse_posterior_options,
         posterior_factory,
@@ -291,6 +298,7 @@ def round_(
         if option_given(ctx, "model"):
             raise CliError("--model: the gp posterior has no network", "leave --model out, or pass a network --posterior such as mc-dropout")
         model_spec = NO_MODEL
+    option_values = likelihood_options(likelihood, info.task, posterior, option_values)
     call = RoundOptions(posterior, model_spec, samples, epochs, acquisition_name, k, options=option_values)
     data = load_project_data(store, name)
     answerer = None
@@ -361,7 +369,7 @@ def round_(
     shown = options.model if resuming else model  # as typed; a file's path is recorded absolute
     if options.posterior != "gp":
         try:
-            model_fn = model_factory(options.model, data.x.shape[1:], 1 if regression else n_classes)
+            model_fn = model_factory(options.model, data.x.shape[1:], network_outputs(info.task, n_classes, options.options))
         except CliError as exc:
             if not resuming:
                 raise
@@ -371,14 +379,15 @@ def round_(
     else:
         check_model_output(model_fn, data.x, n_classes, shown)
         check_posterior(options.posterior, model_fn, data.x, n_classes, trial_acq, device=device, spec=shown, options=options.options)
+    number = latest.number if resuming else (latest.number + 1 if latest is not None else 1)
+    model_fn, choice = round_model(options, store, name, data, info, seed=round_seed(seed, number), device=device, model_fn=model_fn)
     factory, settings = posterior_factory(
         options.posterior, model_fn, samples=options.samples, epochs=options.epochs, device=device,
         labelled=store.count_labelled(name),  # the training sized to it is recorded
         options=options.options,
     )
-    settings = {"model": options.model, **settings}
+    settings = {"model": options.model, **settings, **choice}  # choice: --model auto's (cli/_model_auto.py)
 
-    number = latest.number if resuming else (latest.number + 1 if latest is not None else 1)
     target = csv_path or Path(round_csv_name(name, number))
     if answerer is None and not file_missing:  # a missing file's images are this round's own: rewritten
         check_round_file(target, info, data, force)
@@ -405,6 +414,7 @@ def round_(
         posterior_name=options.posterior, posterior_settings=settings, hook=hook, progress=on_scored, data=data,
         engine=engine, address=address, target_x=target_x, first=(first.value if first is not None else default_first()),
         auto_arms=auto_arms(info.task, options.options),
+        debias=debias or bool(resuming and (latest.acquisition_settings or {}).get("debias")),
     )  # fmt: skip
     if restart_round:
         loop.discard(DISCARDED)
@@ -464,8 +474,11 @@ def round_(
         title = f"round {result.number}: {len(queries)} queries by {rnd.acquisition}{first}"
         console.print(queries_table(title, queries, rnd.acquisition))
         if result.metrics:
-            parts = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in result.metrics.items())
+            scalars = {k: v for k, v in result.metrics.items() if isinstance(v, (int, float, str))}  # not the packed stop set
+            parts = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in scalars.items())
             console.print(f"fitted on {result.labelled} labels: {parts}")
+        if choice_text(rnd.posterior_settings):
+            console.print(escape(choice_text(rnd.posterior_settings)))
         if written:
             pictures = f" (the items' images are in {images})" if images else ""
             console.print(escape(

@@ -20,6 +20,7 @@ from activebayes.posteriors._moment_propagation import (
     elementwise_moments,
     linear_moments,
     max_pool2d_moments,
+    mean_field_softmax,
     probit_softmax,
     propagate,
     relu_moments,
@@ -98,10 +99,10 @@ def test_conv2d_rule_matches_monte_carlo():
 
 def test_relu_linearised_by_hand_and_exact_moments_against_monte_carlo():
     m, v = torch.tensor([-1.0, 2.0, 0.3], dtype=_F64), torch.tensor([0.5, 0.3, 0.2], dtype=_F64)
-    mean, var = relu_moments(m, v)
+    mean, var = relu_moments(m, v, mode="linearised")
     torch.testing.assert_close(mean, torch.tensor([0.0, 2.0, 0.3], dtype=_F64))
     torch.testing.assert_close(var, torch.tensor([0.0, 0.3, 0.2], dtype=_F64))
-    exact_mean, exact_var = relu_moments(m, v, mode="exact")
+    exact_mean, exact_var = relu_moments(m, v)  # the default
     draws = (m + v.sqrt() * torch.randn(400_000, 3, generator=torch.Generator().manual_seed(2), dtype=_F64)).clamp_min(0)
     torch.testing.assert_close(exact_mean, draws.mean(0), atol=3e-3, rtol=0)
     torch.testing.assert_close(exact_var, draws.var(0), atol=3e-3, rtol=0)
@@ -132,6 +133,57 @@ def test_probit_softmax_by_hand():
     expected = torch.tensor([[math.exp(scaled), 1.0]], dtype=_F64) / (math.exp(scaled) + 1)
     torch.testing.assert_close(probit_softmax(mean, var), expected)
     torch.testing.assert_close(probit_softmax(mean, torch.zeros_like(var)), torch.softmax(mean, -1))
+
+
+def test_exact_relu_moments_over_the_whole_range_against_monte_carlo():
+    """E[ReLU(a)] = m Φ(m/s) + s φ(m/s) and E[ReLU(a)²] = (m² + v) Φ(m/s) + m s φ(m/s) for
+    a ~ N(m, s²), from units far below 0 to far above it, against 1,000,000 draws each (the
+    Monte Carlo error of the mean is under s/1000); by hand at m = 0: s/√(2π) and s²/2."""
+    m = torch.tensor([-3.0, -1.0, -0.2, 0.0, 0.4, 1.5, 4.0], dtype=_F64)
+    v = torch.tensor([1.0, 4.0, 0.3, 2.0, 0.01, 9.0, 0.5], dtype=_F64)
+    mean, var = relu_moments(m, v)
+    draws = (m + v.sqrt() * torch.randn(1_000_000, 7, generator=torch.Generator().manual_seed(0), dtype=_F64)).clamp_min(0)
+    torch.testing.assert_close(mean, draws.mean(0), atol=5e-3 * float(v.sqrt().max()) / 3, rtol=0)
+    assert bool(((var - draws.var(0)).abs() <= 0.01 * draws.var(0) + 1e-4 * v).all())
+    torch.testing.assert_close(mean[3], torch.tensor(math.sqrt(2.0) / math.sqrt(2 * math.pi), dtype=_F64))
+    torch.testing.assert_close(var[3] + mean[3] ** 2, torch.tensor(1.0, dtype=_F64))  # E[ReLU(a)²] = v/2
+    linearised_mean, linearised_var = relu_moments(m, v, mode="linearised")  # the old rule: off near 0
+    assert float((linearised_mean - draws.mean(0)).abs()[3]) > 0.5
+
+
+def test_mean_field_softmax_by_hand():
+    mean = torch.tensor([[1.0, -0.5, 2.0], [0.0, 0.0, 0.0]], dtype=_F64)
+    torch.testing.assert_close(mean_field_softmax(mean, torch.zeros_like(mean)), torch.softmax(mean, -1))  # no variance
+    torch.testing.assert_close(mean_field_softmax(mean, torch.full_like(mean, 5.0))[1], torch.full((3,), 1 / 3, dtype=_F64))
+    # two classes: the probit of the logit difference, sigmoid((μ₁ − μ₂) / sqrt(1 + π/8 (σ₁² + σ₂²)))
+    two, var = torch.tensor([[1.5, -0.5]], dtype=_F64), torch.tensor([[2.0, 6.0]], dtype=_F64)
+    p1 = torch.sigmoid(torch.tensor(2.0 / math.sqrt(1 + math.pi / 8 * 8.0), dtype=_F64))
+    torch.testing.assert_close(mean_field_softmax(two, var), torch.stack([p1, 1 - p1]).unsqueeze(0))
+
+
+def test_mean_field_softmax_is_chunked_without_changing_it(monkeypatch):
+    from activebayes.posteriors import _moment_propagation
+
+    g = torch.Generator().manual_seed(0)
+    mean, var = torch.randn(37, 6, generator=g), torch.rand(37, 6, generator=g)
+    whole = mean_field_softmax(mean, var)
+    monkeypatch.setattr(_moment_propagation, "_PAIR_ELEMENTS", 5 * 36)  # 5 rows a chunk
+    torch.testing.assert_close(mean_field_softmax(mean, var), whole)
+    torch.testing.assert_close(whole.sum(-1), torch.ones(37))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_mean_field_softmax_against_monte_carlo_of_gaussian_logits(seed):
+    """E[softmax(f)], f ~ N(μ, diag σ²) with μ ~ N(0, 4), σ² ~ U(0, 2), C = 10, against 40,000
+    draws (error < 0.005). Measured at seeds 0-5: the mean-field approximation's largest error
+    0.081-0.092 and mean 0.011-0.012, the probit's 0.146-0.186 and 0.0135-0.0156."""
+    g = torch.Generator().manual_seed(seed)
+    mean, var = 2 * torch.randn(60, 10, generator=g, dtype=_F64), 2 * torch.rand(60, 10, generator=g, dtype=_F64)
+    monte_carlo = sum(torch.softmax(mean + var.sqrt() * torch.randn(10_000, 60, 10, generator=g, dtype=_F64), -1).sum(0)
+                      for _ in range(4)) / 40_000
+    mean_field, probit = (mean_field_softmax(mean, var) - monte_carlo).abs(), (probit_softmax(mean, var) - monte_carlo).abs()
+    assert float(mean_field.max()) < 0.12 and float(mean_field.mean()) < 0.015
+    assert float(mean_field.max()) < 0.7 * float(probit.max()) and float(mean_field.mean()) < float(probit.mean())
 
 
 def test_every_module_of_the_default_networks_is_supported_and_others_are_refused():
@@ -208,12 +260,14 @@ POSTERIORS = {
                                     predictive=predictive),
     "laplace-diag": lambda predictive: Laplace(_TOY_NET, hessian="diag", prior_precision=100.0, train=_TOY_TRAIN, seed=0,
                                                device="cpu", predictive=predictive),
-    "swag-diag": lambda predictive: SWAG(_TOY_NET, diag_only=True, n_snapshots=10, swa_lr=0.01, train=_TOY_TRAIN, seed=0,
-                                         device="cpu", predictive=predictive),
-    "swag": lambda predictive: SWAG(_TOY_NET, rank=5, n_snapshots=10, swa_lr=0.01, train=_TOY_TRAIN, seed=0,
-                                    device="cpu", predictive=predictive),
+    "swag-diag": lambda predictive: SWAG(_TOY_NET, diag_only=True, n_snapshots=10, snapshot_steps=None, swa_lr=0.01,
+                                         train=_TOY_TRAIN, seed=0, device="cpu", predictive=predictive),
+    "swag": lambda predictive: SWAG(_TOY_NET, rank=5, n_snapshots=10, snapshot_steps=None, swa_lr=0.01, train=_TOY_TRAIN,
+                                    seed=0, device="cpu", predictive=predictive),
 }
-# Posterior variances kept modest (σ ≈ 0.01-0.03 for MFVI, δ = 100 for Laplace): the analytic
+# Posterior variances kept modest (σ ≈ 0.01-0.03 for MFVI, δ = 100 for Laplace, SWAG's snapshots
+# one 4-step epoch apart; with SWAG's default 100 steps apart, SWAG-diagonal's analytic predictive
+# is 0.02 from its Monte Carlo, and was 0.19 with the linearised ReLU and the probit): the analytic
 # predictive drops the correlations between activations and between logits and the probit formula
 # is an approximation, errors which grow with the variance (MFVI with init_std=0.05, kl_weight=0.1
 # here: 0.09 max abs difference; Laplace at δ = 1: 0.06, the probit's own error).

@@ -49,7 +49,7 @@ CLASSIFIERS = {
     "laplace-full": lambda device: Laplace(
         _NET, hessian="full", prior_precision=1.0, n_samples=8, **_TRAIN, seed=0, device=device
     ),
-    "swag": lambda device: SWAG(_NET, rank=5, n_snapshots=10, swa_lr=0.01, n_samples=8, **_TRAIN, seed=0, device=device),
+    "swag": lambda device: SWAG(_NET, rank=5, n_snapshots=10, snapshot_steps=None, swa_lr=0.01, n_samples=8, **_TRAIN, seed=0, device=device),
     "batch-ensemble": lambda device: BatchEnsemble(_NET, n_members=3, **_TRAIN, seed=0, device=device),
     "batch-ensemble-rank1": lambda device: BatchEnsemble(_NET, n_members=3, rank1="gaussian", n_samples=8, **_TRAIN, seed=0, device=device),
     "mfvi": lambda device: MFVI(_NET, init_std=0.01, kl_weight=0.001, n_samples=8, **_TRAIN, seed=0, device=device),
@@ -58,7 +58,7 @@ CLASSIFIERS = {
                                          device=device, predictive="analytic"),
     "laplace-analytic": lambda device: Laplace(_NET, hessian="diag", prior_precision=100.0, n_samples=8, **_TRAIN, seed=0,
                                                device=device, predictive="analytic"),
-    "swag-analytic": lambda device: SWAG(_NET, rank=5, n_snapshots=10, swa_lr=0.01, n_samples=8, **_TRAIN, seed=0,
+    "swag-analytic": lambda device: SWAG(_NET, rank=5, n_snapshots=10, snapshot_steps=None, swa_lr=0.01, n_samples=8, **_TRAIN, seed=0,
                                          device=device, predictive="analytic"),
 }
 POSTERIORS = [*CLASSIFIERS, "gp"]

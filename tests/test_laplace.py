@@ -242,7 +242,13 @@ def test_errors():
     with pytest.raises(ConfigError, match="exactly one"):
         Laplace(mlp, model=mlp())
     with pytest.raises(ConfigError, match="subset"):
-        Laplace(model=mlp(), subset="all")
+        Laplace(model=mlp(), subset="some")
+    with pytest.raises(ConfigError, match="hessian: subset='all'"):
+        Laplace(model=mlp(), subset="all", hessian="full")
+    with pytest.raises(ConfigError, match="prior_precision: 'online'"):
+        Laplace(model=mlp(), prior_precision="online")
+    with pytest.raises(ConfigError, match="prior_precision"):
+        Laplace(model=mlp(), prior_precision=[1.0, 2.0])  # one per tensor: subset='all' only
     with pytest.raises(ConfigError, match="nn.Linear"):
         Laplace(model=nn.Sequential(nn.Flatten(), nn.Tanh()).double(), device="cpu").fit(x, y)
     with pytest.raises(ConfigError, match="last nn.Linear"):

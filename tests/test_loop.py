@@ -353,7 +353,7 @@ def test_queries_keep_the_round_s_prediction_for_each_item(store, tmp_path):
     # with evaluation="deterministic" the prediction is the network's without dropout
     zero = ActiveLearningLoop(lambda seed: AlwaysZero(seed=seed), "bald", store, "digits", SimulatedOracle(truth),
                               batch_size=3, seed=2, evaluation="deterministic").step()  # fmt: skip
-    assert [q.prediction for q in store.queries("digits", zero.number)] == [{"label": "0", "probability": 1.0}] * 3
+    assert [q.prediction for q in store.queries("digits", zero.number)] == [{"label": "0", "probability": 1.0, "probs": "1 " + "0 " * 8 + "0"}] * 3
 
 
 class ShiftedGaussian:

@@ -24,13 +24,13 @@ def test_registry_names_resolve_to_posteriors():
 # The library's layers, bottom to top (README.md, "Architecture"): a module imports only from its
 # own layer and those below it.
 LAYERS = {
-    1: ("errors", "predictive", "metrics", "_device", "distributed"),
-    2: ("acquisition",),
-    3: ("nets", "training", "posteriors"),
+    1: ("errors", "predictive", "metrics", "_device", "distributed", "estimates", "stopping", "round_estimates", "likelihoods"),
+    2: ("acquisition", "active_testing"),
+    3: ("nets", "training", "posteriors", "debias", "marglik", "model_selection"),
     4: ("scoring",),
     5: ("store", "data"),
     6: ("oracles",),
-    7: ("loop", "_selection", "_evaluation", "study", "study_jobs", "design", "report"),
+    7: ("loop", "_selection", "_evaluation", "study", "study_config", "study_data", "study_results", "study_jobs", "batched_runs", "design", "report", "_round_signals", "web"),
 }
 
 

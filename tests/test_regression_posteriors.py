@@ -254,7 +254,7 @@ REGRESSORS = [
     ),
     pytest.param(lambda seed, device="cpu": Laplace(_NET, hessian="kron", n_samples=16, **_TRAIN, seed=seed, device=device), id="laplace"),
     pytest.param(
-        lambda seed, device="cpu": SWAG(_NET, rank=5, n_snapshots=10, n_samples=16, **_TRAIN, seed=seed, device=device),
+        lambda seed, device="cpu": SWAG(_NET, rank=5, n_snapshots=10, snapshot_steps=None, n_samples=16, **_TRAIN, seed=seed, device=device),
         id="swag",
     ),
 ]

@@ -259,32 +259,43 @@ class StoreMachine(RuleBasedStateMachine):
 
     @rule(name=busy_names)
     def record_labels(self, name):
-        """Checked appends (relabelling included): with an `expected` label that is no longer
-        current (`stale`) nothing is written and the conflicts come back; otherwise every row is
-        appended, a repeated label too. Unknown rounds, unknown keys, refused labels raise."""
+        """Checked appends, as if after every other writer: a row whose label the item has already
+        (a reusable item: its answer in the row's round) is a repeat, not written (None in place
+        of its id); of the others, one whose `expected` label is no longer current (`stale`) is a
+        conflict unless `relabel`, and then nothing is written and the conflicts come back.
+        Unknown rounds, unknown keys, refused labels raise."""
         project = self.model.get(name)
-        who, stale = self.rng.choice(WHO), self.rng.random() < 0.3
+        who, stale, relabel = self.rng.choice(WHO), self.rng.random() < 0.3, self.rng.random() < 0.2
         rows = [(k, self._label(), self.rng.choice((None,) * 5 + (self._number(project),))) for k in self._keys(project)]
         given = [(k, v[0], n) for k, v, n in rows]
         expected = {k: project.latest(k) if project else None for k, _, _ in rows}
         if stale and rows:
             first = rows[0][0]
             expected[first] = "2" if expected[first] is None else None
-        call = lambda: self.store.record_labels(name, given, who=who, source="label", expected=expected)  # noqa: E731
+        call = lambda: self.store.record_labels(name, given, who=who, source="label", expected=expected, relabel=relabel)  # noqa: E731
         if project is None or any(n is not None and project.round(n) is None for _, _, n in rows):
             self._refused(StoreError, call)
             return
         if any(v[1] is None for _, v, _ in rows) or any(k not in project.items for k, _, _ in rows):
             self._refused(DataError, call)
             return
-        conflicts = {k: (expected[k], project.latest(k)) for k, _, _ in rows if expected[k] != project.latest(k)}
+
+        def repeats(key: str, value: str, number: int | None) -> bool:
+            reusable = not project.items[key][2]
+            return value == (project.latest(key, round=number) if number is not None and reusable else project.latest(key))
+
+        todo = [(k, v, n) for k, v, n in rows if not repeats(k, v[1], n)]
+        conflicts = {} if relabel else {k: (expected[k], project.latest(k)) for k, _, _ in todo if expected[k] != project.latest(k)}
         if conflicts:
             assert call() == ([], conflicts)
             self._refusal = True
             return
         ids, none = call()
-        assert none == {} and len(ids) == len(rows) and ids == sorted(set(ids))
-        project.obs.extend(Obs(k, v[1], who, "label", n) for k, v, n in rows)
+        written = [i for i in ids if i is not None]
+        assert none == {} and [i is None for i in ids] == [repeats(k, v[1], n) for k, v, n in rows]
+        assert written == sorted(set(written))
+        self._refusal = not todo
+        project.obs.extend(Obs(k, v[1], who, "label", n) for k, v, n in todo)
 
     @rule(name=busy_names)
     def retract_observation(self, name):

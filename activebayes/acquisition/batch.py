@@ -1,6 +1,7 @@
 """Batch selectors: turn scores [N] into the K candidates to ask about.
 
-Every selector returns a `BatchSelection` (indices [K] long, scores [K]), in the order chosen.
+Every selector returns a `BatchSelection` (indices [K] long, scores [K]), in the order chosen;
+a stochastic selector also gives each chosen item's probability at its draw (`probabilities`).
 
 >>> import torch
 >>> top_k(torch.tensor([0.1, 0.7, 0.3]), 2).indices
@@ -28,10 +29,16 @@ class BatchSelection:
     indices: [K] long, positions in the scored pool, in the order they were chosen.
     scores: [K], the score each had when chosen: the acquisition score for `top_k` and
         `stochastic_batch` (unperturbed), the marginal gain I[y_i; θ | y_<i] for `batch_bald`.
+    probabilities: [K] float64, the proposal probability q_m(i_m) with which the m-th item was
+        drawn among the candidates still left at its draw (`draw_probabilities`), for a
+        stochastic selector (`stochastic_batch`, a uniformly random batch); None for a
+        deterministic one (`top_k`, `batch_bald`). The unbiased estimates of
+        `activebayes.estimates` weight each labelled item by it.
     """
 
     indices: Tensor
     scores: Tensor
+    probabilities: Tensor | None = None
 
     def __len__(self) -> int:
         return self.indices.shape[0]
@@ -64,6 +71,35 @@ def top_k(scores: Tensor, k: int) -> BatchSelection:
     return BatchSelection(indices, values)
 
 
+def draw_probabilities(log_weights: Tensor, chosen: Tensor) -> Tensor:
+    """q_m(i_m) of K items drawn one by one without replacement with p_i ∝ w_i = exp(log_weights_i):
+
+        q_m(i_m) = w_{i_m} / Σ_{j not among i_1 .. i_{m−1}} w_j          (m = 1 .. K)
+
+    log_weights: [N] (any scale: −inf for an item that cannot be drawn). chosen: [K] long, in
+    the order drawn. Returns [K] float64 (on log_weights' device). The mass still left at draw m
+    is summed as (mass of the items never chosen) + (mass of i_m .. i_K), sums of positive terms
+    only, so a batch that takes most of the mass loses no precision to a subtraction.
+
+    >>> draw_probabilities(torch.log(torch.tensor([1.0, 2.0, 1.0])), torch.tensor([1, 0]))
+    tensor([0.5000, 0.5000], dtype=torch.float64)
+    """
+    lw = log_weights.double()
+    w = torch.exp(lw - lw.max())  # [N], the largest weight 1
+    chosen_w = w[chosen]  # [K]
+    never = torch.ones_like(w, dtype=torch.bool)
+    never[chosen] = False
+    unchosen = w[never].sum()
+    left = unchosen + torch.flip(torch.cumsum(torch.flip(chosen_w, [0]), 0), [0])  # [K]: mass left at draw m
+    return chosen_w / left
+
+
+def uniform_draw_probabilities(n: int, k: int) -> Tensor:
+    """q_m = 1 / (n − m + 1), m = 1 .. k: each draw of a uniformly random batch of k among n,
+    as [k] float64."""
+    return 1.0 / (n - torch.arange(k, dtype=torch.float64))
+
+
 def _gumbel(n: int, like: Tensor, generator: torch.Generator | None) -> Tensor:
     u = torch.rand(n, generator=generator, device=draw_device(generator, like), dtype=like.dtype).to(like.device)
     tiny = torch.finfo(like.dtype).tiny
@@ -89,6 +125,10 @@ def stochastic_batch(
     1/β, rescaled). "power" needs s_i >= 0: scores are clamped at the dtype's smallest positive
     number (BALD can come out at −1e−7 from rounding), so zero scores are drawn last. β = 0 gives
     a uniformly random batch; β -> ∞ gives `top_k`. The noise is drawn on `generator`'s device.
+
+    The k largest perturbed logits, in descending order, are distributed as k sequential draws
+    without replacement with p_i ∝ exp(logits_i) (the Gumbel-top-k trick), so the selection's
+    `probabilities` are those draws' q_m (`draw_probabilities`).
     """
     check_scores(scores)
     check_k(k, scores.shape[0])
@@ -106,7 +146,7 @@ def stochastic_batch(
         ranks[order] = torch.arange(1, work.shape[0] + 1, dtype=work.dtype, device=work.device)
         logits = -beta * torch.log(ranks)
     indices = torch.topk(logits + _gumbel(work.shape[0], work, generator), k, sorted=True).indices
-    return BatchSelection(indices, scores[indices])
+    return BatchSelection(indices, scores[indices], draw_probabilities(logits, indices))
 
 
 def bald_prefilter(pred_or_scores: Predictive | Tensor, size: int) -> Tensor:

@@ -25,7 +25,8 @@ Gaussian for epig) and nipv; nipv is regression only.
 [N] from `score` or, as a convenience, a Predictive / probs tensor [S, N, C] that it scores
 itself; batch-bald needs the Predictive. "random" ignores the scores and draws a uniformly random
 subset with the generator; its `score` is 0 for every candidate (a random number is no score to
-record). Stochastic entries use β = 1.
+record). Stochastic entries use β = 1. Random and the stochastic entries give each chosen item's
+probability at its draw (`BatchSelection.probabilities`); the greedy ones give None.
 
 >>> resolve_acquisition("power-bald").select(torch.tensor([0.0, 1.0, 0.0]), 1).indices
 tensor([1])
@@ -42,7 +43,14 @@ from torch import Tensor
 
 from activebayes.acquisition import scores as S
 from activebayes.acquisition._entropy import draw_device
-from activebayes.acquisition.batch import BatchSelection, check_k, check_scores, stochastic_batch, top_k
+from activebayes.acquisition.batch import (
+    BatchSelection,
+    check_k,
+    check_scores,
+    stochastic_batch,
+    top_k,
+    uniform_draw_probabilities,
+)
 from activebayes.acquisition.batch_bald import batch_bald
 from activebayes.acquisition.epig import epig
 from activebayes.errors import ConfigError, ShapeError
@@ -62,7 +70,7 @@ def _uniform(scores: Tensor, k: int, generator: torch.Generator | None) -> Batch
     check_k(k, scores.shape[0])
     perm = torch.randperm(scores.shape[0], generator=generator, device=draw_device(generator, scores))[:k]
     perm = perm.to(scores.device)
-    return BatchSelection(perm, scores[perm])
+    return BatchSelection(perm, scores[perm], uniform_draw_probabilities(scores.shape[0], k))
 
 
 def greedy(scores: Tensor, k: int, generator: torch.Generator | None = None) -> BatchSelection:

@@ -1,23 +1,36 @@
-"""Reading a csv file into a table of text cells: its encoding (UTF-8, or UTF-16 with a BOM), its
-separator (`,`, `;` or tab, read from the header), its header and its records, each with the line
-it starts on. Every problem is a DataError naming the file and the line. What the cells mean
-(numbers, categories, text, gaps) is `activebayes.data.tabular`'s job.
+"""Reading a csv file into compact columns: its encoding (UTF-8, or UTF-16 with a BOM), its
+separator (`,`, `;` or tab, read from the header), its header, and every record's cells, each
+with the line and byte offset it starts on. Every problem is a DataError naming the file and the
+line. What the cells mean (numbers, categories, text, gaps) is `activebayes.data.tabular`'s job.
 
-    table = read_csv_table(Path("pool.csv"))
-    table.header        # ["id", "age", "colour", "label"]
-    table.column("age") # ["31", "", "47", ...]  (stripped cells, one per record)
-    table.lines         # the line each record starts on, for messages
+    table = read_csv_table(Path("pool.csv"), text_columns=("id", "label"))
+    table.header                # ["id", "age", "colour", "label"]
+    table.numbers("age")        # [N] float64: NaN where a cell is not a finite number
+    table.text_codes("colour")  # ([N] int32 codes, -1 at a finite number; the distinct texts)
+    table.column("id")          # ["a7", "b2", ...]  (stripped cells, one per record)
+    table.lines                 # [N] the line each record starts on, for messages
+
+The file is streamed in chunks of records, so no cell is ever a Python object for long: a cell
+that parses as a finite number is kept as a float64, any other cell as an int32 code into the
+column's distinct (stripped) texts. Columns named in `text_columns` (keys, labels, prose) keep
+every cell as text. A number's own spelling ("3.50") is read back from the file when asked for
+(`column`, `cell`, `read_records`), by the byte offset of its record.
 """
 
 from __future__ import annotations
 
 import csv
+import gc
 import io
+import itertools
+import math
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from activebayes.errors import DataError
 
@@ -25,6 +38,8 @@ CSV_DELIMITERS = (",", ";", "\t")
 _SHOWN_MAX = 60  # characters of a cell quoted in a message
 _DECIMAL_COMMA = re.compile(r"^[+-]?\d+,\d+$")
 _DATA_LIKE = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+(\.\d*)?[eE][+-]?\d+)$")
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+CHUNK_ROWS = 32_768  # records decoded at a time
 
 
 def shown(value: Any) -> str:
@@ -43,7 +58,7 @@ def csv_text(path: Path, what: str = "data file") -> str:
     """The text of a csv file: UTF-8 (a byte-order mark dropped) or UTF-16 with its BOM (Excel's
     "Unicode Text"); DataError naming the file when it is neither."""
     raw = path.read_bytes()
-    encoding = "utf-16" if raw.startswith((b"\xff\xfe", b"\xfe\xff")) else "utf-8-sig"
+    encoding = "utf-16" if raw.startswith(_UTF16_BOMS) else "utf-8-sig"
     try:
         text = raw.decode(encoding)
     except UnicodeDecodeError as exc:
@@ -83,10 +98,23 @@ def csv_delimiter(text: str, path: Path) -> str:
     return splitting[0] if splitting else ","
 
 
+def _record_error(path: Path, line: int, exc: csv.Error) -> DataError:
+    reason = str(exc)
+    if "field larger than field limit" in reason:
+        reason = f"a field is longer than {csv.field_size_limit()} characters"
+    elif "NUL" in reason:
+        reason = "it holds a NUL byte"
+    return DataError(f"{str(path)!r} line {line}: not a valid CSV record ({reason}); fix that line")
+
+
 def csv_rows(text: str, path: Path, delimiter: str) -> Iterator[tuple[int, list[str]]]:
     """(line number where the record starts, fields) of every record; a record that is not valid
     CSV (a NUL byte, a field over the csv module's size limit, ...) is a DataError naming the line."""
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    return _numbered(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), path)
+
+
+def _numbered(reader: Any, path: Path) -> Iterator[tuple[int, list[str]]]:
+    """(line where the record starts, fields) of each record a csv.reader gives (see `csv_rows`)."""
     while True:
         line = reader.line_num + 1
         try:
@@ -94,61 +122,269 @@ def csv_rows(text: str, path: Path, delimiter: str) -> Iterator[tuple[int, list[
         except StopIteration:
             return
         except csv.Error as exc:
-            reason = str(exc)
-            if "field larger than field limit" in reason:
-                reason = f"a field is longer than {csv.field_size_limit()} characters"
-            elif "NUL" in reason:
-                reason = "it holds a NUL byte"
-            raise DataError(f"{str(path)!r} line {line}: not a valid CSV record ({reason}); fix that line") from None
+            raise _record_error(path, line, exc) from None
         yield line, row
 
 
+_BLOCK_BYTES = 1 << 23  # bytes decoded at a time (cut after the block's last newline)
+
+
+class _Stream:
+    """A csv file's text, decoded block by block: UTF-8 (a BOM dropped) streamed in blocks cut
+    after a newline (so no character is split), or UTF-16 (a BOM) decoded whole. `lines()` are
+    the lines as `io.StringIO(newline="")` splits them, as csv.reader wants them; after they have
+    been read, `line_starts` holds the byte offset where each line starts (None for a file whose
+    lines csv counts differently from its b"\\n": UTF-16, or a lone carriage return)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        with path.open("rb") as fh:
+            self.utf16 = fh.read(2).startswith(_UTF16_BOMS)
+        self._starts: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
+        self._lone_cr = self.utf16
+
+    @property
+    def line_starts(self) -> np.ndarray | None:
+        return None if self._lone_cr else np.concatenate(self._starts)
+
+    def lines(self) -> Iterator[str]:
+        if self.utf16:
+            return iter(io.StringIO(csv_text(self.path), newline=""))
+        return itertools.chain.from_iterable(self._blocks())
+
+    def _blocks(self) -> Iterator[io.StringIO]:
+        self._starts, self._lone_cr = [np.zeros(1, dtype=np.int64)], False  # a pass from the start
+        with self.path.open("rb") as fh:
+            position, rest, first = 0, b"", True
+            while True:
+                chunk = fh.read(_BLOCK_BYTES)
+                data = rest + chunk
+                cut = data.rfind(b"\n") + 1 if chunk else len(data)
+                if chunk and cut == 0:  # no newline yet
+                    rest = data
+                    continue
+                block, rest = data[:cut], data[cut:]
+                if not block:
+                    return
+                try:
+                    text = block.decode("utf-8-sig" if first else "utf-8")
+                except UnicodeDecodeError:
+                    csv_text(self.path)  # raises the DataError naming the byte and its offset
+                    raise
+                if "\x00" in text:
+                    csv_text(self.path)  # raises the DataError naming the line
+                codes = np.frombuffer(block, dtype=np.uint8)
+                self._starts.append(np.flatnonzero(codes == 10) + (position + 1))
+                cr = np.flatnonzero(codes == 13)
+                if cr.size and (cr[-1] + 1 >= codes.size or (codes[np.minimum(cr + 1, codes.size - 1)] != 10).any()):
+                    self._lone_cr = True
+                position, first = position + len(block), False
+                yield io.StringIO(text, newline="")
+                if not chunk:
+                    return
+
+
+def _records(path: Path, delimiter: str | None = None) -> Iterator[tuple[int, list[str]]]:
+    """(line, fields) of every record of a csv file, the header and blank records included."""
+    stream = _Stream(path)
+    return _numbered(csv.reader(stream.lines(), delimiter=delimiter or _head_delimiter(stream, path)), path)
+
+
+def _head_delimiter(stream: _Stream, path: Path) -> str:
+    """`csv_delimiter` of the file's text up to its first non-blank line (only that much read)."""
+    head = []
+    for line in stream.lines():
+        head.append(line)
+        if line.strip():
+            break
+    return csv_delimiter("".join(head), path)
+
+
+def _is_blank(row: list[str]) -> bool:
+    return not row or not (row[0].strip() or "".join(row).strip())
+
+
 def csv_header(path: Path, what: str = "data file") -> list[str]:
-    """The column names on the first line of a csv file (decoded and split as `_load_csv` does)."""
-    text = csv_text(path, what)
-    for _, row in csv_rows(text, path, csv_delimiter(text, path)):
-        if row and any(f.strip() for f in row):
-            return [h.strip() for h in row]
-    return []
+    """The column names on the first non-blank line of a csv file (decoded and split as
+    `read_csv_table` does); only the head of a UTF-8 file is read."""
+    return next(([h.strip() for h in row] for _, row in _records(path) if not _is_blank(row)), [])
+
+
+def finite_or_nan(cell: str) -> float:
+    """float(cell) when that is a finite number, else NaN (text, a gap, inf, nan)."""
+    try:
+        value = float(cell)
+    except ValueError:
+        return math.nan
+    return value if math.isfinite(value) else math.nan
+
+
+@dataclass
+class _ColumnBuilder:
+    """One column's cells, gathered chunk by chunk (see `CsvColumn`)."""
+
+    keep_text: bool
+    cells: list[str] = field(default_factory=list)
+    numbers: list[np.ndarray] = field(default_factory=list)
+    codes: list[np.ndarray | None] = field(default_factory=list)
+    index: dict[str, int] = field(default_factory=dict)  # raw cell -> code
+
+    def add(self, col: Sequence[str]) -> None:
+        if self.keep_text:
+            self.cells.extend(c.strip() for c in col)
+            return
+        n = len(col)
+        try:  # the common case: every cell a number (numpy parses as float() does, spaces allowed)
+            values = np.array(col, dtype=np.float64)
+        except ValueError:
+            values = self._numbers_among_texts(col)
+        text_at = np.flatnonzero(~np.isfinite(values))  # texts, gaps, and inf / nan spelled out
+        codes = None
+        if text_at.size:
+            values[text_at] = np.nan
+            index = self.index
+            codes = np.full(n, -1, dtype=np.int32)
+            codes[text_at] = [index.setdefault(col[i], len(index)) for i in text_at.tolist()]
+        self.numbers.append(values)
+        self.codes.append(codes)
+
+    def _numbers_among_texts(self, col: Sequence[str]) -> np.ndarray:
+        """[n] finite numbers of a chunk holding some text, NaN elsewhere. Texts seen in earlier
+        chunks (a column's gaps, its categories) are set aside first, so that numpy parses the
+        rest at once; otherwise each distinct cell (few in a categorical column) or each cell is
+        parsed on its own."""
+        n = len(col)
+        if self.index:
+            known = np.fromiter(map(self.index.__contains__, col), dtype=bool, count=n)
+            if known.all():
+                return np.full(n, np.nan)
+            if known.any():
+                patched = list(col)
+                for i in np.flatnonzero(known).tolist():
+                    patched[i] = "nan"
+                try:
+                    return np.array(patched, dtype=np.float64)
+                except ValueError:
+                    pass
+        distinct = set(col)
+        if len(distinct) <= max(64, n // 4):
+            parsed = {c: finite_or_nan(c) for c in distinct}
+            return np.fromiter(map(parsed.__getitem__, col), dtype=np.float64, count=n)
+        return np.fromiter(map(finite_or_nan, col), dtype=np.float64, count=n)
+
+    def finish(self) -> CsvColumn:
+        if self.keep_text:
+            return CsvColumn(None, None, [], self.cells)
+        numbers = np.concatenate(self.numbers) if self.numbers else np.zeros(0)
+        if not self.index:
+            return CsvColumn(numbers, None, [], None)
+        texts: list[str] = []
+        where: dict[str, int] = {}
+        lut = np.asarray([where.setdefault(raw.strip(), len(where)) for raw in self.index], dtype=np.int32)
+        texts = list(where)
+        codes = np.concatenate([lut[c] if c is not None else np.full(v.shape[0], -1, np.int32) for c, v in zip(self.codes, self.numbers)])
+        codes[np.isfinite(numbers)] = -1  # lut of -1 picked the last text
+        return CsvColumn(numbers if np.isfinite(numbers).any() else None, codes, texts, None)
+
+
+@dataclass(frozen=True)
+class CsvColumn:
+    """One column. numbers: [N] float64, NaN where a cell is not a finite number (None when no
+    cell is one); codes: [N] int32, the index of a cell's stripped text in `texts`, -1 where the
+    cell is a finite number (None when every cell is one); cells: every stripped cell, for a column
+    read as text (then the other fields are empty)."""
+
+    numbers: np.ndarray | None
+    codes: np.ndarray | None
+    texts: list[str]
+    cells: list[str] | None
 
 
 @dataclass(frozen=True)
 class CsvTable:
-    """A csv file's header and records as stripped text cells.
+    """A csv file's header and records, column by column (module docstring).
 
-    header: the M column names; records: N lists of M cells; lines: the line each record
-    starts on (blank records are skipped); delimiter: the separator found."""
+    header: the M column names; columns: name -> CsvColumn; lines: [N] the line each record starts
+    on (blank records are skipped); offsets: [N] the byte offset where it starts (None for a file
+    read whole as text); delimiter: the separator found."""
 
     path: Path
     header: list[str]
-    records: list[list[str]]
-    lines: list[int]
+    columns: dict[str, CsvColumn]
+    lines: np.ndarray
+    offsets: np.ndarray | None
     delimiter: str
 
     def __len__(self) -> int:
-        return len(self.records)
+        return int(self.lines.shape[0])
+
+    def _encoded(self, name: str) -> CsvColumn:
+        col = self.columns[name]
+        if col.cells is None:
+            return col
+        builder = _ColumnBuilder(False)
+        for start in range(0, len(col.cells), CHUNK_ROWS):
+            builder.add(col.cells[start : start + CHUNK_ROWS])
+        return builder.finish()
+
+    def numbers(self, name: str) -> np.ndarray:
+        """[N] float64: each cell of column `name` as a finite number, NaN where it is not one."""
+        col = self._encoded(name)
+        return col.numbers if col.numbers is not None else np.full(len(self), np.nan)
+
+    def text_codes(self, name: str) -> tuple[np.ndarray, list[str]]:
+        """([N] int32 codes, -1 where a cell is a finite number; the distinct stripped texts)."""
+        col = self._encoded(name)
+        return (col.codes if col.codes is not None else np.full(len(self), -1, dtype=np.int32)), col.texts
 
     def column(self, name: str) -> list[str]:
-        """The N cells of column `name`."""
+        """The N stripped cells of column `name` as text (numbers as spelled in the file, which
+        reads the file again for a column holding numbers)."""
+        col = self.columns[name]
+        if col.cells is not None:
+            return list(col.cells)
+        if col.numbers is None:
+            return [col.texts[c] for c in col.codes.tolist()]
         j = self.header.index(name)
-        return [r[j] for r in self.records]
+        return [row[j] for row in self.read_rows(None)]
+
+    def cell(self, row: int, name: str) -> str:
+        """The stripped cell of record `row` (0-based) in column `name`, as in the file."""
+        col = self.columns[name]
+        if col.cells is not None:
+            return col.cells[row]
+        if col.codes is not None and col.codes[row] >= 0:
+            return col.texts[int(col.codes[row])]
+        return self.read_rows([row])[0][self.header.index(name)]
+
+    def read_rows(self, rows: Sequence[int] | None) -> list[list[str]]:
+        """The stripped cells of the given records (every record when None), read from the file."""
+        return read_records(self.path, self.offsets, rows, delimiter=self.delimiter)
 
 
-def read_csv_table(path: Path) -> CsvTable:
-    """The whole table of a csv file. Refused (DataError naming the file and line): no header, a
-    header naming a column twice or holding a value instead of a name (a missing header), a record
-    with the wrong number of fields, a table with no records."""
-    text = csv_text(path)
-    delimiter = csv_delimiter(text, path)
-    records = csv_rows(text, path, delimiter)
-    header = None
-    header_line = 1
-    for header_line, row in records:
-        if row and any(f.strip() for f in row):
-            header = [h.strip() for h in row]
-            break
-    if not header:
-        raise DataError(f"data file {str(path)!r}: empty; expected a header row of column names")
+def read_records(path: Path, offsets: np.ndarray | None, rows: Sequence[int] | None, *, delimiter: str) -> list[list[str]]:
+    """The stripped cells of records `rows` (0-based, blank records and the header not counted;
+    every record when None) of a csv file: by seeking to each record's byte offset when `offsets`
+    are known, else by reading the file through."""
+    if offsets is not None and rows is not None:
+        out = []
+        with path.open("rb") as fh:
+            for r in rows:
+                fh.seek(int(offsets[int(r)]))
+                record = next(csv.reader((raw.decode("utf-8", errors="replace") for raw in fh), delimiter=delimiter))
+                out.append([f.strip() for f in record])
+        return out
+    wanted = None if rows is None else {int(r) for r in rows}
+    found: dict[int, list[str]] = {}
+    records = (row for _, row in _records(path, delimiter) if not _is_blank(row))
+    next(records, None)  # the header
+    for index, row in enumerate(records):
+        if wanted is None or index in wanted:
+            found[index] = [f.strip() for f in row]
+    return list(found.values()) if rows is None else [found[int(r)] for r in rows]
+
+
+def _check_header(path: Path, header: list[str], header_line: int) -> None:
     where_header = f"{str(path)!r} line {header_line}"
     seen: set[str] = set()
     for name in header:
@@ -161,21 +397,67 @@ def read_csv_table(path: Path) -> CsvTable:
             f"{where_header}: the header holds {shown(looks_like_data[0])}, a value rather than a column name "
             "(is the header missing?); add a first line naming the columns, e.g. key,f0,f1,label"
         )
-    cells: list[list[str]] = []
-    lines: list[int] = []
-    for line_no, row in records:
-        if not row or all(not f.strip() for f in row):
+
+
+def read_csv_table(path: Path, *, text_columns: Sequence[str] = ()) -> CsvTable:
+    """The whole table of a csv file, streamed (module docstring); `text_columns` keep every cell
+    as text. Refused (DataError naming the file and line): no header, a header naming a column
+    twice or holding a value instead of a name (a missing header), a record with the wrong number
+    of fields, a table with no records."""
+    collecting = gc.isenabled()
+    gc.disable()  # millions of short-lived cells and no reference cycles: the collector would only rescan them
+    try:
+        return _read(path, text_columns)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _read(path: Path, text_columns: Sequence[str]) -> CsvTable:
+    stream = _Stream(path)
+    delimiter = _head_delimiter(stream, path)
+    header: list[str] | None = None
+    builders: list[_ColumnBuilder] = []
+    chunk: list[list[str]] = []
+    chunk_lines: list[int] = []
+    lines: list[np.ndarray] = []
+    for line_no, row in _numbered(csv.reader(stream.lines(), delimiter=delimiter), path):
+        if _is_blank(row):
+            continue
+        if header is None:
+            header = [h.strip() for h in row]
+            _check_header(path, header, line_no)
+            builders = [_ColumnBuilder(name in text_columns) for name in header]
             continue
         if len(row) != len(header):
             raise DataError(
                 f"{str(path)!r} line {line_no}: expected {len(header)} fields, got {len(row)} "
                 f"(separator {delimiter_name(delimiter)}); quote a value that holds the separator"
             )
-        cells.append([f.strip() for f in row])
-        lines.append(line_no)
-    if not cells:
+        chunk.append(row)
+        chunk_lines.append(line_no)
+        if len(chunk) >= CHUNK_ROWS:
+            _add_chunk(builders, chunk, chunk_lines, lines)
+    if header is None:
+        raise DataError(f"data file {str(path)!r}: empty; expected a header row of column names")
+    if chunk:
+        _add_chunk(builders, chunk, chunk_lines, lines)
+    if not lines:
         raise DataError(f"data file {str(path)!r}: has a header but no rows; add one row per item")
-    return CsvTable(path, header, cells, lines, delimiter)
+    line_numbers = np.concatenate(lines)
+    starts = stream.line_starts
+    offsets = starts[line_numbers - 1] if starts is not None else None
+    columns = {name: builder.finish() for name, builder in zip(header, builders)}
+    return CsvTable(path, header, columns, line_numbers, offsets, delimiter)
+
+
+def _add_chunk(builders: list[_ColumnBuilder], chunk: list[list[str]], chunk_lines: list[int], lines: list[np.ndarray]) -> None:
+    """Hand a chunk of records to the column builders, column by column, and empty it."""
+    for builder, col in zip(builders, zip(*chunk)):
+        builder.add(col)
+    lines.append(np.asarray(chunk_lines, dtype=np.int64))
+    chunk.clear()
+    chunk_lines.clear()
 
 
 def decimal_comma_at(values: list[str]) -> int | None:

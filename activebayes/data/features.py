@@ -51,25 +51,38 @@ def is_number(text: str) -> bool:
     return True
 
 
+def unseen_category(row: int, value: str, categories: Sequence[str], *, column: str, path: Any = None) -> DataError:
+    """The error for a value outside the categories recorded at `pool add`, naming the column,
+    the row and the known categories."""
+    where = f"data file {str(path)!r} " if path is not None else ""
+    known = ", ".join(list(categories)[:20]) + (" ..." if len(categories) > 20 else "")
+    return DataError(
+        f"{where}row {row}: column {column!r} has the category {value!r}, not seen when its encoding was "
+        f"recorded at `pool add` (known: {known}); use only those categories, or import the file into a new project"
+    )
+
+
+def one_hot_codes(index: np.ndarray, n_categories: int) -> np.ndarray:
+    """[N, K] float32 indicators of category indices `index` [N] (each in 0..K-1): out[i, index[i]] = 1."""
+    out = np.zeros((index.shape[0], n_categories), dtype=np.float32)
+    out[np.arange(index.shape[0]), index] = 1.0
+    return out
+
+
 def one_hot(values: Sequence[str], categories: Sequence[str], *, column: str, path: Any = None) -> np.ndarray:
     """[N, K] float32 indicators: out[i, j] = 1 iff values[i] == categories[j].
 
     A value outside `categories` (a category not seen when the encoding was recorded) raises a
-    DataError naming the column, the row and the known categories.
+    DataError naming the column, the row and the known categories (`unseen_category`).
     """
-    index = {c: j for j, c in enumerate(categories)}
-    out = np.zeros((len(values), len(categories)), dtype=np.float32)
+    lookup = {c: j for j, c in enumerate(categories)}
+    index = np.empty(len(values), dtype=np.int64)
     for i, value in enumerate(values):
-        j = index.get(value)
+        j = lookup.get(value)
         if j is None:
-            where = f"data file {str(path)!r} " if path is not None else ""
-            known = ", ".join(list(categories)[:20]) + (" ..." if len(categories) > 20 else "")
-            raise DataError(
-                f"{where}row {i}: column {column!r} has the category {value!r}, not seen when its encoding was "
-                f"recorded at `pool add` (known: {known}); use only those categories, or import the file into a new project"
-            )
-        out[i, j] = 1.0
-    return out
+            raise unseen_category(i, value, categories, column=column, path=path)
+        index[i] = j
+    return one_hot_codes(index, len(categories))
 
 
 def standardize_stats(x: np.ndarray, *, skip: Sequence[int] = ()) -> tuple[np.ndarray, np.ndarray]:

@@ -40,7 +40,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from activebayes.data.loaders import Dataset
+from activebayes.data.dataset import Dataset, check_labels
 from activebayes.errors import DataError
 
 FORMAT = "image-folder"
@@ -283,8 +283,6 @@ def load_image_pool(path: str | Path, *, classes: Sequence[Any] | None = None) -
         raise DataError(f"data file {str(path)!r}: cannot read the converted image folder: {exc}") from exc
     check_folder(folder, keys, hashes, left_out)
     if classes is not None and y is not None:
-        from activebayes.data.loaders import check_labels
-
         check_labels(y, classes, path)
     return ImageFolderDataset(x.astype(np.float32) / 255.0, y, keys, path, FORMAT, folder=folder)
 

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
-import hashlib
 import io
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -29,57 +27,18 @@ from activebayes.data.csv_table import (  # noqa: F401 (re-exported: csv helpers
     read_csv_table,
     shown,
 )
+from activebayes.data.dataset import (  # noqa: F401 (re-exported: they lived here)
+    Dataset,
+    check_finite,
+    check_labels,
+    label_text,
+    sha256_file,
+)
+from activebayes.data.images import load_image_pool
 from activebayes.errors import DataError
 
 FORMATS = ("npy", "npz", "csv", "idx")
 _IDX_DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
-_FINITE_CHUNK = 65_536
-
-
-@dataclass(frozen=True)
-class Dataset:
-    """A loaded pool.
-
-    x: [N, D] features, or [N, 1, H, W] images (a read-only memory map for .npy files).
-    y: [N] labels as given in the file (numbers or text), or None.
-    keys: N stable item keys from the file's key column / `keys` array, or None (use row index).
-    feature_names: the D feature column names of a csv file (its header, less the label and key
-        columns; a one-hot encoded text column c gives "c=<category>" per category), or None.
-    categories: a csv file's text columns and their categories in order (one-hot encoded), or None.
-    one_hot_columns: the positions in x of the one-hot indicator features.
-    raw: what a person should be shown of each item: a csv table's feature columns as text
-        [N, M] (a missing value empty; names in `raw_columns`), or the features before the
-        recorded standardisation; None when x itself is that.
-    lines: a text file's line number of each row (for messages), or None.
-    raw_columns: the M column names of a csv table's `raw`, or None.
-    """
-
-    x: np.ndarray
-    y: np.ndarray | None
-    keys: list[str] | None
-    path: Path
-    format: str
-    feature_names: list[str] | None = None
-    categories: dict[str, list[str]] | None = None
-    one_hot_columns: tuple[int, ...] = ()
-    raw: np.ndarray | None = None
-    lines: tuple[int, ...] | None = None
-    raw_columns: list[str] | None = None
-
-    def __len__(self) -> int:
-        return int(self.x.shape[0])
-
-
-def sha256_file(path: str | Path, *, chunk_size: int = 1 << 20) -> str:
-    """Hex sha256 of a file, read in chunks (never the whole file in memory)."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"data file {str(path)!r} does not exist")
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(chunk_size):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def detect_format(path: str | Path) -> str:
@@ -95,42 +54,6 @@ def detect_format(path: str | Path) -> str:
     if name.endswith(".idx") or "-idx" in name or name.endswith("ubyte"):
         return "idx"
     raise DataError(f"data file {str(path)!r}: unknown format; expected .npy, .npz, .csv or MNIST IDX (*-ubyte[.gz])")
-
-
-def check_finite(x: np.ndarray, path: Path) -> None:
-    """DataError naming the first row with a NaN or infinite feature (chunked over rows)."""
-    if not np.issubdtype(x.dtype, np.floating):
-        return
-    for start in range(0, x.shape[0], _FINITE_CHUNK):
-        block = np.asarray(x[start : start + _FINITE_CHUNK]).reshape(min(_FINITE_CHUNK, x.shape[0] - start), -1)
-        bad = ~np.isfinite(block).all(axis=1)
-        if bad.any():
-            raise DataError(f"data file {str(path)!r}: row {start + int(np.argmax(bad))} has a NaN or infinite feature")
-
-
-def label_text(value: Any) -> str:
-    """A label as the store keeps it before its task's check: 3, 3.0, np.int64(3), " 3" -> "3"."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value).strip()
-
-
-def check_labels(y: np.ndarray, classes: Sequence[Any], path: Path, lines: Sequence[int] | None = None) -> None:
-    """DataError naming the first label (and its row, or its line in a text file) that is not
-    among `classes`."""
-    allowed = {str(c) for c in classes}
-    for i, value in enumerate(y.tolist()):
-        text = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
-        if text not in allowed:
-            where = f"data file {str(path)!r}: row {i}"
-            at = f" (line {lines[i]})" if lines is not None else ""
-            listed = sorted(allowed)[:20]
-            if isinstance(value, str) and not value.strip():
-                raise DataError(f"{where} has an empty label{at}, not one of the classes {listed}; fill it in or drop the row")
-            label = shown(value) if isinstance(value, str) else repr(value)
-            raise DataError(f"{where} has label {label}{at}, not one of the classes {listed}; correct the label")
 
 
 def _open_maybe_gz(path: Path) -> io.BufferedIOBase:
@@ -273,8 +196,6 @@ def load_dataset(
         raise DataError(f"data file {str(path)!r} does not exist")
     fmt = format or detect_format(path)
     if fmt == "image-folder":  # images [N, C, H, W] in [0, 1], never standardised; checks the source folder
-        from activebayes.data.images import load_image_pool
-
         return load_image_pool(path, classes=classes)
     if fmt not in FORMATS:
         raise DataError(f"format: expected one of {', '.join(FORMATS)}, got {fmt!r}")

@@ -12,6 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
+
+from activebayes.data.feature_cache import cached_dataset
 from activebayes.data.loaders import Dataset, check_labels, label_text, load_dataset, load_labels, sha256_file
 from activebayes.errors import DataError
 
@@ -19,9 +22,13 @@ from activebayes.errors import DataError
 def load_project_data(store: Any, project: str) -> Dataset:
     """The project's data file as a `Dataset`, loaded with the project's settings after checking
     its sha256 (DataError naming the file when it changed); the feature encoding and
-    standardisation recorded at `pool add` (settings["features"]) are applied."""
+    standardisation recorded at `pool add` (settings["features"]) are applied. A csv table or an
+    image folder comes from its feature cache (`activebayes.data.feature_cache`), memory-mapped."""
     info = store.project(project)
     path = store.verify_data(project)
+    cached = cached_dataset(info, path)  # the features made once at `pool add` (csv tables, image folders)
+    if cached is not None:
+        return cached
     settings = info.settings
     return load_dataset(
         path, format=info.data_format, label_column=settings.get("label_column"),
@@ -50,6 +57,11 @@ def truth_labels(path: str | Path, keys: Sequence[str], classes: Sequence[Any] |
     return values
 
 
+def label_texts(y: np.ndarray) -> list[str]:
+    """`label_text` of every label in y [N], at once for text (label_text of text is the text stripped)."""
+    return np.char.strip(y).tolist() if y.dtype.kind == "U" else [label_text(v) for v in y.tolist()]
+
+
 def project_truth(store: Any, project: str, data: Dataset | None = None) -> dict[str, str] | None:
     """{key: label} of the labels held back at `pool add`: the data file's labels, or its truth
     file (settings["truth_path"], checked against its recorded sha256: DataError when missing or
@@ -58,7 +70,7 @@ def project_truth(store: Any, project: str, data: Dataset | None = None) -> dict
     data = data if data is not None else load_project_data(store, project)
     keys = data.keys if data.keys is not None else [str(i) for i in range(len(data))]
     if data.y is not None:
-        return {k: label_text(v) for k, v in zip(keys, data.y.tolist())}
+        return dict(zip(keys, label_texts(data.y)))
     settings = store.project(project).settings
     if not settings.get("truth_path"):
         return None

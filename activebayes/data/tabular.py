@@ -36,6 +36,10 @@ equal to the fitted pipeline's `transform` (a test shows it), so no pickle is ev
 
 A column's features: numeric `z = (v − mean) / scale` (or v unscaled); categorical one 0/1 per
 level; then its indicator `name (missing)` when it has one; text `name[0..dims)`.
+
+Memory. The table is read column by column (`activebayes.data.csv_table`: numbers as float64,
+other cells as codes into their distinct texts) and each transformer is fitted on its own column
+alone, as the ColumnTransformer would fit it, so no [N, M] matrix of Python objects is built.
 """
 
 from __future__ import annotations
@@ -46,8 +50,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from activebayes.data.csv_table import CsvTable, decimal_comma_at, shown
-from activebayes.data.features import natural_sorted, one_hot
+from activebayes.data.csv_table import CsvTable, decimal_comma_at, finite_or_nan, shown
+from activebayes.data.features import is_number, natural_sorted, one_hot_codes, unseen_category
 from activebayes.errors import DataError
 
 SPEC_VERSION = 2
@@ -82,7 +86,6 @@ class ColumnPlan:
 
     name: str
     kind: str
-    cells: list[str]
     missing: np.ndarray
     numbers: np.ndarray | None = None
     levels: list[str] | None = None
@@ -121,10 +124,31 @@ def key_column_of(header: Sequence[str], key_column: str | None = None, ignore: 
     return None
 
 
+def _tokens(na_values: Sequence[str]) -> set[str]:
+    return {v.strip().casefold() for v in (*NA_VALUES, *na_values)}
+
+
 def missing_mask(cells: Sequence[str], na_values: Sequence[str] = ()) -> np.ndarray:
     """[N] bool: which cells are missing (empty, or in NA_VALUES + na_values, any case)."""
-    tokens = {v.strip().casefold() for v in (*NA_VALUES, *na_values)}
+    tokens = _tokens(na_values)
     return np.fromiter((c.casefold() in tokens for c in cells), dtype=bool, count=len(cells))
+
+
+def column_missing(table: CsvTable, name: str, na_values: Sequence[str] = ()) -> np.ndarray:
+    """[N] bool: `missing_mask` of column `name`, decided once per distinct text (a number is
+    missing only when an na value spells it exactly, e.g. "-999")."""
+    col = table.columns[name]
+    if col.cells is not None:
+        return missing_mask(col.cells, na_values)
+    tokens = _tokens(na_values)
+    out = np.zeros(len(table), dtype=bool)
+    if col.codes is not None:
+        out = np.asarray([t.casefold() in tokens for t in col.texts] + [False])[col.codes]  # code -1: a number
+    numeric_tokens = {finite_or_nan(t) for t in tokens if np.isfinite(finite_or_nan(t))}
+    for value in numeric_tokens if col.numbers is not None else ():
+        for i in np.flatnonzero(col.numbers == value).tolist():
+            out[i] = table.cell(i, name).casefold() in tokens
+    return out
 
 
 def _check_options(table: CsvTable, options: TableOptions) -> None:
@@ -163,63 +187,64 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
     return TablePlan(table, options, key, columns, notes)
 
 
+def _first(mask: np.ndarray) -> int:
+    return int(np.argmax(mask))
+
+
 def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[str]) -> ColumnPlan:
-    path, n = str(table.path), len(table)
-    cells = table.column(name)
-    missing = missing_mask(cells, options.na_values)
-    first_gap = int(np.argmax(missing))
+    path, n, lines = str(table.path), len(table), table.lines
+    missing = column_missing(table, name, options.na_values)
     if options.missing == "error" and missing.any():
+        at = _first(missing)
         raise DataError(
-            f"{path!r} line {table.lines[first_gap]}: column {name!r} has no value ({shown(cells[first_gap])}); "
+            f"{path!r} line {lines[at]}: column {name!r} has no value ({shown(table.cell(at, name))}); "
             "fill it in, or pass --missing impute (or drop)"
         )
     if missing.all():
         raise DataError(f"{path!r}: column {name!r} has no values (all {n} missing); leave it out with --ignore {name}")
     if name in options.text_columns:
-        return ColumnPlan(name, "text", cells, missing)
-    present = np.flatnonzero(~missing)
-    numbers = np.full(n, np.nan)
-    numeric = np.zeros(n, dtype=bool)
-    for i in present:
-        try:
-            numbers[i] = float(cells[i])
-            numeric[i] = True
-        except ValueError:
-            pass
+        return ColumnPlan(name, "text", missing)
+    present = ~missing
+    numbers = table.numbers(name)
+    finite = np.isfinite(numbers)
+    codes, texts = table.text_codes(name)
+    spelled_number = np.asarray([is_number(t) for t in texts] + [False])[codes]  # inf, -nan: numbers, not finite
+    numeric = finite | spelled_number
     if numeric[present].all():
-        bad = np.flatnonzero(numeric & ~np.isfinite(numbers))
-        if bad.size:
-            at = int(bad[0])
-            raise DataError(f"{path!r} line {table.lines[at]}: a feature is infinite (column {name!r}: {shown(cells[at])}); give a finite number")
+        bad = spelled_number & present
+        if bad.any():
+            at = _first(bad)
+            raise DataError(f"{path!r} line {lines[at]}: a feature is infinite (column {name!r}: {shown(table.cell(at, name))}); give a finite number")
         values = numbers[present]
-        if present.size == n and n >= IDENTIFIER_MIN_VALUES and (np.array_equal(values, np.arange(n)) or np.array_equal(values, np.arange(1, n + 1))):
+        if present.all() and n >= IDENTIFIER_MIN_VALUES and (np.array_equal(values, np.arange(n)) or np.array_equal(values, np.arange(1, n + 1))):
             notes.append(f"column {name!r} counts the rows 1, 2, ...; it is used as a feature (--ignore {name} if it is a row number)")
-        return ColumnPlan(name, "numeric", cells, missing, numbers=numbers)
-    text_rows = present[~numeric[present]]
-    comma = decimal_comma_at([cells[i] for i in present])
-    if comma is not None and table.delimiter != ",":
-        at = int(present[comma])
+        return ColumnPlan(name, "numeric", missing, numbers=np.where(missing, np.nan, numbers))
+    text = present & ~numeric
+    comma_level = np.asarray([decimal_comma_at([t]) is not None for t in texts] + [False])[codes]
+    if (comma_level & present).any() and table.delimiter != ",":
+        at = _first(comma_level & present)
         raise DataError(
-            f"{path!r} line {table.lines[at]}: column {name!r} holds {shown(cells[at])}, a number with a "
+            f"{path!r} line {lines[at]}: column {name!r} holds {shown(table.cell(at, name))}, a number with a "
             "decimal comma; save the file with decimal points (or the column as text in quotes)"
         )
-    at = int(text_rows[0])
+    at = _first(text)
     if options.categorical == "error":
-        raise DataError(f"{path!r} line {table.lines[at]}: column {name!r} is not a number ({shown(cells[at])})")
-    if numeric[present].any():
-        num = int(present[numeric[present]][0])
+        raise DataError(f"{path!r} line {lines[at]}: column {name!r} is not a number ({shown(table.cell(at, name))})")
+    if (numeric & present).any():
+        num = _first(numeric & present)
         raise DataError(
-            f"{path!r} line {table.lines[at]}: column {name!r} is not a number ({shown(cells[at])}) but line {table.lines[num]} holds "
-            f"the number {shown(cells[num])} (a column is either numeric or categorical); correct that value, "
+            f"{path!r} line {lines[at]}: column {name!r} is not a number ({shown(table.cell(at, name))}) but line {lines[num]} holds "
+            f"the number {shown(table.cell(num, name))} (a column is either numeric or categorical); correct that value, "
             "or pass --na-values if it marks a gap"
         )
-    levels = natural_sorted([cells[i] for i in present])
+    levels = natural_sorted([texts[k] for k in np.unique(codes[present]).tolist()])
+    n_present = int(present.sum())
     if options.categorical != "force":
         ways = f"pass --key-column {name} if it names the items, --text-column {name} if it is prose, or --ignore {name}"
-        if present.size >= IDENTIFIER_MIN_VALUES and len(levels) >= IDENTIFIER_DISTINCT * present.size:
+        if n_present >= IDENTIFIER_MIN_VALUES and len(levels) >= IDENTIFIER_DISTINCT * n_present:
             raise DataError(
                 f"{path!r}: column {name!r} looks like an identifier, not a feature ({len(levels)} different values in "
-                f"{present.size} rows); {ways}"
+                f"{n_present} rows); {ways}"
             )
         limit = max(MAX_LEVELS, int(MAX_LEVEL_SHARE * n))
         if len(levels) > limit:
@@ -227,7 +252,24 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
                 f"{path!r}: column {name!r} has {len(levels)} categories, more than max({MAX_LEVELS}, 5 % of {n} rows) = {limit}, "
                 f"so one-hot encoding it would add {len(levels)} features; {ways}, or --categorical force"
             )
-    return ColumnPlan(name, "categorical", cells, missing, levels=levels)
+    return ColumnPlan(name, "categorical", missing, levels=levels)
+
+
+def _column_input(plan: TablePlan, c: ColumnPlan, rows: np.ndarray | None = None) -> np.ndarray:
+    """Column `c` of `rows` (all when None) as scikit-learn takes it: numbers [R, 1] float64 (NaN
+    missing), a categorical column's text [R, 1] object (NaN missing), a text column [R] object
+    ("" missing)."""
+    take = slice(None) if rows is None else rows
+    if c.kind == "numeric":
+        return c.numbers[take][:, None]
+    if c.kind == "text":
+        cells = np.asarray(plan.table.column(c.name), dtype=object)[take]
+        cells[c.missing[take]] = ""
+        return cells
+    codes, texts = plan.table.text_codes(c.name)
+    values = np.asarray([*texts, np.nan], dtype=object)  # code -1 (no number is present here) and gaps: NaN
+    picked = np.where(c.missing, -1, codes)[take]
+    return values[picked][:, None]
 
 
 def _object_matrix(plan: TablePlan) -> np.ndarray:
@@ -235,12 +277,8 @@ def _object_matrix(plan: TablePlan) -> np.ndarray:
     missing) for categorical ones, text ("" missing) for text columns."""
     out = np.empty((len(plan.table), len(plan.columns)), dtype=object)
     for j, c in enumerate(plan.columns):
-        if c.kind == "numeric":
-            out[:, j] = c.numbers
-        else:
-            cells = np.asarray(c.cells, dtype=object)
-            cells[c.missing] = "" if c.kind == "text" else np.nan
-            out[:, j] = cells
+        x = _column_input(plan, c)
+        out[:, j] = x if x.ndim == 1 else x[:, 0]
     return out
 
 
@@ -281,16 +319,21 @@ def fit_table_spec(
     text_dims: int | None = None,
 ) -> dict[str, Any]:
     """The recorded spec (module docstring): the pipeline fitted on `rows` (the pool rows; the
-    test split excluded). A text column's learnt vocabulary and projection go to a checksummed
-    .npz in `text_folder` (required when there is one)."""
+    test split excluded), one column at a time (each transformer of the ColumnTransformer sees
+    only its own column, so this is its fit without the [N, M] object matrix). A text column's
+    learnt vocabulary and projection go to a checksummed .npz in `text_folder` (required when
+    there is one)."""
+    from sklearn.base import clone
+
     from activebayes.data.text_features import save_text_model
 
-    x = _object_matrix(plan)
     rows = np.asarray(rows, dtype=np.int64)
     if rows.size == 0:
         raise DataError(f"data file {str(plan.table.path)!r}: no rows to fit the features on")
-    pipeline = build_pipeline(plan, standardize=standardize, text_dims=text_dims).fit(x[rows])
-    fitted = dict(pipeline.named_transformers_)
+    fitted: dict[str, Any] = {}
+    for part, transformer, where in build_pipeline(plan, standardize=standardize, text_dims=text_dims).transformers:
+        c = plan.columns[where if isinstance(where, int) else where[0]]
+        fitted[part] = None if part.endswith(" (missing)") else clone(transformer).fit(_column_input(plan, c, rows))  # an indicator learns nothing
     columns: list[dict[str, Any]] = []
     for j, c in enumerate(plan.columns):
         step = fitted[f"{j}:{c.name}"]
@@ -339,56 +382,85 @@ def spec_columns(spec: dict[str, Any], header: Sequence[str], label_column: str 
     return out
 
 
+def _numeric_feature(table: CsvTable, c: dict[str, Any], missing: np.ndarray) -> np.ndarray:
+    """[N] float64 z = (v − mean) / scale of a numeric column, gaps filled; DataError naming the
+    line of a text or a non-finite number."""
+    name, path = c["name"], str(table.path)
+    codes, texts = table.text_codes(name)
+    unfilled = (codes >= 0) & ~missing
+    if unfilled.any():
+        spelled = np.asarray([is_number(t) for t in texts] + [False])[codes]
+        if (unfilled & ~spelled).any():
+            at = _first(unfilled & ~spelled)
+            raise DataError(f"{path!r} line {table.lines[at]}: column {name!r} is not a number ({shown(table.cell(at, name))})")
+        at = _first(unfilled)
+        raise DataError(f"{path!r} line {table.lines[at]}: a feature is NaN or infinite (column {name!r}: {shown(table.cell(at, name))}); give a finite number")
+    v = table.numbers(name).copy()
+    v[missing] = float(c["fill"]) if c.get("fill") is not None else np.nan
+    return (v - float(c["mean"])) / float(c["scale"])
+
+
+def _category_indices(table: CsvTable, c: dict[str, Any], missing: np.ndarray) -> np.ndarray:
+    """[N] the index in c["categories"] of each cell (a gap: of c["fill"]); DataError naming the
+    row of a value outside the recorded categories."""
+    name = c["name"]
+    codes, texts = table.text_codes(name)
+    if (codes < 0).any():  # numbers in a categorical column: by their own spelling
+        cells = table.column(name)
+        position: dict[str, int] = {}
+        codes = np.asarray([position.setdefault(t, len(position)) for t in cells], dtype=np.int64)
+        texts = list(position)
+    values = [*texts, c["fill"]]
+    index = {v: i for i, v in enumerate(c["categories"])}
+    picked = np.where(missing, len(texts), codes)
+    out = np.asarray([index.get(v, -1) for v in values], dtype=np.int64)[picked]
+    if (out < 0).any():
+        at = _first(out < 0)
+        raise unseen_category(at, values[int(picked[at])], c["categories"], column=name, path=table.path)
+    return out
+
+
 def apply_table_spec(table: CsvTable, spec: dict[str, Any], columns: list[dict[str, Any]] | None = None) -> tuple[np.ndarray, list[str]]:
     """(x [N, D] float32, D feature names): the recorded spec applied to every row of `table`
-    (module docstring). A value the spec cannot take (text in a number column, an unseen
-    category, a gap where none was recorded) is a DataError naming its line."""
+    (module docstring), column by column. A value the spec cannot take
+    (text in a number column, an unseen category, a gap where none was recorded) is a DataError
+    naming its line."""
     from activebayes.data.text_features import apply_text_model
 
     columns = columns if columns is not None else list(spec["columns"])
     tokens = spec.get("na_values", ())
+    n = len(table)
     blocks: list[np.ndarray] = []
     names: list[str] = []
     for c in columns:
         name, kind = c["name"], c["kind"]
         if name not in table.header:
             raise DataError(f"data file {str(table.path)!r}: has no column {name!r}, which the recorded features use; import the file into a new project")
-        cells = table.column(name)
-        missing = missing_mask(cells, tokens)
+        missing = column_missing(table, name, tokens)
         if missing.any() and c.get("fill") is None and kind != "text":
-            at = int(np.argmax(missing))
-            raise DataError(f"{str(table.path)!r} line {table.lines[at]}: column {name!r} has no value ({shown(cells[at])}); fill it in")
+            at = _first(missing)
+            raise DataError(f"{str(table.path)!r} line {table.lines[at]}: column {name!r} has no value ({shown(table.cell(at, name))}); fill it in")
         if kind == "numeric":
-            v = np.full(len(cells), float(c["fill"]) if c.get("fill") is not None else np.nan)
-            for i in np.flatnonzero(~missing):
-                try:
-                    v[i] = float(cells[i])
-                except ValueError:
-                    raise DataError(f"{str(table.path)!r} line {table.lines[i]}: column {name!r} is not a number ({shown(cells[i])})") from None
-            if not np.isfinite(v).all():
-                at = int(np.argmax(~np.isfinite(v)))
-                raise DataError(f"{str(table.path)!r} line {table.lines[at]}: a feature is NaN or infinite (column {name!r}: {shown(cells[at])}); give a finite number")
-            blocks.append(((v - float(c["mean"])) / float(c["scale"]))[:, None])
+            blocks.append(_numeric_feature(table, c, missing).astype(np.float32)[:, None])
             names.append(name)
         elif kind == "categorical":
-            values = [c["fill"] if gap else v for v, gap in zip(cells, missing)]
-            blocks.append(one_hot(values, c["categories"], column=name, path=table.path).astype(np.float64))
+            blocks.append(one_hot_codes(_category_indices(table, c, missing), len(c["categories"])))
             names.extend(f"{name}={level}" for level in c["categories"])
         else:
-            blocks.append(apply_text_model(c, ["" if gap else v for v, gap in zip(cells, missing)]))
+            cells = table.column(name)
+            blocks.append(apply_text_model(c, ["" if gap else v for v, gap in zip(cells, missing)]).astype(np.float32))
             names.extend(f"{name}[{k}]" for k in range(blocks[-1].shape[1]))
         if c.get("indicator"):
-            blocks.append(missing.astype(np.float64)[:, None])
+            blocks.append(missing.astype(np.float32)[:, None])
             names.append(f"{name} (missing)")
-    return np.concatenate(blocks, axis=1).astype(np.float32), names
+    return (np.concatenate(blocks, axis=1) if blocks else np.zeros((n, 0), dtype=np.float32)), names
 
 
-def raw_cells(table: CsvTable, columns: list[dict[str, Any]], na_values: Sequence[str] = ()) -> np.ndarray:
+def raw_cells(table: CsvTable, columns: list[dict[str, Any]], na_values: Sequence[str] = ()) -> Any:
     """[N, M] text of the M feature columns as a person should see them: as in the file, a
-    missing value empty."""
-    out = np.empty((len(table), len(columns)), dtype=object)
-    for j, c in enumerate(columns):
-        cells = np.asarray(table.column(c["name"]), dtype=object)
-        cells[missing_mask(list(cells), na_values)] = ""
-        out[:, j] = cells
-    return out
+    missing value empty (read from the file row by row when asked for:
+    `activebayes.data.table_rows.RawCells`)."""
+    from activebayes.data.table_rows import RawCells
+
+    positions = [table.header.index(c["name"]) for c in columns]
+    return RawCells(table.path, table.offsets, table.delimiter, positions, len(table), na_values)

@@ -76,7 +76,7 @@ def text_pipeline(n_rows: int, dims: int | None = None) -> Any:
 def save_text_model(pipeline: Any, folder: Path, data_path: Path, column: str) -> dict[str, Any]:
     """Write the fitted pipeline's vocabulary, idf, projection and scale to a new .npz in
     `folder`; returns the spec entry {"file", "sha256", "dims", "terms", "min_df"}."""
-    from activebayes.data.loaders import sha256_file
+    from activebayes.data.dataset import sha256_file
 
     tfidf, svd, scale = (pipeline.named_steps[s] for s in ("tfidf", "svd", "scale"))
     vocabulary = np.asarray(tfidf.get_feature_names_out(), dtype=str)
@@ -93,7 +93,7 @@ def save_text_model(pipeline: Any, folder: Path, data_path: Path, column: str) -
 def load_text_model(entry: dict[str, Any]) -> dict[str, np.ndarray]:
     """The arrays of a recorded text model, after checking its sha256 (DataError when the file
     is missing or changed)."""
-    from activebayes.data.loaders import sha256_file
+    from activebayes.data.dataset import sha256_file
 
     path = Path(entry["file"])
     if not path.is_file() or sha256_file(path) != entry["sha256"]:

@@ -11,7 +11,8 @@ logits are linear in θ) is
 
     GGN = Σ_n Λ_n ⊗ φ̃_n φ̃_nᵀ,   φ̃_n = [φ_n, 1]   (in the (c, d̃) ordering, d̃ = D is the bias).
 
-Structures (all with posterior precision GGN + δ·I, δ the scalar prior precision):
+Structures (all with posterior precision GGN + δ·I, δ the scalar prior precision; diag and kron
+also take a pair (δ_W, δ_b), one for the weight and one for the bias, `prior_vector`):
     full: the dense [P, P] matrix.
     diag: its diagonal [P].
     kron: laplace-torch's KFAC with N-scaling and weight and bias in separate blocks:
@@ -30,6 +31,8 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor
+
+from activebayes.errors import ConfigError
 
 _CHUNK = 2048  # rows per chunk in the functional variance of the full structure
 
@@ -167,9 +170,25 @@ class LastLayerGaussian:
     def n_params(self) -> int:
         return self.mean.shape[0]
 
+    def prior_vector(self, delta: float | Tensor) -> float | Tensor:
+        """δ as it adds to `eigenvalues`: a scalar δ as it is; a pair (δ_W, δ_b), the weight's and
+        the bias's precisions, as the vector [P] (δ_W for the C·D weight entries, then δ_b for the C
+        bias entries: the order of `eigenvalues` for diag and kron). "full" mixes the two in its
+        eigenbasis, so it takes a pair only when δ_W = δ_b."""
+        if not isinstance(delta, Tensor) or delta.numel() == 1:
+            return delta if not isinstance(delta, Tensor) else delta.reshape(())
+        pair = delta.to(self.eigenvalues)
+        if self.structure == "full":
+            if not torch.allclose(pair[0], pair[1]):
+                raise ConfigError("hessian: 'full' takes one prior precision for the last layer, got one for the weight and "
+                                  "another for the bias; use hessian='kron' or 'diag'")
+            return pair[0]
+        c, d = self.n_classes, self.n_features
+        return torch.cat([pair[0].expand(c * d), pair[1].expand(c)])
+
     def log_det_precision(self, delta: float | Tensor) -> Tensor:
-        """log det(H + δI) = Σ_i log(e_i + δ)."""
-        return torch.log(self.eigenvalues + delta).sum()
+        """log det(H + δI) = Σ_i log(e_i + δ) (δ a scalar or a (δ_W, δ_b) pair, `prior_vector`)."""
+        return torch.log(self.eigenvalues + self.prior_vector(delta)).sum()
 
     def functional_variance(self, phi: Tensor, delta: float, *, diagonal: bool = False) -> Tensor:
         """f_var = J Σ Jᵀ with J_n = ∂f_n/∂θ (φ̃_nᵀ ⊗ I_C up to ordering), Σ = (H + δI)⁻¹.
@@ -180,6 +199,7 @@ class LastLayerGaussian:
         """
         c, d = self.n_classes, self.n_features
         phi = phi.to(self.mean.dtype)
+        delta = self.prior_vector(delta)
         if self.structure == "diag":
             var = 1.0 / (self.eigenvalues + delta)
             weight_var, bias_var = var[: c * d].reshape(c, d), var[c * d :]
@@ -188,8 +208,9 @@ class LastLayerGaussian:
         if self.structure == "kron":
             (q_g, q_a), (g, a) = self.vectors, self.kron_values  # type: ignore[misc]
             psi = (phi @ q_a).square()  # [N, D]
-            s = psi @ (1.0 / (torch.outer(g, a) + delta)).T  # [N, C] in G's eigenbasis
-            s = s + 1.0 / (g + delta)  # the bias block: Q_G diag(1/(g + δ)) Q_Gᵀ
+            delta_w, delta_b = (delta[0], delta[-1]) if isinstance(delta, Tensor) and delta.dim() else (delta, delta)
+            s = psi @ (1.0 / (torch.outer(g, a) + delta_w)).T  # [N, C] in G's eigenbasis
+            s = s + 1.0 / (g + delta_b)  # the bias block: Q_G diag(1/(g + δ)) Q_Gᵀ
             if diagonal:
                 return s @ q_g.square().T
             return torch.einsum("ci,ni,ki->nck", q_g, s, q_g)
@@ -212,7 +233,7 @@ class LastLayerGaussian:
 
     def covariance(self, delta: float) -> Tensor:
         """Σ = (H + δI)⁻¹ [P, P] in laplace-torch order (dense; for full and for tests)."""
-        inv = 1.0 / (self.eigenvalues + delta)
+        inv = 1.0 / (self.eigenvalues + self.prior_vector(delta))
         if self.structure == "diag":
             return torch.diag(inv)
         if self.structure == "full":
@@ -231,7 +252,7 @@ class LastLayerGaussian:
         full: V diag((e + δ)^{-1/2}) z; diag: z / sqrt(e + δ); kron (row-major vec):
         Q_G (Z ⊙ (g aᵀ + δ)^{-1/2}) Q_Aᵀ for the weights, Q_G ((g + δ)^{-1/2} ⊙ z_b) for the bias.
         """
-        scale = (self.eigenvalues + delta).rsqrt()
+        scale = (self.eigenvalues + self.prior_vector(delta)).rsqrt()
         if self.structure == "diag":
             return noise * scale
         if self.structure == "full":
@@ -249,18 +270,30 @@ def log_marginal_likelihood(
 ) -> Tensor:
     """Laplace evidence (Immer et al. 2021; laplace-torch's definition):
 
-        log p(D | δ) ≈ log p(D | θ_MAP) − ½ (log det(H + δI) − P log δ + δ ‖θ_MAP‖²).
+        log p(D | δ) ≈ log p(D | θ_MAP) − ½ (log det(H + δI) − P log δ + δ ‖θ_MAP‖²)
+    (for a pair (δ_W, δ_b): Σ_p log δ_p and Σ_p δ_p θ_p² over the parameters instead).
     """
     delta = torch.as_tensor(delta, dtype=gaussian.eigenvalues.dtype, device=gaussian.eigenvalues.device)
-    log_det_ratio = gaussian.log_det_precision(delta) - gaussian.n_params * torch.log(delta)
-    scatter = delta * gaussian.mean.square().sum()
+    prior = torch.as_tensor(gaussian.prior_vector(delta)).expand(gaussian.n_params)  # [P]
+    log_det_ratio = gaussian.log_det_precision(delta) - torch.log(prior).sum()
+    scatter = (prior * gaussian.mean.square()).sum()
     return log_likelihood - 0.5 * (log_det_ratio + scatter)
 
 
 def optimise_prior_precision(
     gaussian: LastLayerGaussian, *, log_min: float = -8.0, log_max: float = 8.0, grid: int = 81
 ) -> float:
-    """argmax_δ of the evidence above (the log-likelihood term does not depend on δ).
+    """argmax_δ of the evidence above (the log-likelihood term does not depend on δ):
+    `maximise_scalar_evidence` on the eigenvalues and θ_MAP of `gaussian`."""
+    norm2 = float(gaussian.mean.to(torch.float64).square().sum())
+    return maximise_scalar_evidence(gaussian.eigenvalues, norm2, log_min=log_min, log_max=log_max, grid=grid)
+
+
+def maximise_scalar_evidence(
+    eigenvalues: Tensor, norm2: float, *, log_min: float = -8.0, log_max: float = 8.0, grid: int = 81
+) -> float:
+    """argmax_δ of F(log δ), the δ-dependent part of the Laplace evidence with one prior precision δ
+    over P parameters, from the P eigenvalues e of the (scaled) curvature and ‖θ_MAP‖² = `norm2`.
 
     A grid over log δ ∈ [log_min, log_max] (natural log), then Newton steps in t = log δ on
 
@@ -268,12 +301,12 @@ def optimise_prior_precision(
         F'(t) = −½ (Σ_i δ/(e_i + δ) − P + δ‖θ‖²),  F''(t) = −½ (Σ_i δ e_i/(e_i + δ)² + δ‖θ‖²).
     The stationary point is MacKay's fixed point δ = γ/‖θ‖², γ = Σ_i e_i/(e_i + δ).
     """
-    e = gaussian.eigenvalues.to(device="cpu", dtype=torch.float64)  # [P]: a scalar search, done on the CPU
-    norm2 = float(gaussian.mean.to(torch.float64).square().sum())
+    e = eigenvalues.detach().to(device="cpu", dtype=torch.float64)  # [P]: a scalar search, done on the CPU
     p = e.shape[0]
     ts = torch.linspace(log_min, log_max, grid, dtype=torch.float64)
     deltas = ts.exp()
-    values = -0.5 * (torch.log(e.unsqueeze(0) + deltas.unsqueeze(1)).sum(1) - p * ts + deltas * norm2)
+    log_dets = torch.stack([torch.log(e + d).sum() for d in deltas])  # one pass per grid point: no [grid, P]
+    values = -0.5 * (log_dets - p * ts + deltas * norm2)
     t = float(ts[int(values.argmax())])
     for _ in range(50):
         delta = math.exp(t)

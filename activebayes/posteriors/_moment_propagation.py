@@ -19,15 +19,31 @@ Rules (elementwise squares; all weights independent of each other and of the inp
         mean = conv(m; M) + m_b,  var = conv(m² + v; V_W) + conv(v; M²) + v_b.
     Deterministic weights (V_W = 0, v_b = 0): mean = layer(m), var = the same op with squared
         weights applied to v, no bias.
-    Elementwise activation f (ReLU, tanh, ...), linearised at the mean (the default, as in the
-        paper): mean = f(m), var = f'(m)² v (f' by forward-mode autodiff; 1[m > 0] for ReLU).
-        `relu="exact"` instead matches the exact moments of ReLU(a), a ~ N(m, v), s = √v:
-        mean = m Φ(m/s) + s φ(m/s),  E[ReLU(a)²] = (m² + v) Φ(m/s) + m s φ(m/s).
+    ReLU (the default, `relu="exact"`): the exact moments of ReLU(a), a ~ N(m, v), s = √v,
+        mean = m Φ(m/s) + s φ(m/s),  E[ReLU(a)²] = (m² + v) Φ(m/s) + m s φ(m/s),  var = E[·²] − mean².
+        `relu="linearised"` (the paper's rule): mean ReLU(m), var 1[m > 0] v, which drops the
+        mass of a below 0 (or above it) and under-states the spread of units near 0.
+    Other elementwise activations f (tanh, GELU, ...), linearised at the mean: mean = f(m),
+        var = f'(m)² v (f' by forward-mode autodiff).
     MaxPool2d: the mean's argmax in each window, carrying the variance at that position.
     Flatten / Unflatten: reshape both; Dropout (every kind): the identity (eval mode);
     `activebayes.nets.Standardize`: mean (m − μ)/σ, var v/σ².
-    Softmax (the probit approximation, MacKay 1992): for logits f ~ N(μ, diag σ²) [N, C],
-        E[softmax(f)] ≈ softmax(μ / sqrt(1 + π σ² / 8)).
+    Softmax, for logits f ~ N(μ, diag σ²) [N, C] (`predict_proba` of the analytic predictive),
+        the mean-field approximation (Lu, Ie & Sha 2020, their "mean-field 1"), each class
+        against every other through the probit of their logit difference (λ = π/8),
+            E[softmax(f)]_c ≈ 1 / Σ_k exp(−(μ_c − μ_k) / sqrt(1 + λ (σ_c² + σ_k²))),
+        renormalised to sum to 1; for C = 2 it is MacKay's probit of f₁ − f₂. The probit
+        approximation (MacKay 1992), E[softmax(f)] ≈ softmax(μ / sqrt(1 + λ σ²)), scales each
+        logit on its own (`probit_softmax`, Laplace's link).
+
+Accuracy (bench/analytic.py --data digits, README_EXPERIMENTS "The analytic predictive on
+digits"): for an MFVI 64-64-10 MLP on sklearn digits the largest error of a class probability
+against a 40,000-sample Monte Carlo fell from 0.22 (linearised ReLU, probit) to 0.05 (exact ReLU,
+mean-field), the mean error from 0.011 to 0.003, where the logits' variances are ~2; a posterior
+broad enough to give logit variances of ~20 leaves 0.11 (0.31 before). The remaining error is
+the propagation's own: the activations of a layer are taken as independent Gaussians, while they
+share the randomness of every weight before them. Where the logits' variances are ~0.05, every
+rule is within 0.007, about the noise of a 1,000-sample Monte Carlo (0.005).
 
 Only `nn.Sequential` networks (nested ones too) of the modules above are propagated; any
 other module raises a ConfigError naming it (`check_propagatable` checks a network up front).
@@ -62,7 +78,7 @@ IDENTITIES = (nn.Identity, nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d,
 RESHAPES = (nn.Flatten, nn.Unflatten)
 AFFINE = (nn.Linear, nn.Conv2d)
 SUPPORTED = (*AFFINE, *ELEMENTWISE, *IDENTITIES, *RESHAPES, nn.MaxPool2d, Standardize)
-RELU_MODES = ("linearised", "exact")
+RELU_MODES = ("exact", "linearised")
 
 
 # ---------------------------------------------------------------------------- the rules
@@ -120,9 +136,9 @@ def conv2d_moments(conv: nn.Conv2d, mean: Tensor, var: Tensor | None, weight: Te
     return gaussian_affine(op, mean, var, weight, weight_var, bias, bias_var)
 
 
-def relu_moments(mean: Tensor, var: Tensor | None, *, mode: str = "linearised") -> tuple[Tensor, Tensor | None]:
-    """ReLU(a), a ~ N(m, diag v): "linearised" (mean ReLU(m), var 1[m > 0] v) or "exact"
-    (the Gaussian's rectified moments, module docstring)."""
+def relu_moments(mean: Tensor, var: Tensor | None, *, mode: str = "exact") -> tuple[Tensor, Tensor | None]:
+    """ReLU(a), a ~ N(m, diag v): "exact" (the Gaussian's rectified moments, module docstring)
+    or "linearised" (mean ReLU(m), var 1[m > 0] v)."""
     if var is None:
         return mean.clamp_min(0), None
     if mode == "linearised":
@@ -167,6 +183,25 @@ def probit_softmax(mean: Tensor, var: Tensor) -> Tensor:
     return softmax(mean * torch.rsqrt(1.0 + math.pi / 8.0 * var))
 
 
+_PAIR_ELEMENTS = 1 << 22  # [rows, C, C] numbers per chunk of `mean_field_softmax`
+
+
+def mean_field_softmax(mean: Tensor, var: Tensor) -> Tensor:
+    """E[softmax(f)] for f ~ N(mean, diag var) [N, C] by the mean-field approximation (module
+    docstring): p_c ∝ 1 / Σ_k exp(−(μ_c − μ_k) / sqrt(1 + π/8 (σ_c² + σ_k²))), [N, C].
+
+    The C × C logit differences are formed for a chunk of rows at a time (at most 2²² numbers).
+    """
+    rows = max(1, _PAIR_ELEMENTS // (mean.shape[-1] ** 2))
+    parts = []
+    for m, v in zip(mean.split(rows), var.split(rows)):
+        gap = m.unsqueeze(-1) - m.unsqueeze(-2)  # [n, C, C]: μ_c − μ_k
+        scale = torch.rsqrt(1.0 + math.pi / 8.0 * (v.unsqueeze(-1) + v.unsqueeze(-2)))
+        p = torch.exp(-gap * scale).sum(-1).reciprocal()  # the k = c term is exp(0) = 1
+        parts.append(p / p.sum(-1, keepdim=True))
+    return torch.cat(parts) if parts else mean.clone()
+
+
 # ---------------------------------------------------------------------------- a whole network
 def _unsupported(name: str, module: nn.Module) -> ConfigError:
     where = f"module {name!r}" if name else "the network"
@@ -191,7 +226,7 @@ def check_propagatable(network: nn.Module) -> None:
 
 
 def propagate(network: nn.Module, x: Tensor, variances: Mapping[str, Tensor], *,
-              relu: str = "linearised") -> tuple[Tensor, Tensor]:
+              relu: str = "exact") -> tuple[Tensor, Tensor]:
     """Mean and variance of the network's outputs [N, ...] for a deterministic input x [N, ...].
 
     Args:
@@ -199,12 +234,12 @@ def propagate(network: nn.Module, x: Tensor, variances: Mapping[str, Tensor], *,
             its parameters the posterior means; dropout is the identity whatever the mode.
         variances: {parameter name in `network` ("0.weight", "3.bias"): its posterior variance,
             the parameter's shape}; parameters not named are point estimates (zero variance).
-        relu: "linearised" (the default, as the paper) or "exact" ReLU moments.
+        relu: "exact" ReLU moments (the default) or "linearised" (as the paper).
 
     Raises ConfigError naming an unsupported module, or a variance no Linear/Conv2d consumed.
     """
     if relu not in RELU_MODES:
-        raise ConfigError(f"relu: expected one of 'linearised', 'exact', got {relu!r}")
+        raise ConfigError(f"relu: expected one of 'exact', 'linearised', got {relu!r}")
     used: set[str] = set()
 
     def run(module: nn.Module, name: str, mean: Tensor, var: Tensor | None) -> tuple[Tensor, Tensor | None]:
@@ -283,7 +318,7 @@ class AnalyticPredictive:
     The subclass provides `output_moments(x) -> (mean, var)` of its network's outputs [N, C]
     (or [N, 1] / [N] for regression) and, in its `predict`, returns `self._analytic_predict(x,
     n_samples)` when `predictive == "analytic"`. With "analytic":
-        predict_proba(x)     = probit_softmax(mean, var)                        [N, C]
+        predict_proba(x)     = mean_field_softmax(mean, var)                    [N, C]
         predict(x, S)        = `gaussian_output_predictive` (S seeded draws)    [S, N, C]
         predict_mean_var(x)  = (mean, var) [N] of the latent output in closed form (+ σ² with
                                observation_noise), regression.
@@ -312,7 +347,7 @@ class AnalyticPredictive:
         self._check_fitted()  # type: ignore[attr-defined]
         if self.likelihood_ == "gaussian":  # type: ignore[attr-defined]
             raise regression_only("predict_proba")
-        return probit_softmax(*self.output_moments(x))
+        return mean_field_softmax(*self.output_moments(x))
 
     def predict_mean_var(self, x: Tensor, n_samples: int | None = None, *, observation_noise: bool = False) -> tuple[Tensor, Tensor]:
         if self.predictive != "analytic":
@@ -324,13 +359,14 @@ class AnalyticPredictive:
         return mean, var + self.noise_ if observation_noise else var  # type: ignore[attr-defined]
 
 
-def propagate_in_chunks(network: nn.Module, x: Tensor, variances: Mapping[str, Tensor]) -> tuple[Tensor, Tensor]:
+def propagate_in_chunks(network: nn.Module, x: Tensor, variances: Mapping[str, Tensor], *,
+                        relu: str = "exact") -> tuple[Tensor, Tensor]:
     """`propagate` over x in chunks of rows, concatenated."""
-    parts = [propagate(network, chunk, variances) for chunk in x.split(_CHUNK)]
+    parts = [propagate(network, chunk, variances, relu=relu) for chunk in x.split(_CHUNK)]
     return torch.cat([m for m, _ in parts]), torch.cat([v for _, v in parts])
 
 
 __all__ = [
     "PREDICTIVES", "AnalyticPredictive", "check_propagatable", "propagate_in_chunks", "conv2d_moments", "elementwise_moments", "gaussian_affine", "gaussian_output_predictive",
-    "linear_moments", "max_pool2d_moments", "probit_softmax", "propagate", "relu_moments", "softmax", "standard_normal_draws",
+    "linear_moments", "max_pool2d_moments", "mean_field_softmax", "probit_softmax", "propagate", "relu_moments", "softmax", "standard_normal_draws",
 ]

@@ -6,6 +6,7 @@ with S samples θ_1..θ_S of it (dropout mask sets, ensemble members, snapshots,
 
     classification:  p(y | x_n, D) ≈ (1/S) Σ_s softmax(f(x_n; θ_s))          probs [S, N, C]
     regression:      y | x_n, θ_s ~ N(f(x_n; θ_s), σ²)                        mean, var [S, N]
+    heteroscedastic: y | x_n, θ_s ~ N(μ(x_n; θ_s), σ²(x_n; θ_s))             mean, var [S, N]
 
 As laplace-torch's `BaseLaplace` carries its subclasses, the base owns everything they share
 and leaves the approximation to one hook:
@@ -39,6 +40,7 @@ from torch import Tensor, nn
 
 from activebayes._device import parse_device, resolve_device
 from activebayes.errors import ConfigError, ShapeError
+from activebayes.likelihoods import HETEROSCEDASTIC, heteroscedastic_loss, mean_variance_of_output
 from activebayes.posteriors.base import check_fitted
 from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import (
@@ -57,6 +59,10 @@ ModelFn = Callable[[], nn.Module]
 #: The constructor arguments every network posterior takes, in `get_params` order.
 SHARED_PARAMS = ("model_fn", "model", "n_samples", "train", "seed", "device", "likelihood")
 LIKELIHOODS = ("categorical", "gaussian")
+#: The likelihoods of regression (float targets): homoscedastic Gaussian, and a Gaussian whose
+#: mean and variance the network predicts (`activebayes.likelihoods`; the posteriors that list it
+#: in their `likelihoods`).
+REGRESSION_LIKELIHOODS = ("gaussian", HETEROSCEDASTIC)
 
 
 class NetworkArgs(TypedDict, total=False):
@@ -108,10 +114,14 @@ class NetworkPosterior:
         device: "auto" (CUDA when present), "cpu", "cuda[:i]"; `to(device)` moves a fitted one.
         likelihood: "categorical" (softmax over logits [N, C]), "gaussian" (regression: one
             output per item, [N, 1] or [N]), or None to infer it from y's dtype at `fit`
-            (float targets -> gaussian, integer -> categorical).
+            (float targets -> gaussian, integer -> categorical); where the subclass lists it in
+            `likelihoods`, "heteroscedastic" (regression: two outputs per item [N, 2], the
+            natural parameters of N(μ(x), σ²(x)), `activebayes.likelihoods`; trained on the
+            Gaussian NLL of standardised targets, each sample predicting its own μ_s(x), σ²_s(x)).
 
     Fitted attributes (every subclass): `seed_`, `device_`, `likelihood_`, `noise_` (σ², the
-    Gaussian likelihood's noise, regression only; None for classification).
+    Gaussian likelihood's noise, regression only; None for classification and heteroscedastic),
+    `target_location_`, `target_scale_` (heteroscedastic: the targets' mean and sd; else 0 and 1).
 
     Subclass contract: `options` (class attribute) names the subclass's own constructor
     arguments, each stored under its name; `epochs_option` names the option that sets the
@@ -125,6 +135,8 @@ class NetworkPosterior:
     epochs_option: ClassVar[str | None] = None
     #: The fitted attribute that says `fit` has run.
     _fitted_attribute: ClassVar[str] = "model_"
+    #: The `likelihood` values the subclass fits (`heteroscedastic` where it trains with a loss).
+    likelihoods: ClassVar[tuple[str, ...]] = LIKELIHOODS
 
     likelihood_: str = "categorical"  # set by fit; the class default keeps hand-assembled instances classifiers
     noise_: Any = None
@@ -153,7 +165,7 @@ class NetworkPosterior:
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise ConfigError(f"seed: expected an integer or None, got {seed!r}")
         parse_device(device)
-        check_choice("likelihood", likelihood, (*LIKELIHOODS, None))
+        check_choice("likelihood", likelihood, (*type(self).likelihoods, None))
         self.model_fn, self.model, self.n_samples = model_fn, model, n_samples
         self.train, self.seed, self.device, self.likelihood = train, seed, device, likelihood
         if model is not None:
@@ -187,12 +199,36 @@ class NetworkPosterior:
         x, y = as_tensor("x", x), as_tensor("y", y)
         if x.shape[0] != y.shape[0]:
             raise ShapeError(f"y: expected {x.shape[0]} targets to match x, got {y.shape[0]}")
-        likelihood, y = resolve_likelihood(self.likelihood, y)
+        heteroscedastic = self.likelihood == HETEROSCEDASTIC
+        likelihood, y = resolve_likelihood("gaussian" if heteroscedastic else self.likelihood, y)
         self.seed_ = self.seed if self.seed is not None else secrets.randbits(62)
         self.device_ = resolve_device(self.device)
         self.likelihood_, self.noise_ = likelihood, None
+        self.target_location_, self.target_scale_ = 0.0, 1.0
+        if heteroscedastic:
+            y = self._standardise_targets(y)
         self._fit_network(x, y)
         return self
+
+    def _standardise_targets(self, y: Tensor) -> Tensor:
+        """likelihood="heteroscedastic": the network is trained on (y − m) / s, m and s the targets'
+        mean and standard deviation (s = 1 when they are constant), recorded as
+        `target_location_` and `target_scale_`; `_predictive` maps μ and σ² back (m + s μ, s² σ²).
+        Early stopping would score the mean squared error of a two-output network: refused."""
+        if self.train_config.validation_fraction > 0 or self.train_config.validation_data is not None:
+            raise ConfigError("train: likelihood='heteroscedastic' trains on the Gaussian NLL, which early stopping does not score; "
+                              "leave validation_fraction and validation_data out")
+        y64 = y.to(torch.float64)
+        scale = float(y64.std(correction=0)) if y.numel() > 1 else 0.0
+        self.likelihood_ = HETEROSCEDASTIC
+        self.target_location_, self.target_scale_ = float(y64.mean()), scale if scale > 0 else 1.0
+        return ((y64 - self.target_location_) / self.target_scale_).to(y.dtype)
+
+    @property
+    def _train_loss(self) -> Callable[[Tensor, Tensor], Tensor] | None:
+        """The mini-batch loss `train` minimises: None for its task loss (cross-entropy, squared
+        error), the heteroscedastic Gaussian NLL of the two outputs for that likelihood."""
+        return heteroscedastic_loss if self.likelihood_ == HETEROSCEDASTIC else None
 
     def _fit_network(self, x: Tensor, y: Tensor) -> None:
         """Build (or copy), train and summarise the network(s); set the fitted attributes."""
@@ -237,6 +273,10 @@ class NetworkPosterior:
         -> Predictive(softmax); regression, outputs [S, N, 1] or [S, N] -> GaussianPredictive
         with mean [S, N] and var [S, N] = σ² (`noise`: a float, or σ_s² [S] per sample;
         default `noise_`)."""
+        if self.likelihood_ == HETEROSCEDASTIC:  # outputs [S, N, 2] -> each sample's μ_s, σ²_s [S, N]
+            mean, var = mean_variance_of_output(logits)
+            scale = self.target_scale_
+            return GaussianPredictive(self.target_location_ + scale * mean, scale**2 * var, check=False)
         if self.likelihood_ == "gaussian":
             mean = regression_output(logits, 1)
             noise = self.noise_ if noise is None else noise
@@ -257,7 +297,7 @@ class NetworkPosterior:
     def predict_proba(self, x: Tensor) -> Tensor:
         """Posterior predictive (1/S) Σ_s p(y | x_n, θ_s), [N, C] (classification only)."""
         self._check_fitted()
-        if self.likelihood_ == "gaussian":
+        if self.likelihood_ in REGRESSION_LIKELIHOODS:
             raise regression_only("predict_proba")
         return self.predict(x).mean()
 
@@ -267,7 +307,7 @@ class NetworkPosterior:
         posterior); with observation_noise the total variance of y, σ² (its mean over the
         samples) + that spread."""
         self._check_fitted()
-        if self.likelihood_ != "gaussian":
+        if self.likelihood_ not in REGRESSION_LIKELIHOODS:
             raise classification_only("predict_mean_var")
         return self.predict(x, n_samples).moments(observation_noise=observation_noise)
 
@@ -278,4 +318,4 @@ def inputs_for(network: nn.Module, x: Tensor) -> Tensor:
     return x.to(parameter.dtype if parameter is not None and parameter.is_floating_point() else torch.float32)
 
 
-__all__ = ["LIKELIHOODS", "SHARED_PARAMS", "NetworkArgs", "NetworkPosterior", "check_choice", "check_positive_number", "inputs_for"]
+__all__ = ["LIKELIHOODS", "REGRESSION_LIKELIHOODS", "SHARED_PARAMS", "NetworkArgs", "NetworkPosterior", "check_choice", "check_positive_number", "inputs_for"]

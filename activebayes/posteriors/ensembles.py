@@ -21,6 +21,9 @@ residuals (`training.fit_noise_variance`; Lakshminarayanan et al. also give each
 variance). `predict` returns a GaussianPredictive (mean [S, N], var[s, n] = σ_s²);
 `predict_mean_var` the mixture's mean and the spread of the f_s (plus mean_s σ_s² with
 observation_noise=True: the total variance of y).
+`likelihood="heteroscedastic"` (a network with two outputs, `activebayes.likelihoods`): trained
+on the Gaussian NLL of the natural parameters (standardised targets), each member predicts its own
+y | x_n, θ_s ~ N(μ_s(x_n), σ²_s(x_n)): var [S, N] varies with x, and no σ² is fitted.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Unpack
 
 import torch
@@ -36,7 +39,15 @@ from torch import Tensor, nn
 from torch.func import functional_call, stack_module_state
 
 from activebayes.errors import ConfigError
-from activebayes.posteriors._network import ModelFn, NetworkArgs, NetworkPosterior, check_bool, check_positive_number, inputs_for
+from activebayes.posteriors._network import (
+    REGRESSION_LIKELIHOODS,
+    ModelFn,
+    NetworkArgs,
+    NetworkPosterior,
+    check_bool,
+    check_positive_number,
+    inputs_for,
+)
 from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import (
     TrainConfig,
@@ -48,6 +59,9 @@ from activebayes.training import (
     network_outputs,
     train,
 )
+
+
+LossFn = Callable[[Tensor, Tensor], Tensor]
 
 
 def _signature(model: nn.Module) -> list[tuple[str, str, tuple[int, ...]]]:
@@ -109,6 +123,7 @@ class _StackedEnsemble(NetworkPosterior):
     """Prediction for ensembles whose members live in a fitted `stack_` (a `MemberStack`)."""
 
     _fitted_attribute = "stack_"
+    likelihoods = ("categorical", *REGRESSION_LIKELIHOODS)
     stack_: MemberStack | None = None
     noise_: Tensor | None = None  # regression: σ_m² [M], one per member
 
@@ -196,7 +211,8 @@ class DeepEnsemble(_StackedEnsemble):
             if self.engine == "ray":
                 members = self._train_on_ray(networks, member_seeds, x, y)
             else:
-                members = [train(net, x, y, self.train_config, seed=s, device=self.device_) for net, s in zip(networks, member_seeds)]
+                members = [train(net, x, y, self.train_config, seed=s, device=self.device_, loss_fn=self._train_loss)
+                           for net, s in zip(networks, member_seeds)]
         self._fit_members(members, inputs_for(members[0], x), y)
 
     def _train_on_ray(self, networks: list[nn.Module], seeds: list[int], x: Tensor, y: Tensor) -> list[nn.Module]:
@@ -205,16 +221,18 @@ class DeepEnsemble(_StackedEnsemble):
 
         gpus = gpu_share(self.address, self.device, 1)
         calls = [(net, s) for net, s in zip(networks, seeds)]
-        common = (x.cpu(), y.cpu(), self.train_config, self.device, torch.get_num_threads())
+        common = (x.cpu(), y.cpu(), self.train_config, self.device, torch.get_num_threads(), self._train_loss)
         trained = dict(run_tasks(_train_member, calls, common=common, address=self.address, gpus_per_task=gpus))
         return [trained[i].to(self.device_) for i in range(len(networks))]
 
 
-def _train_member(x: Tensor, y: Tensor, config: TrainConfig, device: str | torch.device, threads: int, net: nn.Module, seed: int) -> nn.Module:
+def _train_member(x: Tensor, y: Tensor, config: TrainConfig, device: str | torch.device, threads: int, loss_fn: LossFn | None,
+                  net: nn.Module, seed: int) -> nn.Module:
     """One member, trained in a Ray task on `device` (resolved there) with the driver's intra-op
-    `threads` (so CPU results are bit-identical to the local fit); returned on the CPU."""
+    `threads` (so CPU results are bit-identical to the local fit) and its loss (None: the task
+    loss); returned on the CPU."""
     torch.set_num_threads(threads)
-    return train(net, x, y, config, seed=seed, device=device).cpu()
+    return train(net, x, y, config, seed=seed, device=device, loss_fn=loss_fn).cpu()
 
 
 class SnapshotEnsemble(_StackedEnsemble):
@@ -284,6 +302,7 @@ class SnapshotEnsemble(_StackedEnsemble):
             device=self.device_,
             lr_at=lambda step: cosine_cycle_lr(step, steps_per_cycle, lr_max),
             on_epoch_end=snapshot,
+            loss_fn=self._train_loss,
         )
         self._fit_members(snapshots, x, y)
 

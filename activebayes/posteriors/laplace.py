@@ -1,4 +1,5 @@
-"""Last-layer Laplace approximation for softmax classifiers (MacKay 1992; Daxberger et al. 2021).
+"""Laplace approximations of a network's weights, last layer or whole network (MacKay 1992;
+Daxberger et al. 2021; Immer et al. 2021).
 
 Around the MAP network, the weights θ = [vec(W), b] of the LAST nn.Linear layer get the Gaussian
 posterior N(θ_MAP, (GGN + δI)⁻¹) (curvature maths in `_curvature.py`); everything before that
@@ -47,10 +48,25 @@ for classification (jointly consistent across a pool, for batch selectors), var 
 exact latent_mean = f_map, latent_var = f_var [N], from which the scores take closed forms (the
 samples are Monte Carlo draws of that latent, not quadrature nodes). `predict_mean_var` returns
 (f_map, f_var) in closed form, (f_map, f_var + σ²) with observation_noise=True; `predict_proba` raises.
+
+Whole network (subset="all"; laplace-torch's subset_of_weights="all"): every nn.Linear and
+nn.Conv2d tensor gets N(θ*, (φH + diag δ)⁻¹), H the KFAC or diagonal GGN of the whole network
+(`_kfac`), δ one precision per parameter tensor, φ = 1/σ² for regression. Predictive: the
+linearised network (`_glm`), f(x) ~ N(f(x; θ*), J(x) Σ J(x)ᵀ): `predict_proba` the probit
+formula above on its diagonal (laplace-torch's `la(x, pred_type="glm", link_approx="probit")`),
+`predict` S linearised function samples f(x; θ*) + J(x)(θ_s − θ*) with θ_s drawn once per S from
+`seed` (shared by every candidate, so jointly consistent across a pool and batching-invariant).
+The evidence is `_kfac.log_marginal_likelihood` (per-tensor δ, and σ for regression).
+
+Online marginal likelihood (prior_precision="online", or a `train` with `marglik` set): the
+network is trained by `activebayes.marglik.train_marglik`, which learns δ per parameter tensor
+(and σ for regression) by the evidence while training; the fitted posterior then uses those δ
+(for the last layer, the learnt δ of its weight and bias) and σ² (`marglik_` keeps the run).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from enum import StrEnum
 from typing import Unpack
@@ -59,24 +75,33 @@ import torch
 from torch import Tensor, nn
 
 from activebayes.errors import ConfigError, ShapeError
+from activebayes.marglik import MarglikConfig, MarglikFit, train_marglik
 from activebayes.posteriors._curvature import (
     LastLayerGaussian,
     log_marginal_likelihood,
+    maximise_scalar_evidence,
     optimise_prior_precision,
 )
+from activebayes.posteriors._glm import NetworkGaussian, standard_noise
+from activebayes.posteriors._kfac import as_outputs, curvature_layers, fit_curvature, network_log_likelihood, prior_precisions
+from activebayes.posteriors._kfac import log_marginal_likelihood as network_log_marginal_likelihood
 from activebayes.posteriors._moment_propagation import PREDICTIVES, AnalyticPredictive, probit_softmax
 from activebayes.posteriors._network import ModelFn, NetworkArgs, NetworkPosterior, check_choice, check_positive_number, inputs_for
 from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import (
+    TrainConfig,
+    as_tensor,
     classification_only,
     fit_noise_variance,
     gaussian_nll,
+    network_outputs,
     regression_only,
     regression_output,
     train,
 )
 
 _BATCH = 4096  # rows per forward pass when extracting features
+MAX_MARGLIK_FITS = 10  # prior_precision="online": at most this many Laplace fits (each K = 10 hyper-steps) per training run
 
 
 class Hessian(StrEnum):
@@ -116,17 +141,23 @@ def features_and_logits(model: nn.Module, layer: nn.Linear, x: Tensor) -> tuple[
 
 
 class Laplace(AnalyticPredictive, NetworkPosterior):
-    """Last-layer Laplace posterior (see the module docstring for the maths).
+    """Last-layer or whole-network Laplace posterior (see the module docstring for the maths).
 
     Args (beyond `NetworkPosterior`'s shared ones):
         model_fn: factory of a fresh network (trained by `fit` with `train`).
         model: instead, an already-trained network to fit around post hoc (copied, never
             trained or mutated).
-        subset: "last_layer" (the only subset offered).
-        hessian: "kron" (KFAC), "diag" or "full" GGN.
+        subset: "last_layer" or "all" (every nn.Linear and nn.Conv2d; laplace-torch's
+            subset_of_weights).
+        hessian: "kron" (KFAC), "diag" or "full" GGN ("full": last_layer only).
         link: "probit" or "mc", how `predict_proba` approximates the softmax's expectation
             (`LinkApproximation`).
-        prior_precision: δ > 0, or "marglik" to maximise the evidence over δ.
+        prior_precision: δ > 0; for subset="all" also one δ per trainable parameter tensor (a
+            list); "marglik": the δ that maximises the evidence (the learnt ones when the network
+            was trained with `train.marglik`, else one δ found post hoc); "online": learn them by
+            online marginal-likelihood training (`train.marglik`, or when that is None
+            MarglikConfig() with this hessian and at most MAX_MARGLIK_FITS Laplace fits; not with
+            `model`; with hessian="full" the learnt weight and bias precisions must agree).
         predictive: "sampled" (weight samples) or "analytic" (`predict` samples the logits'
             diagonal Gaussian; module docstring); "analytic" requires link="probit".
         n_samples: default S of weight samples for `predict`.
@@ -134,8 +165,11 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
         likelihood: "categorical", "gaussian" (regression: the last nn.Linear has one output), or
             None to infer it from y's dtype at `fit` (float targets -> gaussian).
 
-    Fitted attributes: `model_`, `layer_`, `posterior_`, `prior_precision_`, `log_likelihood_`,
-    `likelihood_`, `noise_` (σ², regression only; None for classification), `seed_`, `device_`.
+    Fitted attributes: `model_`, `layer_` (None for subset="all"), `posterior_` (a
+    LastLayerGaussian, or a `_glm.NetworkGaussian`), `prior_precision_` (a float, a (δ_W, δ_b)
+    tensor for a learnt last layer, or δ [L] for subset="all"), `log_likelihood_`, `marglik_`
+    (the `marglik.MarglikFit` of online training, else None), `likelihood_`, `noise_` (σ²,
+    regression only; None for classification), `seed_`, `device_`.
     """
 
     options = ("subset", "hessian", "link", "prior_precision", "predictive")
@@ -149,16 +183,24 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
         subset: str = "last_layer",
         hessian: str = "kron",
         link: str = "probit",
-        prior_precision: float | str = "marglik",
+        prior_precision: float | list[float] | str = "marglik",
         predictive: str = "sampled",
         **shared: Unpack[NetworkArgs],
     ) -> None:
         super().__init__(model_fn, n_samples=n_samples, **shared)
-        check_choice("subset", subset, ("last_layer",))
+        check_choice("subset", subset, ("last_layer", "all"))
         check_choice("hessian", hessian, [h.value for h in Hessian])
         check_choice("link", link, [a.value for a in LinkApproximation])
-        if prior_precision != "marglik":
+        if subset == "all" and hessian == "full":
+            raise ConfigError("hessian: subset='all' takes 'kron' or 'diag' (a dense GGN of every weight does not fit), got 'full'")
+        if isinstance(prior_precision, (list, tuple)) and subset == "all" and prior_precision:
+            for value in prior_precision:
+                check_positive_number("prior_precision", value)
+        elif prior_precision not in ("marglik", "online"):
             check_positive_number("prior_precision", prior_precision)
+        if prior_precision == "online" and self.model is not None:
+            raise ConfigError("prior_precision: 'online' learns the precisions while training, and model= is trained already; "
+                              "use 'marglik' or a number")
         check_choice("predictive", predictive, PREDICTIVES)
         if predictive == "analytic" and link != "probit":
             raise ConfigError(f"link: predictive='analytic' predicts with the probit approximation, got link={link!r}; use link='probit'")
@@ -171,24 +213,34 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
         self.prior_precision_: float | None = None
         self.log_likelihood_: Tensor | None = None
         self.layer_: nn.Linear | None = None
+        self.marglik_: MarglikFit | None = None
 
     # ------------------------------------------------------------------ fitting
     def _fit_network(self, x: Tensor, y: Tensor) -> None:
-        """Train (model_fn) or copy (model) the network, then fit the last-layer posterior
-        around it (x [N, ...]; y integer labels [N], or float targets [N] for regression)."""
+        """Train (model_fn; by online marglik when `_training` says so) or copy (model) the network,
+        then fit the last-layer or whole-network posterior around it (x [N, ...]; y integer labels
+        [N], or float targets [N] for regression)."""
         dev = self.device_
         net = self._network(self.seed_)
         x = inputs_for(net, x)
-        if self.model is None:
-            net = train(net, x, y, self.train_config, seed=self.seed_, device=dev)
+        self.marglik_, config = None, self._training()
+        if self.model is None and config.marglik is not None:
+            self.marglik_ = train_marglik(net, x, y, config, seed=self.seed_, device=dev)
+            net = self.marglik_.model
+        elif self.model is None:
+            net = train(net, x, y, config, seed=self.seed_, device=dev)
         else:
             net = net.to(dev)
         net.eval()
+        self._trainable = [id(p) for p in net.parameters() if p.requires_grad]
+        self._samples: dict[int, tuple[Tensor, Tensor]] = {}
+        if self.subset == "all":
+            self._fit_all(net, x.to(dev), y.to(dev))
+            return
         for p in net.parameters():
             p.requires_grad_(False)
         layer = last_linear(net)
         phi, logits = features_and_logits(net, layer, x.to(dev))
-        self._samples: dict[int, tuple[Tensor, Tensor]] = {}
         if self.likelihood_ == "gaussian":
             self._fit_regression(net, layer, phi, logits, y.to(dev))
             return
@@ -209,11 +261,61 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
         self.model_, self.layer_ = net, layer
         self._fit_prior_precision()
 
+    def _training(self) -> TrainConfig:
+        """`train`, with online marglik for prior_precision="online" when `train` sets none: MarglikConfig()
+        on this hessian (kron for "full"), a Laplace fit every F = ⌈epochs / MAX_MARGLIK_FITS⌉ epochs
+        (a round's sized training runs 50 to hundreds of epochs of one or a few steps, and a fit of
+        a CNN's KFAC costs as much as several epochs there)."""
+        config = self.train_config
+        if self.prior_precision == "online" and config.marglik is None:
+            every = max(1, math.ceil(config.epochs / MAX_MARGLIK_FITS))
+            marglik = MarglikConfig(hessian="diag" if self.hessian == Hessian.DIAG else "kron", frequency=every)
+            config = dataclasses.replace(config, marglik=marglik)
+        return config
+
+    def _learnt(self, tensors: list[Tensor]) -> Tensor | None:
+        """The precisions online training learnt for these parameter tensors (prior_precision
+        "marglik" or "online" after marglik training), else None."""
+        if self.marglik_ is None or self.prior_precision not in ("marglik", "online"):
+            return None
+        position = {pid: i for i, pid in enumerate(self._trainable)}
+        return self.marglik_.prior_precision[[position[id(p)] for p in tensors]].to(self.device_)
+
     def _fit_prior_precision(self) -> None:
-        if self.prior_precision == "marglik":
+        learnt = self._learnt([self.layer_.weight, self.layer_.bias])  # type: ignore[union-attr]
+        if learnt is not None:
+            self.prior_precision_ = learnt if float(learnt[0]) != float(learnt[1]) else float(learnt[0])
+        elif self.prior_precision == "marglik":
             self.prior_precision_ = optimise_prior_precision(self.posterior_)
         else:
             self.prior_precision_ = float(self.prior_precision)
+
+    def _fit_all(self, net: nn.Module, x: Tensor, y: Tensor) -> None:
+        """The whole-network posterior (module docstring) around the trained network."""
+        layers = curvature_layers(net)
+        with torch.no_grad():
+            n_out = as_outputs(net(x[:1])).shape[1]
+        if self.likelihood_ == "gaussian" and n_out != 1:
+            raise ConfigError(f"{self._network_argument}: for regression expected one output per item, got {n_out}")
+        if self.likelihood_ == "categorical" and (y.min() < 0 or y.max() >= n_out):
+            raise ShapeError(f"y: expected labels in [0, {n_out - 1}], got range [{int(y.min())}, {int(y.max())}]")
+        curvature = fit_curvature(net, x, y, self.hessian.value, self.likelihood_)
+        for p in net.parameters():
+            p.requires_grad_(False)
+        factor = 1.0
+        if self.likelihood_ == "gaussian":
+            residuals = network_outputs(net, x) - y
+            self.noise_ = self.marglik_.sigma_noise**2 if self.marglik_ is not None else fit_noise_variance(residuals, y)  # type: ignore[operator]
+            factor = 1.0 / self.noise_
+        deltas = self._learnt([p for layer in layers for p in layer.parameters(recurse=False)])
+        if deltas is None and self.prior_precision == "marglik":
+            norm2 = float(sum(m.square().sum() for m in curvature.mean))
+            deltas = prior_precisions(maximise_scalar_evidence(curvature.eigenvalues(factor), norm2), len(curvature.blocks), device=x.device)
+        elif deltas is None:
+            deltas = prior_precisions(self.prior_precision, len(curvature.blocks), device=x.device)
+        self.posterior_ = NetworkGaussian(net, layers, curvature, deltas, factor)
+        self.model_, self.layer_, self.prior_precision_ = net, None, deltas
+        self.log_likelihood_ = network_log_likelihood(curvature, None if self.noise_ is None else math.sqrt(self.noise_))
 
     def _fit_regression(self, net: nn.Module, layer: nn.Linear, phi: Tensor, outputs: Tensor, y: Tensor) -> None:
         """The Gaussian-likelihood last-layer posterior (module docstring) around the MAP network."""
@@ -228,7 +330,7 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
                               "(nothing may follow it but a reshape)")
         work = torch.float64
         f64, y64 = f_map.to(work), y.to(work)
-        noise = fit_noise_variance(f64 - y64, y64)
+        noise = self.marglik_.sigma_noise**2 if self.marglik_ is not None else fit_noise_variance(f64 - y64, y64)  # type: ignore[operator]
         mean = torch.cat([layer.weight.reshape(-1), layer.bias]).to(work)
         self.posterior_ = LastLayerGaussian.fit_regression(self.hessian.value, phi.to(work), noise, mean)
         self.log_likelihood_ = -y64.shape[0] * gaussian_nll(f64, y64, math.log(noise))
@@ -242,12 +344,22 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
         self.model_ = self.model_.to(device)  # type: ignore[union-attr]
         self.posterior_ = self.posterior_.to(device)  # type: ignore[union-attr]
         self.log_likelihood_ = self.log_likelihood_.to(device)  # type: ignore[union-attr]
+        if isinstance(self.prior_precision_, Tensor):
+            self.prior_precision_ = self.prior_precision_.to(device)
         self._samples = {}
 
-    def log_marginal_likelihood(self, prior_precision: float | None = None) -> Tensor:
-        """log p(D | δ) (module docstring) at δ = `prior_precision`, default the fitted δ."""
+    def log_marginal_likelihood(self, prior_precision: float | Tensor | list[float] | None = None,
+                                sigma_noise: float | Tensor | None = None) -> Tensor:
+        """The Laplace evidence (module docstring) at δ = `prior_precision` (default the fitted δ;
+        subset="all": one value or one per parameter tensor) and, for subset="all" regression,
+        σ = `sigma_noise` (default sqrt(noise_)); differentiable in both when they are tensors."""
         self._check_fitted()
         delta = self.prior_precision_ if prior_precision is None else prior_precision
+        if self.subset == "all":
+            sigma = sigma_noise if sigma_noise is not None else None if self.noise_ is None else math.sqrt(self.noise_)
+            return network_log_marginal_likelihood(self.posterior_.curvature, delta, sigma)  # type: ignore[union-attr, arg-type]
+        if sigma_noise is not None:
+            raise ConfigError("sigma_noise: the last-layer evidence keeps the fitted σ²; use subset='all' to vary it")
         return log_marginal_likelihood(self.log_likelihood_, self.posterior_, delta)  # type: ignore[arg-type]
 
     # --------------------------------------------------------------- prediction
@@ -256,14 +368,25 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
         dev = next(self.model_.parameters()).device  # type: ignore[union-attr]
         return features_and_logits(self.model_, self.layer_, x.to(dev))  # type: ignore[arg-type]
 
+    def _network_moments(self, x: Tensor, *, diagonal: bool) -> tuple[Tensor, Tensor]:
+        """subset="all": (f_map [N, C], f_var [N, C, C] or [N, C]) of the linearised network."""
+        self._check_fitted()
+        param = next(self.model_.parameters())  # type: ignore[union-attr]
+        f, var = self.posterior_.functional_variance(as_tensor("x", x, param.dtype).to(param.device), diagonal=diagonal)  # type: ignore[union-attr]
+        return f, var.to(f.dtype)
+
     def functional_variance(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """(f_map [N, C], f_var [N, C, C]) of the linearised predictive."""
+        if self.subset == "all":
+            return self._network_moments(x, diagonal=False)
         phi, logits = self._features(x)
         f_var = self.posterior_.functional_variance(phi, self.prior_precision_)  # type: ignore[union-attr, arg-type]
         return logits, f_var.to(logits.dtype)
 
     def output_moments(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """(f_map, diag f_var), each [N, C] (regression [N, 1] or [N]): the logits' Gaussian marginals."""
+        if self.subset == "all":
+            return self._network_moments(x, diagonal=True)
         phi, logits = self._features(x)
         var = self.posterior_.functional_variance(phi, self.prior_precision_, diagonal=True)  # type: ignore[union-attr, arg-type]
         return logits, var.to(logits.dtype).reshape(logits.shape)
@@ -275,9 +398,7 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
         self._check_fitted()
         if self.likelihood_ == "gaussian":
             raise regression_only("predict_proba")
-        phi, logits = self._features(x)
-        var = self.posterior_.functional_variance(phi, self.prior_precision_, diagonal=True)  # type: ignore[union-attr, arg-type]
-        return probit_softmax(logits, var.to(logits.dtype))
+        return probit_softmax(*self.output_moments(x))
 
     def weight_samples(self, n_samples: int | None = None) -> tuple[Tensor, Tensor]:
         """S draws θ_s ~ N(θ_MAP, Σ) of the last layer, as (W_s [S, C, D], b_s [S, C]); the same
@@ -298,24 +419,42 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
             self._samples = {s: (theta[:, : c * d].reshape(s, c, d).to(dtype), theta[:, c * d :].to(dtype))}
         return self._samples[s]
 
-    def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive | GaussianPredictive:
-        """Predictive [S, N, C]: softmax(W_s φ(x) + b_s) for S weight samples shared by all x.
+    def network_deviations(self, n_samples: int | None = None) -> list[Tensor]:
+        """subset="all": S draws θ_s − θ* ~ N(0, Σ), one tensor [S, *θ_l.shape] per parameter tensor;
+        z [S, P] from torch.Generator().manual_seed(seed_) on the CPU (`_glm.standard_noise`)."""
+        self._check_fitted()
+        s = self._sample_count(n_samples)
+        if s not in self._samples:
+            post = self.posterior_
+            noise = standard_noise(s, post.curvature.n_params, self.seed_).to(post.deltas.device)  # type: ignore[union-attr]
+            dtype = next(self.model_.parameters()).dtype  # type: ignore[union-attr]
+            self._samples = {s: [d.to(dtype) for d in post.deviations(noise)]}  # type: ignore[union-attr, dict-item]
+        return self._samples[s]  # type: ignore[return-value]
 
-        Regression: GaussianPredictive with mean [S, N] = W_s φ(x) + b_s, var = σ², and the exact
+    def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive | GaussianPredictive:
+        """Predictive [S, N, C] from S weight samples shared by all x: softmax(W_s φ(x) + b_s) for the
+        last layer; for subset="all", softmax(f(x; θ*) + J(x)(θ_s − θ*)), the linearised network.
+
+        Regression: GaussianPredictive with mean [S, N] (those outputs), var = σ², and the exact
         latent_mean = f_map(x), latent_var = f_var(x) [N] (module docstring).
         predictive="analytic": softmax(f_map + sqrt(diag f_var) ⊙ ε_s), ε [S, C] seeded (module docstring).
         """
         if self.predictive == "analytic":
             self._check_fitted()
             return self._analytic_predict(x, n_samples)
-        weight, bias = self.weight_samples(n_samples)
-        phi, out = self._features(x)
-        logits = torch.einsum("nd,scd->snc", phi, weight) + bias.unsqueeze(1)  # [S, N, C]
+        if self.subset == "all":
+            param = next(self.model_.parameters())  # type: ignore[union-attr]
+            xs = as_tensor("x", x, param.dtype).to(param.device)
+            logits = self.posterior_.sample_outputs(xs, self.network_deviations(n_samples))  # type: ignore[union-attr]
+        else:
+            weight, bias = self.weight_samples(n_samples)
+            phi, _ = self._features(x)
+            logits = torch.einsum("nd,scd->snc", phi, weight) + bias.unsqueeze(1)  # [S, N, C]
         if self.likelihood_ == "gaussian":
             mean = logits[..., 0]
-            f_var = self.posterior_.functional_variance(phi, self.prior_precision_, diagonal=True)[:, 0]  # type: ignore[union-attr, arg-type]
+            f_map, f_var = self._latent_moments(x)
             return GaussianPredictive(mean, torch.full_like(mean, self.noise_), check=False,  # type: ignore[arg-type]
-                                      latent_mean=regression_output(out, 0), latent_var=f_var.to(mean.dtype))
+                                      latent_mean=f_map.to(mean.dtype), latent_var=f_var.to(mean.dtype))
         return self._predictive(logits)
 
     def predict_mean_var(self, x: Tensor, n_samples: int | None = None, *, observation_noise: bool = False) -> tuple[Tensor, Tensor]:
@@ -325,7 +464,5 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
         self._check_fitted()
         if self.likelihood_ != "gaussian":
             raise classification_only("predict_mean_var")
-        phi, out = self._features(x)
-        f_map = regression_output(out, 0)
-        f_var = self.posterior_.functional_variance(phi, self.prior_precision_, diagonal=True)[:, 0]  # type: ignore[union-attr, arg-type]
+        f_map, f_var = self._latent_moments(x)
         return f_map, (f_var + self.noise_ if observation_noise else f_var).to(f_map.dtype)

@@ -45,6 +45,9 @@ function, y | x_n, θ_s ~ N(f(x_n; W, m_s), σ²) with σ² the noise fitted aft
 residuals of the deterministic (eval-mode, dropout off) network (`training.fit_noise_variance`).
 `predict` returns a GaussianPredictive (mean [S, N], var [S, N] = σ²); `predict_mean_var` the
 mixture's mean and the spread of the S outputs (σ² + spread with observation_noise=True).
+`likelihood="heteroscedastic"` (a network with two outputs, `activebayes.likelihoods`): trained
+on the Gaussian NLL of the natural parameters (standardised targets), each mask set predicts its own
+y | x_n, θ_s ~ N(μ_s(x_n), σ²_s(x_n)): var [S, N] varies with x, and no σ² is fitted.
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ import torch
 from torch import Tensor, nn
 
 from activebayes.errors import ConfigError, ShapeError
-from activebayes.posteriors._network import ModelFn, NetworkArgs, NetworkPosterior, check_bool, check_choice, inputs_for
+from activebayes.posteriors._network import REGRESSION_LIKELIHOODS, ModelFn, NetworkArgs, NetworkPosterior, check_bool, check_choice, inputs_for
 from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import (
     as_tensor,
@@ -314,6 +317,7 @@ class MCDropout(NetworkPosterior):
     """
 
     options = ("masks", "weight_decay_scale", "prefix_cache")
+    likelihoods = ("categorical", *REGRESSION_LIKELIHOODS)
 
     def __init__(
         self,
@@ -358,7 +362,7 @@ class MCDropout(NetworkPosterior):
             )
         x = inputs_for(model, x)
         if self.model is None:
-            self.model_ = train(model, x, y, config, seed=self.seed_, device=self.device_)
+            self.model_ = train(model, x, y, config, seed=self.seed_, device=self.device_, loss_fn=self._train_loss)
         else:
             self.model_ = model.to(self.device_).eval()
         if self.likelihood_ == "gaussian":
@@ -424,7 +428,7 @@ class MCDropout(NetworkPosterior):
         2014): what Keras' `model.evaluate` reports, and what Gal et al. (2017) score test
         accuracy with. The MC average `predict_proba` is the Bayesian predictive instead."""
         self._check_fitted()
-        if self.likelihood_ == "gaussian":
+        if self.likelihood_ in REGRESSION_LIKELIHOODS:
             raise regression_only("predict_proba_deterministic")
         dtype = next(self.model_.parameters()).dtype
         x = as_tensor("x", x, dtype).to(self.device_)

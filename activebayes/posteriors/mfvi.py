@@ -47,9 +47,9 @@ fitted diagonal Gaussian (μ, σ) of each dense layer, for an analytic predictiv
 
 `predictive="analytic"` predicts without sampling weights: the mean-field q is propagated
 through the network in one forward pass (`_moment_propagation`: exact moments through each
-dense layer, activations linearised at the mean, max-pool at the mean's argmax), giving
-f(x) ≈ N(μ_f(x), diag σ_f²(x)); `predict_proba` is its probit approximation softmax(μ_f /
-sqrt(1 + π σ_f² / 8)), `predict` S seeded, pool-consistent draws μ_f + σ_f ⊙ ε_s of it (one
+dense layer, exact moments through ReLU, other activations linearised at the mean, max-pool at
+the mean's argmax), giving f(x) ≈ N(μ_f(x), diag σ_f²(x)); `predict_proba` is its mean-field
+softmax approximation (`_moment_propagation.mean_field_softmax`), `predict` S seeded, pool-consistent draws μ_f + σ_f ⊙ ε_s of it (one
 ε [S, C] per call shared by every item), `predict_mean_var` (regression) (μ_f, σ_f²).
 
 >>> import torch
@@ -202,7 +202,7 @@ class MFVI(AnalyticPredictive, NetworkPosterior):
             in Blundell et al.'s experiments).
         train: the training (epochs, lr, batch size, optimizer, schedule, early stopping).
         predictive: "sampled" (S weight samples through the network) or "analytic" (moment
-            propagation and the probit approximation, module docstring; `predict` then draws its
+            propagation and the mean-field softmax approximation, module docstring; `predict` then draws its
             S samples from the propagated Gaussian over the outputs).
 
     Fitted attributes: `model_` (the mean network, θ = μ, eval mode), `std_` ({parameter name of

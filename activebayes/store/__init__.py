@@ -1,5 +1,7 @@
-"""The database of an activebayes study: schema (`models`), data access (`access`), and the one
-class that opens and writes it, `PoolStore` (SQLite embedded default, PostgreSQL by URL)."""
+"""The database of an activebayes study: schema (`models`), data access (`project_access`,
+`item_access`, `label_access`, `round_access`, `query_access`), opening (`engine`), schema
+versions (`schema_version`), round locks (`round_lock`), and the one class that opens and writes
+it, `PoolStore` (SQLite embedded default, PostgreSQL by URL)."""
 
 from activebayes.store.models import RoundStatus, RoundStep
 from activebayes.store.store import PoolStore, ProjectInfo, QueryInfo, RoundInfo, alembic_config

@@ -40,7 +40,9 @@ class RoundInfo:
 class QueryInfo:
     """One query of a round: `value` is the item's latest label, None while unanswered;
     `prediction` the round's posterior predictive for the item ({"label": class, "probability":
-    p} or {"mean": μ, "sd": σ}), None for a cold-start round or one recorded before it was kept."""
+    p} or {"mean": μ, "sd": σ}), None for a cold-start round or one recorded before it was kept;
+    `probability` the probability q with which a stochastic acquisition drew it at its draw, None
+    for a deterministic choice or a query recorded before revision 0005."""
 
     item_id: int
     key: str
@@ -49,6 +51,7 @@ class QueryInfo:
     rank: int
     value: str | None
     prediction: dict[str, Any] | None = None
+    probability: float | None = None
 
 
 def _project_info(p: Project) -> ProjectInfo:

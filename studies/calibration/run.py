@@ -8,10 +8,11 @@ MAP: ReLU MLP 64 → 128 → 128 → 10 (activebayes.nets.mlp, dropout 0) traine
 to ~0 and leaves the network overconfident on the test set.
 Posteriors around it: last-layer Laplace (kron / diag / full GGN, probit predictive) at the
 marginal-likelihood prior precision and at δ = 30; SWAG with its defaults (the training
-optimizer, Adam, at 0.3 × the training lr; rank 20, 20 snapshots, scale 0.5, 30 samples),
-SWAG-diagonal, and SWAG with Maddox et al.'s SGD at swa_lr 0.1, all pre-trained with the same
-factory, config and seed, so they start from the MAP network. "SWA last iterate" is the default
-SWAG's network after its SWA epochs. Reports accuracy, NLL (nats), Brier, ECE (15 bins) and the
+optimizer, Adam, at 0.5 × the training lr; 20 snapshots each at least 100 optimiser steps apart,
+rank 20, scale 0.5, 30 samples), SWAG with the previous defaults (0.3 × the training lr, one
+snapshot per epoch, here 4 steps), SWAG-diagonal, and SWAG with Maddox et al.'s SGD at swa_lr
+0.1, all pre-trained with the same factory, config and seed, so they start from the MAP network.
+"SWA last iterate" is the default SWAG's network after its SWA epochs. Reports accuracy, NLL (nats), Brier, ECE (15 bins) and the
 mean BALD (nats; the spread of the posterior samples) on the test set, mean ± sd over seeds (the
 seed sets the data split, the network initialisation, the training order and the samples).
 """
@@ -68,7 +69,8 @@ def run_seed(seed: int) -> dict[str, dict[str, float]]:
             rows[name] = metrics(la.predict_proba(x_te), y_te)
             if prior == "marglik":
                 rows[name]["δ"] = la.prior_precision_
-    variants = {"SWAG": {}, "SWAG-diag": {"diag_only": True}, "SWAG, SGD swa_lr 0.1": {"swa_optimizer": "sgd", "swa_lr": 0.1}}
+    variants = {"SWAG": {}, "SWAG, previous defaults": {"swa_lr_ratio": 0.3, "snapshot_steps": None},
+                "SWAG-diag": {"diag_only": True}, "SWAG, SGD swa_lr 0.1": {"swa_optimizer": "sgd", "swa_lr": 0.1}}
     for name, options in variants.items():
         swag = SWAG(MODEL_FN, train=CONFIG, seed=seed, device="cpu", **options).fit(x_tr, y_tr)
         pred = swag.predict(x_te)
@@ -85,13 +87,43 @@ def fmt(values: list[float], digits: int = 3) -> str:
     return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def study_arguments(doc: str) -> argparse.Namespace:
+    """--seeds, --out (results.md beside this script) and --threads (set here), described by `doc`."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("results.md"))
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    return args
+
+
+def write_block(path: Path, name: str, block: str) -> None:
+    """Put `block` between the markers <!-- name:start --> and <!-- name:end --> of the file at
+    `path` (appended, with its markers, where they are not there yet)."""
+    text = path.read_text() if path.exists() else ""
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    block = f"{start}\n{block}\n{end}"
+    if start in text:
+        head, rest = text.split(start, 1)
+        text = head + block + rest.split(end, 1)[1]
+    else:
+        text = text + ("\n" if text else "") + block + "\n"
+    path.write_text(text)
+
+
+def publish(args: argparse.Namespace, block: str, caption: str, lines: list[str], start: float) -> None:
+    """Print the table of `lines` and the time since `start`; write it with `caption` between the
+    `block` markers of --out."""
+    table = "\n".join(lines)
+    print(table)
+    print(f"seeds {args.seeds}, {args.threads} thread(s), {time.perf_counter() - start:.0f} s")
+    if args.out:
+        write_block(args.out, block, f"{caption}\n\n{table}")
+
+
+def main() -> None:
+    args = study_arguments(__doc__)
     start = time.perf_counter()
     per_seed = [run_seed(s) for s in args.seeds]
     names = list(per_seed[0])
@@ -104,19 +136,7 @@ def main() -> None:
         cols.append(fmt([r[name]["bald"] for r in per_seed], digits=4) if "bald" in per_seed[0][name] else "")
         delta = fmt([r[name]["δ"] for r in per_seed]) if "δ" in per_seed[0][name] else ""
         lines.append(f"| {name} | " + " | ".join(cols) + f" | {delta} |")
-    table = "\n".join(lines)
-    print(table)
-    print(f"seeds {args.seeds}, {time.perf_counter() - start:.0f} s")
-    if args.out:
-        text = args.out.read_text() if args.out.exists() else ""
-        marker_start, marker_end = "<!-- table:start -->", "<!-- table:end -->"
-        block = f"{marker_start}\nSeeds {args.seeds}; mean ± sd over seeds.\n\n{table}\n{marker_end}"
-        if marker_start in text:
-            head, rest = text.split(marker_start, 1)
-            text = head + block + rest.split(marker_end, 1)[1]
-        else:
-            text = text + ("\n" if text else "") + block + "\n"
-        args.out.write_text(text)
+    publish(args, "table", f"Seeds {args.seeds}; mean ± sd over seeds.", lines, start)
 
 
 if __name__ == "__main__":

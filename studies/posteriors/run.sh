@@ -4,9 +4,11 @@
 # writes OUT_DIR/<posterior>/{config.toml, study.db, results.json, learning-curve.png} (each
 # resumable), then OUT_DIR/table.md and OUT_DIR/posteriors.png (table.py). JOBS worker processes
 # per posterior study (default 3: one per seed); DEVICE defaults to auto (CUDA when present).
-# MNIST=/path/to/mnist overrides the template's data.path; POSTERIORS="name:S[:key=value,...] ..."
-# picks posteriors, their predictive samples S (ensembles: members) and their own options
-# (written as `[model] options`; the default gives the snapshot ensemble Jung et al.'s warm start).
+# MNIST=/path/to/mnist overrides the template's data.path; POSTERIORS="name:S[:key=value,...[:folder]] ..."
+# picks posteriors, their predictive samples S (ensembles: members), their own options (written as
+# `[model] options`; the default gives the snapshot ensemble Jung et al.'s warm start) and the
+# folder under OUT_DIR (default: the name; two runs of one posterior need two). TEMPLATE=file.toml
+# replaces mnist.toml (e.g. cpu-200.toml); MILESTONES="50 100 200" the label counts of the table.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -19,15 +21,16 @@ mnist="$(cd "${MNIST:-$here/../../../shared/data/mnist}" && pwd)"
 posteriors="${POSTERIORS:-mc-dropout:20 deep-ensemble:5 snapshot-ensemble:5:warm_start=true laplace:20 swag:20 mfvi:20 batch-ensemble:4}"
 mkdir -p "$out"
 for entry in $posteriors; do
-  IFS=: read -r name samples options <<< "$entry"
+  IFS=: read -r name samples options folder <<< "$entry"
+  folder="${folder:-$name}"
   posterior="posterior = \"$name\""
   [ -n "$options" ] && posterior="$posterior\noptions = { $(sed 's/,/, /g' <<< "$options") }"
-  mkdir -p "$out/$name"
+  mkdir -p "$out/$folder"
   sed -e "s|^posterior = .*|$posterior|" -e "s|^n_samples = .*|n_samples = $samples|" \
-      -e "s|^name = .*|name = \"posteriors-mnist-$name\"|" -e "s|^path = .*|path = \"$mnist\"|" \
-      "$here/mnist.toml" > "$out/$name/config.toml"
-  echo "posteriors: $name (S = $samples) -> $out/$name" >&2
-  "$py" -m activebayes_cli.main --quiet study run "$out/$name/config.toml" --out "$out/$name" --device "$device" --jobs "$jobs" \
+      -e "s|^name = .*|name = \"posteriors-mnist-$folder\"|" -e "s|^path = .*|path = \"$mnist\"|" \
+      "$here/${TEMPLATE:-mnist.toml}" > "$out/$folder/config.toml"
+  echo "posteriors: $name (S = $samples) -> $out/$folder" >&2
+  "$py" -m activebayes_cli.main --quiet study run "$out/$folder/config.toml" --out "$out/$folder" --device "$device" --jobs "$jobs" \
     || echo "posteriors: $name failed (exit $?)" >&2
 done
-"$py" "$here/table.py" "$out"
+"$py" "$here/table.py" "$out" ${MILESTONES:-}

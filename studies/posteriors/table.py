@@ -1,11 +1,13 @@
 """Compare the posterior study's runs (run.sh): OUT/<posterior>/results.json → OUT/table.md and
 OUT/posteriors.png.
 
-    python studies/posteriors/table.py OUT
+    python studies/posteriors/table.py OUT [LABELS ...]
 
-For each posterior: test accuracy, NLL and ECE at 50, 100, 200 and 300 labels (mean ± sd over the
-seeds, each seed's first round at or past the count), labels to reach 90 % accuracy on the mean
-curve, and the median seconds of a round (fit + score + evaluate) over all rounds of all seeds.
+For each posterior: test accuracy at each of LABELS (default 50 100 200 300), NLL and ECE at the
+second and the last of them (mean ± sd over the seeds, each seed's first round at or past the
+count), labels to reach 90 % accuracy on the mean curve, and the median seconds of a round
+(fit + score + evaluate) over all rounds of all seeds. A folder's row is named by its
+posterior and options (run.sh's folder names tell apart two runs of one posterior).
 """
 
 from __future__ import annotations
@@ -25,11 +27,11 @@ def at(run: list[dict], labels: int) -> dict | None:
     return next((r for r in run if r["labels"] >= labels), None)
 
 
-def summary(runs: list[list[dict]]) -> dict:
+def summary(runs: list[list[dict]], milestones: tuple[int, ...] = MILESTONES) -> dict:
     """{metric: {labels: (mean, sd, n)}, "to_90": labels or None, "round_s": median seconds}."""
     out: dict = {m: {} for m in METRICS}
     for metric in METRICS:
-        for labels in MILESTONES:
+        for labels in milestones:
             values = [r[metric] for r in (at(run, labels) for run in runs) if r is not None and metric in r]
             if values:
                 out[metric][labels] = (float(np.mean(values)), float(np.std(values)), len(values))
@@ -51,7 +53,7 @@ def cell(entry: tuple[float, float, int] | None, digits: int = 3) -> str:
     return "—" if entry is None else f"{entry[0]:.{digits}f} ± {entry[1]:.{digits}f}"
 
 
-def main(out: Path) -> int:
+def main(out: Path, milestones: tuple[int, ...] = MILESTONES) -> int:
     studies = {}
     for results in sorted(out.glob("*/results.json")):
         document = json.loads(results.read_text(encoding="utf-8"))
@@ -59,18 +61,20 @@ def main(out: Path) -> int:
         if runs:
             config = document["config"]
             options = ", ".join(f"{k}={v}" for k, v in config.get("posterior_options", {}).items())
-            studies[results.parent.name] = (config | {"label": config["posterior"] + (f" ({options})" if options else "")}, summary(runs))
+            studies[results.parent.name] = (config | {"label": config["posterior"] + (f" ({options})" if options else "")},
+                                            summary(runs, milestones))  # fmt: skip
     if not studies:
         print(f"table.py: no results.json with rounds under {out}", file=sys.stderr)
         return 2
-    lines = ["| posterior | S | seeds | " + " | ".join(f"acc. {n}" for n in MILESTONES)
-             + " | NLL 100 | NLL 300 | ECE 100 | ECE 300 | labels to 90 % | median s / round |",
-             "|---|---:|---:|" + "---:|" * (len(MILESTONES) + 6)]  # fmt: skip
+    mid, last = milestones[min(1, len(milestones) - 1)], milestones[-1]
+    lines = ["| posterior | S | seeds | " + " | ".join(f"acc. {n}" for n in milestones)
+             + f" | NLL {mid} | NLL {last} | ECE {mid} | ECE {last} | labels to 90 % | median s / round |",
+             "|---|---:|---:|" + "---:|" * (len(milestones) + 6)]  # fmt: skip
     for name, (config, s) in studies.items():
-        accuracy = " | ".join(cell(s["accuracy"].get(n)) for n in MILESTONES)
+        accuracy = " | ".join(cell(s["accuracy"].get(n)) for n in milestones)
         lines.append(
-            f"| {config['label']} | {config['n_samples']} | {s['seeds']} | {accuracy} | {cell(s['nll'].get(100), 2)} | "
-            f"{cell(s['nll'].get(300), 2)} | {cell(s['ece'].get(100))} | {cell(s['ece'].get(300))} | "
+            f"| {config['label']} | {config['n_samples']} | {s['seeds']} | {accuracy} | {cell(s['nll'].get(mid), 2)} | "
+            f"{cell(s['nll'].get(last), 2)} | {cell(s['ece'].get(mid))} | {cell(s['ece'].get(last))} | "
             f"{s['to_90'] or '—'} | {s['round_s']:.2f} |"
         )
     (out / "table.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -107,4 +111,5 @@ def plot(out: Path, studies: dict) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1] if len(sys.argv) > 1 else "studies/posteriors/mnist-results")))
+    sys.exit(main(Path(sys.argv[1] if len(sys.argv) > 1 else "studies/posteriors/mnist-results"),
+                  tuple(int(n) for n in sys.argv[2:]) or MILESTONES))  # fmt: skip

@@ -4,7 +4,7 @@ Run through `PoolStore`, which upgrades an older database automatically on open 
 newer one. To add a revision after changing `activebayes/store/models.py`::
 
     from alembic import command
-    from activebayes.store.store import alembic_config
+    from activebayes.store.schema_version import alembic_config
     command.revision(alembic_config(), message="add x", rev_id="0002")
 
 then write its upgrade()/downgrade() by hand (autogenerate needs a database at head).

@@ -1,6 +1,6 @@
 """Alembic environment for the activebayes store.
 
-Configured programmatically by `activebayes.store.store.PoolStore` (no alembic.ini): the caller
+Configured programmatically by `activebayes.store.schema_version.migrate` (no alembic.ini): the caller
 passes an open SQLAlchemy connection, already inside a transaction, as
 `config.attributes["connection"]`; migrations run on it, so the schema change commits or rolls
 back with the caller's transaction. Offline (SQL script) mode is not supported.

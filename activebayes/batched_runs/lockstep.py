@@ -1,0 +1,239 @@
+"""A study's runs in lockstep, in one process: `step_in_lockstep` (for `run_study_batched`).
+
+Every run keeps its own `ActiveLearningLoop` (`study.project_loop`), store project, seeds and
+records, exactly as under `run_study`. Only the work inside a round moves: before the runs step
+through round t, `prepare_round` does for all of them at once what their loops will ask for,
+
+  1. the fit: each run's posterior (`PreparedMCDropout`, built by its loop's factory with the
+     round seed the loop will use) builds its network from that seed and hands back its training
+     job (labelled items, TrainConfig with c/N weight decay, seed); the jobs with the same number
+     of labels and TrainConfig train together (`train_stacked`) and each network is installed;
+  2. the outputs: each run's test split and stop set (deterministic probabilities, or logits for
+     the predictive evaluation) and, for a score-based acquisition, its candidates (logits, the
+     round's acquisition subset), in the very chunks its loop passes to `predict`; the same chunk
+     of every run is one batched call (`stacked_prediction`), remembered by each posterior;
+
+then each loop's `step()` runs unchanged: its `fit` finds the installed network, its `predict`
+calls find the remembered outputs (a miss is computed as MCDropout computes it), and it selects,
+records and asks as always. A run that needs no fit this round (a round resumed after scoring)
+just steps. The runs are done when `study.run_over` says so (max_labels, or `stop_when`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import numpy as np
+import torch
+
+from activebayes.batched_runs.prepared_posterior import FitJob, PreparedMCDropout
+from activebayes.batched_runs.stacked_network import StackedSequential
+from activebayes.batched_runs.stacked_prediction import deterministic_probs, independent_logits, shared_logits
+from activebayes.batched_runs.stacked_training import train_stacked
+from activebayes.posteriors.mc_dropout import flatten_sequential
+from activebayes.store import RoundStatus
+
+#: the most bytes of activations one batched prediction call may hold ([R, n, *F] at its widest):
+#: on the CPU; on CUDA a quarter of the device's free memory
+ACTIVATION_BYTES = 512 << 20
+#: acquisitions whose loop does not score the candidates chunk by chunk with `predict`
+_UNSCORED = ("random", "auto")
+
+
+class PreparedFactory:
+    """A loop's posterior factory: `factory(seed=s)` hands out the posterior prepared for round
+    seed s (once), else a fresh `PreparedMCDropout` with the study's arguments."""
+
+    def __init__(self, base: partial) -> None:
+        self.make = partial(PreparedMCDropout, *base.args, **base.keywords)
+        self.prepared: dict[int, PreparedMCDropout] = {}
+
+    def __call__(self, seed: int) -> PreparedMCDropout:
+        prepared = self.prepared.pop(seed, None)
+        return prepared if prepared is not None else self.make(seed=seed)
+
+
+@dataclass
+class Request:
+    """One `predict` call a run's loop will make this round: `kind` "deterministic" (probs) or
+    "logits" (with S = n_samples), on the features x of rows `purpose` chunk `chunk`."""
+
+    posterior: PreparedMCDropout
+    kind: str
+    n_samples: int | None
+    purpose: str
+    chunk: int
+    x: torch.Tensor
+
+
+@dataclass
+class Plan:
+    """What run `loop` needs this round: its posterior, the fit job, and the predict requests."""
+
+    loop: Any
+    posterior: PreparedMCDropout
+    job: FitJob
+    requests: list[Request] = field(default_factory=list)
+
+
+def plan_round(loop: Any, factory: PreparedFactory, device: torch.device) -> Plan | None:
+    """The next round of `loop` as its `step()` will run it, or None when that step fits nothing
+    (a resumed round past its fit, no labels yet). Registers the round's posterior with `factory`."""
+    from activebayes.loop import round_seed
+
+    store, name = loop.store, loop.project
+    rnd = store.latest_round(name)
+    if rnd is None or rnd.status.finished:
+        seed, first_time = round_seed(loop.seed, 1 if rnd is None else rnd.number + 1), True
+    elif rnd.status.refits:
+        seed, first_time = rnd.seed, rnd.status is RoundStatus.started
+    else:
+        return None
+    rows, _, values = store.labels(name)
+    if len(rows) == 0 or loop.debias:
+        return None
+    posterior = factory.make(seed=seed)
+    plan = Plan(loop, posterior, posterior.defer_fit(loop._features(rows), loop._targets(values)))
+    factory.prepared[seed] = posterior
+    evaluation = ("deterministic", None) if loop.evaluation == "deterministic" else ("logits", posterior.n_samples)
+    if first_time:
+        plan.requests += _requests(loop, posterior, store.labels(name, split="test")[0], "test", *evaluation, device)
+        plan.requests += _requests(loop, posterior, _stop_set_rows(loop), "stop-set", *evaluation, device)
+    if _scores_candidates(loop):
+        plan.requests += _requests(loop, posterior, _candidate_rows(loop, seed), "score", "logits",
+                                   loop.n_samples or posterior.n_samples, device)  # fmt: skip
+    return plan
+
+
+def _scores_candidates(loop: Any) -> bool:
+    """Whether the loop scores its candidates with `predict` on the pool chunks (`_select`'s
+    score path, and batch-bald's pre-filter), not random draws or a model/target-based selection."""
+    acquisition = loop.acquisition
+    if loop.acquisition_name in _UNSCORED or loop.engine != "local":
+        return False
+    return not (getattr(acquisition, "needs_model", False) or getattr(acquisition, "needs_targets", False))
+
+
+def _candidate_rows(loop: Any, seed: int) -> np.ndarray:
+    """The rows the round scores: the candidates, or the round's acquisition subset of them."""
+    from activebayes.loop import subset_positions
+
+    item_ids, rows = loop.store.candidates(loop.project)
+    rows = np.asarray(rows)
+    if loop.acquisition_subset is not None and len(item_ids) > loop.acquisition_subset:
+        rows = rows[subset_positions(len(item_ids), loop.acquisition_subset, seed)]
+    return rows
+
+
+def _stop_set_rows(loop: Any) -> np.ndarray:
+    """The stop set's rows, as `RoundSignals._stop_set_metrics` picks them."""
+    from activebayes.stopping import STOP_SET_SIZE, stop_set_positions
+
+    ids, rows, _ = loop.store.items(loop.project)
+    if len(ids) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.asarray(rows)[stop_set_positions(len(ids), loop.stop_set_size or STOP_SET_SIZE)]
+
+
+def _requests(loop: Any, posterior: PreparedMCDropout, rows: np.ndarray, purpose: str, kind: str, n_samples: int | None,
+              device: torch.device) -> list[Request]:  # fmt: skip
+    """The loop's predict calls on `rows`: one per chunk of `score_batch_size` items."""
+    step = loop.score_batch_size
+    return [Request(posterior, kind, n_samples, purpose, i, loop._features(rows[a : a + step]).to(device))
+            for i, a in enumerate(range(0, len(rows), step))]  # fmt: skip
+
+
+def fit_together(plans: Sequence[Plan]) -> None:
+    """Train the plans' networks, those with the same data shape and TrainConfig together, and
+    install each in its posterior."""
+    groups: dict[tuple, list[Plan]] = defaultdict(list)
+    for plan in plans:
+        job = plan.job
+        groups[(tuple(job.x.shape), tuple(job.y.shape), repr(job.config), str(job.device))].append(plan)
+    for group in groups.values():
+        jobs = [plan.job for plan in group]
+        models = train_stacked([j.model for j in jobs], [j.x for j in jobs], [j.y for j in jobs], jobs[0].config,
+                               [j.seed for j in jobs], device=jobs[0].device)  # fmt: skip
+        for plan, model in zip(group, models):
+            plan.posterior.install(model)
+
+
+def predict_together(plans: Sequence[Plan]) -> None:
+    """Compute every plan's requests, the same chunk of every run in one batched call (as many
+    runs per call as keep the activations under ACTIVATION_BYTES on the CPU, a quarter of the free
+    memory on CUDA), and remember the outputs."""
+    groups: dict[tuple, list[Request]] = defaultdict(list)
+    for plan in plans:
+        for request in plan.requests:
+            key = (request.kind, request.n_samples, request.purpose, request.chunk, tuple(request.x.shape), plan.posterior.masks)
+            groups[key].append(request)
+    for (kind, n_samples, *_, masks), requests in groups.items():
+        held = n_samples if kind == "logits" and masks == "shared" else 2  # [S, n, *F] at once, or two [n, *F]
+        lanes = max(1, _budget(requests[0].x.device) // max(_activation_bytes(requests[0]) * held, 1))
+        for start in range(0, len(requests), lanes):
+            _predict_lanes(requests[start : start + lanes])
+
+
+def _budget(device: torch.device) -> int:
+    return torch.cuda.mem_get_info(device)[0] // 4 if device.type == "cuda" else ACTIVATION_BYTES
+
+
+def _activation_bytes(request: Request) -> int:
+    """Bytes of the widest activation of one run's network on the request's items."""
+    h, widest = request.x[:1], 0
+    with torch.no_grad():
+        for layer in flatten_sequential(request.posterior.model_) or [request.posterior.model_]:
+            h = layer(h)
+            widest = max(widest, h.numel() * h.element_size())
+    return widest * request.x.shape[0]
+
+
+def _predict_lanes(requests: Sequence[Request]) -> None:
+    posteriors = [r.posterior for r in requests]
+    stacked = StackedSequential([p.model_ for p in posteriors])
+    x = torch.stack([r.x for r in requests])  # [R, n, ...]
+    first = requests[0]
+    if first.kind == "deterministic":
+        out = deterministic_probs(stacked, x)
+    elif posteriors[0].masks == "independent":
+        out = independent_logits(stacked, posteriors[0].split_, x, [p.seed_ for p in posteriors], first.n_samples)
+    else:
+        out = shared_logits(stacked, [p.model_ for p in posteriors], posteriors[0].split_, x, [p.seed_ for p in posteriors], first.n_samples)
+    for request, output in zip(requests, out):
+        request.posterior.remember(request.kind, request.x, output, request.n_samples)
+
+
+def prepare_round(loops: Sequence[Any], factories: Sequence[PreparedFactory], device: torch.device) -> None:
+    """Fit and predict, for all `loops` at once, what their next `step()` asks (module docstring)."""
+    plans = [plan for loop, factory in zip(loops, factories) if (plan := plan_round(loop, factory, device)) is not None]
+    fit_together(plans)
+    predict_together(plans)
+
+
+def step_in_lockstep(loops: Sequence[Any], is_over: Callable[[Any], bool], device: torch.device,
+                     on_round: Callable[[Any], None] | None = None) -> int:  # fmt: skip
+    """Step every loop until `is_over(loop)`, all of them round by round (`prepare_round` before
+    each); their `posterior` factories are replaced by `PreparedFactory`s. Returns the rounds run."""
+    factories = []
+    for loop in loops:
+        factories.append(PreparedFactory(loop.posterior))
+        loop.posterior = factories[-1]
+    rounds = 0
+    while True:
+        active = [(loop, factory) for loop, factory in zip(loops, factories) if not is_over(loop)]
+        if not active:
+            return rounds
+        prepare_round([loop for loop, _ in active], [factory for _, factory in active], device)
+        for loop, factory in active:
+            loop.step()
+            factory.prepared.clear()
+            rounds += 1
+            if on_round is not None:
+                on_round(loop)
+
+
+__all__ = ["ACTIVATION_BYTES", "PreparedFactory", "fit_together", "plan_round", "predict_together", "prepare_round", "step_in_lockstep"]

@@ -1,0 +1,268 @@
+"""The labelling page's ASGI application (Starlette), over one `PoolStore`.
+
+    app = create_app(ServeConfig("sqlite:///study.db", grants=[Grant.new("ann", "digits")]))
+    uvicorn.run(app, host="127.0.0.1", port=8000)
+
+Routes (every one under /p/{project}/ needs `?token=` of a grant for that project, else 403):
+
+    GET  /p/{project}/label      the labelling page (a shell; its script asks for the first item)
+    GET  /p/{project}/status     counts, labellers, learning curve, rounds
+    GET  /p/{project}/image      ?round=&key= the image of one of the waiting round's queries
+    GET  /p/{project}/progress   the running round's stage (JSON)
+    POST /p/{project}/next       the next item's card (takes its lease); {"prefer": key, "unskip": true}
+    POST /p/{project}/renew      keeps the lease on the item shown ({"round", "key"})
+    POST /p/{project}/answer     {"round", "key", "value"}: one transaction, then the next card
+    POST /p/{project}/skip       {"round", "key"}
+    POST /p/{project}/undo       takes back this labeller's last answer of the waiting round
+    POST /p/{project}/round      runs the next round in the background
+    GET  /static/...             the page's own CSS and JavaScript (no token: nothing secret)
+
+A POST carries a JSON object with "csrf" (`AccessKeys.csrf_token`), as `application/json`; a
+request that fails any check is answered 400 or 403 before anything is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from activebayes.web.access import SECURITY_HEADERS, AccessKeys, Grant
+from activebayes.web.items import image_pixels, image_png, original_image
+from activebayes.web.labelling import BadAnswer, Card, Labelling, Outcome
+from activebayes.web.rounds import STAGES, RoundWorker
+from activebayes.web.status import project_status
+
+HERE = Path(__file__).resolve().parent
+MAX_BODY = 64 * 1024  # an answer is a few hundred bytes
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """What `create_app` serves: the database, who may label which project, how many answers each
+    item needs, how long a lease lasts, and the callback that runs a round (None: no button)."""
+
+    db_url: str
+    grants: tuple[Grant, ...]
+    answers_per_item: int = 1
+    lease_seconds: float = 120.0
+    run_round: Callable[[str], Any] | None = None
+    secret: bytes | None = field(default=None, repr=False)
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def create_app(config: ServeConfig) -> Any:
+    """The Starlette application of `config` (see the module docstring)."""
+    from starlette.applications import Starlette
+    from starlette.concurrency import run_in_threadpool
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, PlainTextResponse, Response
+    from starlette.routing import Mount, Route
+    from starlette.staticfiles import StaticFiles
+    from starlette.templating import Jinja2Templates
+
+    from activebayes.data import load_project_data
+    from activebayes.store import PoolStore
+
+    store = PoolStore(config.db_url, create=False, upgrade=False)
+    keys = AccessKeys(config.grants, config.secret)
+    templates = Jinja2Templates(directory=str(HERE / "templates"))
+    worker = RoundWorker(config.run_round)
+    pages: dict[str, Labelling] = {}
+
+    loading = threading.Lock()
+
+    def labelling(project: str) -> Labelling:
+        with loading:  # one page state per project, its data file loaded (and checked) once
+            if project not in pages:
+                pages[project] = Labelling(store, project, load_project_data(store, project),
+                                           answers_per_item=config.answers_per_item, lease_seconds=config.lease_seconds)  # fmt: skip
+            return pages[project]
+
+    def grant_of(request: Request) -> Grant:
+        grant = keys.grant_for(request.query_params.get("token"), request.path_params["project"])
+        if grant is None:
+            raise _Refused(403, "forbidden: open the URL that `activebayes serve` printed for you (it holds your token)")
+        return grant
+
+    async def body_of(request: Request, grant: Grant) -> dict[str, Any]:
+        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            raise _Refused(400, "expected a JSON body (application/json)")
+        raw = await request.body()
+        if len(raw) > MAX_BODY:
+            raise _Refused(400, f"the body is larger than {MAX_BODY} bytes")
+        try:
+            body = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise _Refused(400, f"the body is not JSON: {exc}") from exc
+        if not isinstance(body, dict):
+            raise _Refused(400, "expected a JSON object")
+        if not keys.csrf_ok(grant, body.get("csrf")):
+            raise _Refused(403, "forbidden: missing or wrong CSRF token; reload the page")
+        return body
+
+    def card_json(page: Labelling, card: Card, grant: Grant) -> dict[str, Any]:
+        html = templates.get_template("_card.html").render(card=card, info=page.info, token=grant.token, project=page.project,
+                                                           rounds=worker.available)  # fmt: skip
+        query = card.query
+        return {"card": html, "round": card.round, "shown": query.key if query is not None else None,
+                "unlabelled": card.unlabelled, "held": card.held, "open": card.open}  # fmt: skip
+
+    def outcome_json(outcome: Outcome) -> dict[str, Any]:
+        return {"status": outcome.status, "key": outcome.key, "value": outcome.value, "message": outcome.message}
+
+    def guarded(handler: Callable[..., Any]) -> Callable[[Request], Any]:
+        async def endpoint(request: Request) -> Response:
+            try:
+                response = await handler(request)
+            except _Refused as exc:
+                response = PlainTextResponse(str(exc), status_code=exc.status)
+            except BadAnswer as exc:
+                response = JSONResponse({"status": "bad", "message": str(exc)}, status_code=400)
+            return response
+
+        return endpoint
+
+    def page_context(request: Request, grant: Grant, **more: Any) -> dict[str, Any]:
+        return {"request": request, "project": grant.project, "labeller": grant.labeller, "token": grant.token,
+                "csrf": keys.csrf_token(grant), "rounds": worker.available, **more}  # fmt: skip
+
+    async def label_page(request: Request) -> Response:
+        grant = grant_of(request)
+        page = await run_in_threadpool(labelling, grant.project)
+        return templates.TemplateResponse(request, "label.html", page_context(request, grant, info=page.info,
+                                          lease_seconds=config.lease_seconds))  # fmt: skip
+
+    async def status_page(request: Request) -> Response:
+        grant = grant_of(request)
+        summary = await run_in_threadpool(project_status, store, grant.project)
+        return templates.TemplateResponse(request, "status.html", page_context(request, grant, s=summary, stages=STAGES,
+                                          answers_per_item=config.answers_per_item))  # fmt: skip
+
+    def image_bytes(project: str, number: str, key: str | None) -> tuple[bytes, str]:
+        page = labelling(project)
+        query = page.waiting_query(number, key)
+        if query is None:
+            raise _Refused(404, "no such item in the waiting round")
+        original = original_image(page.data, query.key)
+        if original is not None:
+            return original
+        pixels = image_pixels(page.data, query.row)
+        if pixels is None:
+            raise _Refused(404, "this item is not an image")
+        return image_png(pixels), "image/png"
+
+    async def image(request: Request) -> Response:
+        grant = grant_of(request)
+        params = request.query_params
+        content, media_type = await run_in_threadpool(image_bytes, grant.project, params.get("round", ""), params.get("key"))
+        return Response(content, media_type=media_type)
+
+    async def progress(request: Request) -> Response:
+        grant = grant_of(request)
+        run = worker.last(grant.project)
+        latest = await run_in_threadpool(store.latest_round, grant.project)
+        stage = STAGES.get(latest.status.value, latest.status.value) if latest is not None else None
+        return JSONResponse({"running": bool(run and run.running), "error": run.error if run else None,
+                             "round": latest.number if latest is not None else None, "stage": stage})  # fmt: skip
+
+    async def next_item(request: Request) -> Response:
+        grant = grant_of(request)
+        body = await body_of(request, grant)
+        page = await run_in_threadpool(labelling, grant.project)
+        if body.get("unskip"):
+            page.unskip(grant.labeller)
+        prefer = body.get("prefer") if isinstance(body.get("prefer"), str) else None
+        card = await run_in_threadpool(page.next_card, grant.labeller, prefer)
+        return JSONResponse(card_json(page, card, grant))
+
+    async def renew(request: Request) -> Response:
+        grant = grant_of(request)
+        body = await body_of(request, grant)
+        page = await run_in_threadpool(labelling, grant.project)
+        held = await run_in_threadpool(page.renew, grant.labeller, body.get("round"), body.get("key"))
+        return JSONResponse({"held": held})
+
+    def action(do: Callable[[Labelling, str, dict[str, Any]], Outcome]) -> Callable[[Request], Any]:
+        async def handler(request: Request) -> Response:
+            grant = grant_of(request)
+            body = await body_of(request, grant)
+            page = await run_in_threadpool(labelling, grant.project)
+            outcome = await run_in_threadpool(do, page, grant.labeller, body)
+            prefer = outcome.key if outcome.status == "undone" else None
+            card = await run_in_threadpool(page.next_card, grant.labeller, prefer)
+            return JSONResponse({**outcome_json(outcome), **card_json(page, card, grant)})
+
+        return handler
+
+    async def start_round(request: Request) -> Response:
+        grant = grant_of(request)
+        await body_of(request, grant)
+        if not worker.available:
+            raise _Refused(400, "this server runs no rounds; run `activebayes round` in a terminal")
+        run = worker.start(grant.project)
+        if run is None:
+            return JSONResponse({"started": False, "message": "a round started from this page is still running"})
+        return JSONResponse({"started": True, "message": "the next round is running"})
+
+    async def forbidden(request: Request) -> Response:
+        raise _Refused(403, "forbidden: open the URL that `activebayes serve` printed for you (it holds your token)")
+
+    def answer(page: Labelling, who: str, body: dict[str, Any]) -> Outcome:
+        value = body.get("value")
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool) or not str(value).strip():
+            raise BadAnswer("expected a label in 'value'")
+        return page.answer(who, body.get("round"), body.get("key"), str(value).strip())
+
+    routes = [
+        Route("/p/{project}/label", guarded(label_page)),
+        Route("/p/{project}/status", guarded(status_page)),
+        Route("/p/{project}/image", guarded(image)),
+        Route("/p/{project}/progress", guarded(progress)),
+        Route("/p/{project}/next", guarded(next_item), methods=["POST"]),
+        Route("/p/{project}/renew", guarded(renew), methods=["POST"]),
+        Route("/p/{project}/answer", guarded(action(answer)), methods=["POST"]),
+        Route("/p/{project}/skip", guarded(action(lambda p, who, b: p.skip(who, b.get("round"), b.get("key")))), methods=["POST"]),
+        Route("/p/{project}/undo", guarded(action(lambda p, who, b: p.undo(who))), methods=["POST"]),
+        Route("/p/{project}/round", guarded(start_round), methods=["POST"]),
+        Route("/", guarded(forbidden)),
+        Mount("/static", app=StaticFiles(directory=str(HERE / "static")), name="static"),
+    ]
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> Any:
+        yield
+        store.close()
+
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.store, app.state.keys = store, keys
+    return SecurityHeaders(app)
+
+
+class SecurityHeaders:
+    """ASGI middleware: `SECURITY_HEADERS` on every HTTP response, static files included."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.state = app.state
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], *((k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items())]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)

@@ -1,0 +1,221 @@
+"""What each labeller of the page sees next, and their answers, skips and undos.
+
+`Labelling` is the page's thin state over the store. Everything that must survive the server
+lives in the database: answers (observations, `who` = the labeller, source "web") and leases
+(`item_leases`). Only the skips and the undo stack of each labeller live in memory, for the
+server's lifetime, as the terminal prompt keeps them for its session.
+
+The queue of labeller L is the waiting round's queries in rank order that are open to L:
+
+* one answer per item (`answers_per_item=1`, the default): the queries without a label;
+* `answers_per_item=n`: the queries that L has not answered in this round and that fewer than
+  n labellers have. An item's label is still its latest observation, so with two answers the
+  second one is the label the next round fits; the status page lists the items whose answers
+  disagree, to settle them with `activebayes label --from FILE --relabel`.
+
+Of that queue, L is shown the first item that fewer than `answers_per_item` other labellers hold
+a lease on (`PoolStore.lease_item`, `lease_seconds` long, renewed on each view). Skipped items
+are left out until L asks for them again.
+
+Every answer is one transaction through `PoolStore.record_labels`, the function the terminal
+prompt uses, checked against the label the item had when it was shown (none): an identical
+answer that another labeller committed meanwhile is a repeat and records nothing; a different
+one stays, and this answer is refused (`--relabel` is for files). With several answers per item
+each labeller's answer is their own: it is recorded unless the same labeller gave it already.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from activebayes.errors import DataError, StoreError
+from activebayes.web.items import ItemView, item_view, text_columns
+
+SOURCE = "web"
+
+
+class BadAnswer(ValueError):
+    """A request the page refuses without writing anything (an unknown key, a round that no
+    longer waits, a label outside the classes); `str()` says which."""
+
+
+@dataclass(frozen=True)
+class Card:
+    """What labeller sees next. `query` None: nothing to show now; then `open` says how many
+    items stay open to them, `held` how many of those other labellers hold, `skipped` how many
+    they skipped."""
+
+    round: int | None
+    query: Any = None
+    view: ItemView | None = None
+    open: int = 0
+    held: int = 0
+    skipped: int = 0
+    unlabelled: int = 0  # the round's queries without any label (0: the round can close)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of an action: `status` "saved" | "repeat" | "refused" | "undone" | "nothing"."""
+
+    status: str
+    key: str | None = None
+    value: str | None = None
+    message: str = ""
+
+
+@dataclass
+class _Labeller:
+    undo: list[tuple[int, str, int | None]] = field(default_factory=list)  # (round, key, observation id or None)
+    skipped: dict[int, set[str]] = field(default_factory=dict)  # round -> keys
+
+
+class Labelling:
+    """The labelling page's state for one project (see the module docstring)."""
+
+    def __init__(self, store: Any, project: str, data: Any, *, answers_per_item: int = 1, lease_seconds: float = 120.0) -> None:
+        if answers_per_item < 1:
+            raise DataError(f"answers_per_item: expected at least 1, got {answers_per_item}")
+        self.store, self.project, self.data = store, project, data
+        self.info = store.project(project)
+        self.answers_per_item = answers_per_item
+        self.lease_seconds = float(lease_seconds)
+        self._texts = text_columns(self.info.settings)
+        self._labellers: dict[str, _Labeller] = {}
+        self._asked_round: tuple[int, dict[str, Any]] | None = None
+        self._lock = threading.Lock()
+
+    def _state(self, labeller: str) -> _Labeller:
+        with self._lock:
+            return self._labellers.setdefault(labeller, _Labeller())
+
+    def waiting_round(self) -> int | None:
+        latest = self.store.latest_round(self.project)
+        return latest.number if latest is not None and latest.status.waiting else None
+
+    def _open(self, labeller: str, number: int) -> tuple[list[Any], int]:
+        """(the round's queries open to `labeller`, in rank order; how many have no label)."""
+        queries = self.store.queries(self.project, number)
+        unlabelled = sum(q.value is None for q in queries)
+        if self.answers_per_item == 1:
+            return [q for q in queries if q.value is None], unlabelled
+        answers = self.store.round_answers(self.project, number)
+        out = []
+        for q in queries:
+            whos = {who for who, _ in answers.get(q.key, ())}
+            if labeller not in whos and len(whos) < self.answers_per_item:
+                out.append(q)
+        return out, unlabelled
+
+    def next_card(self, labeller: str, prefer: str | None = None) -> Card:
+        """The first open item that is not held by others, leased to `labeller` (their lease on
+        any other item ends); `prefer` (a key) goes first when it is open (an undone answer)."""
+        number = self.waiting_round()
+        if number is None:
+            self.store.release_leases(self.project, labeller)
+            return Card(None)
+        queue, unlabelled = self._open(labeller, number)
+        skipped = self._state(labeller).skipped.get(number, set())
+        wanted = [q for q in queue if q.key not in skipped or q.key == prefer]
+        wanted.sort(key=lambda q: q.key != prefer)  # stable: rank order otherwise
+        held = self.store.lease_item(self.project, labeller, [q.item_id for q in wanted], seconds=self.lease_seconds,
+                                     holders=self.answers_per_item, round_number=number)  # fmt: skip
+        shown_skips = sum(q.key in skipped for q in queue)
+        if held is None:
+            return Card(number, open=len(queue), held=len(wanted), skipped=shown_skips, unlabelled=unlabelled)
+        query = next(q for q in wanted if q.item_id == held)
+        view = item_view(self.data, query.row, self._texts)
+        return Card(number, query, view, open=len(queue), held=0, skipped=shown_skips, unlabelled=unlabelled)
+
+    def _query(self, number: Any, key: Any) -> Any:
+        """The query `key` of round `number`, which must be the waiting round; BadAnswer otherwise."""
+        waiting = self.waiting_round()
+        if not isinstance(number, int) or isinstance(number, bool) or number != waiting:
+            raise BadAnswer(f"round {number!r} does not wait for answers" + (f" (round {waiting} does)" if waiting else ""))
+        found = self._asked(number).get(key) if isinstance(key, str) else None
+        if found is None:
+            raise BadAnswer(f"round {number} has no query {key!r}")
+        return found
+
+    def _asked(self, number: int) -> dict[str, Any]:
+        """{key: query} of round `number` (what it asked never changes: read once per round; the
+        answers in these records are those of that moment)."""
+        with self._lock:
+            if self._asked_round is not None and self._asked_round[0] == number:
+                return self._asked_round[1]
+        asked = {q.key: q for q in self.store.queries(self.project, number)}
+        with self._lock:
+            self._asked_round = (number, asked)
+        return asked
+
+    def waiting_query(self, number: str, key: str | None) -> Any:
+        """The waiting round's query `key` when `number` (text) is that round, else None."""
+        waiting = self.waiting_round()
+        if waiting is None or number != str(waiting):
+            return None
+        return self._asked(waiting).get(key) if isinstance(key, str) else None
+
+    def renew(self, labeller: str, number: Any, key: Any) -> bool:
+        """Extend `labeller`'s lease on query `key` of round `number` while it is open to them;
+        False when it no longer is (answered, or the round closed) or others hold it."""
+        try:
+            query = self._query(number, key)
+        except BadAnswer:
+            return False
+        queue, _ = self._open(labeller, number)
+        if all(q.key != query.key for q in queue):
+            return False
+        return self.store.lease_item(self.project, labeller, [query.item_id], seconds=self.lease_seconds,
+                                     holders=self.answers_per_item, round_number=number) is not None  # fmt: skip
+
+    def answer(self, labeller: str, number: Any, key: Any, value: Any) -> Outcome:
+        """Commit `labeller`'s answer `value` to query `key` of round `number` (one transaction)."""
+        query = self._query(number, key)
+        several = self.answers_per_item > 1
+        try:
+            ids, conflicts = self.store.record_labels(
+                self.project, [(query.key, value, number)], who=labeller, source=SOURCE, expected={query.key: None},
+                relabel=several, per_labeller=several,
+            )  # fmt: skip
+        except DataError as exc:
+            raise BadAnswer(str(exc)) from exc
+        if conflicts:
+            now = conflicts[query.key][1]
+            return Outcome("refused", query.key, None, f"{query.key} was labelled {now!r} by someone else meanwhile; that label stays")
+        observation = ids[0]  # None: a repeat, nothing written
+        with self._lock:
+            self._labellers.setdefault(labeller, _Labeller()).undo.append((number, query.key, observation))
+        if observation is None:
+            current = self.store.label_states(self.project, [query.key])[query.key]["label"]
+            return Outcome("repeat", query.key, current, f"{query.key}: {current!r} was already its label; recorded once")
+        return Outcome("saved", query.key, str(value).strip(), f"saved {query.key}")
+
+    def skip(self, labeller: str, number: Any, key: Any) -> Outcome:
+        query = self._query(number, key)
+        with self._lock:
+            self._labellers.setdefault(labeller, _Labeller()).skipped.setdefault(number, set()).add(query.key)
+        return Outcome("nothing", query.key, message=f"skipped {query.key}")
+
+    def unskip(self, labeller: str) -> None:
+        with self._lock:
+            self._labellers.setdefault(labeller, _Labeller()).skipped.clear()
+
+    def undo(self, labeller: str) -> Outcome:
+        """Take back `labeller`'s last answer of the waiting round (`PoolStore.retract_observation`)."""
+        number = self.waiting_round()
+        with self._lock:
+            stack = self._labellers.setdefault(labeller, _Labeller()).undo
+            while stack and stack[-1][0] != number:  # answers of a closed round stay
+                stack.pop()
+            if not stack:
+                return Outcome("nothing", message="nothing to undo")
+            _, key, observation_id = stack.pop()
+        if observation_id is None:
+            return Outcome("nothing", key, message=f"{key}: that answer repeated its label and recorded nothing; nothing to undo")
+        try:
+            self.store.retract_observation(self.project, observation_id)
+        except StoreError as exc:
+            return Outcome("refused", key, message=str(exc).split("; ")[0])
+        return Outcome("undone", key, message=f"took back the answer for {key}")

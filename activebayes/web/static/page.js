@@ -1,0 +1,157 @@
+// activebayes labelling page: plain JavaScript, no build step, nothing loaded from elsewhere.
+// Every action is a POST of JSON carrying the page's CSRF token; an answer is shown as saved
+// only once the server has answered that it committed it.
+"use strict";
+(() => {
+  const body = document.body;
+  const { base, token, csrf, page } = body.dataset;
+  const leaseSeconds = Number(body.dataset.lease || 120);
+  const $ = (selector) => document.querySelector(selector);
+  let busy = false;
+
+  async function post(action, payload) {
+    const response = await fetch(`${base}/${action}?token=${encodeURIComponent(token)}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      credentials: "omit",
+      body: JSON.stringify({ csrf, ...payload }),
+    });
+    const text = await response.text();
+    let data = null;
+    try { data = JSON.parse(text); } catch (_) { data = { message: text }; }
+    if (!response.ok) throw new Error(data.message || `the server answered ${response.status}`);
+    return data;
+  }
+
+  function ack(text, ok) {
+    const line = $("#ack");
+    if (!line) return;
+    line.textContent = text;
+    line.className = ok ? "ok" : "bad";
+  }
+
+  function logAnswer(key, value) {
+    const item = document.createElement("li");
+    item.textContent = `${key} → ${value}`;
+    item.dataset.key = key;
+    item.dataset.value = value;
+    $("#log").prepend(item);
+  }
+
+  function unlog(key) {
+    const item = [...document.querySelectorAll("#log li")].find((li) => li.dataset.key === key);
+    if (item) item.remove();
+  }
+
+  function currentCard() { return $("#card .card[data-key]"); }
+
+  function show(data) {
+    $("#card").innerHTML = data.card;
+    const input = $("#number");
+    if (input) input.focus();
+    if ($("#card [data-wait]")) setTimeout(() => act("next", {}), 3000);
+  }
+
+  async function act(action, payload, what) {
+    if (busy) return;
+    busy = true;
+    document.querySelectorAll("#card button").forEach((b) => { b.disabled = true; });
+    try {
+      const data = await post(action, payload);
+      if (data.status === "saved" || data.status === "repeat") {
+        ack(data.status === "saved" ? `saved ${data.key} → ${data.value}` : data.message, true);
+        logAnswer(data.key, data.value);
+      } else if (data.status === "undone") {
+        ack(data.message, true);
+        unlog(data.key);
+      } else if (data.status === "refused") {
+        ack(data.message, false);
+      } else if (data.message) {
+        ack(data.message, true);
+      }
+      if ("card" in data) show(data);
+    } catch (err) {
+      ack(`${what || action} not saved: ${err.message}. Reload the page once the server is back.`, false);
+      document.querySelectorAll("#card button").forEach((b) => { b.disabled = false; });
+    } finally {
+      busy = false;
+    }
+  }
+
+  function answer(value) {
+    const card = currentCard();
+    if (!card) return;
+    act("answer", { round: Number(card.dataset.round), key: card.dataset.key, value }, `the answer for ${card.dataset.key}`);
+  }
+
+  function skip() {
+    const card = currentCard();
+    if (card) act("skip", { round: Number(card.dataset.round), key: card.dataset.key });
+  }
+
+  async function nextRound() {
+    const progress = $("#progress");
+    try {
+      const started = await post("round", {});
+      if (progress) progress.textContent = started.message;
+    } catch (err) {
+      ack(`the round did not start: ${err.message}`, false);
+      return;
+    }
+    const poll = async () => {
+      let state;
+      try {
+        const response = await fetch(`${base}/progress?token=${encodeURIComponent(token)}`, { credentials: "omit" });
+        state = await response.json();
+      } catch (err) {
+        ack(`no answer from the server: ${err.message}`, false);
+        return;
+      }
+      if (progress) progress.textContent = state.round ? `round ${state.round}: ${state.stage}` : "starting";
+      if (state.running) { setTimeout(poll, 1000); return; }
+      if (state.error) { ack(state.error, false); return; }
+      if (page === "label") act("next", {}); else window.location.reload();
+    };
+    setTimeout(poll, 500);
+  }
+
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest("button");
+    if (!button || button.disabled) return;
+    if (button.classList.contains("answer")) answer(button.dataset.value);
+    else if (button.id === "skip") skip();
+    else if (button.id === "undo") act("undo", {});
+    else if (button.id === "unskip") act("next", { unskip: true });
+    else if (button.id === "next-round") { button.disabled = true; nextRound(); }
+  });
+
+  document.addEventListener("submit", (event) => {
+    if (event.target.id !== "number-form") return;
+    event.preventDefault();
+    const input = $("#number");
+    if (input.value.trim() !== "" && input.checkValidity()) answer(input.value.trim());
+  });
+
+  document.addEventListener("keydown", (event) => {
+    if (page !== "label" || event.ctrlKey || event.metaKey || event.altKey) return;
+    const inField = event.target instanceof HTMLInputElement;
+    if (/^[0-9]$/.test(event.key) && !inField) {  // 1–9 the first nine classes, 0 the tenth
+      const button = document.querySelectorAll("#card button.answer")[event.key === "0" ? 9 : Number(event.key) - 1];
+      if (button) { event.preventDefault(); button.click(); }
+    } else if (event.key === "s" || event.key === "S") {
+      event.preventDefault();
+      skip();
+    } else if (event.key === "u" || event.key === "U") {
+      event.preventDefault();
+      act("undo", {});
+    }
+  });
+
+  if (page === "label") {
+    act("next", {});
+    setInterval(() => {  // keep the lease on the item shown
+      const card = currentCard();
+      if (card && !busy) post("renew", { round: Number(card.dataset.round), key: card.dataset.key }).catch(() => {});
+    }, (leaseSeconds * 1000) / 3);
+  }
+})();

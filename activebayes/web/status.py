@@ -1,0 +1,112 @@
+"""The status page's figures: counts, each labeller's answers and pace, the learning curve (an
+inline SVG drawn here, no plotting library, no script) and, with several answers per item, the
+items whose answers disagree.
+
+    summary = project_status(store, "digits")
+    svg = curve_svg([(10, 0.61), (20, 0.74)], "accuracy")
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from html import escape
+from typing import Any
+
+CURVE_METRICS = ("accuracy", "rmse")  # the test-split metric a round records, by task
+WIDTH, HEIGHT, MARGIN = 480, 220, 44
+
+
+@dataclass(frozen=True)
+class LabellerPace:
+    """`answers` recorded by `who` between `first` and `last`; `per_hour` their pace (None for a
+    single answer)."""
+
+    who: str
+    answers: int
+    first: datetime
+    last: datetime
+
+    @property
+    def per_hour(self) -> float | None:
+        seconds = (self.last - self.first).total_seconds()
+        return None if self.answers < 2 or seconds <= 0 else (self.answers - 1) * 3600.0 / seconds
+
+
+def curve_points(rounds: list[Any]) -> tuple[str | None, list[tuple[float, float]]]:
+    """(metric name, [(labels fitted on, metric)]) over the rounds that recorded a test metric."""
+    for name in CURVE_METRICS:
+        points = [(float(r.labelled_count), float(r.metrics[name])) for r in rounds
+                  if isinstance(r.metrics.get(name), (int, float)) and math.isfinite(r.metrics[name])]  # fmt: skip
+        if points:
+            return name, points
+    return None, []
+
+
+def _ticks(lo: float, hi: float) -> list[float]:
+    if hi <= lo:
+        return [lo]
+    return [lo + (hi - lo) * i / 4 for i in range(5)]
+
+
+def curve_svg(points: list[tuple[float, float]], metric: str) -> str:
+    """An SVG line chart of `points` [(x, y)] (x: labels, y: `metric`), axes with 5 ticks each."""
+    if not points:
+        return ""
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    x_lo, x_hi = min(xs), max(xs)
+    y_lo, y_hi = min(ys), max(ys)
+    if y_hi - y_lo < 1e-9:
+        y_lo, y_hi = y_lo - 0.05, y_hi + 0.05
+    if x_hi - x_lo < 1e-9:
+        x_lo, x_hi = x_lo - 1, x_hi + 1
+    inner_w, inner_h = WIDTH - 2 * MARGIN, HEIGHT - 2 * MARGIN
+
+    def at(x: float, y: float) -> tuple[float, float]:
+        return MARGIN + (x - x_lo) / (x_hi - x_lo) * inner_w, HEIGHT - MARGIN - (y - y_lo) / (y_hi - y_lo) * inner_h
+
+    path = " ".join(f"{px:.1f},{py:.1f}" for px, py in (at(x, y) for x, y in points))
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="curve" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
+             f'aria-label="{escape(metric)} against the number of labels">',
+             f'<rect x="{MARGIN}" y="{MARGIN}" width="{inner_w}" height="{inner_h}" class="plot"/>']  # fmt: skip
+    for y in _ticks(y_lo, y_hi):
+        _, py = at(x_lo, y)
+        parts.append(f'<line x1="{MARGIN}" x2="{WIDTH - MARGIN}" y1="{py:.1f}" y2="{py:.1f}" class="grid"/>')
+        parts.append(f'<text x="{MARGIN - 4}" y="{py + 4:.1f}" text-anchor="end">{y:.3g}</text>')
+    for x in _ticks(x_lo, x_hi):
+        px, _ = at(x, y_lo)
+        parts.append(f'<text x="{px:.1f}" y="{HEIGHT - MARGIN + 16}" text-anchor="middle">{x:.0f}</text>')
+    parts.append(f'<polyline points="{path}" class="line"/>')
+    parts.extend(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" class="dot"/>' for px, py in (at(x, y) for x, y in points))
+    parts.append(f'<text x="{WIDTH / 2:.0f}" y="{HEIGHT - 6}" text-anchor="middle">labels</text>')
+    parts.append(f'<text x="12" y="{MARGIN - 12}">{escape(metric)}</text></svg>')
+    return "".join(parts)
+
+
+def disagreements(answers: dict[str, list[tuple[str, str]]]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The keys whose answers (who, value) in one round name more than one label."""
+    return [(key, given) for key, given in answers.items() if len({v for _, v in given}) > 1]
+
+
+def project_status(store: Any, project: str) -> dict[str, Any]:
+    """Counts, rounds, labellers' paces and the learning curve of `project`."""
+    rounds = store.rounds(project)
+    metric, points = curve_points(rounds)
+    latest = rounds[-1] if rounds else None
+    waiting = latest is not None and latest.status.waiting
+    open_queries = sum(q.value is None for q in store.queries(project, latest.number)) if waiting else 0
+    return {
+        "pool": store.count_items(project, split="pool"),
+        "test": store.count_items(project, split="test"),
+        "labelled": store.count_labelled(project),
+        "candidates": store.count_candidates(project),
+        "rounds": rounds,
+        "latest": latest,
+        "open": open_queries,
+        "can_run": open_queries == 0,  # no round waits for answers, or every answer is in
+        "labellers": [LabellerPace(*row) for row in store.answer_counts(project)],
+        "metric": metric,
+        "curve": curve_svg(points, metric) if metric else "",
+        "disagreements": disagreements(store.round_answers(project, latest.number)) if latest is not None else [],
+    }

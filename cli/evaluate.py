@@ -1,0 +1,162 @@
+"""`activebayes evaluate`: active testing (Kossen, Farquhar, Gal & Rainforth, ICML 2021): labels
+chosen to measure the model, and an unbiased estimate of its pool accuracy from them.
+
+    activebayes evaluate --budget 50     propose 50 items to label for evaluation, written to
+                                         <project>-eval.csv (key, label to fill in, q, rank, the
+                                         model's prediction, features or image)
+    activebayes label --from <project>-eval.csv
+    activebayes evaluate                 the estimate with its 95 % interval
+
+`--budget N` fits the posterior the latest round used (its recorded options) on the labels now,
+predicts every unlabelled pool item, and draws N of them one at a time without replacement with
+probability ∝ the model's expected loss on each (1 − max_c p(c | x); regression: the predictive
+variance), mixed with a 10 % uniform share (`activebayes.active_testing`). The items drawn move
+to the project's evaluation set (the "eval" split): kept apart from training (neither candidates
+of a round nor training labels), because an item the model trained on no longer measures it; each
+keeps its draw probability. `evaluate` then weighs the answered draws with LURE weights
+(`activebayes.estimates`) into accuracy and NLL (regression: RMSE and Gaussian NLL) of the model
+that drew them, and each later round records the estimate for its own model (`status` shows it).
+
+A project holds one evaluation set; --budget again is refused while one exists.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.markup import escape
+
+from activebayes_cli._app import CliError
+from activebayes_cli._context import check_device, state
+from activebayes_cli._options import Device
+
+app = typer.Typer()
+
+
+def eval_csv_name(project: str) -> str:
+    """The default file of the evaluation items: `<project>-eval.csv`."""
+    from activebayes_cli._output import safe_name
+
+    return f"{safe_name(project)}-eval.csv"
+
+
+@app.command("evaluate")
+def evaluate(
+    ctx: typer.Context,
+    budget: Annotated[Optional[int], typer.Option("--budget", help="Propose this many pool items to label for evaluation (active testing).", show_default=False)] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the fit and of the draw.")] = 0,
+    device: Device = "auto",
+    csv_path: Annotated[Optional[Path], typer.Option("--csv", help="Where to write the items to label (default <project>-eval.csv).", show_default=False)] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+) -> None:
+    """Propose items to label for an unbiased estimate of the model (--budget N), or show it."""
+    if budget is None:
+        for flag, given in (("--csv", csv_path is not None), ("--force", force)):
+            if given:
+                raise CliError(f"{flag}: only applies with --budget N", f"add --budget N or leave {flag} out")
+        _show(ctx)
+        return
+    if budget < 1:
+        raise CliError(f"--budget: expected a positive number of items, got {budget}", "pass e.g. --budget 50")
+    check_device(device)
+    _propose(ctx, budget, seed, device, csv_path, force)
+
+
+def _propose(ctx: typer.Context, budget: int, seed: int, device: str, csv_path: Path | None, force: bool) -> None:
+    from activebayes.active_testing import SETTINGS_KEY
+    from activebayes.data import load_project_data
+    from activebayes.loop import ActiveLearningLoop
+    from activebayes_cli._round_options import RoundOptions, recorded_options
+    from activebayes_cli._model import NO_MODEL, default_acquisition, default_posterior, model_factory, posterior_factory
+    from activebayes_cli.round_ import check_round_file, write_round_csv
+
+    st = state(ctx)
+    store = st.store(upgrade=True)
+    name = st.project_name()
+    info = store.project(name)
+    if info.task not in ("classification", "regression"):
+        raise CliError(f"project {name!r} is a {info.task} project", "`activebayes evaluate` evaluates classification and regression projects")
+    existing = (info.settings or {}).get(SETTINGS_KEY)
+    if existing:
+        raise CliError(f"project {name!r} already has an evaluation set of {len(existing['items'])} items",
+                       f"run `{st.next_command('evaluate')}` for its estimate")  # fmt: skip
+    rounds = store.rounds(name)
+    fitted = [r for r in rounds if r.labelled_count > 0]
+    if store.count_labelled(name) == 0 or not fitted:
+        raise CliError(f"project {name!r} has no fitted model to evaluate yet", f"run `{st.next_command('round')}` and label its queries first")
+    if rounds[-1].status.waiting:
+        raise CliError(f"round {rounds[-1].number} waits for answers", f"label its queries first (`{st.next_command('label')}`)")
+    n_candidates = store.count_candidates(name)
+    if budget > n_candidates:
+        raise CliError(f"--budget: {budget} is more than the {n_candidates} unlabelled pool items", f"pass --budget {n_candidates} or fewer")
+    target = csv_path or Path(eval_csv_name(name))
+    data = load_project_data(store, name)
+    check_round_file(target, info, data, force)
+    latest = fitted[-1]
+    defaults = RoundOptions(default_posterior(info.task), "mlp", None, None, default_acquisition(info.task, {}), 1)
+    options = recorded_options(latest, defaults)
+    regression = info.task == "regression"
+    model_fn = None
+    if options.posterior != "gp" and options.model != NO_MODEL:
+        model_fn = model_factory(options.model, data.x.shape[1:], 1 if regression else len(info.classes or []))
+    factory, settings = posterior_factory(
+        options.posterior, model_fn, samples=options.samples, epochs=options.epochs, device=device,
+        labelled=store.count_labelled(name), options=options.options,
+    )  # fmt: skip
+    loop = ActiveLearningLoop(factory, "random", store, name, None, batch_size=1, seed=seed, device=device,
+                              n_samples=options.predict_samples, posterior_name=options.posterior, data=data)  # fmt: skip
+    proposal = loop.propose_evaluation(budget, seed)
+    store.record_evaluation_set(name, proposal.item_ids, proposal.record)
+    queries = [SimpleNamespace(key=k, row=int(r), score=float(q), rank=m, prediction=p)
+               for m, (k, r, q, p) in enumerate(zip(proposal.keys, proposal.rows, proposal.probabilities, proposal.predictions))]  # fmt: skip
+    write_round_csv(target, queries, info, data)
+    summary = {"project": name, "budget": budget, "pool": proposal.record["pool"], "file": str(target),
+               "posterior": options.posterior, "labelled": proposal.record["labelled"], "keys": proposal.keys}  # fmt: skip
+    st.out.result(summary, lambda c: c.print(
+        f"Drew {budget} of {proposal.record['pool']} unlabelled items for evaluation ({options.posterior} fitted on "
+        f"{proposal.record['labelled']} labels, proposal ∝ its expected loss); they are kept apart from training.\n"
+        f"Label them in {escape(str(target))}, then: {escape(st.next_command('label', '--from', str(target)))} "
+        f"and {escape(st.next_command('evaluate'))}"))  # fmt: skip
+
+
+def _show(ctx: typer.Context) -> None:
+    from activebayes.active_testing import SETTINGS_KEY
+    from activebayes_cli._estimates import evaluation_estimate_of, interval_text
+
+    st = state(ctx)
+    store = st.store()
+    name = st.project_name()
+    info = store.project(name)
+    record = (info.settings or {}).get(SETTINGS_KEY)
+    if not record:
+        raise CliError(f"project {name!r} has no evaluation set", f"propose one with `{st.next_command('evaluate', '--budget', '50')}`")
+    estimate = evaluation_estimate_of(store, name, info)
+    latest = next((r for r in reversed(store.rounds(name)) if isinstance((r.metrics or {}).get("active_testing"), dict)), None)
+    main = "accuracy" if info.task == "classification" else "rmse"
+    data: dict[str, Any] = {"project": name, "items": len(record["items"]), "pool": record["pool"], "drawn_with_labels": record["labelled"],
+                            "estimate": {**estimate.figures(), "labels": estimate.labels, "reason": estimate.reason}}  # fmt: skip
+    if latest is not None:
+        data["latest_round"] = {"round": latest.number, "labelled": latest.labelled_count, **latest.metrics["active_testing"],
+                                **({f"test_{main}": latest.metrics[main]} if main in latest.metrics else {})}  # fmt: skip
+
+    def render(console: Any) -> None:
+        console.print(f"evaluation set of {escape(name)}: {len(record['items'])} items drawn from a pool of {record['pool']} "
+                      f"by the model fitted on {record['labelled']} labels")  # fmt: skip
+        if not estimate.available:
+            console.print(escape(estimate.reason or ""))
+            return
+        figure = estimate.accuracy if info.task == "classification" else estimate.rmse
+        nll = estimate.class_nll if info.task == "classification" else estimate.normal_nll
+        console.print(f"that model ({estimate.labels} labels answered): {main} {interval_text(figure)}, nll {interval_text(nll)} (95 % intervals)")
+        if latest is not None:
+            figures = latest.metrics["active_testing"]
+            shown = f"{main} " + " ".join(f"{v:.3f}" for v in figures.get(main, [])[:1])
+            if len(figures.get(main, [])) == 3:
+                shown = f"{main} {figures[main][0]:.3f} [{figures[main][1]:.3f}, {figures[main][2]:.3f}]"
+            test = f"; test split {main} {latest.metrics[main]:.3f}" if isinstance(latest.metrics.get(main), (int, float)) else ""
+            console.print(f"round {latest.number}'s model ({latest.labelled_count} labels): {shown}{test}")
+
+    st.out.result(data, render)

@@ -1,0 +1,183 @@
+"""Per-round estimates from store records (activebayes.round_estimates), the active-testing draw
+and estimate (activebayes.active_testing), and debias weights (activebayes.debias), on records
+built by hand."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from activebayes.active_testing import draw_evaluation_set, evaluation_estimate, evaluation_record
+from activebayes.debias import acquisition_weights, current_sample_weights, sample_weights, weighted_epoch_order
+from activebayes.errors import ShapeError
+from activebayes.estimates import lure_estimate
+from activebayes.round_estimates import (
+    DETERMINISTIC,
+    pack_class_probabilities,
+    round_estimate,
+    unpack_class_probabilities,
+)
+
+CLASSES = ["a", "b"]
+
+
+def query(rank, label, value, probability, probs=(0.8, 0.2)):
+    prediction = {"label": label, "probability": max(probs), "probs": pack_class_probabilities(probs)}
+    return SimpleNamespace(rank=rank, key=f"k{rank}", value=value, prediction=prediction, probability=probability)
+
+
+def round_info(candidates=20):
+    return SimpleNamespace(number=2, acquisition_settings={"candidates": candidates}, metrics={}, labelled_count=10)
+
+
+def test_a_stochastic_round_is_its_lure_estimate():
+    queries = [query(0, "a", "a", 0.1), query(1, "a", "b", 0.3), query(2, "b", "b", 0.05)]
+    estimate = round_estimate(round_info(), queries, "classification", CLASSES)
+    expected = lure_estimate([0.0, 1.0, 0.0], [0.1, 0.3, 0.05], 20, bounded=True)
+    assert estimate.available and estimate.labels == 3 and estimate.pool == 20
+    assert estimate.accuracy.value == pytest.approx(1 - expected.value)
+    assert (estimate.accuracy.low, estimate.accuracy.high) == pytest.approx((1 - expected.high, 1 - expected.low))
+    nll = lure_estimate([-math.log(0.8), -math.log(0.2), -math.log(0.2)], [0.1, 0.3, 0.05], 20)
+    assert estimate.class_nll.value == pytest.approx(nll.value)
+
+
+def test_top_k_has_no_estimate():
+    queries = [query(0, "a", "a", None), query(1, "a", "b", None)]
+    estimate = round_estimate(round_info(), queries, "classification", CLASSES)
+    assert not estimate.available and estimate.reason == DETERMINISTIC
+
+
+def test_the_answered_prefix_counts():
+    queries = [query(0, "a", "a", 0.1), query(1, "a", None, 0.3), query(2, "b", "b", 0.05)]
+    estimate = round_estimate(round_info(), queries, "classification", CLASSES)
+    assert estimate.labels == 1
+
+
+def test_an_auto_round_is_stratified():
+    # two deterministic top-k items (one wrong) then two uniform draws from the 18 left (both right)
+    queries = [query(0, "a", "b", None), query(1, "a", "a", None), query(2, "a", "a", 1 / 18), query(3, "a", "a", 1 / 17)]
+    estimate = round_estimate(round_info(20), queries, "classification", CLASSES)
+    assert estimate.accuracy.value == pytest.approx(1 - 1 / 20)
+    assert estimate.labels == 4
+
+
+def test_a_cold_start_and_an_old_round_have_none():
+    cold = [SimpleNamespace(rank=0, key="k", value="a", prediction=None, probability=0.1)]
+    assert "no model" in round_estimate(round_info(), cold, "classification", CLASSES).reason
+    old = SimpleNamespace(number=1, acquisition_settings={}, metrics={}, labelled_count=5)
+    assert "recorded before" in round_estimate(old, [query(0, "a", "a", 0.5)], "classification", CLASSES).reason
+
+
+def test_regression_gives_rmse_and_gaussian_nll():
+    queries = [SimpleNamespace(rank=i, key=f"k{i}", value=str(y), prediction={"mean": 1.0, "sd": 2.0}, probability=q)
+               for i, (y, q) in enumerate([(2.0, 0.1), (0.0, 0.2)])]  # fmt: skip
+    estimate = round_estimate(round_info(), queries, "regression", None)
+    mse = lure_estimate([1.0, 1.0], [0.1, 0.2], 20)
+    assert estimate.rmse.value == pytest.approx(math.sqrt(mse.value))
+    nll = 0.5 * math.log(2 * math.pi * 4) + 1 / 8
+    assert estimate.normal_nll.value == pytest.approx(lure_estimate([nll, nll], [0.1, 0.2], 20, nonnegative=False).value)
+
+
+def test_class_probabilities_round_trip():
+    text = pack_class_probabilities([0.98123456, 1e-7, 0.0188])
+    assert text == "0.9812 1e-07 0.0188"
+    assert unpack_class_probabilities(text) == [0.9812, 1e-07, 0.0188]
+    assert pack_class_probabilities([math.nan, 1.0]) is None
+
+
+# ---- active testing -------------------------------------------------------------------------
+def test_the_draw_is_seeded_and_proposes_by_expected_loss():
+    expected = np.array([0.0, 0.0, 0.5, 0.5, 0.0, 0.0])
+    first, again = draw_evaluation_set(expected, 3, seed=4), draw_evaluation_set(expected, 3, seed=4)
+    np.testing.assert_array_equal(first.positions, again.positions)
+    # the first draw's q is w_i (the weights sum to 1): (1 − ε) e_i / Σe + ε / N
+    w = 0.9 * expected / expected.sum() + 0.1 / 6
+    assert first.probabilities[0] == pytest.approx(w[first.positions[0]])
+    hits = sum(int(p) in (2, 3) for s in range(200) for p in draw_evaluation_set(expected, 1, seed=s).positions)
+    assert hits > 150  # 2 × (0.45 + 0.1/6) ≈ 93 % of first draws
+
+
+def test_evaluation_estimate_uses_the_answered_prefix():
+    draw = draw_evaluation_set(np.array([0.2, 0.4, 0.1, 0.3]), 3, seed=0)
+    keys = [f"k{p}" for p in draw.positions]
+    predictions = [{"label": "a", "probability": 0.6, "probs": "0.6 0.4"}] * 3
+    record = evaluation_record(keys, draw, predictions, labelled=10, loss="zero-one")
+    assert not evaluation_estimate(record, {}, "classification", CLASSES).available
+    labels = {keys[0]: "a", keys[1]: "b"}  # the third is unanswered
+    estimate = evaluation_estimate(record, labels, "classification", CLASSES)
+    expected = lure_estimate([0.0, 1.0], draw.probabilities[:2], 4, bounded=True)
+    assert estimate.labels == 2 and estimate.accuracy.value == pytest.approx(1 - expected.value)
+    later = {k: {"label": "b", "probability": 0.7, "probs": "0.3 0.7"} for k in keys}
+    assert evaluation_estimate(record, labels, "classification", CLASSES, later).accuracy.value == pytest.approx(
+        1 - lure_estimate([1.0, 0.0], draw.probabilities[:2], 4, bounded=True).value
+    )
+
+
+# ---- debias -----------------------------------------------------------------------------------
+def test_uniform_draws_give_unit_weights():
+    order = [("a", 1 / 10, 10, 0), ("b", 1 / 9, 10, 1), ("c", 1 / 8, 8, 0)]
+    assert acquisition_weights(order, 10) == pytest.approx({"a": 1.0, "b": 1.0, "c": 1.0})
+
+
+def test_weights_follow_the_lure_formula():
+    # N = 10, M = 3 (one label outside a round first); the round's draw j = 0 among N_t = 9 with q = 0.5
+    weights = acquisition_weights([("x", 0.5, 9, 0), ("y", None, 9, 1)], 10, outside=1)
+    assert weights["x"] == pytest.approx(1 + (10 - 3) / (10 - 2) * (1 / (9 * 0.5) - 1))
+    assert weights["y"] == 1.0
+
+
+def test_sample_weights_reach_training_only_inside_the_block():
+    assert current_sample_weights(3) is None
+    with sample_weights(np.array([1.0, 0.0, 3.0])):
+        weights = current_sample_weights(3)
+        with pytest.raises(ShapeError):
+            current_sample_weights(4)
+    assert current_sample_weights(3) is None
+    order = weighted_epoch_order(weights, 4000, torch.Generator().manual_seed(0))
+    counts = np.bincount(order.numpy(), minlength=3) / 4000
+    np.testing.assert_allclose(counts, [0.25, 0.0, 0.75], atol=0.03)
+
+
+def test_weighted_training_changes_the_fit_and_only_inside_the_block():
+    from torch import nn
+
+    from activebayes.training import TrainConfig, train
+
+    def net() -> nn.Module:
+        layer = nn.Linear(3, 2)
+        with torch.no_grad():
+            layer.weight.copy_(torch.tensor([[0.1, -0.2, 0.3], [0.0, 0.2, -0.1]]))
+            layer.bias.zero_()
+        return layer
+
+    x = torch.randn(40, 3, generator=torch.Generator().manual_seed(0))
+    y = (x[:, 0] > 0).long()
+    config = TrainConfig(epochs=3, batch_size=8)
+    plain = train(net(), x, y, config, seed=1, device="cpu")
+    with sample_weights(np.where(y.numpy() == 1, 5.0, 0.1)):
+        weighted = train(net(), x, y, config, seed=1, device="cpu")
+    again = train(net(), x, y, config, seed=1, device="cpu")
+    assert torch.equal(plain.weight, again.weight)  # no weights: training unchanged
+    assert not torch.equal(plain.weight, weighted.weight)
+
+
+# ---- the learning curve's band ----------------------------------------------------------------
+def test_learning_figure_draws_the_estimate_band_beside_the_test_curve():
+    from matplotlib.collections import PolyCollection
+
+    from activebayes.report import Segment, learning_figure
+
+    segment = Segment("mc-dropout + power-bald", (2, 3), ((10.0, 0.6), (20.0, 0.7)))
+    band = [(10.0, 0.55, 0.3, 0.8), (20.0, 0.72, 0.5, 0.9)]
+    axes = learning_figure({"p": [segment]}, estimate=band).axes[0]
+    fills = [c for c in axes.collections if isinstance(c, PolyCollection)]
+    assert len(fills) == 1
+    vertices = fills[0].get_paths()[0].vertices
+    assert vertices[:, 1].min() == pytest.approx(0.3) and vertices[:, 1].max() == pytest.approx(0.9)
+    assert any("LURE" in t.get_text() for t in axes.get_legend().get_texts())
+    alone = learning_figure({"p": []}, estimate=band).axes[0]  # no test split: the estimate alone
+    assert len(alone.lines) == 1

@@ -1,0 +1,118 @@
+"""`activebayes evaluate` (active testing) and the estimates `status` shows without a test split,
+end to end on a small table; every mistake is one line, exit 2, and leaves the database as it was."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cli_checks import assert_mistake, db_dump, ok, run
+
+
+def write_table(path: Path, n: int = 90) -> dict[str, str]:
+    """Three classes along f0, and a noise column; returns key -> label."""
+    rng = np.random.default_rng(0)
+    truth = {}
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["id", "f0", "f1", "label"])
+        for i in range(n):
+            y = i % 3
+            truth[f"r{i:03d}"] = f"c{y}"
+            writer.writerow([f"r{i:03d}", f"{2 * y + rng.normal():.4f}", f"{rng.normal():.4f}", f"c{y}"])
+    return truth
+
+
+@pytest.fixture
+def project(cli_db, tmp_path):
+    truth = write_table(tmp_path / "t.csv")
+    ok("init", "--name", "t")
+    ok("pool", "add", "t.csv", "--label-column", "label", "--test-fraction", "0.2", "--seed", "0")
+    for _ in range(3):
+        ok("round", "--oracle", "truth", "--acquisition", "power-bald", "--k", "4", "--epochs", "2", "--first", "random")
+    return cli_db, truth
+
+
+def test_status_estimates_every_stochastic_round_and_says_when_it_cannot(project):
+    db, _ = project
+    ok("round", "--oracle", "truth", "--acquisition", "bald", "--k", "4", "--epochs", "2")  # top-k
+    data = json.loads(ok("--json", "status").stdout)
+    by_round = {e["round"]: e for e in data["estimates"]}
+    assert sorted(by_round) == [2, 3, 4]  # the cold start fitted no model
+    for number in (2, 3):
+        low, value, high = by_round[number]["accuracy"][1], by_round[number]["accuracy"][0], by_round[number]["accuracy"][2]
+        assert 0.0 <= low <= value <= high <= 1.0 and by_round[number]["labels"] == 4
+        assert len(by_round[number]["nll"]) == 3
+    assert "deterministic" in by_round[4]["reason"] and "accuracy" not in by_round[4]
+    assert data["stopping"]["window"] == 3 and data["stopping"]["threshold"] == 0.99
+    assert "labelling more" in data["next"] or "too few rounds" in data["next"]
+    text = ok("status").stdout
+    assert "estimates from the chosen labels" in text and "deterministic" in text
+
+
+def test_evaluate_proposes_keeps_apart_and_estimates(project, tmp_path):
+    db, truth = project
+    from activebayes.store import PoolStore
+
+    with PoolStore(db, create=False) as store:
+        candidates_before = store.count_candidates("t")
+    proposed = json.loads(ok("--json", "evaluate", "--budget", "6", "--seed", "1").stdout)
+    assert proposed["budget"] == 6 and len(proposed["keys"]) == 6 and Path(proposed["file"]).exists()
+    with PoolStore(db, create=False) as store:
+        assert store.count_items("t", split="eval") == 6
+        assert store.count_candidates("t") == candidates_before - 6  # kept apart from rounds
+        record = store.project("t").settings["evaluation"]
+        assert [item["key"] for item in record["items"]] == proposed["keys"] and all(0 < item["q"] <= 1 for item in record["items"])
+    assert_mistake(run("evaluate", "--budget", "3"), "already has an evaluation set")
+    waiting = json.loads(ok("--json", "evaluate").stdout)
+    assert waiting["estimate"]["reason"].startswith("waiting")
+    answers = tmp_path / "answers.csv"
+    answers.write_text("key,label\n" + "".join(f"{k},{truth[k]}\n" for k in proposed["keys"]))
+    ok("label", "--from", str(answers))
+    shown = json.loads(ok("--json", "evaluate").stdout)
+    assert shown["estimate"]["labels"] == 6 and len(shown["estimate"]["accuracy"]) == 3
+    ok("round", "--oracle", "truth", "--acquisition", "power-bald", "--k", "4", "--epochs", "2")
+    with PoolStore(db, create=False) as store:
+        latest = store.rounds("t")[-1]
+        assert latest.metrics["active_testing"]["labels"] == 6  # the new model, on the same set
+        assert not set(proposed["keys"]) & {q.key for q in store.queries("t", latest.number)}
+    assert "evaluation set" in ok("status").stdout
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (("evaluate", "--budget", "0"), ("--budget", "positive")),
+        (("evaluate", "--budget", "1000"), ("--budget", "unlabelled pool items")),
+        (("evaluate",), ("no evaluation set", "--budget")),
+        (("evaluate", "--csv", "x.csv"), ("--csv", "--budget")),
+    ],
+)
+def test_mistakes_are_one_line_and_write_nothing(project, args, words):
+    db, _ = project
+    before = db_dump(db)
+    assert_mistake(run(*args), *words)
+    assert db_dump(db) == before
+
+
+def test_no_model_yet_is_a_mistake(cli_db, tmp_path):
+    write_table(tmp_path / "t.csv")
+    ok("init", "--name", "t")
+    ok("pool", "add", "t.csv", "--label-column", "label", "--test-fraction", "0.2", "--seed", "0")
+    before = db_dump(cli_db)
+    assert_mistake(run("evaluate", "--budget", "5"), "no fitted model")
+    assert db_dump(cli_db) == before
+
+
+def test_round_debias_is_recorded(project):
+    db, _ = project
+    ok("round", "--oracle", "truth", "--acquisition", "power-bald", "--k", "4", "--epochs", "2", "--debias")
+    from activebayes.store import PoolStore
+
+    with PoolStore(db, create=False) as store:
+        rounds = store.rounds("t")
+        assert rounds[-1].acquisition_settings["debias"] is True and "debias" not in rounds[-2].acquisition_settings
