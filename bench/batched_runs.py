@@ -2,14 +2,17 @@
 
     .venv/bin/python bench/batched_runs.py [--config studies/gal2017/digits.toml] [--repeats R]
         [--max-labels L] [--acquisitions bald,random] [--epochs E] [--device cpu|cuda] [--threads 1]
+        [--cpu-batch-mib 32,4096] [--times K]
 
 Runs the same study twice in one process, into two fresh folders: `study.run_study` as the CLI
 runs it with --jobs 1 (each (acquisition, repeat) run trains and scores its own network), then
 with `batched = True` (`activebayes.batched_runs`: the runs' networks stacked, trained and
-scored together). Both with torch limited to --threads intra-op threads (OMP_NUM_THREADS, so the
-batched runner keeps it too). A tiny untimed study first loads the libraries. Prints each path's
-CPU time (all threads of this process) and wall time, the ratio, and the agreement: per run, the
-label counts whose queries are identical, and the largest test-accuracy difference.
+scored together), once per CPU budget in --cpu-batch-mib (how many runs' activations one
+batched CPU call may hold; past it a run is left to its own loop). All with torch limited to
+--threads intra-op threads (OMP_NUM_THREADS, so the batched runner keeps it too). A tiny untimed
+study first loads the libraries. Prints each path's CPU time (all threads of this process) and
+wall time, the ratios, and the agreement with the per-run study: the rounds whose queries are
+identical, where a run parted, and the largest test-accuracy difference.
 The options override the config's keys of the same name (e.g. a reduced mnist-300.toml).
 """
 
@@ -49,6 +52,8 @@ def main() -> None:
     parser.add_argument("--acquisitions", help="comma-separated subset of the config's acquisitions")
     parser.add_argument("--epochs", type=int)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--cpu-batch-mib", default="32", help="comma-separated CPU budgets (MiB) for the batched path, one timed run each "
+                        "(lockstep.CPU_BATCH_BYTES; the default 32, a large one stacks every run)")  # fmt: skip
     parser.add_argument("--times", type=int, default=1, help="run each path this many times, alternating; the least time counts")
     parser.add_argument("--out", help="folder for the studies (default: a temporary one)")
     args = parser.parse_args()
@@ -56,6 +61,7 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
+    from activebayes.batched_runs import lockstep
     from activebayes.study import StudyConfig, run_study
 
     config = StudyConfig.from_toml(args.config)
@@ -67,28 +73,37 @@ def main() -> None:
     run_study(warm, out / "warm-per-run", device=args.device)
     run_study(dataclasses.replace(warm, batched=True), out / "warm-batched", device=args.device)
 
-    times: dict[str, list[tuple[float, float]]] = {"one by one": [], "batched": []}
-    for k in range(args.times):  # the results of every repetition are the same; the first pair is compared
+    budgets = [int(v) for v in args.cpu_batch_mib.split(",")]
+    paths = ["one by one", *(f"batched, {mib} MiB" for mib in budgets)]
+    times: dict[str, list[tuple[float, float]]] = {path: [] for path in paths}
+    results = {}
+    for k in range(args.times):  # every repetition gives the same results; the first of each is compared
         result, cpu, wall = timed(run_study, config, out / f"per-run-{k}", device=args.device)
-        one = result if k == 0 else one
-        times["one by one"].append((cpu, wall))
-        result, cpu, wall = timed(run_study, dataclasses.replace(config, batched=True), out / f"batched-{k}", device=args.device)
-        both = result if k == 0 else both
-        times["batched"].append((cpu, wall))
+        results.setdefault(paths[0], (result, out / f"per-run-{k}"))
+        times[paths[0]].append((cpu, wall))
+        for mib, path in zip(budgets, paths[1:]):
+            lockstep.CPU_BATCH_BYTES = mib << 20
+            folder = out / f"batched-{mib}-{k}"
+            result, cpu, wall = timed(run_study, dataclasses.replace(config, batched=True), folder, device=args.device)
+            results.setdefault(path, (result, folder))
+            times[path].append((cpu, wall))
     runs = len(config.acquisitions) * config.repeats
     print(f"{config.name}: {runs} runs x {config.rounds_per_run} rounds, {args.device}, {args.threads} thread(s), best of {args.times}")
+    best = {path: (min(c for c, _ in pairs), min(w for _, w in pairs)) for path, pairs in times.items()}
     for path, pairs in times.items():
-        print(f"  {path + ':':11} {min(c for c, _ in pairs):8.1f} s CPU  {min(w for _, w in pairs):8.1f} s wall   (all CPU: {', '.join(f'{c:.1f}' for c, _ in pairs)})")
-    cpu_ratio = min(c for c, _ in times["one by one"]) / min(c for c, _ in times["batched"])
-    wall_ratio = min(w for _, w in times["one by one"]) / min(w for _, w in times["batched"])
-    print(f"  ratio (one by one / batched): CPU {cpu_ratio:.2f}x, wall {wall_ratio:.2f}x")
-    a, b = queries_by_round(out / "per-run-0" / "study.db"), queries_by_round(out / "batched-0" / "study.db")
-    for name in sorted(a):
-        same = sum(x == y for x, y in zip(a[name], b[name]))
-        first = next((i + 1 for i, (x, y) in enumerate(zip(a[name], b[name])) if x != y), None)
-        print(f"  {name}: identical queries in {same}/{len(a[name])} rounds" + ("" if first is None else f" (first differs at round {first})"))
-    worst = max(abs(p[1] - q[1]) for acq in one.runs for ra, rb in zip(one.runs[acq], both.runs[acq]) for p, q in zip(ra, rb))
-    print(f"  largest test-accuracy difference: {worst:.2e}")
+        ratio = "" if path == paths[0] else f"   one by one / this: CPU {best[paths[0]][0] / best[path][0]:.2f}x, wall {best[paths[0]][1] / best[path][1]:.2f}x"
+        print(f"  {path + ':':22} {best[path][0]:8.1f} s CPU {best[path][1]:8.1f} s wall{ratio}   (all CPU: {', '.join(f'{c:.1f}' for c, _ in pairs)})")
+    one, one_folder = results[paths[0]]
+    a = queries_by_round(one_folder / "study.db")
+    for path in paths[1:]:
+        both, folder = results[path]
+        b = queries_by_round(folder / "study.db")
+        same = sum(x == y for name in a for x, y in zip(a[name], b[name]))
+        parted = sorted(f"{name} at round {next(i + 1 for i, (x, y) in enumerate(zip(a[name], b[name])) if x != y)}"
+                        for name in a if a[name] != b[name])  # fmt: skip
+        worst = max(abs(p[1] - q[1]) for acq in one.runs for ra, rb in zip(one.runs[acq], both.runs[acq]) for p, q in zip(ra, rb))
+        print(f"  {path}: identical queries in {same}/{sum(len(v) for v in a.values())} rounds"
+              + (f" (parted: {', '.join(parted)})" if parted else "") + f"; largest test-accuracy difference {worst:.2e}")
 
 
 if __name__ == "__main__":

@@ -177,10 +177,15 @@ def rounds_that_agree(a: dict[str, list[tuple]], b: dict[str, list[tuple]]) -> i
 
 
 @pytest.mark.slow
-def test_a_batched_digits_study_equals_the_per_run_study(tmp_path):
+def test_a_batched_digits_study_equals_the_per_run_study(tmp_path, monkeypatch):
+    from activebayes.batched_runs import lockstep
+
+    calls = []
+    monkeypatch.setattr(lockstep, "train_stacked", lambda models, *args, **kwargs: calls.append(len(models)) or train_stacked(models, *args, **kwargs))
     config = digits_config(max_labels=40)  # 2 repeats x (bald, random), 3 rounds each
     one = run_study(config, tmp_path / "one")
     both = run_study(dataclasses.replace(config, batched=True), tmp_path / "both")
+    assert calls == [4, 4, 4]  # each round, the 4 runs trained together
     assert one.config.to_dict() == both.config.to_dict()
     a, b = study_records(tmp_path / "one" / "study.db"), study_records(tmp_path / "both" / "study.db")
     assert set(a) == {"bald-r1", "bald-r2", "random-r1", "random-r2"}
@@ -188,7 +193,10 @@ def test_a_batched_digits_study_equals_the_per_run_study(tmp_path):
 
 
 @pytest.mark.slow
-def test_batched_runs_resume_a_study_started_one_by_one(tmp_path):
+def test_batched_runs_resume_a_study_started_one_by_one(tmp_path, monkeypatch):
+    from activebayes.batched_runs import lockstep
+
+    monkeypatch.setattr(lockstep, "CPU_BATCH_BYTES", 1)  # nothing fits two at a time: each loop fits and predicts itself
     config = digits_config(max_labels=40, repeats=1)
 
     def stop_after_two(done: int, total: int, text: str) -> None:

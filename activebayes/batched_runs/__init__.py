@@ -28,6 +28,13 @@ it would across devices.
 Where it applies (`batching_refusal`): mc-dropout with its fast path (`prefix_cache`), no early
 stopping, a flat `nn.Sequential` without buffers or frozen parameters, the local engine.
 Elsewhere the study runs one run at a time, with a one-line note on the `activebayes` logger.
+
+What it buys depends on the device. A batched kernel does the FLOPs of R separate ones; it saves
+launches, Python and per-process overhead, which is what small networks and GPUs pay for. On
+the CPU a convolutional network's runs gain nothing and lose on working sets past the caches, so
+`lockstep.CPU_BATCH_BYTES` stacks only as many runs as fit it: Gal et al.'s CNN then trains and
+predicts run by run inside the lockstep (the per-run numbers exactly), the digits MLP all runs
+together. On CUDA the budget is a quarter of the free memory.
 """
 
 from __future__ import annotations

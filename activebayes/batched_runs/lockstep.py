@@ -7,11 +7,14 @@ through round t, `prepare_round` does for all of them at once what their loops w
   1. the fit: each run's posterior (`PreparedMCDropout`, built by its loop's factory with the
      round seed the loop will use) builds its network from that seed and hands back its training
      job (labelled items, TrainConfig with c/N weight decay, seed); the jobs with the same number
-     of labels and TrainConfig train together (`train_stacked`) and each network is installed;
+     of labels and TrainConfig train together (`train_stacked`), as many at a time as fit the
+     memory budget (`CPU_BATCH_BYTES`, or a quarter of a GPU's free memory), and each network is
+     installed; a job that fits only alone is left to its loop's own `fit`;
   2. the outputs: each run's test split and stop set (deterministic probabilities, or logits for
      the predictive evaluation) and, for a score-based acquisition, its candidates (logits, the
      round's acquisition subset), in the very chunks its loop passes to `predict`; the same chunk
-     of every run is one batched call (`stacked_prediction`), remembered by each posterior;
+     of every run is one batched call (`stacked_prediction`; runs per call again within the
+     budget, and a chunk that fits only alone is left to the loop), remembered by each posterior;
 
 then each loop's `step()` runs unchanged: its `fit` finds the installed network, its `predict`
 calls find the remembered outputs (a miss is computed as MCDropout computes it), and it selects,
@@ -21,6 +24,7 @@ just steps. The runs are done when `study.run_over` says so (max_labels, or `sto
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,15 +35,20 @@ import numpy as np
 import torch
 
 from activebayes.batched_runs.prepared_posterior import FitJob, PreparedMCDropout
-from activebayes.batched_runs.stacked_network import StackedSequential
+from activebayes.batched_runs.stacked_network import MASKED, StackedSequential
 from activebayes.batched_runs.stacked_prediction import deterministic_probs, independent_logits, shared_logits
 from activebayes.batched_runs.stacked_training import train_stacked
 from activebayes.posteriors.mc_dropout import flatten_sequential
 from activebayes.store import RoundStatus
+from activebayes.training import epoch_steps
 
-#: the most bytes of activations one batched prediction call may hold ([R, n, *F] at its widest):
-#: on the CPU; on CUDA a quarter of the device's free memory
-ACTIVATION_BYTES = 512 << 20
+#: On the CPU, the most bytes of activations one batched call may hold: R runs' training step
+#: (every layer's output, and its gradient, of b items) or prediction (the widest activation of n
+#: items, twice; S times for shared masks). A batched CPU kernel does the FLOPs of R separate ones,
+#: and on working sets past the caches it is slower (Gal et al.'s CNN, 15 runs: 0.78x, README_EXPERIMENTS.md),
+#: so a convolutional network's runs there fit one at a time and are left to their own loops,
+#: while small networks (the digits MLP) still run together. On CUDA: a quarter of the free memory.
+CPU_BATCH_BYTES = 32 << 20
 #: acquisitions whose loop does not score the candidates chunk by chunk with `predict`
 _UNSCORED = ("random", "auto")
 
@@ -148,48 +157,57 @@ def _requests(loop: Any, posterior: PreparedMCDropout, rows: np.ndarray, purpose
 
 
 def fit_together(plans: Sequence[Plan]) -> None:
-    """Train the plans' networks, those with the same data shape and TrainConfig together, and
-    install each in its posterior."""
+    """Train the plans' networks, those with the same data shape and TrainConfig together (as many
+    at a time as fit the budget), and install each in its posterior; a network that fits only
+    alone is left untrained, for its loop's `fit`."""
     groups: dict[tuple, list[Plan]] = defaultdict(list)
     for plan in plans:
         job = plan.job
         groups[(tuple(job.x.shape), tuple(job.y.shape), repr(job.config), str(job.device))].append(plan)
     for group in groups.values():
-        jobs = [plan.job for plan in group]
-        models = train_stacked([j.model for j in jobs], [j.x for j in jobs], [j.y for j in jobs], jobs[0].config,
-                               [j.seed for j in jobs], device=jobs[0].device)  # fmt: skip
-        for plan, model in zip(group, models):
-            plan.posterior.install(model)
+        first = group[0].job
+        batch = math.ceil(max(len(first.x), first.config.epoch_samples or 0) / epoch_steps(len(first.x), first.config))
+        size = _budget(first.device) // max(2 * batch * _activation_bytes(first.model, first.x[:1], widest=False), 1)
+        for start in range(0, len(group), size) if size > 1 else ():
+            part = [plan.job for plan in group[start : start + size]]
+            models = train_stacked([j.model for j in part], [j.x for j in part], [j.y for j in part], first.config,
+                                   [j.seed for j in part], device=first.device)  # fmt: skip
+            for plan, model in zip(group[start : start + size], models):
+                plan.posterior.install(model)
 
 
 def predict_together(plans: Sequence[Plan]) -> None:
     """Compute every plan's requests, the same chunk of every run in one batched call (as many
-    runs per call as keep the activations under ACTIVATION_BYTES on the CPU, a quarter of the free
-    memory on CUDA), and remember the outputs."""
+    runs per call as fit the budget), and remember the outputs; a chunk that fits only alone is
+    left to its loop's `predict`."""
     groups: dict[tuple, list[Request]] = defaultdict(list)
     for plan in plans:
+        if plan.posterior.model_ is None:  # not trained here: its loop fits it, then predicts itself
+            continue
         for request in plan.requests:
             key = (request.kind, request.n_samples, request.purpose, request.chunk, tuple(request.x.shape), plan.posterior.masks)
             groups[key].append(request)
     for (kind, n_samples, *_, masks), requests in groups.items():
+        first = requests[0]
         held = n_samples if kind == "logits" and masks == "shared" else 2  # [S, n, *F] at once, or two [n, *F]
-        lanes = max(1, _budget(requests[0].x.device) // max(_activation_bytes(requests[0]) * held, 1))
-        for start in range(0, len(requests), lanes):
+        lanes = _budget(first.x.device) // max(held * len(first.x) * _activation_bytes(first.posterior.model_, first.x[:1]), 1)
+        for start in range(0, len(requests), lanes) if lanes > 1 else ():
             _predict_lanes(requests[start : start + lanes])
 
 
 def _budget(device: torch.device) -> int:
-    return torch.cuda.mem_get_info(device)[0] // 4 if device.type == "cuda" else ACTIVATION_BYTES
+    return torch.cuda.mem_get_info(device)[0] // 4 if device.type == "cuda" else CPU_BATCH_BYTES
 
 
-def _activation_bytes(request: Request) -> int:
-    """Bytes of the widest activation of one run's network on the request's items."""
-    h, widest = request.x[:1], 0
+def _activation_bytes(network: torch.nn.Module, item: torch.Tensor, *, widest: bool = True) -> int:
+    """Bytes of one item's activations in `network` (dropout layers passed over, so no random
+    numbers are drawn): the widest layer output, or all of them."""
+    sizes, h = [], item
     with torch.no_grad():
-        for layer in flatten_sequential(request.posterior.model_) or [request.posterior.model_]:
-            h = layer(h)
-            widest = max(widest, h.numel() * h.element_size())
-    return widest * request.x.shape[0]
+        for layer in flatten_sequential(network) or [network]:
+            h = h if isinstance(layer, MASKED) else layer(h)
+            sizes.append(h.numel() * h.element_size())
+    return max(sizes) if widest else sum(sizes)
 
 
 def _predict_lanes(requests: Sequence[Request]) -> None:
@@ -236,4 +254,4 @@ def step_in_lockstep(loops: Sequence[Any], is_over: Callable[[Any], bool], devic
                 on_round(loop)
 
 
-__all__ = ["ACTIVATION_BYTES", "PreparedFactory", "fit_together", "plan_round", "predict_together", "prepare_round", "step_in_lockstep"]
+__all__ = ["CPU_BATCH_BYTES", "PreparedFactory", "fit_together", "plan_round", "predict_together", "prepare_round", "step_in_lockstep"]
