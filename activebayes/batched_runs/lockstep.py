@@ -69,14 +69,15 @@ class PreparedFactory:
 @dataclass
 class Request:
     """One `predict` call a run's loop will make this round: `kind` "deterministic" (probs) or
-    "logits" (with S = n_samples), on the features x of rows `purpose` chunk `chunk`."""
+    "logits" (with S = n_samples), on the items at `rows` (chunk `chunk` of `purpose`)."""
 
+    loop: Any
     posterior: PreparedMCDropout
     kind: str
     n_samples: int | None
     purpose: str
     chunk: int
-    x: torch.Tensor
+    rows: np.ndarray
 
 
 @dataclass
@@ -109,12 +110,13 @@ def plan_round(loop: Any, factory: PreparedFactory, device: torch.device) -> Pla
     plan = Plan(loop, posterior, posterior.defer_fit(loop._features(rows), loop._targets(values)))
     factory.prepared[seed] = posterior
     evaluation = ("deterministic", None) if loop.evaluation == "deterministic" else ("logits", posterior.n_samples)
-    if first_time:
-        plan.requests += _requests(loop, posterior, store.labels(name, split="test")[0], "test", *evaluation, device)
-        plan.requests += _requests(loop, posterior, _stop_set_rows(loop), "stop-set", *evaluation, device)
-    if _scores_candidates(loop):
-        plan.requests += _requests(loop, posterior, _candidate_rows(loop, seed), "score", "logits",
-                                   loop.n_samples or posterior.n_samples, device)  # fmt: skip
+    item = _activation_bytes(plan.job.model, plan.job.x[:1])
+    if first_time and _lanes(device, item, loop.score_batch_size, *evaluation, posterior.masks) > 1:
+        plan.requests += _requests(loop, posterior, store.labels(name, split="test")[0], "test", *evaluation)
+        plan.requests += _requests(loop, posterior, _stop_set_rows(loop), "stop-set", *evaluation)
+    scoring = ("logits", loop.n_samples or posterior.n_samples)
+    if _scores_candidates(loop) and _lanes(device, item, loop.score_batch_size, *scoring, posterior.masks) > 1:
+        plan.requests += _requests(loop, posterior, _candidate_rows(loop, seed), "score", *scoring)
     return plan
 
 
@@ -148,12 +150,10 @@ def _stop_set_rows(loop: Any) -> np.ndarray:
     return np.asarray(rows)[stop_set_positions(len(ids), loop.stop_set_size or STOP_SET_SIZE)]
 
 
-def _requests(loop: Any, posterior: PreparedMCDropout, rows: np.ndarray, purpose: str, kind: str, n_samples: int | None,
-              device: torch.device) -> list[Request]:  # fmt: skip
+def _requests(loop: Any, posterior: PreparedMCDropout, rows: np.ndarray, purpose: str, kind: str, n_samples: int | None) -> list[Request]:
     """The loop's predict calls on `rows`: one per chunk of `score_batch_size` items."""
     step = loop.score_batch_size
-    return [Request(posterior, kind, n_samples, purpose, i, loop._features(rows[a : a + step]).to(device))
-            for i, a in enumerate(range(0, len(rows), step))]  # fmt: skip
+    return [Request(loop, posterior, kind, n_samples, purpose, i, rows[a : a + step]) for i, a in enumerate(range(0, len(rows), step))]
 
 
 def fit_together(plans: Sequence[Plan]) -> None:
@@ -185,18 +185,24 @@ def predict_together(plans: Sequence[Plan]) -> None:
         if plan.posterior.model_ is None:  # not trained here: its loop fits it, then predicts itself
             continue
         for request in plan.requests:
-            key = (request.kind, request.n_samples, request.purpose, request.chunk, tuple(request.x.shape), plan.posterior.masks)
-            groups[key].append(request)
-    for (kind, n_samples, *_, masks), requests in groups.items():
+            groups[(request.kind, request.n_samples, request.purpose, request.chunk, len(request.rows), plan.posterior.masks)].append(request)
+    for (kind, n_samples, _, _, n, masks), requests in groups.items():
         first = requests[0]
-        held = n_samples if kind == "logits" and masks == "shared" else 2  # [S, n, *F] at once, or two [n, *F]
-        lanes = _budget(first.x.device) // max(held * len(first.x) * _activation_bytes(first.posterior.model_, first.x[:1]), 1)
+        item = first.loop._features(first.rows[:1]).to(first.posterior.device_)
+        lanes = _lanes(first.posterior.device_, _activation_bytes(first.posterior.model_, item), n, kind, n_samples, masks)
         for start in range(0, len(requests), lanes) if lanes > 1 else ():
             _predict_lanes(requests[start : start + lanes])
 
 
 def _budget(device: torch.device) -> int:
     return torch.cuda.mem_get_info(device)[0] // 4 if device.type == "cuda" else CPU_BATCH_BYTES
+
+
+def _lanes(device: torch.device, item_bytes: int, n: int, kind: str, n_samples: int | None, masks: str) -> int:
+    """How many runs' predictions on n items fit the budget: each holds its widest activation
+    twice ([n, *F]), or S times for shared masks' logits ([S, n, *F])."""
+    held = n_samples if kind == "logits" and masks == "shared" and n_samples else 2
+    return _budget(device) // max(held * n * item_bytes, 1)
 
 
 def _activation_bytes(network: torch.nn.Module, item: torch.Tensor, *, widest: bool = True) -> int:
@@ -213,7 +219,8 @@ def _activation_bytes(network: torch.nn.Module, item: torch.Tensor, *, widest: b
 def _predict_lanes(requests: Sequence[Request]) -> None:
     posteriors = [r.posterior for r in requests]
     stacked = StackedSequential([p.model_ for p in posteriors])
-    x = torch.stack([r.x for r in requests])  # [R, n, ...]
+    inputs = [r.loop._features(r.rows).to(r.posterior.device_) for r in requests]  # what each loop will pass to predict
+    x = torch.stack(inputs)  # [R, n, ...]
     first = requests[0]
     if first.kind == "deterministic":
         out = deterministic_probs(stacked, x)
@@ -221,8 +228,8 @@ def _predict_lanes(requests: Sequence[Request]) -> None:
         out = independent_logits(stacked, posteriors[0].split_, x, [p.seed_ for p in posteriors], first.n_samples)
     else:
         out = shared_logits(stacked, [p.model_ for p in posteriors], posteriors[0].split_, x, [p.seed_ for p in posteriors], first.n_samples)
-    for request, output in zip(requests, out):
-        request.posterior.remember(request.kind, request.x, output, request.n_samples)
+    for request, inputs_r, output in zip(requests, inputs, out):
+        request.posterior.remember(request.kind, inputs_r, output, request.n_samples)
 
 
 def prepare_round(loops: Sequence[Any], factories: Sequence[PreparedFactory], device: torch.device) -> None:
