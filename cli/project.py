@@ -139,13 +139,20 @@ def acquisition_text(r: Any) -> str:
     return r.acquisition
 
 
+def posterior_text(r: Any) -> str:
+    """A round's posterior as status shows it, with the network `--model auto` chose by evidence
+    ("mc-dropout, auto: mlp-2x128")."""
+    choice = (r.posterior_settings or {}).get("model_choice")
+    return f"{r.posterior}, auto: {choice['model']}" if choice else r.posterior
+
+
 def _round_fields(r: Any, metrics: list[str]) -> list[tuple[str, str, bool]]:
     """(column, text, numeric) of one round, metrics last; '-' where a round lacks a metric."""
     status_text = r.status + (f" ({r.failure_reason})" if r.failure_reason else "")
     fields = [
         ("round", str(r.number), True),
         ("status", status_text, False),
-        ("posterior", r.posterior, False),
+        ("posterior", posterior_text(r), False),
         ("acquisition", acquisition_text(r), False),
         ("labelled", str(r.labelled_count), True),
     ]

@@ -119,6 +119,8 @@ def test_round_model_auto_records_the_choice(cli_db):
     assert choice["evidences"][choice["model"]] == max(choice["evidences"].values())
     shown = ok(*args).stdout
     assert "by Laplace evidence" in " ".join(shown.split())
+    status = " ".join(ok("status").stdout.split())
+    assert f"auto: {choice['model']}" in status
     waiting = ("--json", "round", *TINY, "--k", "6", "--model", "auto")
     started = json.loads(ok(*waiting).stdout)  # waits for its answers in a round file
     Path(started["csv"]).unlink()  # as if killed before writing it: the round is resumed with its recorded options
