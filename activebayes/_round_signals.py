@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -68,7 +68,7 @@ class RoundSignals:
     def _stop_set_metrics(self, posterior: Any) -> dict[str, Any]:
         from activebayes.stopping import STOP_SET_SIZE
 
-        ids, rows, _ = self.store.items(self.project)
+        ids, rows, _ = self.store.items(self.project, with_keys=False)
         if len(ids) == 0:
             return {}
         keep = stop_set_positions(len(ids), self.stop_set_size or STOP_SET_SIZE)
@@ -100,12 +100,23 @@ class RoundSignals:
             return {}
         return {"active_testing": {**estimate.figures(), "labels": estimate.labels, "pool": estimate.pool}}
 
-    def propose_evaluation(self, budget: int, seed: int) -> EvaluationProposal:
+    def propose_evaluation(self, budget: int, seed: int, extend: Mapping[str, Any] | None = None) -> EvaluationProposal:
         """Active testing's draw (`activebayes.active_testing`): fit the posterior on the labels
         now (with `seed`), predict every unlabelled candidate, and draw `budget` of them with q ∝
-        the model's expected loss (0-1 loss; regression: squared error). Records nothing: the caller moves the items and keeps the record in one
-        transaction (`PoolStore.record_evaluation_set`)."""
-        from activebayes.active_testing import draw_evaluation_set, evaluation_record
+        the model's expected loss (0-1 loss; regression: squared error). With `extend` (the
+        project's evaluation record), continue that draw instead (`continue_draw`): ConfigError
+        unless the pool is still the one it drew from; the record then holds the new model's
+        predictions of every item. Records nothing: the caller moves the items and keeps the
+        record in one transaction (`PoolStore.record_evaluation_set`)."""
+        from activebayes.active_testing import (
+            EVAL_SPLIT,
+            continue_draw,
+            draw_evaluation_set,
+            evaluation_record,
+            extended_record,
+            population_tag,
+            same_population,
+        )
         from activebayes.errors import ConfigError
         from activebayes.estimates import expected_loss
 
@@ -113,18 +124,27 @@ class RoundSignals:
         if len(labelled_rows) == 0:
             raise ConfigError("evaluate: no labelled items yet, so no model to evaluate")
         item_ids, rows = self.store.candidates(self.project)
+        if extend is not None:
+            drawn_ids, drawn_rows, drawn_keys = self.store.items(self.project, split=EVAL_SPLIT)
+            problem = same_population(extend, item_ids, drawn_ids)
+            if problem is not None:
+                raise ConfigError(f"evaluate: cannot extend the evaluation set: {problem}")
         posterior = self._new_posterior(int(seed)).fit(self._features(labelled_rows), self._targets(values))
         if self._info.task == "regression":
             loss, expected = "squared-error", expected_loss(self._moments(posterior, np.asarray(rows))[1].numpy(), "squared-error")
         else:
             loss, expected = "zero-one", expected_loss(self._class_probabilities(posterior, np.asarray(rows)).numpy(), "zero-one")
-        draw = draw_evaluation_set(expected, budget, seed)
+        draw = draw_evaluation_set(expected, budget, seed) if extend is None else continue_draw(extend, expected, budget, seed)
         chosen = [int(i) for i in np.asarray(item_ids)[draw.positions]]
         all_ids, _, all_keys = self.store.items(self.project, split="pool")
         key_of = dict(zip(np.asarray(all_ids).tolist(), all_keys))
         keys = [key_of[i] for i in chosen]
         predictions = [p or {} for p in self._predictions(posterior, np.asarray(rows)[draw.positions]) or [None] * len(chosen)]
-        record = evaluation_record(keys, draw, predictions, labelled=len(labelled_rows), loss=loss)
+        if extend is None:
+            record = evaluation_record(keys, draw, predictions, labelled=len(labelled_rows), loss=loss, population=population_tag(item_ids))
+        else:
+            earlier = [p or {} for p in self._predictions(posterior, np.asarray(drawn_rows)) or [None] * len(drawn_keys)]
+            record = extended_record(extend, keys, draw, dict(zip([*drawn_keys, *keys], [*earlier, *predictions])), labelled=len(labelled_rows))
         return EvaluationProposal(chosen, keys, np.asarray(rows)[draw.positions], draw.probabilities, predictions, record)
 
 

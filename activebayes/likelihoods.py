@@ -35,7 +35,9 @@ Through the link, ∂η/∂f = diag(1, η₂), so in the network's outputs f the
 
 the Hessian of the NLL in f less the link's own curvature (μ² + σ² − y²) η₂ on f₂, and its
 expectation under the model (`heteroscedastic_ggn`; what a Laplace approximation of such a
-network puts where the softmax's diag(p) − p pᵀ goes).
+network puts where the softmax's diag(p) − p pᵀ goes). Its Cholesky factor has the columns
+v₁ = (σ, −μ/σ), v₂ = (0, 1/√2) (`heteroscedastic_ggn_square_root`): a KFAC or diagonal GGN
+backpropagates these two vectors per item (`posteriors._kfac`, `posteriors._hetero_laplace`).
 Setting the mean gradient over items y_1..y_N to 0 gives the maximum-likelihood estimate of a
 constant model: μ = ȳ, σ² = mean(y²) − ȳ² (the sample mean and the biased sample variance).
 
@@ -119,6 +121,17 @@ def heteroscedastic_ggn(output: Tensor) -> Tensor:
     return torch.stack((row1, row2), dim=-2)
 
 
+def heteroscedastic_ggn_square_root(output: Tensor) -> Tensor:
+    """Two vectors v [2, ..., 2] with v₁v₁ᵀ + v₂v₂ᵀ = Λ(f) (`heteroscedastic_ggn`), its Cholesky
+    factor's columns: v₁ = (σ, −μ/σ), v₂ = (0, 1/√2); what a KFAC or diagonal GGN backpropagates
+    through the network in place of the softmax's sqrt(p_k)(e_k − p)."""
+    mean, var = mean_variance_of_output(output)
+    sd = var.sqrt()
+    first = torch.stack((sd, -mean / sd), dim=-1)
+    second = torch.stack((torch.zeros_like(sd), torch.full_like(sd, math.sqrt(0.5))), dim=-1)
+    return torch.stack((first, second))
+
+
 def heteroscedastic_nll(output: Tensor, y: Tensor) -> Tensor:
     """Elementwise NLL [...] of targets y [...] under a network's outputs f [..., 2], written in
     f for numerical stability (the same value as `natural_nll` at η(f)):
@@ -138,6 +151,7 @@ def heteroscedastic_loss(output: Tensor, y: Tensor) -> Tensor:
 __all__ = [
     "HETEROSCEDASTIC",
     "heteroscedastic_ggn",
+    "heteroscedastic_ggn_square_root",
     "heteroscedastic_loss",
     "heteroscedastic_nll",
     "mean_variance",

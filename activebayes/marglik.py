@@ -12,8 +12,8 @@ learns the observation noise σ. Training alternates
         gaussian one (the loss is the mean squared error), i.e. the log joint divided by N·c;
     hyper-steps (after epoch e = 1, 2, ... when e mod F = 0 and e ≥ B, the burn-in):
         a Laplace approximation of the whole network on all N training items (KFAC or diagonal
-        GGN, `posteriors._kfac`), then K Adam steps (learning rate `hyper_lr`) on log δ (and log σ)
-        maximising the Laplace evidence
+        GGN, `posteriors._kfac`, or the exact GGN in dual form, `posteriors._gram`), then K Adam
+        steps (learning rate `hyper_lr`) on log δ (and log σ) maximising the Laplace evidence
             log q(D | δ, σ) = log p(D | θ) − ½ (log det(φH + δ) − Σ_l P_l log δ_l + Σ_l δ_l ‖θ_l‖²).
 The network and (δ, σ) with the best evidence seen (the value at the last of each K steps) are
 kept (laplace-torch's choice). There is no validation split: the evidence is the model-selection
@@ -44,10 +44,12 @@ from torch import Tensor, nn
 from activebayes._device import resolve_device
 from activebayes.errors import ConfigError
 from activebayes.posteriors._curvature import maximise_scalar_evidence
-from activebayes.posteriors._kfac import STRUCTURES, fit_curvature, log_marginal_likelihood
+from activebayes.posteriors._gram import fit_network_curvature
+from activebayes.posteriors._kfac import log_marginal_likelihood
 from activebayes.training import check_non_negative_int, check_positive_int, task_loss, train
 
 PRIOR_STRUCTURES = ("layerwise", "scalar")
+STRUCTURES = ("kron", "diag", "full")  # "full": the exact GGN in dual form (`posteriors._gram`), for few items
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,9 @@ class MarglikConfig:
     laplace-torch's `marglik_training`'s.
 
     Attributes:
-        hessian: "kron" (KFAC) or "diag" (diagonal GGN) for the Laplace approximations.
+        hessian: "kron" (KFAC), "diag" (diagonal GGN) or "full" (the exact GGN in its N·C-row dual
+            form, `posteriors._gram`: for a few hundred items, where KFAC's Occam factor counts
+            rank(B)·rank(A) directions the data never touched) for the Laplace approximations.
         frequency: F, a Laplace fit and K hyper-steps every F epochs.
         burn_in: B, no hyper-steps before epoch B (epochs count from 1).
         hyper_steps: K, Adam steps on the hyper-parameters per Laplace fit.
@@ -162,7 +166,7 @@ class OnlineMarglik:
         if done % self.config.frequency != 0 or done < self.config.burn_in:
             return
         model.eval()
-        curvature = fit_curvature(model, self.x, self.y, self.config.hessian, self.likelihood)
+        curvature = fit_network_curvature(model, self.x, self.y, self.config.hessian, self.likelihood)
         for _ in range(self.config.hyper_steps):
             self.optimizer.zero_grad()
             prior, sigma = torch.exp(self.log_prior), self.sigma()
@@ -259,7 +263,7 @@ def log_evidence(
         x, y: its training inputs [N, ...] and targets [N] (labels, or floats for regression).
         prior_precision: δ for every tensor, one δ per trainable parameter tensor, or "marglik":
             the scalar δ that maximises the evidence (MacKay's fixed point, `maximise_scalar_evidence`).
-        hessian: "kron" or "diag".
+        hessian: "kron", "diag" or "full" (`posteriors._gram`).
         likelihood: "categorical" or "gaussian"; None infers it from y's dtype.
         sigma_noise: σ for the gaussian likelihood (default: the training residuals' root mean
             square, the maximiser of log p(D | θ, σ)).
@@ -275,7 +279,7 @@ def log_evidence(
         for p in params if frozen else ():
             p.requires_grad_(True)
         x = x.to(device=params[0].device, dtype=params[0].dtype if x.is_floating_point() else torch.float32)
-        curvature = fit_curvature(model, x, y.to(params[0].device), hessian, likelihood)
+        curvature = fit_network_curvature(model, x, y.to(params[0].device), hessian, likelihood)
     finally:
         model.train(was_training)
         for p in params if frozen else ():

@@ -9,8 +9,14 @@ the same class frequencies would reach by chance:
     κ_t = (p_o − p_e) / (1 − p_e),   p_e = Σ_c f_c^(t−1) f_c^(t)      (f_c: share predicted as c)
 
 Bloodgood and Vijay-Shanker stop once the mean κ over the last `window` = 3 pairs of consecutive
-rounds reaches `threshold` = 0.99: the model has stopped changing its mind, so more labels chosen
-the same way are unlikely to pay. For regression the agreement coefficient is Lin's concordance
+rounds reaches `threshold`: the model has stopped changing its mind, so more labels chosen the
+same way are unlikely to pay. Their threshold is 0.99; ours is THRESHOLD = 0.98, one value for
+every task, chosen on studies/estimates (README_EXPERIMENTS.md) as the loosest threshold that
+stopped no run before its test accuracy had plateaued (come within 1 point of its last value),
+over the digits, wine, breast_cancer, MNIST and the benchmark's 13 classification tables. A
+network retrained from scratch every round flips 1 to 3 % of its predictions between rounds
+even once its accuracy has settled, so 0.99 never fired on the digits or MNIST; 0.97 fired on
+every digits run but before the plateau in a third of the runs where it fired. For regression the agreement coefficient is Lin's concordance
 correlation of the two rounds' predicted means (1 for identical predictions, the continuous
 analogue of kappa), with the same rule; a prediction counts as changed when it moved by more
 than `REGRESSION_TOLERANCE` of the spread (sd) of the stop set's predictions.
@@ -32,7 +38,7 @@ import numpy as np
 from activebayes.errors import ConfigError, ShapeError
 
 WINDOW = 3  # pairs of consecutive rounds averaged (Bloodgood & Vijay-Shanker 2009)
-THRESHOLD = 0.99  # their kappa threshold
+THRESHOLD = 0.98  # the kappa threshold (module docstring; Bloodgood & Vijay-Shanker's is 0.99)
 STOP_SET_SIZE = 1000  # items of the pool predicted every round
 STOP_SET_SEED = 0x5709  # the stop set depends on the pool alone, never on a study's seed
 REGRESSION_TOLERANCE = 0.05  # a regression prediction "changed" when it moved > 5 % of the spread

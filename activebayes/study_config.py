@@ -18,7 +18,7 @@ TOML layout (every key optional except `acquisitions`; unknown keys are refused)
              "deterministic": of mc-dropout's network with dropout off, one pass, as Keras'
              model.evaluate in the Gal et al. 2017 code), stop_when ("never", the default: run
              to max_labels; "stable": stop a run once the stopping signal fires, the mean kappa
-             of consecutive rounds' stop-set predictions over the last 3 pairs reaching 0.99,
+             of consecutive rounds' stop-set predictions over the last 3 pairs reaching 0.98,
              Bloodgood & Vijay-Shanker 2009, `activebayes.stopping`; results.json records where
              every run would have stopped either way)
     [model]  posterior ("mc-dropout", ...), network ("mlp" | "cnn": Gal et al.'s, as their paper's

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from activebayes.errors import DataError
-from activebayes.stopping import first_stop
+from activebayes.stopping import THRESHOLD, WINDOW, first_stop
 from activebayes.store import RoundStatus
 from activebayes.study_config import StudyConfig
 
@@ -194,7 +194,7 @@ def collect_results(config: StudyConfig, out_dir: str | Path, *, rounds_run: int
         "config": config.to_dict(), "curves": curves,
         "runs": {a: [[list(p) for p in run] for run in rs] for a, rs in runs.items()},
         "labels_to_reach": _reach_summary(config, runs, curves), "timings": timings, "rounds": rounds,
-        "stopped_at": {"rule": "mean kappa of the last 3 pairs of rounds >= 0.99 (activebayes.stopping)", "labels": stops},
+        "stopped_at": {"rule": f"mean kappa of the last {WINDOW} pairs of rounds >= {THRESHOLD} (activebayes.stopping)", "labels": stops},
         "database": str(db), "plot": str(plot),
     }  # fmt: skip
     if config.paper == "gal2017":

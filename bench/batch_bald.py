@@ -23,16 +23,14 @@ Quality: the joint mutual information I[y_B; θ] of each selected batch, by one 
 (the Monte-Carlo branch of `joint_mutual_information`: exact p(Y) per configuration, averaged over
 --mi-samples ancestral draws with common random numbers), with its standard error.
 
-Measured 2026-11-25, shared 2-core CPU machine, torch 2.13 CPU, load ~1-2, command
-`.venv/bin/python bench/batch_bald.py --mi-samples 1000000`:
-    ours (lazy)        10.3 s   +143 MiB   joint MI 4.4565 ± 0.0035 nats
-    ours (lazy=False)  19.2 s   +149 MiB   4.4565 ± 0.0035 (same batch)
-    batchbald-redux   134.6 s  +1270 MiB   4.4569 ± 0.0036
-    top-k BALD                             4.2095 ± 0.0046
-i.e. 13.0x (lazy) and 7.0x (full evaluation) faster, 8.5x less peak memory, equal joint MI
-within its standard error. Timings on that machine move 2-5x with other users' load: a second run
-of the same command, busier, gave 53.5 / 82.3 / 254.3 s (4.8x / 3.1x), +152 / +158 / +1274 MiB,
-the same batches.
+Measured 2026-11-27, shared 2-core CPU machine (load average ~14), torch 2.13 CPU, command
+`.venv/bin/python bench/batch_bald.py --skip-full --threads 1`:
+    ours (lazy)         20.2 s wall   8.10 s CPU    +78 MiB   joint MI 4.4602 ± 0.0079 nats
+    batchbald-redux   1354.6 s wall 266.8 s CPU  +1241 MiB   4.4673 ± 0.0080
+    top-k BALD                                               4.2091 ± 0.0103
+i.e. 32.9x in process CPU time (67.1x in wall time: the load slowed batchbald-redux's wall time
+5x its CPU time), 16x less peak memory, joint MI equal within its standard error. Process CPU
+time with one thread is the ratio other processes' load moves least; see README_EXPERIMENTS.md.
 """
 
 from __future__ import annotations
@@ -41,6 +39,7 @@ import argparse
 import ctypes
 import functools
 import gc
+import os
 import time
 
 import torch
@@ -79,16 +78,20 @@ def _release_free_heap() -> None:
         pass
 
 
-def measure(fn):
-    """(result, seconds, peak extra MiB) of fn()."""
+CPU_SECONDS: dict[str, float] = {}  # the process CPU time of each measured call, by name
+
+
+def measure(fn, name: str = ""):
+    """(result, seconds, peak extra MiB) of fn(); its process CPU seconds go to CPU_SECONDS[name]."""
     gc.collect()
     _release_free_heap()
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")
     before = _status_kib("VmRSS")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     result = fn()
     seconds = time.perf_counter() - start
+    CPU_SECONDS[name] = time.process_time() - cpu
     peak = (_status_kib("VmHWM") - before) / 1024
     return result, seconds, peak
 
@@ -127,7 +130,12 @@ def main() -> None:
     parser.add_argument("--skip-redux", action="store_true")
     parser.add_argument("--only", choices=["lazy", "full", "redux"],
                         help="run one method alone (a fresh process per method isolates its memory figure)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch's CPU threads (default: torch's own). On a loaded machine one thread gives "
+                             "CPU-time ratios that other processes barely move")
     args = parser.parse_args()
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     run_lazy = args.only in (None, "lazy")
     args.skip_full = args.skip_full or args.only not in (None, "full")
     args.skip_redux = args.skip_redux or args.only not in (None, "redux")
@@ -150,17 +158,17 @@ def main() -> None:
         batch_bald, probs, args.k, num_samples=args.num_samples, max_joint_configs=args.num_samples
     )
     if run_lazy:
-        sel, sec, mib = measure(lambda: ours(generator=torch.Generator().manual_seed(args.seed)))
+        sel, sec, mib = measure(lambda: ours(generator=torch.Generator().manual_seed(args.seed)), "ours (lazy)")
         runs["ours (lazy)"] = (sel.indices.tolist(), sec, mib)
         print(f"ours (lazy)      {sec:8.2f} s  peak +{mib:7.1f} MiB  {sel.indices.tolist()}", flush=True)
     if not args.skip_full:
-        sel, sec, mib = measure(lambda: ours(lazy=False, generator=torch.Generator().manual_seed(args.seed)))
+        sel, sec, mib = measure(lambda: ours(lazy=False, generator=torch.Generator().manual_seed(args.seed)), "ours (lazy=False)")
         runs["ours (lazy=False)"] = (sel.indices.tolist(), sec, mib)
         print(f"ours (lazy=False){sec:8.2f} s  peak +{mib:7.1f} MiB  {sel.indices.tolist()}", flush=True)
     if not args.skip_redux:
         get_batchbald_batch = quiet_redux()
         torch.manual_seed(args.seed)  # batchbald-redux samples with the global generator
-        res, sec, mib = measure(lambda: get_batchbald_batch(log_probs, args.k, args.num_samples))
+        res, sec, mib = measure(lambda: get_batchbald_batch(log_probs, args.k, args.num_samples), "batchbald-redux")
         runs["batchbald-redux"] = (list(res.indices), sec, mib)
         print(f"batchbald-redux  {sec:8.2f} s  peak +{mib:7.1f} MiB  {list(res.indices)}", flush=True)
 
@@ -175,8 +183,11 @@ def main() -> None:
         for name in ("ours (lazy)", "ours (lazy=False)"):
             if name in runs:
                 _, sec, mib = runs[name]
-                print(f"{name}: {redux_s / sec:.1f}x faster than batchbald-redux, peak memory "
+                cpu = CPU_SECONDS["batchbald-redux"] / CPU_SECONDS[name]
+                print(f"{name}: {redux_s / sec:.1f}x faster than batchbald-redux ({cpu:.1f}x in process CPU time: "
+                      f"{CPU_SECONDS[name]:.2f} vs {CPU_SECONDS['batchbald-redux']:.2f} s), peak memory "
                       f"{mib:.0f} vs {redux_mib:.0f} MiB")
+    print(f"load average after: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
 if __name__ == "__main__":
     main()

@@ -2,12 +2,13 @@
 
     .venv/bin/python bench/store.py [--n 1000000] [--repeat 2] [--pg postgresql+psycopg://...] [--skip-sqlite]
 
-Ours: `PoolStore.add_items` (one transaction, Core insert compiled once, executemany in chunks),
-then `candidates` (select the unlabelled pool), `record_queries` for a batch of 100 and
-`record_answers` for them. Peer: plain `sqlite3.executemany` of the same rows into a table with
-the same DDL (copied from our database: same indexes, foreign key and pragmas), then the same
-select and inserts written by hand. Both run in this process, alternating, best of `--repeat`.
-Goal: ours within 2x of the peer.
+Ours: `PoolStore.add_items` (one transaction, Core insert compiled once with the shared values
+as literals, executemany in chunks), then `candidates` (the pool read as whole columns, less its
+labelled items), `record_queries` for a batch of 100 and `record_answers` for them. Peer: plain
+`sqlite3.executemany` of the same rows into a table with the same DDL (copied from our database:
+same indexes, foreign key and pragmas), then the candidates' select (fetchall) and the inserts
+written by hand. Both run in this process, alternating, best of `--repeat`. Goal: ours at most
+1.1x the peer.
 """
 
 from __future__ import annotations

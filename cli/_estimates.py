@@ -8,8 +8,8 @@
 * the evaluation set of `activebayes evaluate`, when there is one: its active-testing estimate;
 * the stopping signal, appended to the Next line: the share of the stop set's predictions the
   latest round changed and the rounds' agreement (Bloodgood & Vijay-Shanker: stop once the mean
-  kappa of the last 3 pairs of rounds reaches 0.99), the latest estimate's interval, and a plain
-  sentence.
+  kappa of the last 3 pairs of rounds reaches `activebayes.stopping.THRESHOLD`, 0.98 here against
+  their 0.99, chosen in studies/estimates), the latest estimate's interval, and a plain sentence.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def stop_sentence(signal: Any, latest: Any | None) -> str:
         parts.append(text)
     if latest is not None:
         figure, estimate = latest
-        parts.append(f"estimated {figure} {estimate.value:.3f} (95 % interval {estimate.low:.3f} to {estimate.high:.3f})")
+        parts.append(f"estimated {figure} {shown_value(estimate):.3f} (95 % interval {estimate.low:.3f} to {estimate.high:.3f})")
     if signal.mean_agreement is None:
         verdict = f"too few rounds to judge whether to stop ({signal.window} pairs of rounds needed)"
     elif signal.stop:
@@ -88,8 +88,23 @@ def latest_figure(estimates: list[tuple[Any, Any]], task: str) -> tuple[str, Any
     return None
 
 
+def shown_value(estimate: Any) -> float:
+    """The estimate as shown: inside the range the figure can take ([0, 1] for an accuracy or a
+    0-1 loss, whose interval is Wilson's; [0, ∞) for NLL, RMSE, MSE). The LURE estimate is
+    unbiased but not bounded (its weights can be negative), so after a few labels drawn with
+    high probability it can fall outside; moving it to the nearest possible value only brings it
+    closer to the truth. `--json` keeps the unbiased value."""
+    upper = 1.0 if estimate.interval == "wilson" else float("inf")
+    return min(max(estimate.value, 0.0), upper)
+
+
 def interval_text(estimate: Any) -> str:
-    return "-" if estimate is None else f"{estimate.value:.3f} [{estimate.low:.3f}, {estimate.high:.3f}]"
+    """"0.812 [0.701, 0.890]"; a value outside its possible range is shown at its edge, marked."""
+    if estimate is None:
+        return "-"
+    value = shown_value(estimate)
+    mark = f" (unbiased value {estimate.value:.3g}, outside the possible range)" if value != estimate.value else ""
+    return f"{value:.3f} [{estimate.low:.3f}, {estimate.high:.3f}]{mark}"
 
 
 def render_estimates(console: Console, estimates: list[tuple[Any, Any]], task: str, evaluation: Any | None) -> None:

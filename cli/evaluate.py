@@ -17,7 +17,14 @@ keeps its draw probability. `evaluate` then weighs the answered draws with LURE 
 (`activebayes.estimates`) into accuracy and NLL (regression: RMSE and Gaussian NLL) of the model
 that drew them, and each later round records the estimate for its own model (`status` shows it).
 
-A project holds one evaluation set; --budget again is refused while one exists.
+A project holds one evaluation set. `--budget M` again extends it, while the pool is the one the
+first draw saw (no item labelled for training, none withdrawn, since): M more items drawn one at a
+time from the items left, each with its probability among those left at its turn, so the whole
+set stays one sequential draw and its estimate unbiased (`activebayes.active_testing`). The model
+is refitted on the labels (unchanged) and its predictions of every item of the set are recorded:
+`evaluate` then estimates that model. The new items are written to `<project>-eval-2.csv` (-3,
+...). Once the pool has changed, an extension is refused: the set's estimate stays valid for the
+pool it was drawn from, and later rounds' models are still measured on it.
 """
 
 from __future__ import annotations
@@ -36,11 +43,12 @@ from activebayes_cli._options import Device
 app = typer.Typer()
 
 
-def eval_csv_name(project: str) -> str:
-    """The default file of the evaluation items: `<project>-eval.csv`."""
+def eval_csv_name(project: str, part: int = 1) -> str:
+    """The default file of the evaluation items: `<project>-eval.csv`, then `-eval-2.csv`, ... for
+    the items of each extension."""
     from activebayes_cli._output import safe_name
 
-    return f"{safe_name(project)}-eval.csv"
+    return f"{safe_name(project)}-eval{'' if part == 1 else f'-{part}'}.csv"
 
 
 @app.command("evaluate")
@@ -79,10 +87,7 @@ def _propose(ctx: typer.Context, budget: int, seed: int, device: str, csv_path: 
     info = store.project(name)
     if info.task not in ("classification", "regression"):
         raise CliError(f"project {name!r} is a {info.task} project", "`activebayes evaluate` evaluates classification and regression projects")
-    existing = (info.settings or {}).get(SETTINGS_KEY)
-    if existing:
-        raise CliError(f"project {name!r} already has an evaluation set of {len(existing['items'])} items",
-                       f"run `{st.next_command('evaluate')}` for its estimate")  # fmt: skip
+    existing = (info.settings or {}).get(SETTINGS_KEY) or None
     rounds = store.rounds(name)
     fitted = [r for r in rounds if r.labelled_count > 0]
     if store.count_labelled(name) == 0 or not fitted:
@@ -92,7 +97,9 @@ def _propose(ctx: typer.Context, budget: int, seed: int, device: str, csv_path: 
     n_candidates = store.count_candidates(name)
     if budget > n_candidates:
         raise CliError(f"--budget: {budget} is more than the {n_candidates} unlabelled pool items", f"pass --budget {n_candidates} or fewer")
-    target = csv_path or Path(eval_csv_name(name))
+    if existing is not None:
+        _check_extension(store, name, existing, st)
+    target = csv_path or Path(eval_csv_name(name, 1 + len(existing.get("parts", [0])) if existing else 1))
     data = load_project_data(store, name)
     check_round_file(target, info, data, force)
     latest = fitted[-1]
@@ -108,18 +115,35 @@ def _propose(ctx: typer.Context, budget: int, seed: int, device: str, csv_path: 
     )  # fmt: skip
     loop = ActiveLearningLoop(factory, "random", store, name, None, batch_size=1, seed=seed, device=device,
                               n_samples=options.predict_samples, posterior_name=options.posterior, data=data)  # fmt: skip
-    proposal = loop.propose_evaluation(budget, seed)
-    store.record_evaluation_set(name, proposal.item_ids, proposal.record)
-    queries = [SimpleNamespace(key=k, row=int(r), score=float(q), rank=m, prediction=p)
+    proposal = loop.propose_evaluation(budget, seed, existing)
+    before = len(existing["items"]) if existing else 0
+    store.record_evaluation_set(name, proposal.item_ids, proposal.record, extends=before if existing else None)
+    queries = [SimpleNamespace(key=k, row=int(r), score=float(q), rank=before + m, prediction=p)
                for m, (k, r, q, p) in enumerate(zip(proposal.keys, proposal.rows, proposal.probabilities, proposal.predictions))]  # fmt: skip
     write_round_csv(target, queries, info, data)
     summary = {"project": name, "budget": budget, "pool": proposal.record["pool"], "file": str(target),
-               "posterior": options.posterior, "labelled": proposal.record["labelled"], "keys": proposal.keys}  # fmt: skip
+               "posterior": options.posterior, "labelled": proposal.record["labelled"], "keys": proposal.keys,
+               "items": len(proposal.record["items"]), "extended": bool(existing)}  # fmt: skip
+    drew = (f"Drew {budget} more of the {proposal.record['pool']} items the evaluation set's draw started from ({before} drawn before, "
+            f"{len(proposal.record['items'])} now; its estimate is now of {options.posterior} refitted on the same "
+            f"{proposal.record['labelled']} labels)" if existing else
+            f"Drew {budget} of {proposal.record['pool']} unlabelled items for evaluation ({options.posterior} fitted on "
+            f"{proposal.record['labelled']} labels, proposal ∝ its expected loss)")  # fmt: skip
     st.out.result(summary, lambda c: c.print(
-        f"Drew {budget} of {proposal.record['pool']} unlabelled items for evaluation ({options.posterior} fitted on "
-        f"{proposal.record['labelled']} labels, proposal ∝ its expected loss); they are kept apart from training.\n"
+        f"{drew}; they are kept apart from training.\n"
         f"Label them in {escape(str(target))}, then: {escape(st.next_command('label', '--from', str(target)))} "
         f"and {escape(st.next_command('evaluate'))}"))  # fmt: skip
+
+
+def _check_extension(store: Any, name: str, record: Any, st: Any) -> None:
+    """Refuse to extend the evaluation set once the pool differs from the one its draw saw."""
+    from activebayes.active_testing import EVAL_SPLIT, same_population
+
+    problem = same_population(record, store.candidates(name)[0], store.items(name, split=EVAL_SPLIT)[0])
+    if problem is not None:
+        raise CliError(f"project {name!r} already has an evaluation set of {len(record['items'])} items, and more cannot be drawn: "
+                       f"{problem}, so new draws would not continue one draw from one pool",
+                       f"run `{st.next_command('evaluate')}` for its estimate (later rounds' models are measured on it too)")  # fmt: skip
 
 
 def _show(ctx: typer.Context) -> None:

@@ -9,7 +9,8 @@ and counted. The whole file is checked before anything is written, and then one 
 records it all:
 
 * answers to the waiting round's queries (or --round N's) are recorded for that round; any other
-  pool item is recorded outside a round and counted apart in the summary;
+  pool item is recorded outside a round and counted apart in the summary, as are the evaluation
+  items `activebayes evaluate --budget N` drew (the "eval" split);
 * a test-split item is refused unless --test (its labels measure the model);
 * a label that differs from the item's current one is refused unless --relabel (the same label
   again is harmless and records nothing);
@@ -191,7 +192,8 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
 
     in_round = sum(r is not None for _, _, r in rows)
     in_test = sum(states[k]["split"] == "test" for k, _, _ in rows)
-    other = len(rows) - in_round - in_test
+    in_eval = sum(states[k]["split"] == "eval" for k, _, _ in rows)
+    other = len(rows) - in_round - in_test - in_eval
     relabelled = len(changes)
     remaining = _open_queries(store, name, target)
     summary = {
@@ -201,6 +203,7 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
         "round_answers": in_round,
         "other_pool": other,
         "test": in_test,
+        "evaluation": in_eval,
         "relabelled": relabelled,
         "unchanged": unchanged,
         "skipped": len(oracle.unanswered),
@@ -211,10 +214,12 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
         parts = []
         if target is not None:
             parts.append(f"{in_round} to round {target}'s queries")
-        if target is None:
+        if target is None and (other or not in_eval):
             parts.append(_plural(other, "pool item") + " (no round waits for answers)")
         elif other:
             parts.append(_plural(other, "other pool item"))
+        if in_eval:
+            parts.append(_plural(in_eval, "evaluation item"))
         if in_test:
             parts.append(_plural(in_test, "test item"))
         if rows:

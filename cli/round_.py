@@ -30,7 +30,7 @@ One call runs one round of `activebayes.loop.ActiveLearningLoop`:
   process, no network; a network posterior once it fits float targets), takes the acquisitions
   variance, eig, bald, random, nipv, epig and power-epig, and records the test split's rmse and
   Gaussian nll. `--likelihood heteroscedastic` (mc-dropout, deep-ensemble, snapshot-ensemble,
-  swag) builds the network with two outputs, the natural parameters of a Gaussian whose mean and
+  swag, laplace) builds the network with two outputs, the natural parameters of a Gaussian whose mean and
   variance both vary with x (`activebayes.likelihoods`); it is recorded with the round's options.
 * `--acquisition epig` / `power-epig` score the candidates by what their labels tell about the
   predictions at target inputs: 1000 items drawn from the whole pool by default, or `--target

@@ -362,7 +362,7 @@ def test_label_without_round_is_recorded_without_one(pooled):
     result = run("--json", "label", "--from", "answers.csv")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == {
-        "project": "blobs", "round": None, "recorded": 2, "round_answers": 0, "other_pool": 2, "test": 0,
+        "project": "blobs", "round": None, "recorded": 2, "round_answers": 0, "other_pool": 2, "test": 0, "evaluation": 0,
         "relabelled": 0, "unchanged": 0, "skipped": 0, "remaining": 0,
     }  # fmt: skip
 

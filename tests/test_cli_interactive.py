@@ -27,6 +27,13 @@ from test_cli_label import open_round
 pexpect = pytest.importorskip("pexpect")
 
 SCRIPT = Path(sys.executable).with_name("activebayes")
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp_path(tmp_path, monkeypatch):
+    """Every test works in its own folder: a PostgreSQL project's feature cache goes to the
+    working directory, which must not be the checkout."""
+    monkeypatch.chdir(tmp_path)
 PROMPT = r"\(s skip, u undo, q quit, \? help\): "
 
 

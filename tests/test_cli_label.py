@@ -108,7 +108,7 @@ def test_round_answers_and_other_pool_items_are_told_apart(blobs):
     # the same file again is harmless: nothing recorded, nothing counted as a duplicate
     before = db_dump(blobs.db)
     assert blobs.label_json("--from", "answers.csv") == {
-        "project": "blobs", "round": 1, "recorded": 0, "round_answers": 0, "other_pool": 0, "test": 0,
+        "project": "blobs", "round": 1, "recorded": 0, "round_answers": 0, "other_pool": 0, "test": 0, "evaluation": 0,
         "relabelled": 0, "unchanged": 5, "skipped": 0, "remaining": 2,
     }  # fmt: skip
     assert db_dump(blobs.db) == before
@@ -120,7 +120,7 @@ def test_json_summary_and_unanswered_rows(blobs):
     q, p = blobs.queries, blobs.pool
     write("round-1.csv", f"key,label\n{q[0]},b\n{q[1]},\n{q[2]},a\n{p[3]},c\n")
     assert blobs.label_json("--from", "round-1.csv") == {
-        "project": "blobs", "round": 1, "recorded": 3, "round_answers": 2, "other_pool": 1, "test": 0,
+        "project": "blobs", "round": 1, "recorded": 3, "round_answers": 2, "other_pool": 1, "test": 0, "evaluation": 0,
         "relabelled": 0, "unchanged": 0, "skipped": 1, "remaining": 3,
     }  # fmt: skip
 

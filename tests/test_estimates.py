@@ -22,6 +22,7 @@ from activebayes.estimates import (
     wilson_interval,
 )
 from activebayes.stopping import (
+    THRESHOLD,
     changed_share,
     cohen_kappa,
     concordance,
@@ -217,9 +218,15 @@ def test_concordance_by_hand():
 
 
 def test_stop_after_three_stable_pairs():
-    assert not stop_signal([0.95, 0.995, 0.999]).stop  # mean 0.98
-    signal = stop_signal([0.95, 0.995, 0.999, 0.999])
-    assert signal.stop and signal.mean_agreement == pytest.approx((0.995 + 0.999 + 0.999) / 3)
+    assert THRESHOLD == 0.98  # chosen in studies/estimates (README_EXPERIMENTS.md)
+    # kappas by hand, each from two rounds' predictions of a 4-item stop set (as test_kappa_by_hand)
+    half = cohen_kappa(np.array([0, 0, 1, 1]), np.array([0, 1, 1, 1]))  # 1/2
+    assert not stop_signal([half, 1.0, 1.0]).stop  # mean 5/6
+    signal = stop_signal([half, 1.0, 1.0, 1.0])
+    assert signal.stop and signal.mean_agreement == 1.0
+    assert not stop_signal([0.96, 0.985, 0.99]).stop  # mean 0.9783 < 0.98
+    assert stop_signal([0.975, 0.985, 0.985]).stop  # mean 0.9817
+    assert not stop_signal([0.975, 0.985, 0.985], threshold=0.99).stop  # Bloodgood & Vijay-Shanker's 0.99
     assert stop_signal([1.0, 1.0]).mean_agreement is None
 
 

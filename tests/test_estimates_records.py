@@ -4,6 +4,7 @@ built by hand."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from types import SimpleNamespace
 
@@ -11,9 +12,17 @@ import numpy as np
 import pytest
 import torch
 
-from activebayes.active_testing import draw_evaluation_set, evaluation_estimate, evaluation_record
+from activebayes.active_testing import (
+    continue_draw,
+    draw_evaluation_set,
+    evaluation_estimate,
+    evaluation_record,
+    extended_record,
+    population_tag,
+    same_population,
+)
 from activebayes.debias import acquisition_weights, current_sample_weights, sample_weights, weighted_epoch_order
-from activebayes.errors import ShapeError
+from activebayes.errors import ConfigError, ShapeError
 from activebayes.estimates import lure_estimate
 from activebayes.round_estimates import (
     DETERMINISTIC,
@@ -181,3 +190,86 @@ def test_learning_figure_draws_the_estimate_band_beside_the_test_curve():
     assert any("LURE" in t.get_text() for t in axes.get_legend().get_texts())
     alone = learning_figure({"p": []}, estimate=band).axes[0]  # no test split: the estimate alone
     assert len(alone.lines) == 1
+
+
+# ---- extending an evaluation set ----------------------------------------------------------------
+def test_an_extension_continues_one_sequential_draw_exactly_unbiased():
+    # N = 5; 2 draws ∝ the first model's expected loss, then 2 more ∝ another proposal over the 3
+    # items left (`continue_draw`: q among those left): E[R̂_LURE of all 4] over every path = the mean
+    from activebayes.estimates import proposal_weights
+
+    losses = np.array([0.0, 1.0, 1.0, 0.0, 1.0])
+    first, second = proposal_weights(np.array([0.1, 0.6, 0.2, 0.05, 0.3])), np.array([0.5, 0.1, 0.9, 0.3, 0.2])
+    expectation = 0.0
+    for order in itertools.permutations(range(5), 4):
+        qs, left, p = [], list(range(5)), 1.0
+        for step, i in enumerate(order):
+            w = (first if step < 2 else second)[left]
+            q = float(w[left.index(i)] / w.sum())
+            qs.append(q)
+            p *= q
+            left.remove(i)
+        expectation += p * lure_estimate(losses[list(order)], qs, 5).value
+    assert expectation == pytest.approx(losses.mean(), abs=1e-12)
+
+
+def test_continue_draw_gives_the_probability_among_the_items_left():
+    record = evaluation_record(["k0", "k1"], draw_evaluation_set(np.array([0.2, 0.4, 0.1, 0.3, 0.5, 0.1]), 2, seed=0),
+                               [{}, {}], labelled=5, loss="zero-one", population="tag")  # fmt: skip
+    expected = np.array([0.5, 0.1, 0.2, 0.2])  # the 4 items left of N = 6
+    more = continue_draw(record, expected, 2, seed=3)
+    w = 0.9 * expected / expected.sum() + 0.1 / 4
+    assert more.pool == 6 and more.probabilities[0] == pytest.approx(w[more.positions[0]])
+    with pytest.raises(ConfigError, match="4 items left"):
+        continue_draw(record, expected[:3], 1, seed=0)
+
+
+def test_an_extended_draw_is_unbiased_by_simulation_and_keeps_one_model():
+    rng = np.random.default_rng(1)
+    n, first_b, more_b, draws = 120, 8, 12, 300
+    wrong = (rng.random(n) < 0.2).astype(float)
+    guess_a = np.where(wrong > 0, 0.6, 0.2) * rng.uniform(0.5, 1.5, n)  # the model that drew first
+    guess_b = np.where(wrong > 0, 0.3, 0.25) * rng.uniform(0.5, 1.5, n)  # the refitted model's guesses
+    keys = [f"k{i}" for i in range(n)]
+    estimates = []
+    for seed in range(draws):
+        draw = draw_evaluation_set(guess_a, first_b, seed)
+        record = evaluation_record([keys[p] for p in draw.positions], draw, [{"label": "x"}] * first_b, labelled=10,
+                                   loss="zero-one", population="tag")  # fmt: skip
+        left = np.setdiff1d(np.arange(n), draw.positions)
+        more = continue_draw(record, guess_b[left], more_b, seed + 1000)
+        new_keys = [keys[p] for p in left[more.positions]]
+        predictions = {k: {"label": "x" if wrong[int(k[1:])] else "y", "probability": 0.6, "probs": "0.4 0.6"} for k in keys}
+        full = extended_record(record, new_keys, more, predictions, labelled=10)
+        assert full["parts"] == [first_b, more_b] and [i["q"] for i in full["items"][:first_b]] == draw.probabilities.tolist()
+        assert all(i["prediction"] == predictions[i["key"]] for i in full["items"])  # one model for the whole set
+        estimate = evaluation_estimate(full, {k: "y" for k in keys}, "classification", ["x", "y"])
+        assert estimate.labels == first_b + more_b and estimate.pool == n
+        estimates.append(1 - estimate.accuracy.value)
+    values = np.asarray(estimates)
+    assert abs(values.mean() - wrong.mean()) < 3 * values.std(ddof=1) / math.sqrt(draws)
+
+
+def test_the_population_fingerprint_refuses_a_changed_pool():
+    candidates, drawn = np.array([3, 4, 5, 7]), np.array([6, 2])
+    record = {"pool": 6, "population": population_tag(np.array([2, 3, 4, 5, 6, 7])), "items": [{}, {}]}
+    assert same_population(record, candidates[::-1], drawn) is None  # the order does not matter
+    assert "changed" in same_population(record, candidates[:3], drawn)  # item 7 labelled for training
+    assert "changed" in same_population(record, np.array([3, 4, 5, 8]), drawn)  # same count, another item
+    assert "earlier version" in same_population({"pool": 6, "items": []}, candidates, drawn)
+
+
+def test_status_shows_an_estimate_inside_its_possible_range():
+    """LURE is unbiased but unbounded: status shows an accuracy of -6.61 at 0, marked, and
+    a value inside [0, 1] as it is; an NLL is only held at 0 from below."""
+    from activebayes.estimates import Estimate
+    from activebayes_cli._estimates import interval_text, shown_value
+
+    outside = Estimate(-6.61, 0.0, 0.42, 10, 500, "wilson")
+    assert shown_value(outside) == 0.0
+    assert interval_text(outside) == "0.000 [0.000, 0.420] (unbiased value -6.61, outside the possible range)"
+    assert shown_value(Estimate(1.3, 0.8, 1.0, 10, 500, "wilson")) == 1.0
+    inside = Estimate(0.8125, 0.7, 0.9, 10, 500, "wilson")
+    assert interval_text(inside) == "0.812 [0.700, 0.900]"
+    assert shown_value(Estimate(2.5, 1.0, 4.0, 10, 500, "wald")) == 2.5
+    assert shown_value(Estimate(-0.2, 0.0, 0.4, 10, 500, "wald")) == 0.0

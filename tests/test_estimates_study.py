@@ -25,7 +25,7 @@ def rounds(*agreements):
 
 
 def test_first_stop_reads_the_recorded_agreements():
-    assert first_stop(rounds(None, 0.9, 0.995, 0.999, 0.999, 1.0)) == 50  # mean of the last 3 >= 0.99 at round 5
+    assert first_stop(rounds(None, 0.9, 0.995, 0.999, 0.999, 1.0)) == 50  # mean of the last 3 >= 0.98 first at round 5 (0.9647 at 4)
     assert first_stop(rounds(None, 1.0, 1.0)) is None  # fewer than 3 pairs
     assert first_stop(rounds(0.5, 0.6, 0.7, 0.8)) is None
 
@@ -52,3 +52,43 @@ def test_a_run_stops_when_the_signal_fires_and_results_say_where(tmp_path, monke
     doc = json.loads((tmp_path / "out" / "results.json").read_text())
     assert [p["labels"] for p in doc["curves"]["power-bald"]] == [20, 30]  # stopped before max_labels = 60
     assert doc["stopped_at"]["labels"] == {"power-bald": [30]}
+
+
+# ---- studies/estimates: its MNIST part and its reading of the thresholds --------------------------
+def _estimates_study(name):
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "studies" / "estimates"
+    for path in (folder, folder.parent / "benchmark"):
+        if str(path) not in sys.path:
+            sys.path.insert(0, str(path))
+    spec = importlib.util.spec_from_file_location(f"estimates_{name}", folder / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_mnist_part_is_skipped_without_the_idx_files(tmp_path):
+    run = _estimates_study("run")
+    assert run.mnist_npz(tmp_path, source=tmp_path / "no-mnist") is None
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_stop_points_and_threshold_readings_by_hand():
+    summary = _estimates_study("summary")
+    # kappas after rounds 2..6; test accuracy 0.80 .. 0.90, the last 0.90: plateau at 50 labels (0.89 >= 0.89)
+    tests = [0.80, 0.84, 0.86, 0.88, 0.89, 0.90]
+    kappas = [None, 0.90, 0.985, 0.985, 0.985, 0.99]
+    run = {"rounds": [{"labels": 10 * (i + 1), "test_accuracy": t, "agreement": k} for i, (t, k) in enumerate(zip(tests, kappas))]}
+    points = summary.stop_points(run)
+    # mean of the last 3: 0.9567 at 40, 0.985 at 50, 0.9867 at 60
+    assert points["plateau"] == 50 and points["last"] == 60
+    assert points["stop_0.99"] is None and points["stop_0.98"] == 50 and points["stop_0.95"] == 40
+    assert points["test_at_stop_0.95"] == 0.88
+    reading = summary.threshold_reading([points, points | {"stop_0.98": None}], 0.95)
+    assert reading["fired"] == 2 and reading["early"] == 2 and reading["after_plateau"] == -10
+    assert reading["accuracy_given_up"] == pytest.approx(0.02)
+    at_98 = summary.threshold_reading([points], 0.98)
+    assert at_98["early"] == 0 and at_98["good"] == 1 and at_98["saved"] == pytest.approx(1 - 50 / 60)

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from activebayes.stopping import THRESHOLD
 from cli_checks import assert_mistake, db_dump, ok, run
 
 
@@ -48,7 +49,7 @@ def test_status_estimates_every_stochastic_round_and_says_when_it_cannot(project
         assert 0.0 <= low <= value <= high <= 1.0 and by_round[number]["labels"] == 4
         assert len(by_round[number]["nll"]) == 3
     assert "deterministic" in by_round[4]["reason"] and "accuracy" not in by_round[4]
-    assert data["stopping"]["window"] == 3 and data["stopping"]["threshold"] == 0.99
+    assert data["stopping"]["window"] == 3 and data["stopping"]["threshold"] == THRESHOLD
     assert "labelling more" in data["next"] or "too few rounds" in data["next"]
     text = ok("status").stdout
     assert "estimates from the chosen labels" in text and "deterministic" in text
@@ -67,20 +68,37 @@ def test_evaluate_proposes_keeps_apart_and_estimates(project, tmp_path):
         assert store.count_candidates("t") == candidates_before - 6  # kept apart from rounds
         record = store.project("t").settings["evaluation"]
         assert [item["key"] for item in record["items"]] == proposed["keys"] and all(0 < item["q"] <= 1 for item in record["items"])
-    assert_mistake(run("evaluate", "--budget", "3"), "already has an evaluation set")
     waiting = json.loads(ok("--json", "evaluate").stdout)
     assert waiting["estimate"]["reason"].startswith("waiting")
     answers = tmp_path / "answers.csv"
     answers.write_text("key,label\n" + "".join(f"{k},{truth[k]}\n" for k in proposed["keys"]))
-    ok("label", "--from", str(answers))
+    labelled = ok("label", "--from", str(answers)).stdout
+    assert "6 evaluation items" in labelled and "pool item" not in labelled
     shown = json.loads(ok("--json", "evaluate").stdout)
     assert shown["estimate"]["labels"] == 6 and len(shown["estimate"]["accuracy"]) == 3
+    # a second --budget continues the same draw while the pool is unchanged
+    more = json.loads(ok("--json", "evaluate", "--budget", "3", "--seed", "2").stdout)
+    assert more["extended"] and more["items"] == 9 and Path(more["file"]).name == "t-eval-2.csv"
+    with PoolStore(db, create=False) as store:
+        extended = store.project("t").settings["evaluation"]
+        assert store.count_items("t", split="eval") == 9 and store.count_candidates("t") == candidates_before - 9
+    assert extended["parts"] == [6, 3] and extended["pool"] == record["pool"]
+    assert [i["key"] for i in extended["items"]] == proposed["keys"] + more["keys"]
+    assert [i["q"] for i in extended["items"][:6]] == [i["q"] for i in record["items"]]  # the first draws as drawn
+    assert all(i["prediction"] for i in extended["items"])  # the refitted model predicted every item
+    answers.write_text("key,label\n" + "".join(f"{k},{truth[k]}\n" for k in more["keys"]))
+    ok("label", "--from", str(answers))
+    assert json.loads(ok("--json", "evaluate").stdout)["estimate"]["labels"] == 9
     ok("round", "--oracle", "truth", "--acquisition", "power-bald", "--k", "4", "--epochs", "2")
     with PoolStore(db, create=False) as store:
         latest = store.rounds("t")[-1]
-        assert latest.metrics["active_testing"]["labels"] == 6  # the new model, on the same set
-        assert not set(proposed["keys"]) & {q.key for q in store.queries("t", latest.number)}
+        assert latest.metrics["active_testing"]["labels"] == 9  # the new model, on the same set
+        assert not set(proposed["keys"] + more["keys"]) & {q.key for q in store.queries("t", latest.number)}
     assert "evaluation set" in ok("status").stdout
+    # the round labelled pool items: more draws would no longer come from the pool the set was drawn from
+    before = db_dump(db)
+    assert_mistake(run("evaluate", "--budget", "3", "--csv", "x.csv"), "cannot be drawn", "pool has changed")
+    assert db_dump(db) == before
 
 
 @pytest.mark.parametrize(

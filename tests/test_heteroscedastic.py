@@ -1,7 +1,8 @@
 """Heteroscedastic regression in natural parameters (activebayes/likelihoods.py): the NLL, its
 gradient and Hessian against the hand-derived formulas, autograd and torch.distributions.Normal;
 the maximum-likelihood estimate of a constant model; fits that recover a known x-dependent noise;
-`likelihood="heteroscedastic"` on the network posteriors and `round --likelihood` in the CLI."""
+`likelihood="heteroscedastic"` on the network posteriors and `round --likelihood` in the CLI
+(Laplace's curvature and linearised predictive: tests/test_hetero_laplace.py)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,6 @@ from activebayes.likelihoods import (
 )
 from activebayes.nets import mlp
 from activebayes.posteriors import MCDropout, DeepEnsemble, SnapshotEnsemble
-from activebayes.posteriors.laplace import Laplace
 from activebayes.posteriors.mfvi import MFVI
 from activebayes.posteriors.swag import SWAG
 from activebayes.training import TrainConfig
@@ -209,9 +209,8 @@ def test_the_sampling_posteriors_predict_each_samples_mean_and_variance(make):
 
 def test_refusals():
     x, y = noisy_data(16, 0)
-    for cls in (MFVI, Laplace):
-        with pytest.raises(ConfigError, match="likelihood"):
-            cls(mlp(1, 2), likelihood="heteroscedastic")
+    with pytest.raises(ConfigError, match="likelihood"):
+        MFVI(mlp(1, 2), likelihood="heteroscedastic")  # Laplace takes it: tests/test_hetero_laplace.py
     with pytest.raises(ConfigError, match="analytic"):
         SWAG(mlp(1, 2), likelihood="heteroscedastic", predictive="analytic")
     with pytest.raises(ConfigError, match="validation"):
@@ -232,7 +231,7 @@ def test_round_likelihood_heteroscedastic(cli_db):
     before = db_dump(cli_db)
     for args, words in (
         (["--likelihood", "heteroscedastic"], ["--likelihood heteroscedastic", "gp", "mc-dropout"]),
-        (["--posterior", "laplace", "--likelihood", "heteroscedastic"], ["laplace", "deep-ensemble"]),
+        (["--posterior", "mfvi", "--likelihood", "heteroscedastic"], ["mfvi", "deep-ensemble", "laplace"]),
         (["--posterior", "mc-dropout", "--likelihood", "poisson"], ["poisson", "heteroscedastic"]),
         (["--posterior", "mc-dropout", "--option", "likelihood=heteroscedastic"], ["--option likelihood", "--likelihood"]),
     ):

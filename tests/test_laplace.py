@@ -243,8 +243,6 @@ def test_errors():
         Laplace(mlp, model=mlp())
     with pytest.raises(ConfigError, match="subset"):
         Laplace(model=mlp(), subset="some")
-    with pytest.raises(ConfigError, match="hessian: subset='all'"):
-        Laplace(model=mlp(), subset="all", hessian="full")
     with pytest.raises(ConfigError, match="prior_precision: 'online'"):
         Laplace(model=mlp(), prior_precision="online")
     with pytest.raises(ConfigError, match="prior_precision"):

@@ -89,10 +89,11 @@ def both(likelihood, hessian, *, epochs=6, frequency=1, burn_in=0, steps=10, lea
 @pytest.mark.parametrize(
     "likelihood, hessian, schedule",
     [("classification", "kron", {}), ("classification", "diag", {}), ("regression", "diag", {}),
-     ("regression", "kron", {"learn_noise": False}),
+     ("regression", "kron", {"learn_noise": False}), ("classification", "full", {}), ("regression", "full", {}),
      ("classification", "kron", {"epochs": 10, "frequency": 2, "burn_in": 3, "steps": 5})],
 )  # fmt: skip
 def test_trajectory_equals_laplace_torch(likelihood, hessian, schedule):
+    """"full": laplace-torch's FullLaplace (a P x P GGN) against our dual form (`posteriors._gram`)."""
     ours, (la, model, margliks) = both(likelihood, hessian, **schedule)
     assert len(ours.evidences) == len(margliks)
     torch.testing.assert_close(torch.tensor(ours.evidences, dtype=F64), -torch.tensor(margliks, dtype=F64), rtol=1e-10, atol=0)
@@ -167,6 +168,17 @@ def test_laplace_online_uses_the_learnt_precisions():
     assert torch.all(fixed.fit(x, y).prior_precision_ == 2.0)
 
 
+@pytest.mark.parametrize("likelihood", ["classification", "regression"])
+def test_laplace_online_full_uses_the_dual_form_throughout(likelihood):
+    net, x, y = problem(likelihood)
+    la = Laplace(model_fn=lambda: copy.deepcopy(net), subset="all", hessian="full", prior_precision="online",
+                 train=TrainConfig(epochs=4, lr=1e-2, batch_size=16), seed=0, device="cpu").fit(x, y)  # fmt: skip
+    assert float(la.log_marginal_likelihood()) == pytest.approx(la.marglik_.log_evidence, rel=1e-9)
+    sigma = la.marglik_.sigma_noise
+    assert float(log_evidence(la.model_, x, y, la.prior_precision_, hessian="full", sigma_noise=sigma)) == pytest.approx(
+        la.marglik_.log_evidence, rel=1e-8)  # fmt: skip
+
+
 def test_regression_laplace_online_uses_the_learnt_noise():
     net, x, y = problem("regression")
     la = Laplace(model_fn=lambda: copy.deepcopy(net), subset="all", hessian="diag", prior_precision="online",
@@ -199,7 +211,7 @@ def test_network_posteriors_train_with_marglik_through_train_config():
 
 @pytest.mark.parametrize(
     "kwargs, words",
-    [({"hessian": "full"}, "MarglikConfig.hessian"), ({"frequency": 0}, "MarglikConfig.frequency"),
+    [({"hessian": "dense"}, "MarglikConfig.hessian"), ({"frequency": 0}, "MarglikConfig.frequency"),
      ({"burn_in": -1}, "MarglikConfig.burn_in"), ({"hyper_lr": 0.0}, "MarglikConfig.hyper_lr"),
      ({"prior_structure": "diag"}, "MarglikConfig.prior_structure"), ({"keep_best": 1}, "MarglikConfig.keep_best")],
 )  # fmt: skip

@@ -41,7 +41,7 @@ def test_round_with_whole_network_marglik_laplace(pooled, monkeypatch):
 @pytest.mark.parametrize(
     "options, words",
     [(["--option", "subset=everything"], ["--option subset: expected one of", "'all'"]),
-     (["--option", "subset=all", "--option", "hessian=full"], ["--option hessian: subset='all' takes 'kron' or 'diag'"]),
+     (["--option", "subset=all", "--option", "hessian=lowrank"], ["--option hessian: expected one of", "'lowrank'"]),
      (["--option", "prior_precision=onlin"], ["--option prior_precision: expected a positive number", "'onlin'"]),
      (["--option", "prior_precision=[1.0, 2.0]"], ["--option prior_precision"])],
 )  # fmt: skip

@@ -11,6 +11,7 @@ from torch import nn
 from activebayes import ConfigError
 from activebayes.nets import batchbald_cnn, gal_cnn, mlp
 from activebayes.posteriors import MCDropout
+from activebayes.posteriors.dropout_tail import run_prefix
 from activebayes.posteriors.mc_dropout import DropoutMasks, flatten_sequential, full_passes, stochastic_tail
 from activebayes.training import TrainConfig
 
@@ -106,6 +107,78 @@ def test_a_channel_mask_passes_pool_and_relu_and_folds_into_the_next_conv():
     conv2 = [i for i, layer in enumerate(flatten_sequential(model)) if isinstance(layer, nn.Conv2d)][1]
     split = [isinstance(layer, nn.Dropout2d) for layer in flatten_sequential(model)].index(True)
     assert folded[conv2 - split] == (6 * 64, 32, 5, 5)
+
+
+def _masked_mlp(*dropouts: float) -> nn.Sequential:
+    dropout_layers = (nn.Dropout(p) for p in dropouts)
+    return nn.Sequential(nn.Linear(6, 40), nn.ReLU(), *dropout_layers, nn.Linear(40, 5), nn.Tanh(), nn.Linear(5, 3))
+
+
+@pytest.mark.parametrize(
+    "dropouts, complement",
+    [((0.25,), True), ((0.1,), True), ((0.2, 0.3), False), ((0.9,), False)],
+    ids=["p=0.25", "p=0.1", "two-masks-in-a-row", "p=0.9"],
+)
+def test_the_first_masked_linear_folds_by_its_dropped_features_when_that_pays(dropouts, complement):
+    """f_s(h) = (h cWᵀ + b) − h[:, D_s] (cW[:, D_s])ᵀ when every kept entry of the mask is c and few
+    enough features drop; two masks in a row (kept entries c1, c1·c2) or p = 0.9 keep the dense fold."""
+    model = _masked_mlp(*dropouts).eval()
+    x = torch.randn(300, 6, generator=torch.Generator().manual_seed(2))
+    masks = DropoutMasks(seed=4, n_samples=9, device=CPU, dtype=torch.float32)
+    with torch.no_grad():
+        fast = _fast(model, x, masks)
+        naive = full_passes(model, x, masks)
+    torch.testing.assert_close(fast, naive, rtol=1e-5, atol=1e-5)
+    folds = {key: value for key, value in masks.folded.items() if key[0] == len(dropouts)}  # the tail's first Linear
+    if complement:
+        (fold,) = folds.values()
+        scaled_t, bias, idx, dropped = fold
+        m = masks.mask(0, model[2], (40,))  # [S, D], entries 0 or 1/(1 − p)
+        assert dropped.shape[0] == 9 and dropped.shape[1] == int((m == 0).sum(1).max())
+        for s in range(9):  # sample s's rows are its dropped features, then zero padding
+            gone = torch.nonzero(m[s] == 0)[:, 0]
+            assert torch.equal(idx.view(9, -1)[s, : gone.numel()], gone)
+            assert not dropped[s, gone.numel() :].any()
+    else:
+        assert None in folds.values() and any(key[-1] == "dense" for key in folds)
+
+
+def test_the_complement_fold_gathers_in_chunks_of_items_with_the_same_result(monkeypatch):
+    from activebayes.posteriors import dropout_tail
+
+    model = _masked_mlp(0.25).eval()
+    x = torch.randn(50, 6, generator=torch.Generator().manual_seed(3))
+    whole = _fast(model, x, DropoutMasks(seed=4, n_samples=9, device=CPU, dtype=torch.float32))
+    monkeypatch.setattr(dropout_tail, "GATHER_BYTES", 9 * 40 * 4 * 7)  # at most 7 items per chunk
+    torch.testing.assert_close(_fast(model, x, DropoutMasks(seed=4, n_samples=9, device=CPU, dtype=torch.float32)), whole)
+
+
+def _conv_prefix() -> nn.Sequential:
+    """Conv → ReLU → max-pool (pooled first), conv → ReLU → avg-pool, a ReLU after a flatten (a view)."""
+    return nn.Sequential(
+        nn.Conv2d(1, 4, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(4, 6, 3, padding=1), nn.ReLU(), nn.AvgPool2d(2),
+        nn.Flatten(), nn.ReLU(), nn.Linear(6 * 3 * 3, 5), nn.ReLU(),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("make, item_shape", [(_conv_prefix, (1, 14, 14)), (mlp(5, 3, hidden=(16,)), (5,))], ids=["conv", "mlp"])
+def test_the_fast_prefix_is_the_layers_in_turn_and_leaves_its_input_alone(make, item_shape):
+    layers = flatten_sequential(make().eval())
+    x = torch.randn(7, *item_shape, generator=torch.Generator().manual_seed(5)) - 0.5
+    before = x.clone()
+    with torch.no_grad():
+        expected = x
+        for layer in layers:
+            expected = layer(expected)
+        got = run_prefix(layers, x)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+    assert torch.equal(x, before)
+    seen = []  # a layer with a hook runs as a module
+    handle = layers[1].register_forward_hook(lambda module, args, out: seen.append(out.shape))
+    with torch.no_grad():
+        torch.testing.assert_close(run_prefix(layers, x), expected, rtol=1e-5, atol=1e-6)
+    handle.remove()
+    assert len(seen) == 1
 
 
 def test_masks_are_bernoulli_scaled_and_channelwise_for_dropout2d():

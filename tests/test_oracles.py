@@ -31,12 +31,16 @@ def test_truth_oracle_answers_from_a_projects_held_back_labels(tmp_path):
     from activebayes.data import Dataset, label_text
     from activebayes.oracles import NoTruthError, truth_oracle
 
-    class Store:  # what truth_oracle reads of a PoolStore
+    class Store:  # what truth_oracle reads of a PoolStore: the settings, and the asked items' rows
         def __init__(self, settings):
             self.settings = settings
 
         def project(self, name):
             return SimpleNamespace(settings=self.settings)
+
+        def items(self, name, *, keys):
+            found = [k for k in ("a", "b", "c") if k in keys]
+            return np.arange(len(found)), np.asarray([ord(k) - ord("a") for k in found]), found
 
     labelled = Dataset(np.zeros((3, 2)), np.array([3.0, 1.0, 2.5]), ["a", "b", "c"], tmp_path / "x.npz", "npz")
     assert truth_oracle(Store({}), "p", labelled).ask(["a", "c"]) == [Answer("a", "3"), Answer("c", "2.5")]
@@ -52,6 +56,29 @@ def test_truth_oracle_answers_from_a_projects_held_back_labels(tmp_path):
 
     oracle = truth_oracle(Store({"truth_path": str(truth), "truth_sha256": sha256_file(truth)}), "p", unlabelled)
     assert oracle.ask(["1", "2"]) == [Answer("1", "b"), Answer("2", "a")]
+
+
+def test_truth_oracle_looks_up_only_the_asked_items_of_a_store(tmp_path):
+    """A store project's truth: the asked keys' rows come from the store, the labels from y at
+    those rows (items added in another order than the rows, a test split, text labels padded)."""
+    from activebayes.data import Dataset
+    from activebayes.oracles import truth_oracle
+
+    n = 1000
+    keys = [f"k{i:04d}" for i in range(n)]
+    y = np.asarray([f" {i % 7} " for i in range(n)])  # label_text strips
+    np.savez(tmp_path / "x.npz", x=np.zeros((n, 1)))  # the project's data file (its sha256 is recorded)
+    store = PoolStore(f"sqlite:///{tmp_path / 'truth.db'}")
+    store.create_project("p", classes=range(7))
+    order = np.random.default_rng(0).permutation(n)
+    store.import_pool("p", tmp_path / "x.npz", pool_rows=order[:900], pool_keys=[keys[i] for i in order[:900]],
+                      test_rows=order[900:], test_keys=[keys[i] for i in order[900:]])  # fmt: skip
+    oracle = truth_oracle(store, "p", Dataset(np.zeros((n, 1)), y, keys, tmp_path / "x.npz", "npz"))
+    asked = [keys[5], keys[999], keys[int(order[950])], keys[5]]
+    assert oracle.ask(asked) == [Answer(k, str(int(k[1:]) % 7)) for k in asked]
+    with pytest.raises(DataError, match="no true label for key 'nope'"):
+        oracle.ask([keys[1], "nope"])
+    store.close()
 
 
 def test_file_oracle_reads_and_answers(tmp_path):

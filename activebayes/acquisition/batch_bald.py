@@ -14,7 +14,8 @@ the predictive of candidate n given Y_m,
     H[y_n | y_B] = Σ_m v_m H[r_mn],     v_m = q_m (exact) or 1/M (sampled),
 
 which for all candidates of a chunk is one matmul W^T [M, S] @ probs [S, b·C] -> [M, b·C], one
-elementwise r·log r and one matrix-vector product with v. This is the chain rule applied to
+elementwise r·log r and one matrix-vector product with v, run over tiles of configurations that
+fit the cache on the CPU (`_gains`). This is the chain rule applied to
 batchbald-redux's joint entropy H[y_B, y_n] = H[y_B] + H[y_n | y_B] and avoids its products of
 tiny joint probabilities.
 
@@ -22,7 +23,9 @@ Exact: the M = C^t configurations are enumerated while C^t <= `max_joint_configs
 Sampled: beyond that, `num_samples` configurations are drawn afresh at every step from p(y_B),
 stratified over the posterior samples (M·w_s configurations from θ_s, then y_i ~ p(y_i | θ_s)).
 This is batchbald-redux's SampledJointEntropy: the same draws, and its importance-weighted
-estimator with proposal q = p(y_B), so every importance weight p/q is 1.
+estimator with proposal q = p(y_B), so every importance weight p/q is 1. A configuration drawn
+c times is kept once with v_m = c/M (the same sum over fewer columns: with confident networks
+most of the M draws repeat a few configurations).
 
 Lazy greedy (Minoux 1978): the gains never grow as B grows (the joint MI is submodular), so the
 last computed gain of a candidate bounds its next one. Each step evaluates candidates in chunks
@@ -31,8 +34,9 @@ exact configurations this returns exactly the full greedy choice; with sampled o
 are estimates too (Monte-Carlo noise may reorder candidates within that noise). `lazy=False`
 evaluates every candidate at every step.
 
-Memory: O(S·M) for the joint state plus two [M, b·C] buffers, b = `chunk_size` (by default the
-largest b with max(M, S)·b·C <= 2^22 elements); never [M, N, C] for the whole pool. Each evaluated chunk
+Memory: O(S·M) for the joint state plus two buffers, b = `chunk_size` candidates per chunk: on
+the CPU [m, b·C] tiles of 2^18 elements (1 MiB in float32; b >= 128 by default), on CUDA [M, b·C]
+(by default the largest b with max(M, S)·b·C <= 2^22 elements); never [M, N, C] for the whole pool. Each evaluated chunk
 costs one host synchronisation (the greedy choice needs the argmax on the host).
 """
 
@@ -46,7 +50,11 @@ from activebayes.acquisition.batch import BatchSelection, check_k
 from activebayes.errors import ShapeError
 from activebayes.predictive import Predictive
 
-_BUFFER_ELEMENTS = 1 << 22  # [M, b·C] elements per chunk and buffer: two buffers of 16 MiB in float32
+_BUFFER_ELEMENTS = 1 << 22  # [M, b·C] elements per chunk and buffer on CUDA: two buffers of 16 MiB in float32
+#: On the CPU: [m, b·C] tiles of 2^18 elements (1 MiB in float32, two fit a 2 MiB L2) and chunks of
+#: at least 128 candidates (measured fastest at M = 10^4, S = 100, C = 10: 2.1x the whole-M buffers).
+_TILE_ELEMENTS = 1 << 18
+_MIN_CHUNK = 128
 _PROB_FLOOR = 1e-30
 _SAMPLE_CHUNK = 1 << 15
 
@@ -71,6 +79,7 @@ class _Joint:
         self.log_w = log_w  # [S] float64
         self.log_joint = torch.zeros(log_w.shape[0], 1, dtype=torch.float64, device=log_w.device)
         self.exact = True
+        self.counts: Tensor | None = None  # sampled: how many of the draws each distinct configuration is
 
     def posterior(self) -> tuple[Tensor, Tensor]:
         """W [S, M] (columns sum to 1) and the configuration weights v [M]."""
@@ -79,7 +88,7 @@ class _Joint:
         post = torch.exp(logits - log_q)
         if self.exact:
             return post, torch.exp(log_q)
-        return post, torch.full_like(log_q, 1.0 / log_q.shape[0])
+        return post, self.counts / self.counts.sum()
 
     def extend(self, p_new: Tensor) -> None:
         """Enumerate one more chosen candidate exactly: p_new [S, C], M -> M·C configurations."""
@@ -101,30 +110,36 @@ class _Joint:
         cdf = torch.cumsum(weights.to(device=here, dtype=torch.float64), 0)
         theta = torch.searchsorted(cdf, positions).clamp_max_(S - 1)  # [M]
         drawn = chosen.to(device=here, dtype=torch.float64)
+        labels = torch.stack([torch.multinomial(drawn[theta, i], 1, generator=generator)[:, 0] for i in range(t)], 1)  # [M, t]
+        # a configuration drawn c times is one column with weight c/M: the same sum, fewer columns
+        distinct, counts = torch.unique(labels.to(chosen.device), dim=0, return_counts=True)  # [U, t], [U]
         log_p = _log_probs(chosen)  # [S, t, C]
-        log_joint = torch.zeros(S, num_samples, dtype=torch.float64, device=chosen.device)
+        log_joint = torch.zeros(S, distinct.shape[0], dtype=torch.float64, device=chosen.device)
         for i in range(t):
-            y = torch.multinomial(drawn[theta, i], 1, generator=generator)[:, 0].to(chosen.device)  # [M]
-            log_joint += log_p[:, i, y]
-        self.log_joint, self.exact = log_joint, False
+            log_joint += log_p[:, i, distinct[:, i]]
+        self.log_joint, self.exact, self.counts = log_joint, False, counts.to(torch.float64)
 
 
-def _gains(
-    post_t: Tensor, v: Tensor, probs: Tensor, cond: Tensor, idx: Tensor, buffers: tuple[Tensor, Tensor]
-) -> Tensor:
+def _gains(post_t: Tensor, v: Tensor, probs: Tensor, cond: Tensor, idx: Tensor, buffers: tuple[Tensor, Tensor]) -> Tensor:
     """I[y_n; θ | y_B] for candidates idx [b]: post_t [M, S], v [M], probs [S, N, C] -> [b].
 
+    The configurations run in tiles of m rows, m·b·C = the buffers' size: r = post_t[tile] @ probs
+    [m, b·C] and r log r stay in the cache (on the CPU a tile of about 1 MiB; on CUDA the whole M
+    at once), and Σ_m v_m r log r accumulates tile by tile.
     The candidates' probabilities are clamped at 1e−30 so that r > 0 and log r is finite (r ≥ 1e−30
     because the columns of W sum to 1); this moves no entropy by more than ~1e−28 nats.
     """
     S, _, C = probs.shape
     M, b = post_t.shape[0], idx.shape[0]
     sub = probs.index_select(1, idx).clamp_min_(_PROB_FLOOR).reshape(S, b * C)  # [S, b·C]
-    r = buffers[0][: M * b * C].view(M, b * C)
-    log_r = buffers[1][: M * b * C].view(M, b * C)
-    torch.mm(post_t, sub, out=r)  # r_mn: the predictive of candidate n given configuration m
-    torch.log(r, out=log_r).mul_(r)
-    h = -(v @ log_r).view(b, C).sum(-1)  # H[y_n | y_B], [b]
+    rows = max(1, min(M, buffers[0].numel() // (b * C)))
+    acc = torch.zeros(b * C, dtype=probs.dtype, device=probs.device)  # Σ_m v_m r log r
+    for start in range(0, M, rows):
+        stop = min(M, start + rows)
+        r = torch.mm(post_t[start:stop], sub, out=buffers[0][: (stop - start) * b * C].view(stop - start, b * C))
+        r_log_r = torch.log(r, out=buffers[1][: r.numel()].view_as(r)).mul_(r)  # r_mn: the predictive given Y_m
+        acc.addmv_(r_log_r.t(), v[start:stop])
+    h = -acc.view(b, C).sum(-1)  # H[y_n | y_B], [b]
     return h - cond.index_select(0, idx)
 
 
@@ -157,6 +172,16 @@ def _argmax_lazy(post_t, v, probs, cond, bounds, chunk, buffer, n_left: int) -> 
     return best_j, best_gain
 
 
+def _chunking(M: int, S: int, N: int, C: int, chunk_size: int | None, device: torch.device) -> tuple[int, int]:
+    """(b, buffer elements): candidates per evaluated chunk, and the size of each of the two
+    [m, b·C] buffers (m ≤ M configurations per tile)."""
+    if device.type == "cpu":
+        chunk = min(N, chunk_size or max(_MIN_CHUNK, _TILE_ELEMENTS // (M * C)))
+        return chunk, max(chunk * C, min(M * chunk * C, _TILE_ELEMENTS))
+    chunk = min(N, chunk_size or max(1, _BUFFER_ELEMENTS // (max(M, S) * C)))
+    return chunk, M * chunk * C
+
+
 def batch_bald(
     pred: Predictive | Tensor,
     k: int,
@@ -173,8 +198,8 @@ def batch_bald(
         k: batch size, 0 <= k <= N.
         num_samples: M, the number of sampled label configurations once C^t > max_joint_configs.
         max_joint_configs: the largest number of configurations enumerated exactly.
-        chunk_size: candidates per matmul; None sizes the [M, chunk·C] buffers (and the gathered
-            [S, chunk, C] probabilities) at 2^22 elements.
+        chunk_size: candidates per evaluated chunk; None sizes it to the buffers (module
+            docstring, "Memory").
         lazy: lazy greedy evaluation (see the module docstring); False evaluates every candidate.
         generator: draws the sampled configurations (on its own device; the draws move to probs'
             device); unused while exact.
@@ -210,8 +235,8 @@ def batch_bald(
     for step in range(k):
         post, v = joint.posterior()
         M = post.shape[1]
-        chunk = min(N, chunk_size or max(1, _BUFFER_ELEMENTS // (max(M, S) * C)))
-        buffer = tuple(torch.empty(M * chunk * C, dtype=probs.dtype, device=probs.device) for _ in range(2))
+        chunk, size = _chunking(M, S, N, C, chunk_size, probs.device)
+        buffer = tuple(torch.empty(size, dtype=probs.dtype, device=probs.device) for _ in range(2))
         post_t, v_w = post.T.to(probs.dtype).contiguous(), v.to(probs.dtype)
         if lazy:
             j, gain = _argmax_lazy(post_t, v_w, probs, cond, bounds, chunk, buffer, N - step)

@@ -144,7 +144,7 @@ def _stop_set_rows(loop: Any) -> np.ndarray:
     """The stop set's rows, as `RoundSignals._stop_set_metrics` picks them."""
     from activebayes.stopping import STOP_SET_SIZE, stop_set_positions
 
-    ids, rows, _ = loop.store.items(loop.project)
+    ids, rows, _ = loop.store.items(loop.project, with_keys=False)
     if len(ids) == 0:
         return np.zeros(0, dtype=np.int64)
     return np.asarray(rows)[stop_set_positions(len(ids), loop.stop_set_size or STOP_SET_SIZE)]

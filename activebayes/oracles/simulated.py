@@ -1,9 +1,10 @@
 """`SimulatedOracle`: answers from a held-back truth, for simulated studies; `truth_oracle` builds
-one from a store project's held-back labels."""
+one from a store project's held-back labels (looking up only the keys asked, so that a pool of a
+million items costs nothing until it is asked)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,8 @@ class SimulatedOracle:
     """Answers each key with its held-back true label.
 
     Args:
-        truth: a mapping key -> label, or a sequence/array of labels indexed by `keys`.
+        truth: a mapping key -> label; a sequence/array of labels indexed by `keys`; or a
+            function `keys -> {key: label}` of the asked keys it knows, called at each ask.
         keys: the keys of `truth` when it is a sequence (default: "0", "1", ... its row indices).
         missing: what to do with a key the truth lacks: "raise" (DataError) or "skip" (None).
 
@@ -26,11 +28,14 @@ class SimulatedOracle:
 
     stop_requested = False
 
-    def __init__(self, truth: Mapping[str, Any] | Sequence[Any] | np.ndarray, *, keys: Sequence[str] | None = None,
-                 missing: str = "raise") -> None:  # fmt: skip
+    def __init__(self, truth: Mapping[str, Any] | Sequence[Any] | np.ndarray | Callable[[list[str]], Mapping[str, Any]], *,
+                 keys: Sequence[str] | None = None, missing: str = "raise") -> None:  # fmt: skip
         if missing not in ("raise", "skip"):
             raise DataError(f"missing: expected 'raise' or 'skip', got {missing!r}")
-        if isinstance(truth, Mapping):
+        self._lookup = truth if callable(truth) and not isinstance(truth, (Mapping, np.ndarray)) else None
+        if self._lookup is not None:
+            self.truth: dict[str, Any] | None = None
+        elif isinstance(truth, Mapping):
             self.truth = {str(k): _plain(v) for k, v in truth.items()}
         else:
             values = np.asarray(truth).tolist()
@@ -42,15 +47,16 @@ class SimulatedOracle:
         self.asked = 0
 
     def ask(self, keys: Sequence[str], candidates: Any = None) -> list[Answer]:
+        keys = [str(key) for key in keys]
+        known = self.truth if self._lookup is None else {str(k): _plain(v) for k, v in self._lookup(keys).items()}
         answers = []
         for key in keys:
-            key = str(key)
-            if key not in self.truth:
+            if key not in known:
                 if self.missing == "raise":
                     raise DataError(f"SimulatedOracle: no true label for key {key!r}")
                 answers.append(Answer(key, None))
             else:
-                answers.append(Answer(key, self.truth[key]))
+                answers.append(Answer(key, known[key]))
         self.asked += len(answers)
         return answers
 
@@ -64,13 +70,27 @@ def truth_oracle(store: Any, project: str, data: Any = None) -> SimulatedOracle:
     """A SimulatedOracle answering from the labels held back when the project's pool was added:
     the data file's labels, or its truth file (checked against its recorded sha256; DataError
     when missing or changed). `data`: the project's data already loaded by
-    `activebayes.data.load_project_data` (loaded here when None). NoTruthError without any."""
-    from activebayes.data import project_truth
+    `activebayes.data.load_project_data` (loaded here when None). NoTruthError without any.
 
-    truth = project_truth(store, project, data)
-    if truth is None:
-        raise NoTruthError(f"project {project!r} has no held-back truth (its data file has no labels)")
-    return SimulatedOracle(truth)
+    The data file's labels y [N] are looked up per ask: the asked keys' items give their rows
+    (`store.items(project, keys=...)`, an indexed select of those keys), the answers are
+    `label_text(y[row])`; no dict of the whole pool is built."""
+    from activebayes.data import load_project_data, project_truth
+    from activebayes.data.project import label_texts
+
+    data = data if data is not None else load_project_data(store, project)
+    if data.y is None:
+        truth = project_truth(store, project, data)  # the truth file's labels, if any
+        if truth is None:
+            raise NoTruthError(f"project {project!r} has no held-back truth (its data file has no labels)")
+        return SimulatedOracle(truth)
+    labels = data.y
+
+    def lookup(keys: list[str]) -> dict[str, str]:
+        _, rows, found = store.items(project, keys=keys)
+        return dict(zip(found, label_texts(np.asarray(labels[rows]))))
+
+    return SimulatedOracle(lookup)
 
 
 def _plain(value: Any) -> Any:

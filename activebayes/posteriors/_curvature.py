@@ -20,14 +20,19 @@ also take a pair (δ_W, δ_b), one for the weight and one for the bias, `prior_v
         bias block G. Each block's precision is (block + δI), inverted through the
         eigendecompositions G = Q_G diag(g) Q_Gᵀ, A = Q_A diag(a) Q_Aᵀ.
 Every structure is stored by eigenvalues `e` [P] of the curvature (so log det(H + δI) =
-Σ log(e + δ) for any δ, which makes the marginal likelihood a cheap function of δ).
+Σ log(e + δ) for any δ, which makes the marginal likelihood a cheap function of δ); "full"
+keeps the dense H and decomposes it only when e is asked for: at one δ, Σ = (H + δI)⁻¹ comes
+from its Cholesky factor.
+
+Full, cost per fit and prediction (laplace-torch: a matmul for H, J Σ Jᵀ at N·C·P² per
+prediction): H from one syrk over the C − 1 first classes (`ggn_full`), Σ from a Cholesky
+factor, and each input's variances from Σ's C diagonal blocks [D+1, D+1] (N·C·(D+1)²; the full
+[C, C] covariance from its C(C+1)/2 blocks c ≤ k).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -54,21 +59,48 @@ def _permutation(c: int, d: int, device: torch.device) -> Tensor:
     return _to_laplace_order(tilde, c, d)
 
 
+def _column_gram(a: Tensor) -> Tensor:
+    """aᵀa [K, K] for a [N, K]. On the CPU in float32/float64 by BLAS syrk (scipy's), which
+    multiplies out one triangle only, N·K²/2 multiply-adds against N·K² for a matmul (torch
+    exposes no syrk), at torch's thread count; the other triangle is mirrored. Elsewhere a matmul."""
+    if a.device.type != "cpu" or a.dtype not in (torch.float32, torch.float64):
+        return a.T @ a
+    from scipy.linalg import blas
+    from threadpoolctl import threadpool_limits
+
+    syrk = blas.dsyrk if a.dtype == torch.float64 else blas.ssyrk
+    with threadpool_limits(limits=torch.get_num_threads(), user_api="blas"):
+        upper = torch.from_numpy(syrk(1.0, a.detach().contiguous().numpy().T, trans=0))  # (aᵀ)(aᵀ)ᵀ; aᵀ is Fortran-ordered: no copy
+    return torch.triu(upper) + torch.triu(upper, 1).T
+
+
 def ggn_full(phi: Tensor, probs: Tensor) -> Tensor:
     """Dense GGN [P, P] = Σ_n Λ_n ⊗ φ̃_n φ̃_nᵀ, in laplace-torch's parameter order.
 
-    Computed as Σ_c e_c e_cᵀ ⊗ φ̃ᵀ diag(p_·c) φ̃ − UᵀU with U_n = p_n ⊗ φ̃_n, no loop over items.
+    In the (c, d̃) ordering the block of classes (c, k) is B_ck = Σ_n (δ_ck p_nc − p_nc p_nk) φ̃_n φ̃_nᵀ
+    [D+1, D+1]. With U_c = p_·c ⊙ φ̃ [N, D+1] (rows p_nc φ̃_n), B_ck = δ_ck U_cᵀφ̃ − U_cᵀU_k, all
+    read off one Gram matrix (`_column_gram`) of [U_0, ..., U_{C−2}, φ̃]. The last class needs no
+    product: the rows of Λ_n sum to 0, so B_c,C−1 = −Σ_{k<C−1} B_ck and B_C−1,C−1 = −Σ_{c<C−1} B_c,C−1
+    ((C−1)² of the C² blocks are multiplied out, each over N items, in half the work of a matmul).
     """
     n, c = probs.shape
     d = phi.shape[1]
+    m = d + 1
     tilde = _features_with_bias(phi)  # [N, D+1]
-    u = (probs.unsqueeze(2) * tilde.unsqueeze(1)).reshape(n, c * (d + 1))  # [N, C·(D+1)]
-    h = -(u.T @ u)
-    blocks = torch.einsum("nc,nd,ne->cde", probs, tilde, tilde)  # [C, D+1, D+1]
-    h = h.reshape(c, d + 1, c, d + 1)
-    idx = torch.arange(c, device=phi.device)
-    h[idx, :, idx, :] += blocks
-    h = h.reshape(c * (d + 1), c * (d + 1))
+    u = (probs[:, : c - 1, None] * tilde[:, None, :]).reshape(n, (c - 1) * m)  # U_c side by side, c < C−1
+    gram = _column_gram(torch.cat([u, tilde], dim=1))  # [(C−1)m + m, (C−1)m + m]
+    k = (c - 1) * m
+    h = phi.new_empty(c, m, c, m)
+    inner = -gram[:k, :k].reshape(c - 1, m, c - 1, m)  # −U_cᵀU_k
+    idx = torch.arange(c - 1, device=phi.device)
+    inner[idx, :, idx, :] += gram[:k, k:].reshape(c - 1, m, m)  # + U_cᵀφ̃ on the diagonal blocks
+    h[: c - 1, :, : c - 1, :] = inner
+    last = -inner.sum(dim=2)  # B_c,C−1 [C−1, D+1, D+1]
+    h[: c - 1, :, c - 1, :] = last
+    h[c - 1, :, : c - 1, :] = last.permute(2, 0, 1)  # B_C−1,c = B_c,C−1ᵀ
+    h[c - 1, :, c - 1, :] = -last.sum(dim=0)
+    h = h.reshape(c * m, c * m)
+    h = 0.5 * (h + h.T)  # symmetric to the last bit (the diagonal blocks' two halves round apart)
     perm = _permutation(c, d, phi.device)
     return h[perm][:, perm]
 
@@ -93,34 +125,50 @@ def _symeig(matrix: Tensor) -> tuple[Tensor, Tensor]:
     return values.clamp_min(0.0), vectors
 
 
-@dataclass(frozen=True)
 class LastLayerGaussian:
-    """A Gaussian N(θ_MAP, (H + δI)⁻¹) over the last layer, H stored by its eigendecomposition.
+    """A Gaussian N(θ_MAP, (H + δI)⁻¹) over the last layer, H stored by its eigendecomposition
+    ("full": by the dense H, its eigendecomposition made on first use).
 
     Attributes:
         structure: "full", "diag" or "kron".
-        eigenvalues: e [P], the eigenvalues of H in the structure's own basis.
+        eigenvalues: e [P], the eigenvalues of H in the structure's own basis. "full" computes
+            them (and `vectors`) from `curvature` when first asked: the evidence and the weight
+            samples need them, while a fit at a given δ and its predictive need only the
+            Cholesky factor of H + δI (P³/3 multiply-adds against about 9P³ for `eigh`).
         mean: θ_MAP [P] in laplace-torch order.
         n_classes, n_features: C and D.
         vectors: full: V [P, P] (H = V diag(e) Vᵀ); kron: (Q_G [C, C], Q_A [D, D]); diag: None.
         kron_values: kron only: (g [C], a [D]).
+        curvature: full only: H [P, P] in laplace-torch order (None when built from e and V).
     """
 
-    structure: str
-    eigenvalues: Tensor
-    mean: Tensor
-    n_classes: int
-    n_features: int
-    vectors: Tensor | tuple[Tensor, Tensor] | None = None
-    kron_values: tuple[Tensor, Tensor] | None = None
+    def __init__(self, structure: str, eigenvalues: Tensor | None, mean: Tensor, n_classes: int, n_features: int,
+                 vectors: Tensor | tuple[Tensor, Tensor] | None = None, kron_values: tuple[Tensor, Tensor] | None = None,
+                 *, curvature: Tensor | None = None) -> None:  # fmt: skip
+        if eigenvalues is None and curvature is None:
+            raise ConfigError("LastLayerGaussian: expected the eigenvalues or (full) the curvature")
+        self.structure, self.mean, self.n_classes, self.n_features = structure, mean, n_classes, n_features
+        self._eigenvalues, self._vectors, self.kron_values, self.curvature = eigenvalues, vectors, kron_values, curvature
+        self._covariance: tuple[float, Tensor] | None = None  # full: (δ, Σ) of the latest `covariance`
+
+    @property
+    def eigenvalues(self) -> Tensor:
+        if self._eigenvalues is None:
+            self._eigenvalues, self._vectors = _symeig(self.curvature)  # type: ignore[arg-type]
+        return self._eigenvalues
+
+    @property
+    def vectors(self) -> Tensor | tuple[Tensor, Tensor] | None:
+        if self._vectors is None and self.structure == "full":
+            self.eigenvalues  # noqa: B018  (made together)
+        return self._vectors
 
     @classmethod
     def fit(cls, structure: str, phi: Tensor, probs: Tensor, mean: Tensor) -> LastLayerGaussian:
         """Curvature from features φ [N, D] and MAP probabilities [N, C]; mean θ_MAP [P]."""
         c, d = probs.shape[1], phi.shape[1]
         if structure == "full":
-            values, vectors = _symeig(ggn_full(phi, probs))
-            return cls("full", values, mean, c, d, vectors)
+            return cls("full", None, mean, c, d, curvature=ggn_full(phi, probs))
         if structure == "diag":
             return cls("diag", ggn_diag(phi, probs).clamp_min(0.0), mean, c, d)
         g_mat, a_mat = ggn_kron(phi, probs)
@@ -144,8 +192,7 @@ class LastLayerGaussian:
         inv = 1.0 / noise_var
         if structure == "full":
             tilde = _features_with_bias(phi)
-            values, vectors = _symeig(tilde.T @ tilde * inv)
-            return cls("full", values, mean, 1, d, vectors)
+            return cls("full", None, mean, 1, d, curvature=tilde.T @ tilde * inv)
         if structure == "diag":
             tilde = _features_with_bias(phi)
             return cls("diag", tilde.square().sum(0) * inv, mean, 1, d)
@@ -163,8 +210,9 @@ class LastLayerGaussian:
                 return tuple(v.to(device) for v in value)
             return value.to(device)
 
-        return dataclasses.replace(self, eigenvalues=self.eigenvalues.to(device), mean=self.mean.to(device),
-                                   vectors=move(self.vectors), kron_values=move(self.kron_values))
+        return LastLayerGaussian(self.structure, move(self._eigenvalues), self.mean.to(device), self.n_classes,
+                                 self.n_features, move(self._vectors), move(self.kron_values),
+                                 curvature=move(self.curvature))  # fmt: skip
 
     @property
     def n_params(self) -> int:
@@ -177,7 +225,7 @@ class LastLayerGaussian:
         eigenbasis, so it takes a pair only when δ_W = δ_b."""
         if not isinstance(delta, Tensor) or delta.numel() == 1:
             return delta if not isinstance(delta, Tensor) else delta.reshape(())
-        pair = delta.to(self.eigenvalues)
+        pair = delta.to(self.mean)
         if self.structure == "full":
             if not torch.allclose(pair[0], pair[1]):
                 raise ConfigError("hessian: 'full' takes one prior precision for the last layer, got one for the weight and "
@@ -214,31 +262,56 @@ class LastLayerGaussian:
             if diagonal:
                 return s @ q_g.square().T
             return torch.einsum("ci,ni,ki->nck", q_g, s, q_g)
-        cov = self.covariance(delta)  # [P, P] laplace order -> (c, d̃) ordering
+        blocks = self._tilde_covariance(delta)  # Σ [C, D+1, C, D+1] in the (c, d̃) ordering
+        m = d + 1
+        tilde = _features_with_bias(phi)
+        if diagonal:  # f_var[n, c] = φ̃_nᵀ Σ_cc φ̃_n: one product with the C diagonal blocks side by side
+            right = torch.diagonal(blocks, dim1=0, dim2=2).permute(0, 2, 1).reshape(m, c * m)  # [D+1, C·(D+1)]
+            return torch.cat([((t @ right).reshape(-1, c, m) * t.unsqueeze(1)).sum(-1) for t in tilde.split(_CHUNK)])
+        # f_var[n, c, k] = φ̃_nᵀ Σ_ck φ̃_n = f_var[n, k, c] (Σ_kc = Σ_ckᵀ): the blocks k ≥ c only
+        out = phi.new_empty(phi.shape[0], c, c)
+        for start in range(0, phi.shape[0], _CHUNK):
+            t = tilde[start : start + _CHUNK]
+            for k in range(c):
+                part = ((t @ blocks[k, :, k:, :].reshape(m, (c - k) * m)).reshape(-1, c - k, m) * t.unsqueeze(1)).sum(-1)
+                out[start : start + _CHUNK, k, k:] = part
+                out[start : start + _CHUNK, k:, k] = part
+        return out
+
+    def _tilde_covariance(self, delta: float | Tensor) -> Tensor:
+        """Σ reordered to the (c, d̃) ordering and shaped [C, D+1, C, D+1] (block (c, k) = Σ_ck)."""
+        c, d = self.n_classes, self.n_features
+        cov = self.covariance(delta)
         perm = _permutation(c, d, cov.device)
         tilde_cov = torch.empty_like(cov)
         tilde_cov[perm.unsqueeze(1), perm.unsqueeze(0)] = cov
-        tilde_cov = tilde_cov.reshape(c, d + 1, c, d + 1)
-        tilde = _features_with_bias(phi)
-        if diagonal:
-            diag_blocks = torch.diagonal(tilde_cov, dim1=0, dim2=2).permute(2, 0, 1)  # [C, D+1, D+1]
-            outs = [torch.einsum("nd,cde,ne->nc", t, diag_blocks, t) for t in tilde.split(_CHUNK)]
-            return torch.cat(outs)
-        flat = tilde_cov.permute(1, 0, 2, 3).reshape(d + 1, c * c * (d + 1))
-        outs = []
-        for t in tilde.split(_CHUNK):
-            m = (t @ flat).reshape(-1, c, c, d + 1)
-            outs.append(torch.einsum("ncke,ne->nck", m, t))
-        return torch.cat(outs)
+        return tilde_cov.reshape(c, d + 1, c, d + 1)
 
-    def covariance(self, delta: float) -> Tensor:
-        """Σ = (H + δI)⁻¹ [P, P] in laplace-torch order (dense; for full and for tests)."""
-        inv = 1.0 / (self.eigenvalues + self.prior_vector(delta))
+    def covariance(self, delta: float | Tensor) -> Tensor:
+        """Σ = (H + δI)⁻¹ [P, P] in laplace-torch order (dense; for full and for tests).
+
+        full: from the Cholesky factor L of H + δI (Σ = L⁻ᵀL⁻¹), kept for the latest δ; from the
+        eigendecomposition V diag(1/(e + δ)) Vᵀ when there is no H, or when rounding makes H + δI
+        fail to factor (H's tiny negative eigenvalues outweighing a tiny δ: e is clamped at 0).
+        """
+        delta = self.prior_vector(delta)
+        if self.structure == "full":
+            key = float(delta)
+            if self._covariance is not None and self._covariance[0] == key:
+                return self._covariance[1]
+            cov = None
+            if self.curvature is not None:
+                precision = self.curvature + key * torch.eye(self.n_params, dtype=self.curvature.dtype, device=self.curvature.device)
+                factor, info = torch.linalg.cholesky_ex(precision)
+                cov = torch.cholesky_inverse(factor) if int(info) == 0 else None
+            if cov is None:
+                v = self.vectors
+                cov = (v * (1.0 / (self.eigenvalues + key))) @ v.T  # type: ignore[operator]
+            self._covariance = (key, cov)
+            return cov
+        inv = 1.0 / (self.eigenvalues + delta)
         if self.structure == "diag":
             return torch.diag(inv)
-        if self.structure == "full":
-            v = self.vectors
-            return (v * inv) @ v.T  # type: ignore[operator]
         (q_g, q_a) = self.vectors  # type: ignore[misc]
         c, d = self.n_classes, self.n_features
         q = torch.kron(q_g, q_a)

@@ -55,6 +55,11 @@ class NetworkGaussian:
     deltas: Tensor
     factor: float = 1.0
 
+    @property
+    def noise_size(self) -> int:
+        """Standard normal draws per sample that `deviations` takes: P."""
+        return self.curvature.n_params
+
     def to(self, device: torch.device | str) -> NetworkGaussian:
         """The same Gaussian with the network and every tensor on `device` (the network moves in place)."""
         return NetworkGaussian(self.model.to(device), self.layers, self.curvature.to(device), self.deltas.to(device), self.factor)

@@ -9,6 +9,8 @@ Generalised Gauss-Newton (GGN). With f_n = f(x_n; θ) [C] and the likelihood's H
     categorical:  Λ_n = diag(p_n) − p_n p_nᵀ, p_n = softmax(f_n)  (laplace-torch's H)
     gaussian:     Λ_n = I_C / σ²; the curvature is stored WITHOUT the factor φ = 1/σ² (as
                   laplace-torch stores it), which the evidence and the predictive apply.
+    heteroscedastic: C = 2 natural-parameter outputs, Λ_n = `likelihoods.heteroscedastic_ggn`
+                  (K = 2 vectors; log p(D | θ*) = −Σ_n NLL, φ = 1, as for the categorical).
 Λ_n is written as Σ_k v_nk v_nkᵀ with K vectors v_nk [C] (`hessian_square_root`: for the softmax
 v_nk = sqrt(p_nk)(e_k − p_n), K = C), so one backward pass per k of v_k through the network gives
 g_lnk = (∂f_n/∂s_ln)ᵀ v_nk, the output gradient of layer l at its pre-activation s_l [N, T, O_l].
@@ -46,6 +48,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from activebayes.errors import ConfigError, ShapeError
+from activebayes.likelihoods import HETEROSCEDASTIC, heteroscedastic_ggn_square_root, heteroscedastic_nll
 
 STRUCTURES = ("kron", "diag")
 LAYER_TYPES = (nn.Linear, nn.Conv2d)
@@ -137,6 +140,8 @@ def hessian_square_root(likelihood: str, f: Tensor) -> Tensor:
     eye = torch.eye(c, dtype=f.dtype, device=f.device)
     if likelihood == "gaussian":
         return eye.unsqueeze(1).expand(c, f.shape[0], c)
+    if likelihood == HETEROSCEDASTIC:  # the natural-parameter Gaussian's Λ(f), K = 2 (`likelihoods`)
+        return heteroscedastic_ggn_square_root(f)
     p = torch.softmax(f, dim=1)  # [M, C]
     return p.T.sqrt().unsqueeze(2) * (eye.unsqueeze(1) - p.unsqueeze(0))  # [K=C, M, C]
 
@@ -290,6 +295,8 @@ def log_marginal_likelihood(curvature: NetworkCurvature, prior_precision: Tensor
 def _nll_sum(likelihood: str, f: Tensor, y: Tensor) -> Tensor:
     if likelihood == "gaussian":
         return 0.5 * (f.to(torch.float64) - y.reshape(f.shape).to(torch.float64)).square().sum()
+    if likelihood == HETEROSCEDASTIC:
+        return heteroscedastic_nll(f.to(torch.float64), y.reshape(f.shape[:1]).to(torch.float64)).sum()
     return F.cross_entropy(f.to(torch.float64), y.long(), reduction="sum")
 
 

@@ -51,12 +51,14 @@ samples are Monte Carlo draws of that latent, not quadrature nodes). `predict_me
 
 Whole network (subset="all"; laplace-torch's subset_of_weights="all"): every nn.Linear and
 nn.Conv2d tensor gets N(θ*, (φH + diag δ)⁻¹), H the KFAC or diagonal GGN of the whole network
-(`_kfac`), δ one precision per parameter tensor, φ = 1/σ² for regression. Predictive: the
+(`_kfac`) or, for hessian="full", the exact GGN in its N·C-row dual form (`_gram`), δ one precision per parameter tensor, φ = 1/σ² for regression. Predictive: the
 linearised network (`_glm`), f(x) ~ N(f(x; θ*), J(x) Σ J(x)ᵀ): `predict_proba` the probit
 formula above on its diagonal (laplace-torch's `la(x, pred_type="glm", link_approx="probit")`),
 `predict` S linearised function samples f(x; θ*) + J(x)(θ_s − θ*) with θ_s drawn once per S from
 `seed` (shared by every candidate, so jointly consistent across a pool and batching-invariant).
 The evidence is `_kfac.log_marginal_likelihood` (per-tensor δ, and σ for regression).
+likelihood="heteroscedastic" (two outputs, the natural parameters; either subset, KFAC or diag;
+the linearised predictive of the mean and the variance): `_hetero_laplace`.
 
 Online marginal likelihood (prior_precision="online", or a `train` with `marglik` set): the
 network is trained by `activebayes.marglik.train_marglik`, which learns δ per parameter tensor
@@ -75,6 +77,7 @@ import torch
 from torch import Tensor, nn
 
 from activebayes.errors import ConfigError, ShapeError
+from activebayes.likelihoods import HETEROSCEDASTIC
 from activebayes.marglik import MarglikConfig, MarglikFit, train_marglik
 from activebayes.posteriors._curvature import (
     LastLayerGaussian,
@@ -82,11 +85,14 @@ from activebayes.posteriors._curvature import (
     maximise_scalar_evidence,
     optimise_prior_precision,
 )
-from activebayes.posteriors._glm import NetworkGaussian, standard_noise
-from activebayes.posteriors._kfac import as_outputs, curvature_layers, fit_curvature, network_log_likelihood, prior_precisions
+from activebayes.posteriors._glm import standard_noise
+from activebayes.posteriors._gram import fit_network_curvature, network_gaussian
+from activebayes.posteriors._hetero_laplace import fit_heteroscedastic, heteroscedastic_mean_var, heteroscedastic_predict
+from activebayes.posteriors._kfac import as_outputs, curvature_layers, network_log_likelihood, prior_precisions
 from activebayes.posteriors._kfac import log_marginal_likelihood as network_log_marginal_likelihood
 from activebayes.posteriors._moment_propagation import PREDICTIVES, AnalyticPredictive, probit_softmax
-from activebayes.posteriors._network import ModelFn, NetworkArgs, NetworkPosterior, check_choice, check_positive_number, inputs_for
+from activebayes.posteriors._network import (LIKELIHOODS, REGRESSION_LIKELIHOODS, ModelFn, NetworkArgs, NetworkPosterior, check_choice,
+                                             check_positive_number, inputs_for)  # fmt: skip
 from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import (
     TrainConfig,
@@ -149,7 +155,7 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
             trained or mutated).
         subset: "last_layer" or "all" (every nn.Linear and nn.Conv2d; laplace-torch's
             subset_of_weights).
-        hessian: "kron" (KFAC), "diag" or "full" GGN ("full": last_layer only).
+        hessian: "kron" (KFAC), "diag" or "full" GGN ("full" with subset="all": the dual form, few items).
         link: "probit" or "mc", how `predict_proba` approximates the softmax's expectation
             (`LinkApproximation`).
         prior_precision: δ > 0; for subset="all" also one δ per trainable parameter tensor (a
@@ -162,8 +168,9 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
             diagonal Gaussian; module docstring); "analytic" requires link="probit".
         n_samples: default S of weight samples for `predict`.
         seed: seeds the network initialisation, training and the weight samples.
-        likelihood: "categorical", "gaussian" (regression: the last nn.Linear has one output), or
-            None to infer it from y's dtype at `fit` (float targets -> gaussian).
+        likelihood: "categorical", "gaussian" (regression: the last nn.Linear has one output),
+            "heteroscedastic" (two outputs, the natural parameters; `_hetero_laplace`), or None to
+            infer it from y's dtype at `fit` (float targets -> gaussian).
 
     Fitted attributes: `model_`, `layer_` (None for subset="all"), `posterior_` (a
     LastLayerGaussian, or a `_glm.NetworkGaussian`), `prior_precision_` (a float, a (δ_W, δ_b)
@@ -173,6 +180,7 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
     """
 
     options = ("subset", "hessian", "link", "prior_precision", "predictive")
+    likelihoods = (*LIKELIHOODS, HETEROSCEDASTIC)  # heteroscedastic: `_hetero_laplace`
     _fitted_attribute = "posterior_"
 
     def __init__(
@@ -191,8 +199,6 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
         check_choice("subset", subset, ("last_layer", "all"))
         check_choice("hessian", hessian, [h.value for h in Hessian])
         check_choice("link", link, [a.value for a in LinkApproximation])
-        if subset == "all" and hessian == "full":
-            raise ConfigError("hessian: subset='all' takes 'kron' or 'diag' (a dense GGN of every weight does not fit), got 'full'")
         if isinstance(prior_precision, (list, tuple)) and subset == "all" and prior_precision:
             for value in prior_precision:
                 check_positive_number("prior_precision", value)
@@ -220,6 +226,8 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
         """Train (model_fn; by online marglik when `_training` says so) or copy (model) the network,
         then fit the last-layer or whole-network posterior around it (x [N, ...]; y integer labels
         [N], or float targets [N] for regression)."""
+        if self.likelihood_ == HETEROSCEDASTIC:
+            return fit_heteroscedastic(self, x, y)
         dev = self.device_
         net = self._network(self.seed_)
         x = inputs_for(net, x)
@@ -263,13 +271,14 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
 
     def _training(self) -> TrainConfig:
         """`train`, with online marglik for prior_precision="online" when `train` sets none: MarglikConfig()
-        on this hessian (kron for "full"), a Laplace fit every F = ⌈epochs / MAX_MARGLIK_FITS⌉ epochs
+        on this hessian (last layer: kron for "full"), a Laplace fit every F = ⌈epochs / MAX_MARGLIK_FITS⌉ epochs
         (a round's sized training runs 50 to hundreds of epochs of one or a few steps, and a fit of
         a CNN's KFAC costs as much as several epochs there)."""
         config = self.train_config
         if self.prior_precision == "online" and config.marglik is None:
             every = max(1, math.ceil(config.epochs / MAX_MARGLIK_FITS))
-            marglik = MarglikConfig(hessian="diag" if self.hessian == Hessian.DIAG else "kron", frequency=every)
+            hessian = "kron" if self.hessian == Hessian.FULL and self.subset != "all" else self.hessian.value
+            marglik = MarglikConfig(hessian=hessian, frequency=every)
             config = dataclasses.replace(config, marglik=marglik)
         return config
 
@@ -299,7 +308,7 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
             raise ConfigError(f"{self._network_argument}: for regression expected one output per item, got {n_out}")
         if self.likelihood_ == "categorical" and (y.min() < 0 or y.max() >= n_out):
             raise ShapeError(f"y: expected labels in [0, {n_out - 1}], got range [{int(y.min())}, {int(y.max())}]")
-        curvature = fit_curvature(net, x, y, self.hessian.value, self.likelihood_)
+        curvature = fit_network_curvature(net, x, y, self.hessian.value, self.likelihood_)
         for p in net.parameters():
             p.requires_grad_(False)
         factor = 1.0
@@ -313,7 +322,7 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
             deltas = prior_precisions(maximise_scalar_evidence(curvature.eigenvalues(factor), norm2), len(curvature.blocks), device=x.device)
         elif deltas is None:
             deltas = prior_precisions(self.prior_precision, len(curvature.blocks), device=x.device)
-        self.posterior_ = NetworkGaussian(net, layers, curvature, deltas, factor)
+        self.posterior_ = network_gaussian(net, layers, curvature, deltas, factor)
         self.model_, self.layer_, self.prior_precision_ = net, None, deltas
         self.log_likelihood_ = network_log_likelihood(curvature, None if self.noise_ is None else math.sqrt(self.noise_))
 
@@ -355,7 +364,7 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
         σ = `sigma_noise` (default sqrt(noise_)); differentiable in both when they are tensors."""
         self._check_fitted()
         delta = self.prior_precision_ if prior_precision is None else prior_precision
-        if self.subset == "all":
+        if self.layer_ is None:  # subset="all", or a heteroscedastic posterior
             sigma = sigma_noise if sigma_noise is not None else None if self.noise_ is None else math.sqrt(self.noise_)
             return network_log_marginal_likelihood(self.posterior_.curvature, delta, sigma)  # type: ignore[union-attr, arg-type]
         if sigma_noise is not None:
@@ -377,7 +386,7 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
 
     def functional_variance(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """(f_map [N, C], f_var [N, C, C]) of the linearised predictive."""
-        if self.subset == "all":
+        if self.layer_ is None:
             return self._network_moments(x, diagonal=False)
         phi, logits = self._features(x)
         f_var = self.posterior_.functional_variance(phi, self.prior_precision_)  # type: ignore[union-attr, arg-type]
@@ -385,7 +394,7 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
 
     def output_moments(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """(f_map, diag f_var), each [N, C] (regression [N, 1] or [N]): the logits' Gaussian marginals."""
-        if self.subset == "all":
+        if self.layer_ is None:
             return self._network_moments(x, diagonal=True)
         phi, logits = self._features(x)
         var = self.posterior_.functional_variance(phi, self.prior_precision_, diagonal=True)  # type: ignore[union-attr, arg-type]
@@ -396,7 +405,7 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
         if self.link == LinkApproximation.MC:
             return super().predict_proba(x)
         self._check_fitted()
-        if self.likelihood_ == "gaussian":
+        if self.likelihood_ in REGRESSION_LIKELIHOODS:
             raise regression_only("predict_proba")
         return probit_softmax(*self.output_moments(x))
 
@@ -426,7 +435,7 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
         s = self._sample_count(n_samples)
         if s not in self._samples:
             post = self.posterior_
-            noise = standard_noise(s, post.curvature.n_params, self.seed_).to(post.deltas.device)  # type: ignore[union-attr]
+            noise = standard_noise(s, post.noise_size, self.seed_).to(post.deltas.device)  # type: ignore[union-attr]
             dtype = next(self.model_.parameters()).dtype  # type: ignore[union-attr]
             self._samples = {s: [d.to(dtype) for d in post.deviations(noise)]}  # type: ignore[union-attr, dict-item]
         return self._samples[s]  # type: ignore[return-value]
@@ -442,6 +451,8 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
         if self.predictive == "analytic":
             self._check_fitted()
             return self._analytic_predict(x, n_samples)
+        if self.likelihood_ == HETEROSCEDASTIC:
+            return heteroscedastic_predict(self, x, n_samples)
         if self.subset == "all":
             param = next(self.model_.parameters())  # type: ignore[union-attr]
             xs = as_tensor("x", x, param.dtype).to(param.device)
@@ -462,6 +473,8 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
         (as GaussianProcess.predict_mean_var; `n_samples` is not used); with observation_noise,
         y's: f_var(x) + σ²."""
         self._check_fitted()
+        if self.likelihood_ == HETEROSCEDASTIC:  # E[y] and Var[μ] (+ E[σ²]) of the linearised network
+            return heteroscedastic_mean_var(self, x, observation_noise=observation_noise)
         if self.likelihood_ != "gaussian":
             raise classification_only("predict_mean_var")
         f_map, f_var = self._latent_moments(x)

@@ -19,6 +19,8 @@ Fast path, for any `nn.Sequential` (nested ones are flattened):
     so the S samples are ONE conv with S·out output channels on the shared [N, C, ...] input;
   * a mask before any other layer (e.g. a Conv after an elementwise Dropout) is applied by
     broadcasting over the items, and the layer then runs on the S·N stacked inputs.
+The masks, the prefix and the tail live in `activebayes.posteriors.dropout_tail` (with the CPU
+fast paths: a channels-last prefix, and the first masked Linear folded by its dropped features).
 Models that are not `nn.Sequential` run S full passes with the same masks applied through
 forward hooks (a warning says so once per fit); `prefix_cache=False` forces that reference path.
 
@@ -54,13 +56,13 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Sequence
 from typing import Unpack
 
 import torch
 from torch import Tensor, nn
 
 from activebayes.errors import ConfigError, ShapeError
+from activebayes.posteriors.dropout_tail import _MASKED, DropoutMasks, _mix_seed, flatten_sequential, run_prefix, stochastic_tail
 from activebayes.posteriors._network import REGRESSION_LIKELIHOODS, ModelFn, NetworkArgs, NetworkPosterior, check_bool, check_choice, inputs_for
 from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import (
@@ -71,178 +73,6 @@ from activebayes.training import (
     regression_output,
     train,
 )
-
-_MASKED = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d)
-_ELEMENTWISE = (
-    nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.ELU, nn.SELU, nn.CELU, nn.GELU, nn.SiLU, nn.Mish,
-    nn.Tanh, nn.Sigmoid, nn.Softplus, nn.Hardtanh, nn.Hardswish, nn.Hardsigmoid, nn.Identity,
-)  # fmt: skip
-
-
-def _mix_seed(seed: int, n_samples: int, layer: int) -> int:
-    """A 63-bit seed for the masks of one dropout layer (splitmix-style odd multipliers)."""
-    mixed = seed * 0x9E3779B97F4A7C15 + n_samples * 0xBF58476D1CE4E5B9 + (layer + 1) * 0x94D049BB133111EB
-    return mixed % (2**63 - 1)
-
-
-class DropoutMasks:
-    """The S masks of every dropout layer for one predict call.
-
-    `mask(j, layer, feature_shape)` gives m [S, *mask_shape] for the j-th dropout applied in a
-    forward pass: mask_shape = feature_shape for `nn.Dropout`, (channels, 1, ...) for the
-    channel-wise Dropout1d/2d/3d. Entries are 0 or 1/(1 − p). Drawn on the CPU from a generator
-    seeded from (seed, S, j), so they are the same on every batch, device and call.
-    """
-
-    def __init__(self, seed: int, n_samples: int, *, device: torch.device, dtype: torch.dtype) -> None:
-        self.seed, self.n_samples, self.device, self.dtype = seed, n_samples, device, dtype
-        self._cache: dict[tuple[int, tuple[int, ...]], Tensor] = {}
-        # weights with the masks folded in, keyed by (tail position, features): see stochastic_tail
-        self.folded: dict[tuple[int, tuple[int, ...]], tuple[Tensor, Tensor | None]] = {}
-
-    def mask(self, j: int, layer: nn.Module, feature_shape: Sequence[int]) -> Tensor:
-        feature_shape = tuple(feature_shape)
-        key = (j, feature_shape)
-        if key not in self._cache:
-            if isinstance(layer, nn.Dropout):
-                shape = feature_shape
-            else:  # channel-wise: one draw per channel, broadcast over the spatial axes
-                shape = (feature_shape[0],) + (1,) * (len(feature_shape) - 1)
-            keep = 1.0 - float(layer.p)
-            generator = torch.Generator().manual_seed(_mix_seed(self.seed, self.n_samples, j))
-            if keep <= 0.0:
-                m = torch.zeros((self.n_samples, *shape))
-            else:
-                m = torch.bernoulli(torch.full((self.n_samples, *shape), keep), generator=generator) / keep
-            self._cache[key] = m.to(device=self.device, dtype=self.dtype)
-        return self._cache[key]
-
-
-def flatten_sequential(model: nn.Module) -> list[nn.Module] | None:
-    """The leaf layers of an `nn.Sequential` (nested Sequentials flattened), or None for other models."""
-    if not isinstance(model, nn.Sequential):
-        return None
-    layers: list[nn.Module] = []
-    for child in model:
-        inner = flatten_sequential(child)
-        layers.extend(inner if inner is not None else [child])
-    return layers
-
-
-def _is_full_flatten(layer: nn.Module, n_feature_dims: int) -> bool:
-    if not isinstance(layer, nn.Flatten) or layer.start_dim != 1:
-        return False
-    return layer.end_dim in (-1, n_feature_dims)
-
-
-#: Positively homogeneous elementwise layers: f(m·x) = m·f(x) for every m ≥ 0.
-_HOMOGENEOUS = (nn.ReLU, nn.LeakyReLU, nn.Identity)
-#: Pooling acts within a channel, so a per-channel factor m ≥ 0 passes through it.
-_POOLS = (
-    nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d, nn.AvgPool1d, nn.AvgPool2d, nn.AvgPool3d,
-    nn.AdaptiveMaxPool1d, nn.AdaptiveMaxPool2d, nn.AdaptiveMaxPool3d,
-    nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d,
-)  # fmt: skip
-_CONVS = (nn.Conv1d, nn.Conv2d, nn.Conv3d)
-
-
-def _is_channel_mask(mask: Tensor) -> bool:
-    """True for m [S, C, 1, ...]: one factor per channel, constant over the spatial axes."""
-    return mask.dim() >= 3 and all(size == 1 for size in mask.shape[2:])
-
-
-def _commutes_with_mask(layer: nn.Module, mask: Tensor) -> bool:
-    """True when layer(h ⊙ m) = layer(h) ⊙ m for the pending mask m (entries 0 or 1/(1 − p) ≥ 0).
-
-    Then the layer runs once on the N shared items instead of on S·N masked copies: e.g. Kirsch
-    et al.'s conv → Dropout2d → max-pool → ReLU → conv pools and rectifies N, not S·N, feature maps.
-    """
-    if isinstance(layer, _HOMOGENEOUS):
-        return True
-    return isinstance(layer, _POOLS) and _is_channel_mask(mask)
-
-
-def _channel_mask_folds_into(layer: nn.Module, mask: Tensor) -> bool:
-    """True for an ungrouped zero-padded conv whose input channels the pending channel mask scales."""
-    return (
-        isinstance(layer, _CONVS)
-        and layer.groups == 1
-        and layer.padding_mode == "zeros"
-        and _is_channel_mask(mask)
-        and mask.shape[1] == layer.in_channels
-    )
-
-
-def stochastic_tail(layers: Sequence[nn.Module], h: Tensor, masks: DropoutMasks) -> Tensor:
-    """Run the layers from the first dropout on, for all S mask sets at once.
-
-    Args:
-        layers: the tail of a flattened Sequential; dropouts are numbered from 0 in order.
-        h: [N, *F] the output of the deterministic prefix, shared by every sample.
-    Returns:
-        [S, N, *out] the network output for each mask set.
-    """
-    S, N = masks.n_samples, h.shape[0]
-    per_sample = False  # h is [N, *F] while False, [S, N, *F] once the samples have split
-    pending: Tensor | None = None  # a mask [S, *F or broadcastable] not yet applied to h
-    j = 0
-    for position, layer in enumerate(layers):
-        features = h.shape[2:] if per_sample else h.shape[1:]
-        if isinstance(layer, _MASKED):
-            m = masks.mask(j, layer, features)
-            j += 1
-            pending = m if pending is None else pending * m
-            continue
-        if pending is not None:
-            if not per_sample and _commutes_with_mask(layer, pending):
-                h = layer(h)  # layer(h ⊙ m) = layer(h) ⊙ m: run it once on the shared items
-                continue
-            if _is_full_flatten(layer, len(features)):
-                pending = pending.expand(S, *features).reshape(S, -1)  # [S, D]
-                h = h.flatten(2) if per_sample else h.flatten(1)
-                continue
-            if isinstance(layer, nn.Linear) and len(features) == 1:
-                out = layer.out_features
-                key = (position, tuple(features))
-                if key not in masks.folded:  # fold once per DropoutMasks, reuse on every batch
-                    weight = layer.weight.unsqueeze(0) * pending.expand(S, features[0]).unsqueeze(1)  # [S, out, in]
-                    if per_sample:
-                        masks.folded[key] = (weight.transpose(1, 2), layer.bias)  # [S, in, out], [out]
-                    else:
-                        bias = None if layer.bias is None else layer.bias.repeat(S)  # [S·out]
-                        masks.folded[key] = (weight.reshape(S * out, features[0]).t(), bias)  # [in, S·out]
-                weight, bias = masks.folded[key]
-                if not per_sample:  # one wide matmul: [N, in] @ [in, S·out]
-                    h = h @ weight if bias is None else torch.addmm(bias, h, weight)
-                    h = h.view(N, S, out).transpose(0, 1)  # [S, N, out]
-                else:  # one batched matmul over S: [S, N, in] @ [S, in, out]
-                    h = torch.bmm(h, weight) if bias is None else torch.baddbmm(bias, h, weight)
-                per_sample, pending = True, None
-                continue
-            if not per_sample and _channel_mask_folds_into(layer, pending):
-                key = (position, tuple(features))
-                if key not in masks.folded:  # conv(h ⊙ m_s; W) = conv(h; W ⊙ m_s), m_s on the input channels
-                    m = pending.reshape(S, 1, -1, *(1,) * (layer.weight.dim() - 2))  # [S, 1, in, 1, ...]
-                    weight = (layer.weight.unsqueeze(0) * m).flatten(0, 1)  # [S·out, in, *kernel]
-                    masks.folded[key] = (weight, None if layer.bias is None else layer.bias.repeat(S))
-                weight, bias = masks.folded[key]
-                out = layer._conv_forward(h, weight, bias)  # ONE conv with S·out output channels: [N, S·out, *sp]
-                h = out.view(N, S, layer.out_channels, *out.shape[2:]).transpose(0, 1)  # [S, N, out, *sp]
-                per_sample, pending = True, None
-                continue
-            h = h * pending.unsqueeze(1) if per_sample else h.unsqueeze(0) * pending.unsqueeze(1)  # [S, N, *F]
-            per_sample, pending = True, None
-        if not per_sample or isinstance(layer, (nn.Linear, *_ELEMENTWISE)):
-            h = layer(h)  # elementwise layers and Linear act on the last axis whatever the leading ones
-        else:
-            out = layer(h.reshape(S * N, *h.shape[2:]))
-            h = out.reshape(S, N, *out.shape[1:])
-    if pending is not None:
-        h = h * pending.unsqueeze(1) if per_sample else h.unsqueeze(0) * pending.unsqueeze(1)
-    elif not per_sample:
-        h = h.unsqueeze(0).expand(S, *h.shape)
-    return h
-
 
 MASK_MODES = ("shared", "independent")
 #: The most bytes of [S, n, *F] activations `predict` lets the shared-mask tail hold at once
@@ -393,17 +223,13 @@ class MCDropout(NetworkPosterior):
                     logits = independent_passes(self.model_, x, S, generator)
                 else:
                     layers = flatten_sequential(self.model_)
-                    h = x
-                    for layer in layers[: self.split_]:
-                        h = layer(h)
+                    h = run_prefix(layers[: self.split_], x)
                     logits = independent_passes(nn.Sequential(*layers[self.split_ :]), h, S, generator)
             elif self.split_ is None or not self.prefix_cache:
                 logits = full_passes(self.model_, x, masks)
             else:
                 layers = flatten_sequential(self.model_)
-                h = x
-                for layer in layers[: self.split_]:
-                    h = layer(h)
+                h = run_prefix(layers[: self.split_], x)
                 # the tail may hold [S, n, *F] activations: n items at a time keep them under the budget
                 n = max(1, TAIL_BYTES // (S * max(h[0].numel(), 1) * h.element_size())) if h.shape[0] else 1
                 parts = [stochastic_tail(layers[self.split_ :], part, masks) for part in h.split(n)] if h.shape[0] > n else None

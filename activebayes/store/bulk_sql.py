@@ -1,43 +1,49 @@
 """Fast bulk reads and writes below the ORM, for pools of a million items: chunked Core
-executemany (COPY on PostgreSQL) for inserts, DBAPI tuples for plain selects. Each runs on the
-session's own connection, so inside its transaction."""
+executemany (COPY on PostgreSQL) for inserts, DBAPI tuples for plain selects, and whole columns
+read as arrays (`column_arrays`: each column joined into one string by the database and parsed
+by numpy, no Python object per row). Each runs on the session's own connection, so inside its
+transaction."""
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import insert
+import numpy as np
+from sqlalchemy import Text, and_, cast, func, insert, literal, literal_column, null, select
 from sqlalchemy.orm import Session
 
 from activebayes.errors import StoreError
 
 CHUNK = 10_000  # rows per executemany batch
 KEY_CHUNK = 900  # keys per IN (...) list (SQLite allows 32766 variables, PG 65535)
+SPAN = 1 << 21  # ids per aggregated read of `column_arrays` (strings far below the 1 GB both databases allow)
+TEXT_SEPARATOR = "\x1f"  # joins a text column's values (the ASCII unit separator)
 
 
 def bulk_insert(session: Session, table: Any, values: dict[str, Any], n: int) -> None:
     """Insert `n` rows into `table`; `values` maps each column to a list of n values or to one
-    scalar shared by every row.
+    scalar shared by every row (at least one column a list).
 
     The Core `insert(table)` is compiled once for the session's dialect and run as one DBAPI
     executemany per chunk of `CHUNK` rows, skipping SQLAlchemy's per-row parameter processing
-    (which costs more than SQLite's own insert). Only plain int/str/bool/float/None values.
+    (which costs more than SQLite's own insert). A scalar shared by every row is written into the
+    statement as a literal (its column type's literal), so each row binds only the values that
+    vary. Only plain int/str/bool/float/None values.
     """
     conn = session.connection()
-    names = list(values)
     if conn.dialect.name == "postgresql" and conn.dialect.driver == "psycopg":
         _copy_rows(conn, table, values, n)
         return
-    compiled = insert(table).compile(dialect=conn.dialect, column_keys=names)
+    varying = [name for name, v in values.items() if isinstance(v, list)]
+    shared = {name: literal_column(table.c[name].type.literal_processor(conn.dialect)(v)) if v is not None else null()
+              for name, v in values.items() if not isinstance(v, list)}  # fmt: skip
+    compiled = insert(table).values(shared).compile(dialect=conn.dialect, column_keys=varying)
     sql = str(compiled)
-    order = list(compiled.positiontup) if compiled.positional else names
+    order = list(compiled.positiontup) if compiled.positional else varying
     for start in range(0, n, CHUNK):
-        stop = min(n, start + CHUNK)
-        cols = [
-            values[name][start:stop] if isinstance(values[name], list) else itertools.repeat(values[name], stop - start)
-            for name in order
-        ]
+        cols = [values[name][start : min(n, start + CHUNK)] for name in order]
         if compiled.positional:
             conn.exec_driver_sql(sql, list(zip(*cols)))
         else:
@@ -83,3 +89,55 @@ def core_rows(session: Session, stmt: Any) -> list[tuple]:
         return cursor.fetchall()
     finally:
         cursor.close()
+
+
+def _joined(dialect: str, column: Any, separator: str) -> Any:
+    """The aggregate joining `column`'s values into one string: group_concat (SQLite), string_agg (PostgreSQL)."""
+    if dialect == "postgresql":
+        return func.string_agg(cast(column, Text), literal(separator))
+    return func.group_concat(column, literal(separator))
+
+
+def column_arrays(session: Session, id_column: Any, columns: Sequence[Any], where: Any,
+                  text: Any = None) -> tuple[np.ndarray, list[np.ndarray], list[str]]:  # fmt: skip
+    """(ids [N] int64, one int64 array [N] per integer column of `columns`, the values of the
+    text column `text` ([] without one)) of the rows matching `where`, by id ascending.
+
+    Read in spans of `SPAN` consecutive ids (up to the table's largest id, its primary key's
+    last entry). The database joins each column of a span into one string (`_joined`: every
+    aggregate of one select sees the rows in the same order) and numpy parses the numbers, so a
+    million rows cost no million Python tuples (fetchall's cost) and no sort in the database. A
+    text column is split on `TEXT_SEPARATOR`; a span where that gives more parts than rows (a
+    value holding the separator) is read again row by row.
+    """
+    dialect = session.get_bind().dialect.name
+    joined = [_joined(dialect, c, ",") for c in (id_column, *columns)]
+    if text is not None:
+        joined.append(_joined(dialect, text, TEXT_SEPARATOR))
+    top = session.scalar(select(func.max(id_column)))
+    ids: list[np.ndarray] = []
+    values: list[list[np.ndarray]] = [[] for _ in columns]
+    texts: list[str] = []
+    for low in range(0, int(top or 0) + 1, SPAN):
+        span_where = and_(where, id_column >= low, id_column < low + SPAN)
+        row = session.execute(select(*joined).where(span_where)).one()
+        if row[0] is None:
+            continue
+        ids.append(np.fromstring(row[0], dtype=np.int64, sep=","))
+        for out, part in zip(values, row[1 : 1 + len(columns)]):
+            out.append(np.fromstring(part, dtype=np.int64, sep=","))
+        if text is not None:
+            parts = row[-1].split(TEXT_SEPARATOR)
+            if len(parts) != len(ids[-1]):
+                by_id = dict(core_rows(session, select(id_column, text).where(span_where)))
+                parts = [by_id[i] for i in ids[-1].tolist()]
+            texts.extend(parts)
+    if not ids:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, [empty.copy() for _ in columns], []
+    all_ids, arrays = np.concatenate(ids), [np.concatenate(v) for v in values]
+    if len(all_ids) > 1 and not bool((all_ids[1:] > all_ids[:-1]).all()):  # the order the database read them in
+        order = np.argsort(all_ids, kind="stable")
+        all_ids, arrays = all_ids[order], [a[order] for a in arrays]
+        texts = [texts[i] for i in order.tolist()] if text is not None else texts
+    return all_ids, arrays, texts

@@ -3,7 +3,6 @@ may query, and moving items to the evaluation split. Each function takes an open
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,7 +11,7 @@ from sqlalchemy import and_, exists, func, select, update
 from sqlalchemy.orm import Session
 
 from activebayes.errors import DataError, StoreError
-from activebayes.store.bulk_sql import KEY_CHUNK, bulk_insert, core_rows
+from activebayes.store.bulk_sql import KEY_CHUNK, bulk_insert, column_arrays, core_rows
 from activebayes.store.models import Item, Observation
 
 
@@ -65,14 +64,24 @@ def item_ids_for_keys(session: Session, project_id: int, keys: Sequence[str]) ->
     return found
 
 
-def all_items(session: Session, project_id: int, split: str | None = None) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """(item ids [N], rows [N], keys) of the project's items (of `split`, when given), by item id."""
-    stmt = select(Item.id, Item.row, Item.key).where(Item.project_id == project_id)
+def all_items(session: Session, project_id: int, split: str | None = None, keys: Sequence[str] | None = None, *,
+              with_keys: bool = True) -> tuple[np.ndarray, np.ndarray, list[str]]:  # fmt: skip
+    """(item ids [N], rows [N], keys: [] when not `with_keys`) of the project's items (of `split`,
+    when given; only those with one of `keys`, when given), by item id. Read in bulk
+    (`column_arrays`); the keys, a million strings for a million items, only when asked for."""
+    where = Item.project_id == project_id
     if split is not None:
-        stmt = stmt.where(Item.split == split)
-    result = core_rows(session, stmt.order_by(Item.id))
+        where = and_(where, Item.split == split)
+    if keys is None:
+        ids, (rows,), found = column_arrays(session, Item.id, [Item.row], where, text=Item.key if with_keys else None)
+        return ids, rows, found
+    result = []
+    unique = list(dict.fromkeys(str(k) for k in keys))
+    for start in range(0, len(unique), KEY_CHUNK):
+        result += session.execute(select(Item.id, Item.row, Item.key).where(where, Item.key.in_(unique[start : start + KEY_CHUNK]))).all()
+    result.sort()
     return (np.asarray([r[0] for r in result], dtype=np.int64), np.asarray([r[1] for r in result], dtype=np.int64),
-            [r[2] for r in result])  # fmt: skip
+            [r[2] for r in result] if with_keys else [])  # fmt: skip
 
 
 def move_to_split(session: Session, project_id: int, item_ids: Sequence[int], split: str, *, from_split: str = "pool") -> None:
@@ -94,20 +103,29 @@ def move_to_split(session: Session, project_id: int, item_ids: Sequence[int], sp
         session.execute(stmt.execution_options(synchronize_session=False))
 
 
-def _candidate_filter(project_id: int) -> Any:
-    has_obs = exists().where(Observation.item_id == Item.id)
-    return and_(Item.project_id == project_id, Item.split == "pool", (Item.consumable.is_(False)) | ~has_obs)
+def _pool(project_id: int) -> Any:
+    return and_(Item.project_id == project_id, Item.split == "pool")
+
+
+def _taken(project_id: int) -> Any:
+    """The pool items that are no longer candidates: consumable ones with an observation. Driven
+    by the observations (`id IN (SELECT item_id ...)`), so it costs the labels, not the pool."""
+    return and_(_pool(project_id), Item.consumable.is_(True), Item.id.in_(select(Observation.item_id)))
 
 
 def count_candidates(session: Session, project_id: int) -> int:
-    """How many items a round may query (see `candidates`)."""
-    return int(session.scalar(select(func.count(Item.id)).where(_candidate_filter(project_id))) or 0)
+    """How many items a round may query (see `candidates`): the pool less its labelled consumable items."""
+    pool = session.scalar(select(func.count(Item.id)).where(_pool(project_id))) or 0
+    return int(pool) - int(session.scalar(select(func.count(Item.id)).where(_taken(project_id))) or 0)
 
 
 def candidates(session: Session, project_id: int) -> tuple[np.ndarray, np.ndarray]:
     """(item ids [N], rows [N]) of the pool's candidates, by item id: consumable items without an
-    observation, and every reusable (non-consumable) item."""
-    stmt = select(Item.id, Item.row).where(_candidate_filter(project_id)).order_by(Item.id)
-    result = core_rows(session, stmt)
-    flat = np.fromiter(itertools.chain.from_iterable(result), dtype=np.int64, count=2 * len(result))
-    return flat[0::2].copy(), flat[1::2].copy()
+    observation, and every reusable (non-consumable) item. The pool is read in bulk
+    (`column_arrays`) and the few labelled items dropped with numpy."""
+    ids, (rows,), _ = column_arrays(session, Item.id, [Item.row], _pool(project_id))
+    taken = np.fromiter(session.scalars(select(Item.id).where(_taken(project_id))), dtype=np.int64)
+    if len(taken):
+        keep = ~np.isin(ids, taken)
+        ids, rows = ids[keep], rows[keep]
+    return ids, rows

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import delete, exists, func, insert, select
+from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session
 
 from activebayes.data.dataset import label_text
@@ -146,9 +146,10 @@ def labelled(session: Session, project_id: int, split: str = "pool") -> tuple[np
 
 
 def count_labelled(session: Session, project_id: int, split: str = "pool") -> int:
-    """How many items of `split` have at least one observation."""
-    has_obs = exists().where(Observation.item_id == Item.id)
-    stmt = select(func.count(Item.id)).where(Item.project_id == project_id, Item.split == split, has_obs)
+    """How many items of `split` have at least one observation (driven by the observations:
+    `id IN (SELECT item_id ...)` costs the labels, not the pool)."""
+    labelled_ids = select(Observation.item_id)
+    stmt = select(func.count(Item.id)).where(Item.project_id == project_id, Item.split == split, Item.id.in_(labelled_ids))
     return int(session.scalar(stmt) or 0)
 
 

@@ -258,21 +258,28 @@ class PoolStore:
         with self.transaction(write=False) as s:
             return item_access.candidates(s, project_access.get_project(s, name).id)
 
-    def items(self, name: str, *, split: str | None = None) -> tuple[np.ndarray, np.ndarray, list[str]]:
-        """(item ids [N], rows [N], keys) of every item of the project (of `split`), by item id."""
+    def items(self, name: str, *, split: str | None = None, keys: Sequence[str] | None = None, with_keys: bool = True) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """(item ids [N], rows [N], keys; [] without `with_keys`) of every item of the project (of `split`; with one of `keys`), by item id."""
         with self.transaction(write=False) as s:
-            return item_access.all_items(s, project_access.get_project(s, name).id, split)
+            return item_access.all_items(s, project_access.get_project(s, name).id, split, keys, with_keys=with_keys)
 
-    def record_evaluation_set(self, name: str, item_ids: Sequence[int], record: Mapping[str, Any]) -> None:
-        """Move unlabelled pool items to the evaluation split ("eval": neither candidates nor
-        training labels) and keep `record` (the draw: `activebayes.active_testing`) under the
-        project's settings["evaluation"], in one transaction; StoreError when the project has
-        one already or an item is no unlabelled pool item."""
+    def record_evaluation_set(self, name: str, item_ids: Sequence[int], record: Mapping[str, Any], *, extends: int | None = None) -> None:
+        """Move unlabelled pool items to the "eval" split (neither candidates nor training labels)
+        and keep `record` (`activebayes.active_testing`) as settings["evaluation"], in one
+        transaction; StoreError when one exists (unless `extends` = B, its size: `record` then
+        continues it, and the candidates and eval items must still number its pool N) or an item
+        is no unlabelled pool item."""
         with self.transaction() as s:
             project = project_access.get_project(s, name)
-            if (project.settings or {}).get("evaluation"):
+            existing = (project.settings or {}).get("evaluation")
+            if extends is None and existing:
                 raise StoreError(f"project {name!r} already has an evaluation set")
+            if extends is not None and len((existing or {}).get("items", [])) != extends:
+                raise StoreError(f"project {name!r}: the evaluation set changed meanwhile (expected {extends} items)")
             item_access.move_to_split(s, project.id, item_ids, "eval")
+            now = item_access.count_candidates(s, project.id) + len(item_access.all_items(s, project.id, "eval")[0])
+            if extends is not None and now != int(record["pool"]):
+                raise StoreError(f"project {name!r}: the pool changed meanwhile ({now} items, the draw's pool is {record['pool']})")
             project.settings = {**(project.settings or {}), "evaluation": dict(record)}
 
     def item_keys(self, name: str) -> set[str]:

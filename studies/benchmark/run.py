@@ -2,7 +2,7 @@
 
     .venv/bin/python studies/benchmark/run.py [--config studies/benchmark/config.json]
         [--out studies/benchmark/results] [--jobs 2] [--tables a,b] [--arms x,y] [--seeds 0,1]
-        [--cache studies/benchmark/.tables] [--no-report]
+        [--cache studies/benchmark/.tables] [--no-report] [--model-variant default|marglik]
 
 For each table × arm × seed, exactly what a user of the CLI gets (run in-process, as
 studies/tabular/run.py does, rather than one `activebayes` process per round):
@@ -17,6 +17,9 @@ studies/tabular/run.py does, rather than one `activebayes` process per round):
   round has no labels (the tool's cold start: 10 items at random); each later round fits on 10,
   20, ..., 100 labels and the loop records the test-split accuracy (classification) or RMSE
   (regression) of that fit.
+
+`--model-variant marglik` trains the network by online marginal-likelihood training instead of
+the 1/N weight decay (variants.py); the default variant is the CLI's model as it is.
 
 A seed sets the test split, the cold start and the rounds' seeds, so arms with the same seed
 share the split and the first 10 labels (the comparison with random is paired).
@@ -47,18 +50,21 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 import tables as benchmark_tables  # noqa: E402
+import variants as benchmark_variants  # noqa: E402
 
 DEFAULT_CONFIG = HERE / "config.json"
 DEFAULT_OUT = HERE / "results"
 
 
-def fingerprint(cfg: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
-    """The settings a finished run on the table of `record` (tables.py) must share to be reused."""
+def fingerprint(cfg: dict[str, Any], record: dict[str, Any], variant: str = "default") -> dict[str, Any]:
+    """The settings a finished run on the table of `record` (tables.py) must share to be reused
+    (a model variant other than the default among them)."""
     return {
         "k": int(cfg["k"]),
         "max_labels": int(cfg["max_labels"]),
         "test_fraction": float(cfg["test_fraction"]),
         "table": {**record["settings"], "rows": record["rows"]},
+        **({"model_variant": variant} if variant != "default" else {}),
     }
 
 
@@ -120,6 +126,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
             posterior = default_posterior(task)
             model_fn = None if posterior == "gp" else model_factory("mlp", data.x.shape[1:], len(info.classes))
             factory, settings = posterior_factory(posterior, model_fn, samples=None, epochs=None, device="cpu")
+            factory, settings = benchmark_variants.apply_variant(job["settings"].get("model_variant", "default"), factory, settings)
             settings = {"model": NO_MODEL if posterior == "gp" else "mlp", **settings}
             acquisition, first = arm_parts(arm)
             from activebayes_cli._model import default_first
@@ -198,12 +205,12 @@ def _csv_list(text: str | None) -> list[str] | None:
 
 
 def plan_jobs(cfg: dict[str, Any], out: Path, names: list[str], arms: list[str] | None, seeds: list[int],
-              records: dict[str, dict[str, Any]], cache: Path) -> tuple[list[dict[str, Any]], int, list[str]]:  # fmt: skip
+              records: dict[str, dict[str, Any]], cache: Path, variant: str = "default") -> tuple[list[dict[str, Any]], int, list[str]]:  # fmt: skip
     """(jobs to run, runs already finished, notes on skipped arms)."""
     jobs, done, notes, checked = [], 0, [], {}
     for name in names:
         rec = records[name]
-        fp = fingerprint(cfg, rec)
+        fp = fingerprint(cfg, rec, variant)
         task = rec["task"]
         for arm in arms if arms is not None else cfg["arms"][task]:
             if (arm, task) not in checked:
@@ -233,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", help="comma-separated seeds (default: the config's)")
     parser.add_argument("--cache", type=Path, default=benchmark_tables.CACHE, help="where the tables' csv files are written")
     parser.add_argument("--no-report", action="store_true", help="only run; write no report")
+    parser.add_argument("--model-variant", choices=benchmark_variants.VARIANTS, default="default",
+                        help="how the network is trained (variants.py; default: the CLI's model as it is)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     cfg = json.loads(args.config.read_text())
@@ -245,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     records = benchmark_tables.write_tables(args.cache, names, cfg["max_rows"])
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
-    jobs, done, notes = plan_jobs(cfg, out, names, arms, seeds, records, args.cache)
+    jobs, done, notes = plan_jobs(cfg, out, names, arms, seeds, records, args.cache, args.model_variant)
     print(f"{len(jobs)} run(s) to do, {done} already finished, {args.jobs} process(es)", flush=True)
     failures = []
     if jobs:

@@ -3,38 +3,45 @@ active testing at a budget of 50 against a random 50-label test split, the stopp
 against where test accuracy plateaued, and `debias` training.
 
     .venv/bin/python studies/estimates/run.py [--out studies/estimates/results] [--seeds 0,1,2]
-        [--parts digits,tables,debias] [--max-labels 300]
+        [--parts digits,tables,debias,mnist,benchmark] [--max-labels 300] [--summary]
 
 Every run is what a user of the CLI gets, in-process (as studies/benchmark/run.py does): a fresh
-SQLite project, `pool add TABLE.csv --label-column L --test-fraction 0.3 --seed SEED`, rounds of
+SQLite project, `pool add TABLE --label-column L --test-fraction 0.3 --seed SEED`, rounds of
 `round --oracle truth --acquisition ARM --k 10 --seed SEED` with the CLI's default model
-(mc-dropout MLP, training sized to the labels), the first batch random. Each round records its
-stop set's predictions; here the stop set is every item of the table (`stop_set_size`), so the
-model's accuracy on the pool it drew from is known exactly, beside the test split's.
+(mc-dropout MLP 128-128, dropout 0.5, training sized to the labels: at least 500 steps), the
+first batch random, one torch thread. Each round records its stop set's predictions; here the
+stop set is every item of the table (`stop_set_size`), so the model's accuracy on the pool it
+drew from is known exactly, beside the test split's.
 
-digits   scikit-learn's 8×8 digits (1,797 rows) as a 64-column table; arms power-epig (the CLI's
-         default), power-bald and random, to `--max-labels` labels. Per round: the LURE estimate
-         of accuracy from the round's 10 labels and its 95 % interval, the test accuracy, the
-         pool accuracy. Per run at the end: active testing — the final model, 50 labels drawn
-         ∝ its expected 0-1 loss (+10 % uniform), 40 draws — against 40 random 50-label samples
-         of the same pool; and the stopping rule's stop point against the first label count
-         whose test accuracy is within 1 point of the last round's.
-tables   breast_cancer and wine (scikit-learn's bundled tables, studies/benchmark/tables.py),
-         power-epig, to 100 labels: the same per-round figures.
-debias   digits, power-bald, with and without `debias` (LURE-weighted training).
+digits     scikit-learn's 8×8 digits (1,797 rows) as a 64-column table; arms power-epig (the CLI's
+           default), power-bald and random, to `--max-labels` labels. Per round: the LURE
+           estimate of accuracy from the round's 10 labels and its 95 % interval, the test
+           accuracy, the pool accuracy. Per run at the end: active testing — the final model, 50
+           labels drawn ∝ its expected 0-1 loss (+10 % uniform), 40 draws — against 40 random
+           50-label samples of the same pool; and the stopping rule's stop point against the
+           first label count whose test accuracy is within 1 point of the last round's.
+tables     breast_cancer and wine (scikit-learn's bundled tables, studies/benchmark/tables.py),
+           power-epig, to 100 labels: the same per-round figures.
+mnist      8,000 of MNIST's training images (/work/shared/data/mnist; skipped when absent) as the
+           npz a user would add ([N, 784] in [0, 1]): pool 5,600, test split 2,400; power-bald
+           (with active testing) and random, to 300 fitted labels.
+benchmark  the classification tables of the real-data benchmark (studies/benchmark/config.json,
+           its loader and row cap), power-epig with active testing, to 140 fitted labels.
+debias     digits, power-bald, with and without `debias` (LURE-weighted training).
 
 Each round's stop-set agreement (Cohen's kappa of consecutive rounds) is kept, so the summary
-reports where the rule stops at Bloodgood & Vijay-Shanker's threshold 0.99 and at 0.98 and 0.97.
+(`summary.py`) reports where the rule stops at Bloodgood & Vijay-Shanker's threshold 0.99 and at
+looser ones, per run and over every study.
 
 Each finished run is written to `<out>/runs/<part>/<table>-<arm>-seed<S>.json` and skipped when
-rerun; `<out>/summary.json` and `<out>/results.md` are rewritten from all runs at the end.
+rerun; `<out>/summary.json` and `<out>/results.md` are rewritten from all runs at the end (with
+`--summary`, only that).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import tempfile
 import time
@@ -44,15 +51,15 @@ from typing import Any
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "benchmark"))
+sys.path[:0] = [str(HERE), str(HERE.parent / "benchmark")]
 
 import tables as benchmark_tables  # noqa: E402
+from summary import write_summary  # noqa: E402
 
 K = 10
 TEST_FRACTION = 0.3
 AT_BUDGET = 50
 AT_DRAWS = 40
-PLATEAU = 0.01  # test accuracy within 1 point of the last round's
 
 
 def digits_csv(folder: Path) -> Path:
@@ -68,17 +75,51 @@ def digits_csv(folder: Path) -> Path:
     return path
 
 
+MNIST_FOLDER = Path("/work/shared/data/mnist")
+MNIST_ROWS = 8000  # training images in the table: a pool of 5,600 and a test split of 2,400
+MNIST_LABELS = 310  # the last fitted round has 300 labels
+
+
+def mnist_npz(folder: Path, source: Path = MNIST_FOLDER) -> Path | None:
+    """MNIST_ROWS of MNIST's training images (a seed-0 uniform subset) as the npz a user would
+    `pool add`: x [N, 784] float32 in [0, 1], y the digits, keys the image's index in the
+    training file. None when `source` lacks the IDX files (the part is skipped)."""
+    from activebayes.data.loaders import read_idx
+
+    images, labels = source / "train-images-idx3-ubyte.gz", source / "train-labels-idx1-ubyte.gz"
+    if not (images.exists() and labels.exists()):
+        return None
+    path = folder / f"mnist-{MNIST_ROWS}.npz"
+    if not path.exists():
+        x, y = read_idx(images), read_idx(labels)
+        rows = np.sort(np.random.default_rng(0).choice(len(y), MNIST_ROWS, replace=False))
+        np.savez(path, x=(x[rows].reshape(len(rows), -1) / 255.0).astype(np.float32), y=y[rows].astype(np.int64),
+                 keys=np.asarray([f"train-{i}" for i in rows]))  # fmt: skip
+    return path
+
+
+BENCHMARK_CONFIG = HERE.parent / "benchmark" / "config.json"
+BENCHMARK_LABELS = 150  # the smallest pool (penguins, 241 items) keeps 91 unlabelled for active testing
+
+
+def benchmark_classification_tables() -> list[str]:
+    """The classification tables of the real-data benchmark's config (studies/benchmark)."""
+    config = json.loads(BENCHMARK_CONFIG.read_text())
+    return [name for name in config["tables"] if benchmark_tables.TABLES[name].task == "classification"]
+
+
 def table_csv(name: str, folder: Path) -> tuple[Path, str, str | None]:
-    record = benchmark_tables.write_tables(folder, [name])[name]
+    max_rows = json.loads(BENCHMARK_CONFIG.read_text())["max_rows"]
+    record = benchmark_tables.write_tables(folder, [name], max_rows)[name]
     return folder / f"{name}.csv", record["label"], record["key"]
 
 
-def run(csv: Path, label: str, key: str | None, arm: str, seed: int, max_labels: int, *, debias: bool = False,
+def run(csv: Path, label: str | None, key: str | None, arm: str, seed: int, max_labels: int, *, debias: bool = False,
         active_testing: bool = False) -> dict[str, Any]:  # fmt: skip
     """One active-learning run; its per-round records and, optionally, active testing at the end."""
     import torch
 
-    from activebayes.data import load_project_data
+    from activebayes.data import load_project_data, project_truth
     from activebayes.loop import ActiveLearningLoop
     from activebayes.oracles import truth_oracle
     from activebayes.round_estimates import round_estimate
@@ -95,7 +136,7 @@ def run(csv: Path, label: str, key: str | None, arm: str, seed: int, max_labels:
         info = store.project("p")
         data = load_project_data(store, "p")
         oracle = truth_oracle(store, "p", data)
-        truth = oracle.truth
+        truth = project_truth(store, "p", data)  # key -> label of every item, for the pool accuracy
         model_fn = model_factory("mlp", data.x.shape[1:], len(info.classes))
         factory, settings = posterior_factory("mc-dropout", model_fn, samples=None, epochs=None, device="cpu")
         loop = ActiveLearningLoop(factory, arm, store, "p", oracle, batch_size=K, seed=seed, device="cpu", who="truth",
@@ -170,140 +211,26 @@ def compare_active_testing(loop: Any, store: Any, truth: dict[str, Any], classes
             "active_vs_test": summary(active, test_accuracy), "random_vs_test": summary(random, test_accuracy)}  # fmt: skip
 
 
-# ---- summaries ------------------------------------------------------------------------------
-def estimate_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Mean absolute error and 95 % coverage of the per-round accuracy estimate, against the test
-    split and against the pool the round drew from, over every round with an estimate."""
-    rows = [r for run in runs for r in run["rounds"] if r.get("est_accuracy") and r.get("test_accuracy") is not None]
-    if not rows:
-        return {"rounds": 0}
-    est = np.asarray([r["est_accuracy"] for r in rows])
-    test = np.asarray([r["test_accuracy"] for r in rows])
-    pool = np.asarray([r["pool_accuracy"] for r in rows])
-    naive = np.asarray([r["naive_accuracy"] for r in rows])
-    return {
-        "rounds": len(rows),
-        "mae_vs_test": float(np.mean(np.abs(est[:, 0] - test))),
-        "mae_vs_pool": float(np.mean(np.abs(est[:, 0] - pool))),
-        "bias_vs_pool": float(np.mean(est[:, 0] - pool)),
-        "naive_bias_vs_pool": float(np.mean(naive - pool)),
-        "coverage_test": float(np.mean((est[:, 1] <= test) & (test <= est[:, 2]))),
-        "coverage_pool": float(np.mean((est[:, 1] <= pool) & (pool <= est[:, 2]))),
-        "mean_width": float(np.mean(est[:, 2] - est[:, 1])),
-    }
-
-
-STOP_THRESHOLDS = (0.99, 0.98, 0.97)  # Bloodgood & Vijay-Shanker's 0.99, and two looser ones
-
-
-def stop_points(run: dict[str, Any]) -> dict[str, Any]:
-    """Labels where the stopping rule first fired (mean agreement of the last 3 pairs of rounds
-    >= each of STOP_THRESHOLDS; None: never), and the first labels whose test accuracy is within
-    PLATEAU of the last round's."""
-    from activebayes.stopping import stop_signal
-
-    out: dict[str, Any] = {}
-    for threshold in STOP_THRESHOLDS:
-        agreements, fired = [], None
-        for r in run["rounds"]:
-            if r.get("agreement") is not None:
-                agreements.append(r["agreement"])
-                if fired is None and stop_signal(agreements, threshold=threshold).stop:
-                    fired = r["labels"]
-        out[f"stop_{threshold}"] = fired
-        out[f"test_at_stop_{threshold}"] = next((r["test_accuracy"] for r in run["rounds"] if r["labels"] == fired), None)
-    final = run["rounds"][-1]["test_accuracy"]
-    plateau = next(r["labels"] for r in run["rounds"] if r["test_accuracy"] >= final - PLATEAU)
-    last = [r["agreement"] for r in run["rounds"] if r.get("agreement") is not None][-3:]
-    return out | {"plateau": plateau, "last": run["rounds"][-1]["labels"], "final_test": final,
-                  "mean_agreement_last_3": float(np.mean(last)) if last else None}  # fmt: skip
-
-
-def write_summary(out: Path) -> dict[str, Any]:
-    runs: dict[str, list[dict[str, Any]]] = {}
-    for path in sorted((out / "runs").rglob("*.json")):
-        runs.setdefault(f"{path.parent.name}/{path.stem.rsplit('-seed', 1)[0]}", []).append(json.loads(path.read_text()))
-    summary: dict[str, Any] = {}
-    for group, group_runs in runs.items():
-        entry = {"runs": len(group_runs), "estimates": estimate_summary(group_runs),
-                 "stopping": [stop_points(r) | {"seed": r["seed"]} for r in group_runs]}  # fmt: skip
-        at = [r["active_testing"] for r in group_runs if "active_testing" in r]
-        if at:
-            entry["active_testing"] = {k: {m: float(np.mean([a[k][m] for a in at])) for m in ("mae", "coverage", "width")}
-                                       for k in ("active_vs_pool", "random_vs_pool", "active_vs_test", "random_vs_test")}  # fmt: skip
-        if group.startswith("debias/") or group.startswith("digits/"):
-            entry["test_accuracy_at"] = {str(n): float(np.mean([next((r["test_accuracy"] for r in run["rounds"] if r["labels"] >= n), math.nan)
-                                                                 for run in group_runs])) for n in (50, 100, 200, 290)}  # fmt: skip
-        summary[group] = entry
-    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
-    (out / "results.md").write_text(markdown(summary))
-    example = runs.get("digits/digits-power-epig")
-    if example:
-        plot_example(sorted(example, key=lambda r: r["seed"])[0], out / "learning-curve-estimate.png")
-    return summary
-
-
-def markdown(summary: dict[str, Any]) -> str:
-    """The summary as the tables README_EXPERIMENTS.md quotes."""
-    def f(v: Any, digits: int = 3) -> str:
-        return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else (f"{v:.{digits}f}" if isinstance(v, float) else str(v))
-
-    lines = ["# Estimates without a test set (`studies/estimates/run.py`)", "",
-             "## Per-round LURE estimates of accuracy (each from the round's own 10 labels)", "",
-             "| runs | seeds | rounds | MAE vs test | MAE vs pool | bias vs pool | plain mean's bias vs pool | 95 % coverage of test | of pool | mean width |",
-             "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
-    for group, entry in summary.items():
-        e = entry["estimates"]
-        if e.get("rounds"):
-            lines.append(f"| {group} | {entry['runs']} | {e['rounds']} | {f(e['mae_vs_test'])} | {f(e['mae_vs_pool'])} | {f(e['bias_vs_pool'])} | "
-                         f"{f(e['naive_bias_vs_pool'])} | {f(e['coverage_test'], 2)} | {f(e['coverage_pool'], 2)} | {f(e['mean_width'])} |")  # fmt: skip
-    lines += ["", f"## Active testing: {AT_BUDGET} labels, {AT_DRAWS} draws per run, the final model on the unlabelled pool", "",
-              "| runs | against | method | MAE | 95 % coverage | mean width |", "|---|---|---|---|---|---|"]  # fmt: skip
-    for group, entry in summary.items():
-        for key, at in entry.get("active_testing", {}).items():
-            method, _, target = key.partition("_vs_")
-            lines.append(f"| {group} | {target} | {'active testing (LURE)' if method == 'active' else 'random 50-label split'} | "
-                         f"{f(at['mae'])} | {f(at['coverage'], 2)} | {f(at['width'])} |")  # fmt: skip
-    lines += ["", "## The stopping signal: labels where it fires against where test accuracy plateaued", "",
-              "plateau: the first labels whose test accuracy is within 1 point of the last round's; stop at κ: the first labels where "
-              "the mean Cohen's kappa of the last 3 pairs of consecutive rounds' stop-set predictions reaches κ (test accuracy there).", "",
-              "| runs | seed | stop at 0.99 | stop at 0.98 | stop at 0.97 | plateau | last | test at last | mean κ of the last 3 |",
-              "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
-    for group, entry in summary.items():
-        for s in entry["stopping"]:
-            cells = [f"{s[f'stop_{t}']} ({f(s[f'test_at_stop_{t}'])})" if s[f"stop_{t}"] is not None else "never" for t in STOP_THRESHOLDS]
-            lines.append(f"| {group} | {s['seed']} | {' | '.join(cells)} | {s['plateau']} | {s['last']} | {f(s['final_test'])} | {f(s['mean_agreement_last_3'])} |")
-    lines += ["", "## Test accuracy (mean over seeds) at label counts", "", "| runs | 50 | 100 | 200 | 290 |", "|---|---|---|---|---|"]
-    for group, entry in summary.items():
-        if "test_accuracy_at" in entry:
-            lines.append(f"| {group} | " + " | ".join(f(v) for v in entry["test_accuracy_at"].values()) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def plot_example(run: dict[str, Any], path: Path) -> None:
-    """One run's test accuracy and, beside it, the estimate from each round's chosen labels."""
-    from activebayes.report import Segment, plot_learning_segments
-
-    rounds = [r for r in run["rounds"] if r.get("test_accuracy") is not None]
-    segment = Segment(f"mc-dropout + {run['arm']} (test split)", tuple(r["round"] for r in rounds),
-                      tuple((r["labels"], r["test_accuracy"]) for r in rounds))  # fmt: skip
-    band = [(r["labels"], *r["est_accuracy"]) for r in rounds if r.get("est_accuracy")]
-    plot_learning_segments({"digits": [segment]}, path, ylabel="accuracy", title=f"digits, seed {run['seed']}", estimate=band)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--parts", default="digits,tables,debias")
+    parser.add_argument("--parts", default="digits,tables,debias,mnist,benchmark")
     parser.add_argument("--max-labels", type=int, default=300)
+    parser.add_argument("--summary", action="store_true", help="only rewrite summary.json and results.md from the runs on disk")
     args = parser.parse_args()
+    if args.summary:
+        write_summary(args.out)
+        return
     seeds = [int(s) for s in args.seeds.split(",")]
     parts = args.parts.split(",")
     cache = HERE.parent / "benchmark" / ".tables"
     cache.mkdir(parents=True, exist_ok=True)
     jobs: list[tuple[str, str, Path, str, str | None, str, int, int, dict[str, Any]]] = []
     digits = digits_csv(cache)
+    mnist = mnist_npz(cache) if "mnist" in parts else None
+    if "mnist" in parts and mnist is None:
+        print(f"mnist: skipped, no IDX files in {MNIST_FOLDER}", flush=True)
     for seed in seeds:
         if "digits" in parts:
             for arm in ("power-epig", "power-bald", "random"):
@@ -312,6 +239,13 @@ def main() -> None:
             for name in ("breast_cancer", "wine"):
                 csv, label, key = table_csv(name, cache)
                 jobs.append(("tables", name, csv, label, key, "power-epig", seed, 100, {}))
+        if "benchmark" in parts:
+            for name in benchmark_classification_tables():
+                csv, label, key = table_csv(name, cache)
+                jobs.append(("benchmark", name, csv, label, key, "power-epig", seed, BENCHMARK_LABELS, {"active_testing": True}))
+        if mnist is not None:
+            for arm in ("power-bald", "random"):
+                jobs.append(("mnist", "mnist", mnist, None, None, arm, seed, MNIST_LABELS, {"active_testing": arm == "power-bald"}))
         if "debias" in parts:
             jobs.append(("debias", "digits", digits, "digit", None, "power-bald", seed, args.max_labels, {"debias": True}))
     for part, table, csv, label, key, arm, seed, max_labels, extra in jobs:
