@@ -32,23 +32,25 @@ class SimulatedOracle:
                  keys: Sequence[str] | None = None, missing: str = "raise") -> None:  # fmt: skip
         if missing not in ("raise", "skip"):
             raise DataError(f"missing: expected 'raise' or 'skip', got {missing!r}")
-        self._lookup = truth if callable(truth) and not isinstance(truth, (Mapping, np.ndarray)) else None
-        if self._lookup is not None:
-            self.truth: dict[str, Any] | None = None
-        elif isinstance(truth, Mapping):
-            self.truth = {str(k): _plain(v) for k, v in truth.items()}
+        self.missing = missing
+        self.asked = 0
+        self._known: Callable[[list[str]], Mapping[str, Any]]  # the asked keys -> {key: label} of those it knows
+        if callable(truth) and not isinstance(truth, (Mapping, np.ndarray)):
+            self._known = lambda keys: {str(k): _plain(v) for k, v in truth(keys).items()}
+            return
+        if isinstance(truth, Mapping):
+            table = {str(k): _plain(v) for k, v in truth.items()}
         else:
             values = np.asarray(truth).tolist()
             keys = [str(k) for k in keys] if keys is not None else [str(i) for i in range(len(values))]
             if len(keys) != len(values):
                 raise DataError(f"keys: expected one key per truth value ({len(values)}), got {len(keys)}")
-            self.truth = dict(zip(keys, values))
-        self.missing = missing
-        self.asked = 0
+            table = dict(zip(keys, values))
+        self._known = lambda keys: table
 
     def ask(self, keys: Sequence[str], candidates: Any = None) -> list[Answer]:
         keys = [str(key) for key in keys]
-        known = self.truth if self._lookup is None else {str(k): _plain(v) for k, v in self._lookup(keys).items()}
+        known = self._known(keys)
         answers = []
         for key in keys:
             if key not in known:
