@@ -124,7 +124,7 @@ class StackedSequential:
                 if noise is not None and i in noise:
                     h = h * noise[i]
                     if divide:
-                        h = h / (1.0 - float(layer.p))
+                        h = h.div_(1.0 - float(layer.p))  # h is the fresh product
                 i += 1
                 continue
             end = self._convolutions_end(i, stop) if h.device.type == "cpu" else i

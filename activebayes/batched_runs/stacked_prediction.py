@@ -30,7 +30,7 @@ from torch.func import functional_call, vmap
 
 from activebayes.batched_runs.stacked_network import CONVS, StackedSequential
 from activebayes.errors import ShapeError
-from activebayes.posteriors.mc_dropout import TAIL_BYTES, DropoutMasks, _mix_seed, flatten_sequential, stochastic_tail
+from activebayes.posteriors.mc_dropout import TAIL_BYTES, DropoutMasks, _mix_seed, flatten_sequential, keep_mask_, stochastic_tail
 
 
 def deterministic_probs(stacked: StackedSequential, x: Tensor) -> Tensor:
@@ -43,7 +43,8 @@ def independent_logits(stacked: StackedSequential, split: int, x: Tensor, seeds:
     """Logits [R, S, n, C] with a fresh mask per item, sample and layer (module docstring): run r
     draws from `torch.Generator(device).manual_seed(_mix_seed(seeds[r], S, -2))`, sample by
     sample, each tail dropout layer in turn, m ~ Bernoulli(1 − p) of its input's shape (items ×
-    features, or items × channels for the channel-wise layers), and applies (h ⊙ m) / (1 − p)."""
+    features, or items × channels for the channel-wise layers; `keep_mask_`), and applies
+    (h ⊙ m) / (1 − p)."""
     _check_runs(stacked, x, seeds)
     device, n = x.device, x.shape[1]
     generators = [torch.Generator(device=device).manual_seed(_mix_seed(int(seed), n_samples, -2) & 0x7FFFFFFFFFFFFFFF) for seed in seeds]
@@ -55,9 +56,9 @@ def independent_logits(stacked: StackedSequential, split: int, x: Tensor, seeds:
         def draw(r: int) -> None:  # run r's masks of the next sample, in its layers' order
             for site in sites:
                 if device.type == "cpu":  # in place: a contiguous slice is filled in the order a fresh tensor is
-                    masks[site.index][r].bernoulli_(site.keep, generator=generators[r])
+                    keep_mask_(masks[site.index][r], site.keep, generators[r])
                 else:
-                    masks[site.index][r].copy_(torch.empty(site.noise_shape(n), device=device, dtype=h.dtype).bernoulli_(site.keep, generator=generators[r]))
+                    masks[site.index][r].copy_(keep_mask_(torch.empty(site.noise_shape(n), device=device, dtype=h.dtype), site.keep, generators[r]))
 
         samples = []
         with _draw_pool(device, stacked.size) as pool:
@@ -73,7 +74,7 @@ def independent_logits(stacked: StackedSequential, split: int, x: Tensor, seeds:
 
 @contextmanager
 def _draw_pool(device: torch.device, runs: int) -> Iterator[ThreadPoolExecutor | None]:
-    """Threads that draw the runs' masks side by side on the CPU (torch's Bernoulli kernel is
+    """Threads that draw the runs' masks side by side on the CPU (torch's uniform kernel is
     serial there; each run has its own generator), one per intra-op thread; None for one."""
     workers = min(torch.get_num_threads(), runs) if device.type == "cpu" else 1
     if workers < 2:

@@ -82,9 +82,18 @@ MASK_MODES = ("shared", "independent")
 TAIL_BYTES = 2 << 30
 
 
+def keep_mask_(out: Tensor, keep: float, generator: torch.Generator) -> Tensor:
+    """Fills `out` in place with m ~ Bernoulli(keep) as 1.0 / 0.0, drawn as m = [u < keep] from one
+    u ~ U[0, 1) per entry, in `out`'s memory order, and returns it. The same law as `bernoulli_`
+    (to the 2⁻²⁴ grain of a float32 u); on the CPU, a third of its time (torch's Bernoulli kernel
+    there is serial and draws more than one number per entry)."""
+    return out.uniform_(generator=generator).lt_(keep)
+
+
 def independent_passes(model: nn.Module, x: Tensor, n_samples: int, generator: torch.Generator) -> Tensor:
     """S forward passes of `model` (eval mode) with a fresh dropout mask per item, per pass and per
-    dropout layer, drawn from `generator` (channel-wise for Dropout1d/2d/3d); returns [S, N, *out]."""
+    dropout layer, drawn from `generator` by `keep_mask_` (channel-wise for Dropout1d/2d/3d);
+    applied as (h ⊙ m) / (1 − p); returns [S, N, *out]."""
 
     def apply_mask(module: nn.Module, args: tuple, output: Tensor) -> Tensor:
         inputs = args[0]
@@ -92,8 +101,8 @@ def independent_passes(model: nn.Module, x: Tensor, n_samples: int, generator: t
         if keep <= 0.0:
             return torch.zeros_like(inputs)
         shape = inputs.shape if isinstance(module, nn.Dropout) else inputs.shape[:2] + (1,) * (inputs.dim() - 2)
-        m = torch.empty(shape, device=inputs.device, dtype=inputs.dtype).bernoulli_(keep, generator=generator)
-        return inputs * m / keep
+        m = keep_mask_(torch.empty(shape, device=inputs.device, dtype=inputs.dtype), keep, generator)
+        return (inputs * m).div_(keep)
 
     handles = [module.register_forward_hook(apply_mask) for module in model.modules() if isinstance(module, _MASKED)]
     try:
@@ -223,7 +232,9 @@ class MCDropout(NetworkPosterior):
                     logits = independent_passes(self.model_, x, S, generator)
                 else:
                     layers = flatten_sequential(self.model_)
-                    h = run_prefix(layers[: self.split_], x)
+                    # in the standard layout once (the fast prefix may leave it channels-last), not
+                    # once a pass where the tail flattens it
+                    h = run_prefix(layers[: self.split_], x).contiguous()
                     logits = independent_passes(nn.Sequential(*layers[self.split_ :]), h, S, generator)
             elif self.split_ is None or not self.prefix_cache:
                 logits = full_passes(self.model_, x, masks)
@@ -270,4 +281,4 @@ def _check_dropout(model: nn.Module, argument: str) -> None:
         )
 
 
-__all__ = ["DropoutMasks", "MCDropout", "flatten_sequential", "full_passes", "independent_passes", "stochastic_tail"]
+__all__ = ["DropoutMasks", "MCDropout", "flatten_sequential", "full_passes", "independent_passes", "keep_mask_", "stochastic_tail"]
