@@ -7,6 +7,9 @@ without bias from far fewer of them than a random test split needs.
     draw B items one at a time without replacement, p ∝ w          (`stochastic_batch`, power, β = 1)
     R̂        = R̂_LURE(losses of the B labelled items, q, N)         (`activebayes.estimates`)
 
+and its 95 % interval is `lure_estimate`'s (Student's t on B − 1 degrees of freedom for the
+normal quantile).
+
 The items drawn become an evaluation set kept apart from training: they move to the "eval" split
 (neither candidates nor training labels; a test split that carries draw probabilities), and the
 project records the draw (`evaluation_record`: keys in draw order, each q_m, the pool size N,

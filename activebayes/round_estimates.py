@@ -12,8 +12,8 @@ is an unbiased estimate of the round-t model's mean loss over the N_t items it c
 unlabelled pool then; an acquisition subset is itself a uniform sample of it). Accuracy is
 1 − R̂ of the 0-1 loss; NLL needs every class's probability (the query's "probs"); regression
 gives RMSE = √R̂ of the squared error and the Gaussian NLL. The estimate rests on the round's own
-k labels, so its interval is wide for a small batch; `activebayes evaluate --budget N` buys a
-tighter one.
+k labels, so its interval is wide for a small batch (Student's t on M − 1 degrees of freedom for
+its M drawn labels, `lure_estimate`); `activebayes evaluate --budget N` buys a tighter one.
 
 Which draws count: the answered prefix of the round's draws in rank order (a prefix of a
 sequential draw is itself one, so the estimate stays unbiased while answers come in). A round

@@ -138,7 +138,7 @@ def test_wilson_interval_matches_the_closed_form():
 
 def test_all_right_still_has_an_interval():
     estimate = lure_estimate(np.zeros(10), uniform_draw_probabilities(100, 10).numpy(), 100, bounded=True)
-    assert estimate.value == 0.0 and estimate.low == 0.0 and 0.2 < estimate.high < 0.35  # Wilson's upper end at n = 10
+    assert estimate.value == 0.0 and estimate.low == 0.0 and 0.2 < estimate.high < 0.35  # Wilson's upper end at n = 10, t_9 for z
     accuracy = estimate.map(lambda r: 1 - r, increasing=False)
     assert accuracy.value == 1.0 and accuracy.high == 1.0 and accuracy.low == pytest.approx(1 - estimate.high)
 
@@ -146,7 +146,7 @@ def test_all_right_still_has_an_interval():
 def test_uniform_draws_give_the_plain_mean_and_wald_interval():
     losses = np.array([0.5, 1.5, 1.0, 2.0])
     estimate = lure_estimate(losses, uniform_draw_probabilities(50, 4).numpy(), 50)
-    half = 1.959963984540054 * losses.std(ddof=1) / 2
+    half = 3.182446305284263 * losses.std(ddof=1) / 2  # Student's t_{0.975, 3}: M = 4 draws
     assert estimate.value == pytest.approx(1.25)
     assert (estimate.low, estimate.high) == pytest.approx((1.25 - half, 1.25 + half))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from activebayes.errors import ConfigError
@@ -92,3 +93,22 @@ def test_stop_points_and_threshold_readings_by_hand():
     assert reading["accuracy_given_up"] == pytest.approx(0.02)
     at_98 = summary.threshold_reading([points], 0.98)
     assert at_98["early"] == 0 and at_98["good"] == 1 and at_98["saved"] == pytest.approx(1 - 50 / 60)
+
+
+def test_a_stored_interval_is_re_derived_under_the_current_rule():
+    from activebayes.estimates import effective_trials, lure_estimate, lure_weights, wilson_interval
+
+    intervals = _estimates_study("intervals")
+    for p, n in ((0.2, 7.3), (0.0, 9.1), (1.0, 4.0), (0.55, 2.5)):  # n from Wilson's bounds, both ends of [0, 1] included
+        assert intervals.recovered_size(p, *wilson_interval(p, n)) == pytest.approx(n, rel=1e-12)
+    draws = {"pool": 60, "zero_one": [1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+             "q": [0.05, 0.01, 0.02, 0.1, 0.015, 0.03, 0.02, 0.04, 0.025, 0.05]}  # fmt: skip
+    v = lure_weights(draws["q"], 60)
+    terms = v * np.asarray(draws["zero_one"])
+    p = terms.mean()
+    low, high = wilson_interval(p, effective_trials(p, terms.var(ddof=1) / 10, v))  # the earlier rule, as a stored run kept it
+    stored = {"est_accuracy": [1 - p, 1 - high, 1 - low]}
+    now = lure_estimate(draws["zero_one"], draws["q"], 60, bounded=True).map(lambda r: 1 - r, increasing=False)
+    assert intervals.round_accuracy(stored) == pytest.approx([now.value, now.low, now.high], abs=1e-12)
+    assert intervals.round_accuracy({**stored, "draws": draws}) == pytest.approx([now.value, now.low, now.high], abs=1e-12)
+    assert intervals.round_accuracy(stored, "earlier") == pytest.approx(stored["est_accuracy"], abs=1e-12)

@@ -3,7 +3,8 @@ active testing at a budget of 50 against a random 50-label test split, the stopp
 against where test accuracy plateaued, and `debias` training.
 
     .venv/bin/python studies/estimates/run.py [--out studies/estimates/results] [--seeds 0,1,2]
-        [--parts digits,tables,debias,mnist,benchmark] [--max-labels 300] [--summary]
+        [--parts digits,tables,debias,mnist,benchmark] [--tables NAME,...] [--arms ARM,...] [--max-labels 300]
+        [--summary [--reruns DIR]]
 
 Every run is what a user of the CLI gets, in-process (as studies/benchmark/run.py does): a fresh
 SQLite project, `pool add TABLE --label-column L --test-fraction 0.3 --seed SEED`, rounds of
@@ -33,8 +34,14 @@ Each round's stop-set agreement (Cohen's kappa of consecutive rounds) is kept, s
 (`summary.py`) reports where the rule stops at Bloodgood & Vijay-Shanker's threshold 0.99 and at
 looser ones, per run and over every study.
 
+Each round also keeps its raw draws ("draws": the pool size N_t, and in rank order each query's
+0-1 loss, class NLL and draw probability q, None for a deterministic query), and active testing
+each draw's 0-1 losses and q, so that any interval can be recomputed from them (`intervals.py`;
+runs written before these were kept have their intervals re-derived from the stored ones).
+
 Each finished run is written to `<out>/runs/<part>/<table>-<arm>-seed<S>.json` and skipped when
-rerun; `<out>/summary.json` and `<out>/results.md` are rewritten from all runs at the end (with
+rerun (`--tables` and `--arms` keep only the named tables and arms, e.g. to rerun a few into a
+scratch `--out`); `<out>/summary.json` and `<out>/results.md` are rewritten from all runs at the end (with
 `--summary`, only that).
 """
 
@@ -122,7 +129,7 @@ def run(csv: Path, label: str | None, key: str | None, arm: str, seed: int, max_
     from activebayes.data import load_project_data, project_truth
     from activebayes.loop import ActiveLearningLoop
     from activebayes.oracles import truth_oracle
-    from activebayes.round_estimates import round_estimate
+    from activebayes.round_estimates import item_losses, round_estimate
     from activebayes.stopping import unpack_predictions
     from activebayes.store import PoolStore
     from activebayes_cli._model import model_factory, posterior_factory
@@ -162,6 +169,8 @@ def run(csv: Path, label: str | None, key: str | None, arm: str, seed: int, max_
                           "changed": rnd.metrics.get("changed"), "agreement": rnd.metrics.get("agreement"),
                           "naive_accuracy": float(np.mean([q.prediction["label"] == q.value for q in queries])),
                           **{f"est_{name}": v for name, v in estimate.figures().items()}, "reason": estimate.reason}  # fmt: skip
+                if estimate.available:
+                    record["draws"] = round_draws(rnd, queries, classes, item_losses)
                 records.append(record)
             labelled_before.update(q.key for q in queries)
         result = {"arm": arm, "seed": seed, "debias": debias, "rounds": records, "seconds": None}
@@ -169,6 +178,16 @@ def run(csv: Path, label: str | None, key: str | None, arm: str, seed: int, max_
             result["active_testing"] = compare_active_testing(loop, store, truth, classes, seed)
     result["seconds"] = time.perf_counter() - started
     return result
+
+
+def round_draws(rnd: Any, queries: list[Any], classes: list[str], item_losses: Any) -> dict[str, Any]:
+    """The round's raw draws: {"pool": N_t, "zero_one": [k], "class_nll": [k] or None, "q": [k]}
+    in rank order (q None for a deterministic query); every query of the study is answered."""
+    ordered = sorted(queries, key=lambda q: q.rank)
+    losses = item_losses([q.prediction for q in ordered], [q.value for q in ordered], "classification", classes)
+    nll = losses.class_nll.tolist() if losses.class_nll is not None else None
+    return {"pool": int(rnd.acquisition_settings["candidates"]), "zero_one": losses.zero_one.tolist(), "class_nll": nll,
+            "q": [None if q.probability is None else float(q.probability) for q in ordered]}  # fmt: skip
 
 
 def compare_active_testing(loop: Any, store: Any, truth: dict[str, Any], classes: list[str], seed: int) -> dict[str, Any]:
@@ -190,12 +209,13 @@ def compare_active_testing(loop: Any, store: Any, truth: dict[str, Any], classes
     test_accuracy = float(np.mean([classes[int(p)] == v for p, v in zip(test_probs.argmax(1), test_values)]))
     pool_accuracy = 1.0 - float(wrong.mean())
     expected = expected_loss(probs, "zero-one")
-    active, random = [], []
+    active, random, draws = [], [], []
     rng = np.random.default_rng(seed)
     for draw_seed in range(AT_DRAWS):
         draw = draw_evaluation_set(expected, AT_BUDGET, draw_seed)
         estimate = lure_estimate(wrong[draw.positions], draw.probabilities, len(wrong), bounded=True).map(lambda r: 1 - r, increasing=False)
         active.append((estimate.value, estimate.low, estimate.high))
+        draws.append({"zero_one": wrong[draw.positions].tolist(), "q": draw.probabilities.tolist()})
         sample = rng.choice(len(wrong), AT_BUDGET, replace=False)
         accuracy = 1.0 - float(wrong[sample].mean())
         low, high = wilson_interval(accuracy, AT_BUDGET)
@@ -208,7 +228,8 @@ def compare_active_testing(loop: Any, store: Any, truth: dict[str, Any], classes
 
     return {"pool_accuracy": pool_accuracy, "test_accuracy": test_accuracy, "pool": len(wrong),
             "active_vs_pool": summary(active, pool_accuracy), "random_vs_pool": summary(random, pool_accuracy),
-            "active_vs_test": summary(active, test_accuracy), "random_vs_test": summary(random, test_accuracy)}  # fmt: skip
+            "active_vs_test": summary(active, test_accuracy), "random_vs_test": summary(random, test_accuracy),
+            "draws": draws, "random": [list(r) for r in random]}  # fmt: skip
 
 
 def main() -> None:
@@ -216,13 +237,20 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--parts", default="digits,tables,debias,mnist,benchmark")
+    parser.add_argument("--tables", default=None, help="only these tables (comma-separated names), e.g. to rerun a few")
+    parser.add_argument("--arms", default=None, help="only these arms (comma-separated)")
     parser.add_argument("--max-labels", type=int, default=300)
     parser.add_argument("--summary", action="store_true", help="only rewrite summary.json and results.md from the runs on disk")
+    parser.add_argument("--reruns", type=Path, default=None, help="with --summary: an --out of fresh runs whose active-testing draws give the current rule's figures")
     args = parser.parse_args()
     if args.summary:
-        write_summary(args.out)
+        if args.reruns is not None and not (args.reruns / "runs").is_dir():
+            print(f"--reruns: no runs folder under {args.reruns}", file=sys.stderr)
+            raise SystemExit(2)
+        write_summary(args.out, args.reruns)
         return
     seeds = [int(s) for s in args.seeds.split(",")]
+    keep = None if args.tables is None else set(args.tables.split(","))
     parts = args.parts.split(",")
     cache = HERE.parent / "benchmark" / ".tables"
     cache.mkdir(parents=True, exist_ok=True)
@@ -236,11 +264,11 @@ def main() -> None:
             for arm in ("power-epig", "power-bald", "random"):
                 jobs.append(("digits", "digits", digits, "digit", None, arm, seed, args.max_labels, {"active_testing": arm == "power-epig"}))
         if "tables" in parts:
-            for name in ("breast_cancer", "wine"):
+            for name in [n for n in ("breast_cancer", "wine") if keep is None or n in keep]:
                 csv, label, key = table_csv(name, cache)
                 jobs.append(("tables", name, csv, label, key, "power-epig", seed, 100, {}))
         if "benchmark" in parts:
-            for name in benchmark_classification_tables():
+            for name in [n for n in benchmark_classification_tables() if keep is None or n in keep]:
                 csv, label, key = table_csv(name, cache)
                 jobs.append(("benchmark", name, csv, label, key, "power-epig", seed, BENCHMARK_LABELS, {"active_testing": True}))
         if mnist is not None:
@@ -248,6 +276,8 @@ def main() -> None:
                 jobs.append(("mnist", "mnist", mnist, None, None, arm, seed, MNIST_LABELS, {"active_testing": arm == "power-bald"}))
         if "debias" in parts:
             jobs.append(("debias", "digits", digits, "digit", None, "power-bald", seed, args.max_labels, {"debias": True}))
+    arms = None if args.arms is None else set(args.arms.split(","))
+    jobs = [job for job in jobs if (keep is None or job[1] in keep) and (arms is None or job[5] in arms)]
     for part, table, csv, label, key, arm, seed, max_labels, extra in jobs:
         path = args.out / "runs" / part / f"{table}-{arm}-seed{seed}.json"
         if path.exists():

@@ -3,7 +3,14 @@ tables, the per-round LURE estimates against the test split and the pool, active
 a random 50-label split, and the stopping rule at several kappa thresholds against where test
 accuracy plateaued; then, over every study, the thresholds compared (`threshold_table`).
 
-    .venv/bin/python studies/estimates/run.py --summary      # rewrite summary.json and results.md
+Every round's interval is the library's current rule (`intervals.round_accuracy`: from the raw
+draws where a run kept them, else re-derived from the stored interval), beside the earlier rule
+(the normal quantile) and Clopper–Pearson's interval on the same effective size, unadjusted and
+adjusted. Active testing's interval is recomputed where a run kept its draws; runs written
+before keep only the earlier rule's summary, and `reruns` (an `--out` of run.py with fresh runs
+of the same names) gives the current rule's figures from their draws.
+
+    .venv/bin/python studies/estimates/run.py --summary [--reruns DIR]   # rewrite summary.json and results.md
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from intervals import RULES, active_testing_summary, round_accuracy
 
 PLATEAU = 0.01  # test accuracy within 1 point of the last round's
 STOP_THRESHOLDS = (0.99, 0.98, 0.97, 0.96, 0.95)  # Bloodgood & Vijay-Shanker's 0.99, and looser ones
@@ -21,27 +29,38 @@ ACCURACY_AT = (50, 100, 150, 200, 300)
 AT_KEYS = ("active_vs_pool", "random_vs_pool", "active_vs_test", "random_vs_test")
 
 
+def coverage(rows: list[dict[str, Any]], rule: str) -> dict[str, float]:
+    """95 % coverage of the test and pool accuracy and mean width of the rounds' intervals under
+    `rule` (`intervals.RULES`)."""
+    est = np.asarray([round_accuracy(r, rule) for r in rows])
+    test = np.asarray([r["test_accuracy"] for r in rows])
+    pool = np.asarray([r["pool_accuracy"] for r in rows])
+    return {"coverage_test": float(np.mean((est[:, 1] <= test) & (test <= est[:, 2]))),
+            "coverage_pool": float(np.mean((est[:, 1] <= pool) & (pool <= est[:, 2]))), "mean_width": float(np.mean(est[:, 2] - est[:, 1]))}  # fmt: skip
+
+
 def estimate_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Mean absolute error and 95 % coverage of the per-round accuracy estimate, against the test
-    split and against the pool the round drew from, over every round with an estimate."""
+    split and against the pool the round drew from, over every round with an estimate; the
+    coverage under the current rule and, in "rules", under each of `intervals.RULES`."""
     rows = [r for run in runs for r in run["rounds"] if r.get("est_accuracy") and r.get("test_accuracy") is not None]
     if not rows:
         return {"rounds": 0}
-    est = np.asarray([r["est_accuracy"] for r in rows])
+    est = np.asarray([round_accuracy(r) for r in rows])
     test = np.asarray([r["test_accuracy"] for r in rows])
     pool = np.asarray([r["pool_accuracy"] for r in rows])
     naive = np.asarray([r["naive_accuracy"] for r in rows])
     return {
         "rounds": len(rows),
+        "from_draws": sum("draws" in r for r in rows),
         "mae_vs_test": float(np.mean(np.abs(est[:, 0] - test))),
         "mae_vs_pool": float(np.mean(np.abs(est[:, 0] - pool))),
         "median_ae_vs_test": float(np.median(np.abs(est[:, 0] - test))),
         "worst_estimate": float(est[:, 0].min()),
         "bias_vs_pool": float(np.mean(est[:, 0] - pool)),
         "naive_bias_vs_pool": float(np.mean(naive - pool)),
-        "coverage_test": float(np.mean((est[:, 1] <= test) & (test <= est[:, 2]))),
-        "coverage_pool": float(np.mean((est[:, 1] <= pool) & (pool <= est[:, 2]))),
-        "mean_width": float(np.mean(est[:, 2] - est[:, 1])),
+        **coverage(rows, "current"),
+        "rules": {rule: coverage(rows, rule) for rule in RULES},
     }
 
 
@@ -93,28 +112,51 @@ def accuracy_at(runs: list[dict[str, Any]]) -> dict[str, float]:
     return {str(n): float(np.mean([next(r["test_accuracy"] for r in run["rounds"] if r["labels"] >= n) for run in runs])) for n in counts}
 
 
-def group_entry(group_runs: list[dict[str, Any]], tables: int = 1) -> dict[str, Any]:
+def at_mean(at: list[dict[str, Any]], keys: tuple[str, ...] = AT_KEYS) -> dict[str, Any]:
+    """Active testing's figures (`AT_KEYS` × mae, coverage, width) averaged over runs."""
+    return {k: {m: float(np.mean([a[k][m] for a in at])) for m in ("mae", "coverage", "width")} for k in keys} | {"runs": len(at)}
+
+
+def at_under(at: list[dict[str, Any]], rule: str) -> list[dict[str, Any]]:
+    """Each run's active-testing figures with the active draws' intervals under `rule` (from the
+    draws; the runs must have kept them)."""
+    return [a | active_testing_summary(a, rule) for a in at]  # type: ignore[operator]
+
+
+def group_entry(group_runs: list[dict[str, Any]], tables: int = 1, reruns: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     entry: dict[str, Any] = {"runs": len(group_runs), "tables": tables, "estimates": estimate_summary(group_runs),
                              "stopping": [stop_points(r) | {"seed": r["seed"], "table": r.get("table")} for r in group_runs]}  # fmt: skip
     at = [r["active_testing"] for r in group_runs if "active_testing" in r]
     if at:
-        entry["active_testing"] = {k: {m: float(np.mean([a[k][m] for a in at])) for m in ("mae", "coverage", "width")} for k in AT_KEYS}
-        entry["active_testing"]["runs"] = len(at)
+        with_draws = all("draws" in a for a in at)
+        entry["active_testing"] = at_mean(at_under(at, "current") if with_draws else at) | {"rule": "current" if with_draws else "earlier"}
+    rerun_at = [r["active_testing"] for r in reruns or [] if "draws" in r.get("active_testing", {})]
+    if rerun_at:
+        entry["active_testing_reruns"] = {rule: at_mean(at_under(rerun_at, rule), ("active_vs_pool", "active_vs_test")) for rule in ("earlier", "current")}
     if tables == 1:
         entry["test_accuracy_at"] = accuracy_at(group_runs)
     return entry
 
 
-def write_summary(out: Path) -> dict[str, Any]:
-    """summary.json and results.md from every run under `out`/runs, and the example plots."""
+def read_runs(out: Path) -> dict[str, list[dict[str, Any]]]:
+    """part/table-arm -> the runs under `out`/runs."""
     runs: dict[str, list[dict[str, Any]]] = {}
     for path in sorted((out / "runs").rglob("*.json")):
         runs.setdefault(f"{path.parent.name}/{path.stem.rsplit('-seed', 1)[0]}", []).append(json.loads(path.read_text()))
-    summary: dict[str, Any] = {group: group_entry(group_runs) for group, group_runs in runs.items()}
-    for part in ("benchmark",):  # many tables: their runs together as well
+    return runs
+
+
+def write_summary(out: Path, reruns: Path | None = None) -> dict[str, Any]:
+    """summary.json and results.md from every run under `out`/runs (and active testing's current
+    rule from the draws of the runs under `reruns`/runs), and the example plots."""
+    runs = read_runs(out)
+    again = read_runs(reruns) if reruns is not None else {}
+    summary: dict[str, Any] = {group: group_entry(group_runs, reruns=again.get(group)) for group, group_runs in runs.items()}
+    for part in ("digits", "tables", "mnist", "benchmark"):  # each part's groups (tables or arms) together as well
         members = [g for g in runs if g.startswith(part + "/")]
         if len(members) > 1:
-            summary[f"{part} (all {len(members)} tables)"] = group_entry([r for g in members for r in runs[g]], tables=len(members))
+            summary[f"{part} (all {len(members)} {'arms' if part in ('digits', 'mnist') else 'tables'})"] = group_entry([r for g in members for r in runs[g]], tables=len(members),
+                                                                         reruns=[r for g in members for r in again.get(g, [])])  # fmt: skip
     studies = {"digits": [g for g in runs if g.startswith("digits/")], "wine, breast_cancer": [g for g in runs if g.startswith("tables/")],
                "MNIST": [g for g in runs if g.startswith("mnist/")], "benchmark tables": [g for g in runs if g.startswith("benchmark/")]}  # fmt: skip
     stops = {study: [s for g in groups for s in summary[g]["stopping"]] for study, groups in studies.items() if groups}
@@ -139,25 +181,51 @@ def markdown(summary: dict[str, Any]) -> str:
     groups = {g: e for g, e in summary.items() if g != "thresholds"}
     lines = ["# Estimates without a test set (`studies/estimates/run.py`)", "",
              "## Per-round LURE estimates of accuracy (each from the round's own 10 labels)", "",
-             "| runs | seeds | rounds | MAE vs test | median AE vs test | MAE vs pool | bias vs pool | plain mean's bias vs pool | 95 % coverage of test | of pool | mean width | lowest estimate |",
+             "95 % intervals: Wilson's on the effective size scaled by Korn & Graubard's degrees-of-freedom factor (z/t_{M−1})² "
+             "(activebayes.estimates); in brackets the earlier rule (the normal quantile). Rounds of runs that kept no raw draws "
+             "have the interval re-derived from the stored one (studies/estimates/intervals.py).", "",
+             "| runs | seeds | rounds | MAE vs test | median AE vs test | MAE vs pool | bias vs pool | plain mean's bias vs pool | 95 % coverage of test (earlier) | of pool (earlier) | mean width (earlier) | lowest estimate |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for group, entry in groups.items():
         e = entry["estimates"]
         if e.get("rounds"):
+            old = e["rules"]["earlier"]
             lines.append(f"| {group} | {entry['runs']} | {e['rounds']} | {f(e['mae_vs_test'])} | {f(e['median_ae_vs_test'])} | {f(e['mae_vs_pool'])} | "
-                         f"{f(e['bias_vs_pool'])} | {f(e['naive_bias_vs_pool'])} | {f(e['coverage_test'], 2)} | {f(e['coverage_pool'], 2)} | "
-                         f"{f(e['mean_width'])} | {f(e['worst_estimate'], 2)} |")  # fmt: skip
+                         f"{f(e['bias_vs_pool'])} | {f(e['naive_bias_vs_pool'])} | {f(e['coverage_test'], 2)} ({f(old['coverage_test'], 2)}) | "
+                         f"{f(e['coverage_pool'], 2)} ({f(old['coverage_pool'], 2)}) | {f(e['mean_width'])} ({f(old['mean_width'])}) | {f(e['worst_estimate'], 2)} |")  # fmt: skip
+    names = {"earlier": "Wilson, z", "current": "Wilson, t (current)", "cp": "Clopper–Pearson on n", "cp_adjusted": "Clopper–Pearson on n·(z/t)²"}
+    lines += ["", "## Interval rules compared on the same rounds", "",
+              "Coverage of the test / pool accuracy and mean width of each rule on the same effective size n. Korn & Graubard's "
+              "own interval is Clopper–Pearson's on n·(t_{n−1}/t_d)², a factor of 1 when each of M draws is its own unit (n − 1 = "
+              "d = M − 1): the 'Clopper–Pearson on n' column.", "",
+              "| runs | rounds | " + " | ".join(names.values()) + " |", "|---|---|" + "---|" * len(names)]  # fmt: skip
+    for group, entry in groups.items():
+        e = entry["estimates"]
+        if e.get("rounds"):
+            cells = [f"{f(c['coverage_test'], 2)} / {f(c['coverage_pool'], 2)} / {f(c['mean_width'])}" for c in (e["rules"][r] for r in names)]
+            lines.append(f"| {group} | {e['rounds']} | " + " | ".join(cells) + " |")
     lines += ["", "## Active testing: 50 labels, 40 draws per run, the final model on the unlabelled pool", "",
-              "Each cell: active testing (LURE) / a random 50-label sample of the same pool. The pool is what the "
-              "estimate is about (the items still unlabelled); the test split is drawn from the whole table.", "",
-              "| runs | runs with AT | MAE vs pool | 95 % coverage of pool | MAE vs test | 95 % coverage of test | mean width |",
-              "|---|---|---|---|---|---|---|"]  # fmt: skip
+              "Each cell: active testing (LURE) / a random 50-label sample of the same pool (Wilson's interval on 50 trials). The pool "
+              "is what the estimate is about (the items still unlabelled); the test split is drawn from the whole table. rule: the "
+              "active draws' interval ('earlier': the runs kept only the earlier rule's summary).", "",
+              "| runs | runs with AT | rule | MAE vs pool | 95 % coverage of pool | MAE vs test | 95 % coverage of test | mean width |",
+              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for group, entry in groups.items():
         at = entry.get("active_testing")
         if at:
             pair = lambda key, m, d=3: f"{f(at['active_' + key][m], d)} / {f(at['random_' + key][m], d)}"  # noqa: E731
-            lines.append(f"| {group} | {at['runs']} | {pair('vs_pool', 'mae')} | {pair('vs_pool', 'coverage', 2)} | {pair('vs_test', 'mae')} | "
+            lines.append(f"| {group} | {at['runs']} | {at['rule']} | {pair('vs_pool', 'mae')} | {pair('vs_pool', 'coverage', 2)} | {pair('vs_test', 'mae')} | "
                          f"{pair('vs_test', 'coverage', 2)} | {pair('vs_pool', 'width')} |")  # fmt: skip
+    reruns = {g: e["active_testing_reruns"] for g, e in groups.items() if "active_testing_reruns" in e}
+    if reruns:
+        lines += ["", "### Active testing under the current rule, from reruns of the same runs that kept their draws", "",
+                  "Each cell: current rule (earlier rule) on the same 40 draws per run.", "",
+                  "| runs | reruns | 95 % coverage of pool | 95 % coverage of test | mean width |", "|---|---|---|---|---|"]  # fmt: skip
+        for group, at in reruns.items():
+            now, old = at["current"], at["earlier"]
+            cell = lambda key, m, d=2: f"{f(now[key][m], d)} ({f(old[key][m], d)})"  # noqa: E731
+            lines.append(f"| {group} | {now['runs']} | {cell('active_vs_pool', 'coverage')} | {cell('active_vs_test', 'coverage')} | "
+                         f"{cell('active_vs_pool', 'width', 3)} |")  # fmt: skip
     lines += ["", "## The stopping rule's thresholds over every study", "",
               "A run 'fired' when the mean Cohen's kappa of the last 3 pairs of consecutive rounds' stop-set predictions reached κ "
               "by its last round; 'early' when that was before the run's plateau (the first labels whose test accuracy is within "
@@ -196,6 +264,6 @@ def plot_example(run: dict[str, Any], path: Path) -> None:
     rounds = [r for r in run["rounds"] if r.get("test_accuracy") is not None]
     segment = Segment(f"mc-dropout + {run['arm']} (test split)", tuple(r["round"] for r in rounds),
                       tuple((r["labels"], r["test_accuracy"]) for r in rounds))  # fmt: skip
-    band = [(r["labels"], *r["est_accuracy"]) for r in rounds if r.get("est_accuracy")]
+    band = [(r["labels"], *round_accuracy(r)) for r in rounds if r.get("est_accuracy")]
     table = run.get("table", "digits")
     plot_learning_segments({table: [segment]}, path, ylabel="accuracy", title=f"{table}, seed {run['seed']}", estimate=band)
