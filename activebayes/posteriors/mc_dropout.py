@@ -263,15 +263,20 @@ class MCDropout(NetworkPosterior):
         [N, C] (classification only). Inverted dropout scales the kept units by 1/(1−p) while
         training, so the network without masks is the weight-scaling rule (Srivastava et al.
         2014): what Keras' `model.evaluate` reports, and what Gal et al. (2017) score test
-        accuracy with. The MC average `predict_proba` is the Bayesian predictive instead."""
+        accuracy with. The MC average `predict_proba` is the Bayesian predictive instead. An
+        `nn.Sequential` runs its dropout-free layers through `run_prefix` (the CPU fast path:
+        the same function, up to float rounding)."""
         self._check_fitted()
         if self.likelihood_ in REGRESSION_LIKELIHOODS:
             raise regression_only("predict_proba_deterministic")
         dtype = next(self.model_.parameters()).dtype
         x = as_tensor("x", x, dtype).to(self.device_)
         self.model_.eval()
+        layers = flatten_sequential(self.model_)
         with torch.no_grad():
-            return torch.softmax(self.model_(x), dim=-1)
+            if layers is None:
+                return torch.softmax(self.model_(x), dim=-1)
+            return torch.softmax(run_prefix([layer for layer in layers if not isinstance(layer, _MASKED)], x), dim=-1)
 
 
 def _check_dropout(model: nn.Module, argument: str) -> None:
