@@ -12,7 +12,19 @@ mean top-class probability, NLL and ECE (15 bins) of the MAP network's softmax a
 GLM predictive, with the mean logit variance J Σ Jᵀ; then the same confidence on the 200 training
 images themselves. --variants: the KFAC run again with other schedules (a fit every epoch, 150
 epochs, the last state instead of the best, no dropout, the diagonal GGN), and its GLM with an MC
-link (2,000 samples of the full C x C covariance) instead of the probit.
+link (2,000 samples of the full C x C covariance) instead of the probit. --last-layer: for each
+structure of the marglik training, the same network with a last-layer Laplace predictive (probit
+GLM): (a) KFAC with the last layer's learnt (δ_W₃, δ_b₃), (b) KFAC with one δ re-optimised post hoc
+by the last layer's own evidence (laplace-torch's default recipe), (c) the exact last-layer GGN
+(hessian="full") with one δ post hoc; for (c) also γ = Σ e/(e + δ), the number of the last layer's
+1,290 directions that the data determine (MacKay's effective number of parameters), and the test
+images' mean logit variance under the prior alone, ‖φ̃‖²/δ (φ̃ = [φ, 1], the last layer's input).
+--ard: the exact-GGN marglik network with a last-layer ARD prior, one δ_i per weight fitted by the
+last layer's evidence (`ard_laplace.py`: MacKay's fixed point δ_i ← γ_i/θ_i² from the post-hoc
+scalar δ of (c), by Newton ascent in log δ, each δ_i kept in [1e-6, 1e8]); (A) at the network's
+last-layer weights, (B) five alternations of the last layer's MAP at δ (on the eval-mode features)
+and δ, (B*) the same alternations until one raises the evidence by < 0.01 nats; probit GLM with
+the full GGN (and for B, B* their re-fitted MAP's softmax).
 """
 
 from __future__ import annotations
@@ -28,9 +40,10 @@ from activebayes.data import read_idx
 from activebayes.marglik import MarglikConfig, log_evidence
 from activebayes.metrics import expected_calibration_error
 from activebayes.nets import mlp
-from activebayes.posteriors.laplace import Laplace
+from activebayes.posteriors.laplace import Laplace, features_and_logits
 from activebayes.study import mnist_files
 from activebayes.training import TrainConfig
+from ard_laplace import CAP, FLOOR, fit_ard  # studies/posteriors/ard_laplace.py, beside this script
 
 
 def load(folder: Path) -> tuple[torch.Tensor, ...]:
@@ -58,11 +71,21 @@ def main() -> None:
     parser.add_argument("mnist", nargs="?", type=Path, default=Path(__file__).resolve().parents[3] / "shared" / "data" / "mnist")
     parser.add_argument("--hessians", default="kron,full")
     parser.add_argument("--variants", action="store_true")
+    parser.add_argument("--last-layer", action="store_true")
+    parser.add_argument("--ard", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)
     x, y, test_x, test_y = load(args.mnist)
     if args.variants:
         variants(x, y, test_x, test_y)
+        return
+    if args.ard:
+        train = TrainConfig(epochs=50, lr=1e-3, batch_size=128, epoch_samples=1280, marglik=MarglikConfig(hessian="full", frequency=5))
+        net = Laplace(mlp(784, 10, hidden=(128, 128), dropout=0.5), prior_precision="online", train=train, seed=0, device="cpu")
+        ard_screen(net.fit(x, y).model_, x, y, test_x, test_y)
+        return
+    if args.last_layer:
+        last_layer(x, y, test_x, test_y, args.hessians.split(","))
         return
     for hessian in args.hessians.split(","):
         train = TrainConfig(epochs=50, lr=1e-3, batch_size=128, epoch_samples=1280, marglik=MarglikConfig(hessian=hessian, frequency=5))
@@ -96,6 +119,66 @@ def variants(x: torch.Tensor, y: torch.Tensor, test_x: torch.Tensor, test_y: tor
     la = Laplace(mlp(784, 10, hidden=(128, 128), dropout=0.5), subset="all", prior_precision="online", link="mc", n_samples=2000,
                  train=train, seed=0, device="cpu").fit(x, y)  # fmt: skip
     print(line("KFAC, MC link (S = 2,000)", la.predict_proba(test_x), test_y))
+
+
+def last_layer(x: torch.Tensor, y: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor, hessians: list[str]) -> None:
+    """--last-layer (module docstring): the marglik-trained network of each structure with last-layer predictives."""
+    for hessian in hessians:
+        train = TrainConfig(epochs=50, lr=1e-3, batch_size=128, epoch_samples=1280, marglik=MarglikConfig(hessian=hessian, frequency=5))
+        start = time.perf_counter()
+        net = mlp(784, 10, hidden=(128, 128), dropout=0.5)
+        learnt = Laplace(net, prior_precision="online", train=train, seed=0, device="cpu").fit(x, y)
+        posthoc = Laplace(model=learnt.model_, prior_precision="marglik", seed=0, device="cpu").fit(x, y)
+        exact = Laplace(model=learnt.model_, hessian="full", prior_precision="marglik", seed=0, device="cpu").fit(x, y)
+        e = exact.posterior_.eigenvalues
+        gamma = float((e / (e + exact.prior_precision_)).sum())
+        phi, _ = features_and_logits(exact.model_, exact.layer_, test_x)
+        prior_variance = float((phi.square().sum(1) + 1).mean() / exact.prior_precision_)
+        print(f"marglik with hessian={hessian} ({time.perf_counter() - start:.0f} s): δ = "
+              f"{', '.join(f'{d:.3g}' for d in learnt.marglik_.prior_precision.tolist())}; last-layer δ post hoc: KFAC "
+              f"{posthoc.prior_precision_:.3g}, exact {exact.prior_precision_:.3g} (γ = {gamma:.0f}; "
+              f"test logit variance under its prior alone {prior_variance:.1f})")
+        for name, inputs, targets in (("test", test_x, test_y), ("train", x, y)):
+            with torch.no_grad():
+                print(line(f"MAP softmax ({name})", torch.softmax(learnt.model_(inputs), 1), targets))
+            for label, la in (("(a) LL, learnt δ", learnt), ("(b) LL, δ post hoc", posthoc),
+                              ("(c) exact LL, post hoc", exact)):
+                print(line(f"{label} ({name})", la.predict_proba(inputs), targets, la.output_moments(inputs)[1]))
+
+
+def ard_screen(net: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor) -> None:
+    """--ard (module docstring): the trained `net` with the last-layer ARD predictives beside its MAP and (c)."""
+    exact = Laplace(model=net, hessian="full", prior_precision="marglik", seed=0, device="cpu").fit(x, y)
+    e, delta = exact.posterior_.eigenvalues, exact.prior_precision_
+    layer = exact.layer_
+    features = {name: features_and_logits(exact.model_, layer, inputs)[0].double() for name, inputs in (("test", test_x), ("train", x))}
+    print(f"(c) one δ post hoc: δ {delta:.3g}, γ {float((e / (e + delta)).sum()):.1f}, evidence {float(exact.log_marginal_likelihood()):.1f}; "
+          f"test images: logit variance under the prior alone ‖φ̃‖²/δ {float((features['test'].square().sum(1) + 1).mean() / delta):.1f}")
+    theta = torch.cat([layer.weight.reshape(-1), layer.bias]).double()
+    c = layer.out_features
+    fits = {}
+    for name, alternations, until in (("(A) ARD, MAP fixed", 0, None), ("(B) ARD, 5 alternations", 5, None),
+                                      ("(B*) ARD, converged", 300, 0.01)):  # fmt: skip
+        start = time.perf_counter()
+        fit = fits[name] = fit_ard(features["train"], y, theta, torch.full_like(theta, delta), c, alternations=alternations, until=until)
+        print(f"{name} ({time.perf_counter() - start:.0f} s, {len(fit.evidences) - 1} alternations): evidence {fit.evidence:.2f}, "
+              f"γ {fit.gamma:.1f}, δ_i at the cap 1e8: {int((fit.delta >= CAP).sum())}, at the floor 1e-6: "
+              f"{int((fit.delta <= FLOOR).sum())}, of {theta.numel()}; median δ_i {float(fit.delta.median()):.3g}; "
+              f"Newton iterations {sum(fit.iterations)}")  # fmt: skip
+        weights = fit.delta[: c * features["test"].shape[1]].reshape(c, -1)
+        prior = (features["test"].square() @ (1 / weights).T + 1 / fit.delta[c * weights.shape[1] :]).mean()
+        logits = fit.moments(features["test"], c)[0]
+        print(f"    test images: logit variance under the prior alone Σ φ̃²/δ {float(prior):.1f}, mean squared logit "
+              f"{float(logits.square().mean()):.1f}, mean γ_i {fit.gamma / theta.numel():.3f}")
+    for name, inputs, targets in (("test", test_x, test_y), ("train", x, y)):
+        with torch.no_grad():
+            print(line(f"MAP softmax ({name})", torch.softmax(net(inputs), 1), targets))
+        print(line(f"(c) exact LL, one δ ({name})", exact.predict_proba(inputs), targets, exact.output_moments(inputs)[1]))
+        for label, fit in fits.items():
+            mean, variance = fit.moments(features[name], c)
+            print(line(f"{label} ({name})", fit.predict_proba(features[name], c).float(), targets, variance))
+            if label != "(A) ARD, MAP fixed":
+                print(line(f"{label[:4]} its MAP softmax ({name})", torch.softmax(mean.float(), 1), targets))
 
 
 if __name__ == "__main__":
