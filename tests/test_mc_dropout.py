@@ -12,7 +12,7 @@ from activebayes import ConfigError
 from activebayes.nets import batchbald_cnn, gal_cnn, mlp
 from activebayes.posteriors import MCDropout
 from activebayes.posteriors.dropout_tail import run_prefix
-from activebayes.posteriors.mc_dropout import DropoutMasks, flatten_sequential, full_passes, stochastic_tail
+from activebayes.posteriors.mc_dropout import DropoutMasks, flatten_sequential, full_passes, independent_passes, keep_mask_, stochastic_tail
 from activebayes.training import TrainConfig
 
 CPU = torch.device("cpu")
@@ -319,6 +319,41 @@ def test_deterministic_proba_is_the_network_without_dropout(fitted_mlp):
     torch.testing.assert_close(got, torch.softmax(h, -1))
     assert torch.equal(got, posterior.predict_proba_deterministic(x))  # no masks: no randomness
     assert not torch.allclose(got, posterior.predict_proba(x))  # unlike the MC average
+
+
+def test_deterministic_proba_of_a_cnn_runs_the_fast_path_as_the_same_function():
+    """Gal's CNN (channels-last convolutions, ReLU in place on the CPU path): the same softmax as
+    the network in eval mode, to float rounding."""
+    x = torch.rand(16, 1, 28, 28, generator=torch.Generator().manual_seed(1))
+    posterior = MCDropout(gal_cnn(), n_samples=3, train=TrainConfig(epochs=1), seed=0, device="cpu").fit(x, torch.arange(16) % 10)
+    with torch.no_grad():
+        expected = torch.softmax(posterior.model_.eval()(x), -1)
+    torch.testing.assert_close(posterior.predict_proba_deterministic(x), expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.75, 0.1])
+def test_keep_masks_are_bernoulli_of_the_keep_probability(keep):
+    """m = [u < keep] with one uniform per entry: 0/1 entries, a share of ones within 5 standard
+    errors of keep over 200,000 draws, and the same mask again from the same seed."""
+    m = keep_mask_(torch.empty(200, 1000), keep, torch.Generator().manual_seed(0))
+    assert set(m.unique().tolist()) <= {0.0, 1.0}
+    assert abs(m.mean().item() - keep) < 5 * (keep * (1 - keep) / m.numel()) ** 0.5
+    assert torch.equal(m, keep_mask_(torch.empty(200, 1000), keep, torch.Generator().manual_seed(0)))
+
+
+def test_independent_passes_apply_one_drawn_mask_per_item_and_pass():
+    """A Linear after a Dropout(p): pass s is W((x ⊙ m_s)/(1 − p)) + b with m_s the s-th mask the
+    generator gives in draw order (computed by hand here), a different mask for every item."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Dropout(0.25), nn.Linear(6, 3)).eval()
+    x = torch.randn(5, 6)
+    got = independent_passes(model, x, 4, torch.Generator().manual_seed(7))
+    generator = torch.Generator().manual_seed(7)
+    masks = [keep_mask_(torch.empty(5, 6), 0.75, generator) for _ in range(4)]
+    with torch.no_grad():
+        expected = torch.stack([model[1](x * m / 0.75) for m in masks])
+    torch.testing.assert_close(got, expected)
+    assert len({tuple(row.tolist()) for row in masks[0]}) > 1  # the items of one pass do not share a mask
 
 
 def test_large_batches_run_the_tail_in_chunks_with_the_same_result(monkeypatch):
