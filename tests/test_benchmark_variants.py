@@ -64,13 +64,13 @@ def test_the_comparison_pairs_seeds_and_signs_regression():
     base = [_fake("t", "random", s, [0.5, 0.6]) for s in (0, 1, 2)] + [_fake("t", "epig", s, [0.6, 0.7]) for s in (0, 1, 2)]
     base += [_fake("r", "random", 0, [2.0, 1.0], "rmse"), _fake("r", "random", 1, [3.0, 1.0], "rmse")]
     variant = [_fake("t", "random", 0, [0.6, 0.7]), _fake("t", "random", 1, [0.5, 0.8]), _fake("t", "epig", 0, [0.7, 0.7])]
-    variant += [_fake("r", "random", 0, [1.0, 1.0], "rmse"), _fake("r", "random", 1, [3.0, 2.0], "rmse")]
+    variant += [_fake("r", "random", 0, [1.0, 1.0], "rmse"), _fake("r", "random", 1, [3.0, 3.0], "rmse")]
     result = compare(base, variant)
     t_random = result["variant_vs_base"]["random"]["t"]
     assert t_random["seeds"] == 2 and t_random["delta"] == pytest.approx(0.1)  # seed 2: only the base holds it
     assert t_random["se"] == pytest.approx(0.0, abs=1e-12)
     r_random = result["variant_vs_base"]["random"]["r"]
-    assert r_random["delta"] == pytest.approx((0.5 - 0.5) / 2)  # RMSE: base's minus the variant's
+    assert r_random["delta"] == pytest.approx((0.5 - 1.0) / 2)  # RMSE: base's minus the variant's (a flipped sign gives +0.25)
     assert result["variant_vs_base"]["epig"]["t"] == {"delta": pytest.approx(0.05), "se": None, "seeds": 1}
     assert result["vs_random"]["base"]["epig"]["t"]["delta"] == pytest.approx(0.1)
     assert result["medians"]["random"]["positive"] == 1 and result["medians"]["random"]["tables"] == 2

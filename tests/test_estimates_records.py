@@ -193,9 +193,9 @@ def test_learning_figure_draws_the_estimate_band_beside_the_test_curve():
 
 
 # ---- extending an evaluation set ----------------------------------------------------------------
-def test_an_extension_continues_one_sequential_draw_exactly_unbiased():
+def test_lure_is_exactly_unbiased_over_a_draw_whose_proposal_changes_midway():
     # N = 5; 2 draws ∝ the first model's expected loss, then 2 more ∝ another proposal over the 3
-    # items left (`continue_draw`: q among those left): E[R̂_LURE of all 4] over every path = the mean
+    # items left (q among those left, as `continue_draw` draws): E[R̂_LURE of all 4] over every path = the mean
     from activebayes.estimates import proposal_weights
 
     losses = np.array([0.0, 1.0, 1.0, 0.0, 1.0])

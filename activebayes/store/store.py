@@ -277,8 +277,8 @@ class PoolStore:
             if extends is not None and len((existing or {}).get("items", [])) != extends:
                 raise StoreError(f"project {name!r}: the evaluation set changed meanwhile (expected {extends} items)")
             item_access.move_to_split(s, project.id, item_ids, "eval")
-            now = item_access.count_candidates(s, project.id) + len(item_access.all_items(s, project.id, "eval")[0])
-            if extends is not None and now != int(record["pool"]):
+            eval_ids = item_access.all_items(s, project.id, "eval", with_keys=False)[0] if extends is not None else None
+            if eval_ids is not None and (now := item_access.count_candidates(s, project.id) + len(eval_ids)) != int(record["pool"]):
                 raise StoreError(f"project {name!r}: the pool changed meanwhile ({now} items, the draw's pool is {record['pool']})")
             project.settings = {**(project.settings or {}), "evaluation": dict(record)}
 

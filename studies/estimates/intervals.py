@@ -100,6 +100,13 @@ def draws_size(zero_one: list[float], q: list[float], pool: int) -> tuple[float,
     return value, p, effective_trials(p, float(terms.var(ddof=1)) / m if m > 1 else math.inf, v), m
 
 
+def accuracy_interval(value: float, p: float, n: float, m: int, rule: str = "current") -> list[float]:
+    """[1 − R̂, 1 − high, 1 − low]: the accuracy estimate of a loss estimate R̂ (clipped p̂, size n,
+    M draws) with the loss interval (low, high) of `rule` (RULES)."""
+    low, high = RULES[rule](p, n, m)
+    return [1.0 - value, 1.0 - high, 1.0 - low]
+
+
 def round_accuracy(record: dict[str, Any], rule: str = "current") -> list[float] | None:
     """[value, low, high] of a round's accuracy under `rule` (RULES), from its raw draws when the
     run kept them, else from its stored interval (written under the earlier rule, M = K)."""
@@ -110,8 +117,7 @@ def round_accuracy(record: dict[str, Any], rule: str = "current") -> list[float]
         value, m = 1.0 - record["est_accuracy"][0], K
     else:
         return None
-    low, high = RULES[rule](p, n, m)
-    return [1.0 - value, 1.0 - high, 1.0 - low]
+    return accuracy_interval(value, p, n, m, rule)
 
 
 def active_testing_summary(at: dict[str, Any], rule: str = "current") -> dict[str, dict[str, float]] | None:
@@ -120,12 +126,7 @@ def active_testing_summary(at: dict[str, Any], rule: str = "current") -> dict[st
     earlier rule's)."""
     if "draws" not in at:
         return None
-    rows = []
-    for d in at["draws"]:
-        value, p, n, m = draws_size(d["zero_one"], d["q"], at["pool"])
-        low, high = RULES[rule](p, n, m)
-        rows.append((1.0 - value, 1.0 - high, 1.0 - low))
-    v = np.asarray(rows)
+    v = np.asarray([accuracy_interval(*draws_size(d["zero_one"], d["q"], at["pool"]), rule) for d in at["draws"]])
     out = {}
     for key, target in (("active_vs_pool", at["pool_accuracy"]), ("active_vs_test", at["test_accuracy"])):
         out[key] = {"mae": float(np.mean(np.abs(v[:, 0] - target))), "coverage": float(np.mean((v[:, 1] <= target) & (target <= v[:, 2]))),
@@ -145,11 +146,7 @@ def check(fresh: Path, against: Path) -> dict[str, Any]:
         run = json.loads(path.read_text())
         rounds = [r for r in run["rounds"] if r.get("draws")]
         fresh_est = np.asarray([r["est_accuracy"] for r in rounds])
-        earlier = []
-        for r in rounds:
-            value, p, n, _ = draws_size(r["draws"]["zero_one"], r["draws"]["q"], r["draws"]["pool"])
-            low, high = wilson_interval(p, n)
-            earlier.append([1.0 - value, 1.0 - high, 1.0 - low])
+        earlier = [round_accuracy(r, "earlier") for r in rounds]  # Wilson's on the draws' effective size, the normal quantile
         rederived = np.asarray([round_accuracy({"est_accuracy": e}) for e in earlier])
         row = {"run": f"{path.parent.name}/{path.name}", "rounds": len(rounds),
                "max_diff_fresh_vs_rederived": float(np.abs(fresh_est - rederived).max())}  # fmt: skip

@@ -23,9 +23,10 @@ digits     scikit-learn's 8×8 digits (1,797 rows) as a 64-column table; arms po
            first label count whose test accuracy is within 1 point of the last round's.
 tables     breast_cancer and wine (scikit-learn's bundled tables, studies/benchmark/tables.py),
            power-epig, to 100 labels: the same per-round figures.
-mnist      8,000 of MNIST's training images (/work/shared/data/mnist; skipped when absent) as the
-           npz a user would add ([N, 784] in [0, 1]): pool 5,600, test split 2,400; power-bald
-           (with active testing) and random, to 300 fitted labels.
+mnist      8,000 of MNIST's training images (the four IDX files, raw or .gz, in shared/data/mnist
+           beside the repository's folder; skipped when absent) as the npz a user would add
+           ([N, 784] in [0, 1]): pool 5,600, test split 2,400; power-bald (with active testing)
+           and random, to 300 fitted labels.
 benchmark  the classification tables of the real-data benchmark (studies/benchmark/config.json,
            its loader and row cap), power-epig with active testing, to 140 fitted labels.
 debias     digits, power-bald, with and without `debias` (LURE-weighted training).
@@ -82,7 +83,7 @@ def digits_csv(folder: Path) -> Path:
     return path
 
 
-MNIST_FOLDER = Path("/work/shared/data/mnist")
+MNIST_FOLDER = Path(__file__).resolve().parents[3] / "shared" / "data" / "mnist"
 MNIST_ROWS = 8000  # training images in the table: a pool of 5,600 and a test split of 2,400
 MNIST_LABELS = 310  # the last fitted round has 300 labels
 
@@ -90,15 +91,18 @@ MNIST_LABELS = 310  # the last fitted round has 300 labels
 def mnist_npz(folder: Path, source: Path = MNIST_FOLDER) -> Path | None:
     """MNIST_ROWS of MNIST's training images (a seed-0 uniform subset) as the npz a user would
     `pool add`: x [N, 784] float32 in [0, 1], y the digits, keys the image's index in the
-    training file. None when `source` lacks the IDX files (the part is skipped)."""
+    training file. None when `source` lacks the four IDX files, raw or .gz (the part is skipped)."""
     from activebayes.data.loaders import read_idx
+    from activebayes.errors import ConfigError
+    from activebayes.study import mnist_files
 
-    images, labels = source / "train-images-idx3-ubyte.gz", source / "train-labels-idx1-ubyte.gz"
-    if not (images.exists() and labels.exists()):
+    try:
+        files = mnist_files(source)
+    except ConfigError:
         return None
     path = folder / f"mnist-{MNIST_ROWS}.npz"
     if not path.exists():
-        x, y = read_idx(images), read_idx(labels)
+        x, y = read_idx(files["train_x"]), read_idx(files["train_y"])
         rows = np.sort(np.random.default_rng(0).choice(len(y), MNIST_ROWS, replace=False))
         np.savez(path, x=(x[rows].reshape(len(rows), -1) / 255.0).astype(np.float32), y=y[rows].astype(np.int64),
                  keys=np.asarray([f"train-{i}" for i in rows]))  # fmt: skip
@@ -129,7 +133,7 @@ def run(csv: Path, label: str | None, key: str | None, arm: str, seed: int, max_
     from activebayes.data import load_project_data, project_truth
     from activebayes.loop import ActiveLearningLoop
     from activebayes.oracles import truth_oracle
-    from activebayes.round_estimates import item_losses, round_estimate
+    from activebayes.round_estimates import round_estimate
     from activebayes.stopping import unpack_predictions
     from activebayes.store import PoolStore
     from activebayes_cli._model import model_factory, posterior_factory
@@ -170,7 +174,7 @@ def run(csv: Path, label: str | None, key: str | None, arm: str, seed: int, max_
                           "naive_accuracy": float(np.mean([q.prediction["label"] == q.value for q in queries])),
                           **{f"est_{name}": v for name, v in estimate.figures().items()}, "reason": estimate.reason}  # fmt: skip
                 if estimate.available:
-                    record["draws"] = round_draws(rnd, queries, classes, item_losses)
+                    record["draws"] = round_draws(rnd, queries, classes)
                 records.append(record)
             labelled_before.update(q.key for q in queries)
         result = {"arm": arm, "seed": seed, "debias": debias, "rounds": records, "seconds": None}
@@ -180,9 +184,11 @@ def run(csv: Path, label: str | None, key: str | None, arm: str, seed: int, max_
     return result
 
 
-def round_draws(rnd: Any, queries: list[Any], classes: list[str], item_losses: Any) -> dict[str, Any]:
+def round_draws(rnd: Any, queries: list[Any], classes: list[str]) -> dict[str, Any]:
     """The round's raw draws: {"pool": N_t, "zero_one": [k], "class_nll": [k] or None, "q": [k]}
     in rank order (q None for a deterministic query); every query of the study is answered."""
+    from activebayes.round_estimates import item_losses
+
     ordered = sorted(queries, key=lambda q: q.rank)
     losses = item_losses([q.prediction for q in ordered], [q.value for q in ordered], "classification", classes)
     nll = losses.class_nll.tolist() if losses.class_nll is not None else None

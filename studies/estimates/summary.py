@@ -29,12 +29,9 @@ ACCURACY_AT = (50, 100, 150, 200, 300)
 AT_KEYS = ("active_vs_pool", "random_vs_pool", "active_vs_test", "random_vs_test")
 
 
-def coverage(rows: list[dict[str, Any]], rule: str) -> dict[str, float]:
-    """95 % coverage of the test and pool accuracy and mean width of the rounds' intervals under
-    `rule` (`intervals.RULES`)."""
-    est = np.asarray([round_accuracy(r, rule) for r in rows])
-    test = np.asarray([r["test_accuracy"] for r in rows])
-    pool = np.asarray([r["pool_accuracy"] for r in rows])
+def coverage(est: np.ndarray, test: np.ndarray, pool: np.ndarray) -> dict[str, float]:
+    """95 % coverage of the test and pool accuracy [R] and mean width of the rounds' intervals,
+    est [R, 3] = (value, low, high) per round under one of `intervals.RULES`."""
     return {"coverage_test": float(np.mean((est[:, 1] <= test) & (test <= est[:, 2]))),
             "coverage_pool": float(np.mean((est[:, 1] <= pool) & (pool <= est[:, 2]))), "mean_width": float(np.mean(est[:, 2] - est[:, 1]))}  # fmt: skip
 
@@ -46,9 +43,11 @@ def estimate_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     rows = [r for run in runs for r in run["rounds"] if r.get("est_accuracy") and r.get("test_accuracy") is not None]
     if not rows:
         return {"rounds": 0}
-    est = np.asarray([round_accuracy(r) for r in rows])
+    by_rule = {rule: np.asarray([round_accuracy(r, rule) for r in rows]) for rule in RULES}
+    est = by_rule["current"]
     test = np.asarray([r["test_accuracy"] for r in rows])
     pool = np.asarray([r["pool_accuracy"] for r in rows])
+    rules = {rule: coverage(per_round, test, pool) for rule, per_round in by_rule.items()}
     naive = np.asarray([r["naive_accuracy"] for r in rows])
     return {
         "rounds": len(rows),
@@ -59,8 +58,8 @@ def estimate_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "worst_estimate": float(est[:, 0].min()),
         "bias_vs_pool": float(np.mean(est[:, 0] - pool)),
         "naive_bias_vs_pool": float(np.mean(naive - pool)),
-        **coverage(rows, "current"),
-        "rules": {rule: coverage(rows, rule) for rule in RULES},
+        **rules["current"],
+        "rules": rules,
     }
 
 
