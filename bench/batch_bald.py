@@ -35,7 +35,6 @@ time with one thread is the ratio other processes' load moves least; see README_
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import functools
 import gc
@@ -44,6 +43,7 @@ import time
 
 import torch
 
+from _common import bench_parser, parse_and_set_threads
 from activebayes.acquisition import bald, batch_bald, top_k
 from activebayes.acquisition.batch_bald import _sampled_joint_entropy_terms
 from activebayes.acquisition._entropy import expected_entropy
@@ -78,11 +78,8 @@ def _release_free_heap() -> None:
         pass
 
 
-CPU_SECONDS: dict[str, float] = {}  # the process CPU time of each measured call, by name
-
-
-def measure(fn, name: str = ""):
-    """(result, seconds, peak extra MiB) of fn(); its process CPU seconds go to CPU_SECONDS[name]."""
+def measure(fn):
+    """(result, wall seconds, process CPU seconds, peak extra MiB) of fn()."""
     gc.collect()
     _release_free_heap()
     with open("/proc/self/clear_refs", "w") as f:
@@ -91,9 +88,9 @@ def measure(fn, name: str = ""):
     start, cpu = time.perf_counter(), time.process_time()
     result = fn()
     seconds = time.perf_counter() - start
-    CPU_SECONDS[name] = time.process_time() - cpu
+    cpu = time.process_time() - cpu
     peak = (_status_kib("VmHWM") - before) / 1024
-    return result, seconds, peak
+    return result, seconds, cpu, peak
 
 
 def quiet_redux():
@@ -117,7 +114,9 @@ def joint_mi(probs: torch.Tensor, indices, num_samples: int, seed: int) -> tuple
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    # --threads defaults to torch's own thread count (one thread gives CPU-time ratios that other
+    # processes on a loaded machine barely move).
+    parser = bench_parser(__doc__, threads=torch.get_num_threads())
     parser.add_argument("--pool", type=int, default=10_000)
     parser.add_argument("--samples", type=int, default=100)
     parser.add_argument("--classes", type=int, default=10)
@@ -130,12 +129,7 @@ def main() -> None:
     parser.add_argument("--skip-redux", action="store_true")
     parser.add_argument("--only", choices=["lazy", "full", "redux"],
                         help="run one method alone (a fresh process per method isolates its memory figure)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch's CPU threads (default: torch's own). On a loaded machine one thread gives "
-                             "CPU-time ratios that other processes barely move")
-    args = parser.parse_args()
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
+    args = parse_and_set_threads(parser)
     run_lazy = args.only in (None, "lazy")
     args.skip_full = args.skip_full or args.only not in (None, "full")
     args.skip_redux = args.skip_redux or args.only not in (None, "redux")
@@ -153,40 +147,38 @@ def main() -> None:
     if not args.skip_redux:
         quiet_redux()(tiny.log().permute(1, 0, 2).contiguous(), 3, 100)
 
-    runs = {}
+    runs = {}  # name: (indices, wall s, process CPU s, peak MiB)
     ours = functools.partial(
         batch_bald, probs, args.k, num_samples=args.num_samples, max_joint_configs=args.num_samples
     )
     if run_lazy:
-        sel, sec, mib = measure(lambda: ours(generator=torch.Generator().manual_seed(args.seed)), "ours (lazy)")
-        runs["ours (lazy)"] = (sel.indices.tolist(), sec, mib)
+        sel, sec, cpu, mib = measure(lambda: ours(generator=torch.Generator().manual_seed(args.seed)))
+        runs["ours (lazy)"] = (sel.indices.tolist(), sec, cpu, mib)
         print(f"ours (lazy)      {sec:8.2f} s  peak +{mib:7.1f} MiB  {sel.indices.tolist()}", flush=True)
     if not args.skip_full:
-        sel, sec, mib = measure(lambda: ours(lazy=False, generator=torch.Generator().manual_seed(args.seed)), "ours (lazy=False)")
-        runs["ours (lazy=False)"] = (sel.indices.tolist(), sec, mib)
+        sel, sec, cpu, mib = measure(lambda: ours(lazy=False, generator=torch.Generator().manual_seed(args.seed)))
+        runs["ours (lazy=False)"] = (sel.indices.tolist(), sec, cpu, mib)
         print(f"ours (lazy=False){sec:8.2f} s  peak +{mib:7.1f} MiB  {sel.indices.tolist()}", flush=True)
     if not args.skip_redux:
         get_batchbald_batch = quiet_redux()
         torch.manual_seed(args.seed)  # batchbald-redux samples with the global generator
-        res, sec, mib = measure(lambda: get_batchbald_batch(log_probs, args.k, args.num_samples), "batchbald-redux")
-        runs["batchbald-redux"] = (list(res.indices), sec, mib)
+        res, sec, cpu, mib = measure(lambda: get_batchbald_batch(log_probs, args.k, args.num_samples))
+        runs["batchbald-redux"] = (list(res.indices), sec, cpu, mib)
         print(f"batchbald-redux  {sec:8.2f} s  peak +{mib:7.1f} MiB  {list(res.indices)}", flush=True)
 
-    runs["top-k BALD"] = (top_k(bald(probs), args.k).indices.tolist(), float("nan"), float("nan"))
+    runs["top-k BALD"] = (top_k(bald(probs), args.k).indices.tolist(), float("nan"), float("nan"), float("nan"))
     print("\nmethod             wall s   peak MiB   joint MI (nats) ± s.e.   clusters hit")
-    for name, (indices, sec, mib) in runs.items():
+    for name, (indices, sec, _, mib) in runs.items():
         mi, se = joint_mi(probs, indices, args.mi_samples, seed=args.seed + 1)
         hit = len({i * max(1, args.pool // args.cluster_size) // args.pool for i in indices})
         print(f"{name:18s} {sec:7.2f}  {mib:9.1f}   {mi:.4f} ± {se:.4f}          {hit}")
     if "batchbald-redux" in runs:
-        _, redux_s, redux_mib = runs["batchbald-redux"]
+        _, redux_s, redux_cpu, redux_mib = runs["batchbald-redux"]
         for name in ("ours (lazy)", "ours (lazy=False)"):
             if name in runs:
-                _, sec, mib = runs[name]
-                cpu = CPU_SECONDS["batchbald-redux"] / CPU_SECONDS[name]
-                print(f"{name}: {redux_s / sec:.1f}x faster than batchbald-redux ({cpu:.1f}x in process CPU time: "
-                      f"{CPU_SECONDS[name]:.2f} vs {CPU_SECONDS['batchbald-redux']:.2f} s), peak memory "
-                      f"{mib:.0f} vs {redux_mib:.0f} MiB")
+                _, sec, cpu, mib = runs[name]
+                print(f"{name}: {redux_s / sec:.1f}x faster than batchbald-redux ({redux_cpu / cpu:.1f}x in process CPU time: "
+                      f"{cpu:.2f} vs {redux_cpu:.2f} s), peak memory {mib:.0f} vs {redux_mib:.0f} MiB")
     print(f"load average after: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ default (`posterior_factory("mc-dropout", mlp)`) with each variant of variants.p
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -20,6 +21,7 @@ from pathlib import Path
 import torch
 
 HERE = Path(__file__).resolve().parent
+CONFIG = HERE / "config.json"  # the benchmark's config: `max_rows` caps each imported table
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
@@ -33,7 +35,8 @@ def table_tensors(name: str, cache: Path) -> tuple[torch.Tensor, torch.Tensor, i
     from activebayes.store import PoolStore
     from activebayes_cli._pool_import import register_pool
 
-    rec = benchmark_tables.write_tables(cache, [name], {"classification": 3000, "regression": 500})[name]
+    max_rows = json.loads(CONFIG.read_text())["max_rows"]
+    rec = benchmark_tables.write_tables(cache, [name], max_rows)[name]
     with tempfile.TemporaryDirectory(prefix="ab-spread-") as tmp, PoolStore(f"sqlite:///{tmp}/p.db") as store:
         store.create_project("p", task="classification", classes_from_data=True)
         register_pool(store, "p", cache / rec["file"], label_column=rec["label"], key_column=rec["key"],
@@ -46,6 +49,7 @@ def table_tensors(name: str, cache: Path) -> tuple[torch.Tensor, torch.Tensor, i
 
 
 def spread(name: str, labels: int, seed: int, cache: Path) -> list[str]:
+    from activebayes.acquisition import bald, entropy
     from activebayes_cli._model import model_factory, posterior_factory
 
     x, y, n_classes = table_tensors(name, cache)
@@ -56,13 +60,11 @@ def spread(name: str, labels: int, seed: int, cache: Path) -> list[str]:
         factory, settings = posterior_factory("mc-dropout", model_factory("mlp", x.shape[1:], n_classes), samples=None, epochs=None, device="cpu")
         factory, _ = benchmark_variants.apply_variant(variant, factory, settings)
         post = factory(seed=seed).fit(x[labelled], y[labelled])
-        probs = post.predict(x[pool]).probs  # [S, N, C]
-        mean = probs.mean(0)
-        entropy = -(mean * mean.clamp_min(1e-12).log()).sum(-1)
-        expected = -(probs * probs.clamp_min(1e-12).log()).sum(-1).mean(0)
+        pred = post.predict(x[pool])  # probs [S, N, C]
+        mean = pred.probs.mean(0)  # [N, C]
         accuracy = float((mean.argmax(1) == y[pool]).float().mean())
         norms = ", ".join(f"{float(p.detach().square().sum()):.1f}" for p in post.model_.parameters())
-        rows.append(f"| {name} | {variant} | {accuracy:.3f} | {float(entropy.mean()):.3f} | {float((entropy - expected).mean()):.4f} "
+        rows.append(f"| {name} | {variant} | {accuracy:.3f} | {float(entropy(pred).mean()):.3f} | {float(bald(pred).mean()):.4f} "
                     f"| {float(mean.max(1).values.mean()):.3f} | {norms} |")  # fmt: skip
     return rows
 

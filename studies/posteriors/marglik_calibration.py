@@ -39,11 +39,12 @@ import torch
 from activebayes.data import read_idx
 from activebayes.marglik import MarglikConfig, log_evidence
 from activebayes.metrics import expected_calibration_error
-from activebayes.nets import mlp
+from activebayes.nets import ModelFn, mlp
+from activebayes.posteriors._moment_propagation import probit_softmax
 from activebayes.posteriors.laplace import Laplace, features_and_logits
 from activebayes.study import mnist_files
 from activebayes.training import TrainConfig
-from ard_laplace import CAP, FLOOR, fit_ard  # studies/posteriors/ard_laplace.py, beside this script
+from ard_laplace import CAP, FLOOR, fit_ard, logits_of  # studies/posteriors/ard_laplace.py, beside this script
 
 
 def load(folder: Path) -> tuple[torch.Tensor, ...]:
@@ -55,6 +56,26 @@ def load(folder: Path) -> tuple[torch.Tensor, ...]:
     test_x = read_idx(files["test_x"])[:2000].reshape(-1, 784).astype(np.float32) / 255.0
     test_y = read_idx(files["test_y"])[:2000].astype(np.int64)
     return tuple(torch.from_numpy(a) for a in (pool_x[rows], pool_y[rows], test_x, test_y))
+
+
+def training(hessian: str = "kron", *, epochs: int = 50, frequency: int = 5, **schedule) -> TrainConfig:
+    """The CPU posterior study's training (`cpu-200.toml`): `epochs` epochs of 10 Adam steps (1,280
+    items drawn in batches of 128) at lr 1e-3, online marglik with `hessian` every `frequency`
+    epochs; `schedule`: other `MarglikConfig` fields (e.g. keep_best)."""
+    return TrainConfig(epochs=epochs, lr=1e-3, batch_size=128, epoch_samples=1280,
+                       marglik=MarglikConfig(hessian=hessian, frequency=frequency, **schedule))  # fmt: skip
+
+
+def network(dropout: float = 0.5) -> ModelFn:
+    """Factory of the MLP 784-128-128-10 (x [N, 784] -> logits [N, 10]) with dropout `dropout`."""
+    return mlp(784, 10, hidden=(128, 128), dropout=dropout)
+
+
+def probit(la: Laplace, inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(probit GLM predictive [N, C], diag f_var [N, C]) of a probit-link `la` from one
+    `output_moments` call: p = softmax(f_map / sqrt(1 + π/8 · diag f_var)), as `la.predict_proba`."""
+    mean, variance = la.output_moments(inputs)
+    return probit_softmax(mean, variance), variance
 
 
 def line(name: str, probs: torch.Tensor, y: torch.Tensor, variance: torch.Tensor | None = None) -> str:
@@ -80,18 +101,16 @@ def main() -> None:
         variants(x, y, test_x, test_y)
         return
     if args.ard:
-        train = TrainConfig(epochs=50, lr=1e-3, batch_size=128, epoch_samples=1280, marglik=MarglikConfig(hessian="full", frequency=5))
-        net = Laplace(mlp(784, 10, hidden=(128, 128), dropout=0.5), prior_precision="online", train=train, seed=0, device="cpu")
+        net = Laplace(network(), prior_precision="online", train=training("full"), seed=0, device="cpu")
         ard_screen(net.fit(x, y).model_, x, y, test_x, test_y)
         return
     if args.last_layer:
         last_layer(x, y, test_x, test_y, args.hessians.split(","))
         return
     for hessian in args.hessians.split(","):
-        train = TrainConfig(epochs=50, lr=1e-3, batch_size=128, epoch_samples=1280, marglik=MarglikConfig(hessian=hessian, frequency=5))
         start = time.perf_counter()
-        la = Laplace(mlp(784, 10, hidden=(128, 128), dropout=0.5), subset="all", hessian=hessian, prior_precision="online",
-                     train=train, seed=0, device="cpu").fit(x, y)  # fmt: skip
+        la = Laplace(network(), subset="all", hessian=hessian, prior_precision="online", train=training(hessian), seed=0,
+                     device="cpu").fit(x, y)  # fmt: skip
         fit, net = la.marglik_, la.model_
         deltas = fit.prior_precision
         evidences = {h: float(log_evidence(net, x, y, deltas, hessian=h)) for h in ("kron", "full")}
@@ -101,33 +120,29 @@ def main() -> None:
         for name, inputs, targets in (("test", test_x, test_y), ("train", x, y)):
             with torch.no_grad():
                 print(line(f"MAP softmax ({name})", torch.softmax(net(inputs), 1), targets))
-            _, variance = la.output_moments(inputs)
-            print(line(f"probit GLM ({name})", la.predict_proba(inputs), targets, variance))
+            probs, variance = probit(la, inputs)
+            print(line(f"probit GLM ({name})", probs, targets, variance))
 
 
 def variants(x: torch.Tensor, y: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor) -> None:
     cases = {"a fit every epoch": ({"frequency": 1}, {}, "kron", 0.5), "150 epochs": ({"frequency": 5}, {"epochs": 150}, "kron", 0.5),
              "the last state": ({"frequency": 5, "keep_best": False}, {}, "kron", 0.5), "no dropout": ({"frequency": 5}, {}, "kron", 0.0),
              "diagonal GGN": ({"frequency": 5}, {}, "diag", 0.5)}  # fmt: skip
-    for name, (schedule, training, hessian, dropout) in cases.items():
-        train = TrainConfig(**{"epochs": 50, "lr": 1e-3, "batch_size": 128, "epoch_samples": 1280, **training},
-                            marglik=MarglikConfig(hessian=hessian, **schedule))  # fmt: skip
-        la = Laplace(mlp(784, 10, hidden=(128, 128), dropout=dropout), subset="all", hessian=hessian, prior_precision="online",
-                     train=train, seed=0, device="cpu").fit(x, y)  # fmt: skip
-        print(line(f"{name}: probit GLM", la.predict_proba(test_x), test_y, la.output_moments(test_x)[1]))
-    train = TrainConfig(epochs=50, lr=1e-3, batch_size=128, epoch_samples=1280, marglik=MarglikConfig(frequency=5))
-    la = Laplace(mlp(784, 10, hidden=(128, 128), dropout=0.5), subset="all", prior_precision="online", link="mc", n_samples=2000,
-                 train=train, seed=0, device="cpu").fit(x, y)  # fmt: skip
+    for name, (schedule, epochs, hessian, dropout) in cases.items():
+        la = Laplace(network(dropout), subset="all", hessian=hessian, prior_precision="online",
+                     train=training(hessian, **epochs, **schedule), seed=0, device="cpu").fit(x, y)  # fmt: skip
+        probs, variance = probit(la, test_x)
+        print(line(f"{name}: probit GLM", probs, test_y, variance))
+    la = Laplace(network(), subset="all", prior_precision="online", link="mc", n_samples=2000, train=training(), seed=0,
+                 device="cpu").fit(x, y)  # fmt: skip
     print(line("KFAC, MC link (S = 2,000)", la.predict_proba(test_x), test_y))
 
 
 def last_layer(x: torch.Tensor, y: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor, hessians: list[str]) -> None:
     """--last-layer (module docstring): the marglik-trained network of each structure with last-layer predictives."""
     for hessian in hessians:
-        train = TrainConfig(epochs=50, lr=1e-3, batch_size=128, epoch_samples=1280, marglik=MarglikConfig(hessian=hessian, frequency=5))
         start = time.perf_counter()
-        net = mlp(784, 10, hidden=(128, 128), dropout=0.5)
-        learnt = Laplace(net, prior_precision="online", train=train, seed=0, device="cpu").fit(x, y)
+        learnt = Laplace(network(), prior_precision="online", train=training(hessian), seed=0, device="cpu").fit(x, y)
         posthoc = Laplace(model=learnt.model_, prior_precision="marglik", seed=0, device="cpu").fit(x, y)
         exact = Laplace(model=learnt.model_, hessian="full", prior_precision="marglik", seed=0, device="cpu").fit(x, y)
         e = exact.posterior_.eigenvalues
@@ -143,7 +158,8 @@ def last_layer(x: torch.Tensor, y: torch.Tensor, test_x: torch.Tensor, test_y: t
                 print(line(f"MAP softmax ({name})", torch.softmax(learnt.model_(inputs), 1), targets))
             for label, la in (("(a) LL, learnt δ", learnt), ("(b) LL, δ post hoc", posthoc),
                               ("(c) exact LL, post hoc", exact)):
-                print(line(f"{label} ({name})", la.predict_proba(inputs), targets, la.output_moments(inputs)[1]))
+                probs, variance = probit(la, inputs)
+                print(line(f"{label} ({name})", probs, targets, variance))
 
 
 def ard_screen(net: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor) -> None:
@@ -167,16 +183,17 @@ def ard_screen(net: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, test_x: t
               f"Newton iterations {sum(fit.iterations)}")  # fmt: skip
         weights = fit.delta[: c * features["test"].shape[1]].reshape(c, -1)
         prior = (features["test"].square() @ (1 / weights).T + 1 / fit.delta[c * weights.shape[1] :]).mean()
-        logits = fit.moments(features["test"], c)[0]
+        logits = logits_of(features["test"], fit.theta, c)
         print(f"    test images: logit variance under the prior alone Σ φ̃²/δ {float(prior):.1f}, mean squared logit "
               f"{float(logits.square().mean()):.1f}, mean γ_i {fit.gamma / theta.numel():.3f}")
     for name, inputs, targets in (("test", test_x, test_y), ("train", x, y)):
         with torch.no_grad():
             print(line(f"MAP softmax ({name})", torch.softmax(net(inputs), 1), targets))
-        print(line(f"(c) exact LL, one δ ({name})", exact.predict_proba(inputs), targets, exact.output_moments(inputs)[1]))
+        probs, variance = probit(exact, inputs)
+        print(line(f"(c) exact LL, one δ ({name})", probs, targets, variance))
         for label, fit in fits.items():
             mean, variance = fit.moments(features[name], c)
-            print(line(f"{label} ({name})", fit.predict_proba(features[name], c).float(), targets, variance))
+            print(line(f"{label} ({name})", probit_softmax(mean, variance).float(), targets, variance))
             if label != "(A) ARD, MAP fixed":
                 print(line(f"{label[:4]} its MAP softmax ({name})", torch.softmax(mean.float(), 1), targets))
 
