@@ -6,9 +6,12 @@
 passes and a fresh mask for every image, pass and dropout layer (`masks = "independent"`, as the
 paper's Keras code does at test time). Timed in one process, on the same weights and pool:
   * ours: `MCDropout(masks="independent").predict_logits`: the layers before the first dropout
-    once per image, then S passes of the tail, each mask drawn as [u < 1 − p] (`keep_mask_`);
-  * ours, Bernoulli masks: the same path drawing each mask with torch's `bernoulli_` and reading
-    the prefix's channels-last output in every pass (this path before `keep_mask_`);
+    once per image, then S passes of the tail (`independent_tail`), each mask drawn as
+    [b ≥ 256 p] from one random byte per entry (`keep_mask_`) into a buffer kept across passes;
+  * ours, float masks: the path before that (619bfad): forward hooks, each mask drawn as
+    [u < 1 − p] from a float uniform per entry into a fresh tensor, (h ⊙ m) / (1 − p) in another;
+  * ours, Bernoulli masks: the path before that: masks drawn with torch's `bernoulli_`, the
+    prefix's channels-last output read in every pass;
   * BaaL: `MCDropoutModule(model)` (dropout kept on at test time) wrapped in `ModelWrapper` with
     replicate_in_memory=False, `predict_on_batch(x, iterations=S)`: S passes of the whole network (BaaL's fastest path for
     this network: its caching module needs consistent masks). Skipped with a note when baal is
@@ -41,18 +44,22 @@ from activebayes.posteriors.dropout_tail import _MASKED, flatten_sequential, run
 from activebayes.training import TrainConfig  # noqa: E402
 
 
-def bernoulli_passes(posterior: MCDropout, x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """The earlier path: prefix once (channels-last output kept), S tails with `bernoulli_` masks."""
+def earlier_passes(posterior: MCDropout, x: torch.Tensor, generator: torch.Generator, draw: str) -> torch.Tensor:
+    """An earlier path: prefix once, S hooked passes of the tail, each mask in a fresh tensor.
+    draw="bernoulli": `bernoulli_` masks, the prefix's channels-last output read in every pass;
+    draw="float" (619bfad): [u < 1 − p] from float uniforms, the prefix laid out once."""
     layers = flatten_sequential(posterior.model_)
     tail = nn.Sequential(*layers[posterior.split_ :])
 
     def apply_mask(module: nn.Module, args: tuple, output: torch.Tensor) -> torch.Tensor:
         keep = 1.0 - float(module.p)
-        m = torch.empty(args[0].shape, dtype=args[0].dtype).bernoulli_(keep, generator=generator)
-        return args[0] * m / keep
+        m = torch.empty(args[0].shape, dtype=args[0].dtype)
+        m = m.bernoulli_(keep, generator=generator) if draw == "bernoulli" else m.uniform_(generator=generator).lt_(keep)
+        return (args[0] * m).div_(keep)
 
     with torch.no_grad():
         h = run_prefix(layers[: posterior.split_], x)
+        h = h if draw == "bernoulli" else h.contiguous()
         handles = [m.register_forward_hook(apply_mask) for m in tail.modules() if isinstance(m, _MASKED)]
         try:
             return torch.stack([tail(h) for _ in range(posterior.n_samples)])
@@ -83,7 +90,8 @@ def main() -> None:
         with torch.no_grad():
             return model.eval()(x)
 
-    paths = {"ours": posterior.predict_logits, "ours, Bernoulli masks": lambda x: bernoulli_passes(posterior, x, generator)}
+    paths = {"ours": posterior.predict_logits, "ours, float masks": lambda x: earlier_passes(posterior, x, generator, "float"),
+             "ours, Bernoulli masks": lambda x: earlier_passes(posterior, x, generator, "bernoulli")}  # fmt: skip
     try:
         from baal.bayesian.dropout import MCDropoutModule
         from baal.modelwrapper import ModelWrapper, TrainingArgs

@@ -12,7 +12,15 @@ from activebayes import ConfigError
 from activebayes.nets import batchbald_cnn, gal_cnn, mlp
 from activebayes.posteriors import MCDropout
 from activebayes.posteriors.dropout_tail import run_prefix
-from activebayes.posteriors.mc_dropout import DropoutMasks, flatten_sequential, full_passes, independent_passes, keep_mask_, stochastic_tail
+from activebayes.posteriors.mc_dropout import (
+    DropoutMasks,
+    flatten_sequential,
+    full_passes,
+    independent_passes,
+    independent_tail,
+    keep_mask_,
+    stochastic_tail,
+)
 from activebayes.training import TrainConfig
 
 CPU = torch.device("cpu")
@@ -333,12 +341,54 @@ def test_deterministic_proba_of_a_cnn_runs_the_fast_path_as_the_same_function():
 
 @pytest.mark.parametrize("keep", [0.5, 0.75, 0.1])
 def test_keep_masks_are_bernoulli_of_the_keep_probability(keep):
-    """m = [u < keep] with one uniform per entry: 0/1 entries, a share of ones within 5 standard
-    errors of keep over 200,000 draws, and the same mask again from the same seed."""
+    """0/1 entries, a share of ones within 5 standard errors of keep over 200,000 draws, and the
+    same mask again from the same seed; 0.5 and 0.75 draw bytes, 0.1 (p = 0.9, not a multiple of
+    1/256) a float uniform per entry."""
     m = keep_mask_(torch.empty(200, 1000), keep, torch.Generator().manual_seed(0))
     assert set(m.unique().tolist()) <= {0.0, 1.0}
     assert abs(m.mean().item() - keep) < 5 * (keep * (1 - keep) / m.numel()) ** 0.5
     assert torch.equal(m, keep_mask_(torch.empty(200, 1000), keep, torch.Generator().manual_seed(0)))
+
+
+def test_keep_masks_of_a_dyadic_rate_are_the_generators_bytes_against_256p():
+    """p = 0.25: entry j is [b_j ≥ 64] for b_j the j-th byte of the generator's 64-bit words, in
+    memory order (13 entries: two words, the last three bytes unused); p = 0.3 is [u < 0.7] of
+    the float uniforms; a non-contiguous tensor takes the uniform draw too."""
+    words = torch.empty(2, dtype=torch.int64).random_(-(2**63), None, generator=torch.Generator().manual_seed(4))
+    expected = (words.view(torch.uint8)[:13] >= 64).float()
+    assert torch.equal(keep_mask_(torch.empty(13), 0.75, torch.Generator().manual_seed(4)), expected)
+    assert 0 < expected.sum() < 13
+    uniforms = torch.empty(13).uniform_(generator=torch.Generator().manual_seed(4))
+    assert torch.equal(keep_mask_(torch.empty(13), 0.7, torch.Generator().manual_seed(4)), (uniforms < 0.7).float())
+    strided = torch.empty(13, 2)[:, 0]
+    assert torch.equal(keep_mask_(strided, 0.75, torch.Generator().manual_seed(4)), (uniforms < 0.75).float())
+
+
+def _tail_cases() -> list[tuple[nn.Sequential, tuple[int, ...]]]:
+    """Gal's CNN; Kirsch et al.'s (channel dropout); two dropouts in a row ending on one; a
+    channel mask whose Flatten view and an Identity are the last layers (outputs in a buffer)."""
+    return [
+        (gal_cnn()(), (1, 28, 28)),
+        (batchbald_cnn()(), (1, 28, 28)),
+        (nn.Sequential(nn.Linear(5, 8), nn.Dropout(0.3), nn.Dropout(0.5), nn.ReLU(), nn.Linear(8, 3), nn.Dropout(0.25)), (5,)),
+        (nn.Sequential(nn.Conv2d(1, 4, 3), nn.Dropout2d(0.25), nn.Flatten(), nn.Dropout(0.5), nn.Identity()), (1, 9, 9)),
+    ]
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_independent_tail_is_the_hooked_passes_bit_for_bit(case):
+    """The reused-buffer tail gives exactly `independent_passes` on the same layers and generator
+    seed, every pass its own numbers (no pass's output overwritten by a later pass)."""
+    net, item = _tail_cases()[case]
+    layers = flatten_sequential(net.eval())
+    split = next(i for i, layer in enumerate(layers) if isinstance(layer, (nn.Dropout, nn.Dropout2d)))
+    x = torch.rand(9, *item, generator=torch.Generator().manual_seed(case))
+    with torch.no_grad():
+        h = run_prefix(layers[:split], x).contiguous()
+        expected = independent_passes(nn.Sequential(*layers[split:]), h, 6, torch.Generator().manual_seed(11))
+        got = independent_tail(layers[split:], h, 6, torch.Generator().manual_seed(11))
+    assert torch.equal(got, expected)
+    assert all(not torch.equal(got[s], got[s + 1]) for s in range(5))
 
 
 def test_independent_passes_apply_one_drawn_mask_per_item_and_pass():

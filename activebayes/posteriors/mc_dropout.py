@@ -82,12 +82,32 @@ MASK_MODES = ("shared", "independent")
 TAIL_BYTES = 2 << 30
 
 
+#: A keep probability whose drop probability is a multiple of 1/256 (p = 0.5, 0.25, 0.125, ...)
+#: draws one uniform byte per entry: eight entries per 64-bit word of the generator.
+BYTE_GRAIN = 256
+
+
 def keep_mask_(out: Tensor, keep: float, generator: torch.Generator) -> Tensor:
-    """Fills `out` in place with m ~ Bernoulli(keep) as 1.0 / 0.0, drawn as m = [u < keep] from one
-    u ~ U[0, 1) per entry, in `out`'s memory order, and returns it. The same law as `bernoulli_`
-    (to the 2⁻²⁴ grain of a float32 u); on the CPU, a third of its time (torch's Bernoulli kernel
-    there is serial and draws more than one number per entry)."""
+    """Fills `out` in place with m ~ Bernoulli(keep) as 1.0 / 0.0, in `out`'s memory order, and returns it.
+
+    When p = 1 − keep is a multiple of 1/256 (dropout's usual 0.5, 0.25, 0.125) and `out` is
+    contiguous: m = [b ≥ 256 p] from one uniform byte b of the generator's 64-bit words per
+    entry, Bernoulli(keep) exactly; on the CPU 6x faster than a float uniform per entry, since
+    the generator makes one word per eight entries. Otherwise m = [u < keep] from one
+    u ~ U[0, 1) per entry, the same law to the 2⁻²⁴ grain of a float32 u. Either is a third or
+    less of torch's `bernoulli_` (its CPU kernel is serial and draws more than one number per
+    entry)."""
+    dropped = (1.0 - keep) * BYTE_GRAIN
+    if 0.0 < keep < 1.0 and dropped == round(dropped) and out.is_contiguous():
+        n = out.numel()
+        words = torch.empty((n + 7) // 8, dtype=torch.int64, device=out.device).random_(-(2**63), None, generator=generator)
+        return out.view(-1).copy_(words.view(torch.uint8)[:n]).ge_(round(dropped)).view(out.shape)
     return out.uniform_(generator=generator).lt_(keep)
+
+
+def _noise_shape(module: nn.Module, inputs: Tensor) -> tuple[int, ...]:
+    """A mask per entry for nn.Dropout, per item and channel for Dropout1d/2d/3d."""
+    return tuple(inputs.shape) if isinstance(module, nn.Dropout) else tuple(inputs.shape[:2]) + (1,) * (inputs.dim() - 2)
 
 
 def independent_passes(model: nn.Module, x: Tensor, n_samples: int, generator: torch.Generator) -> Tensor:
@@ -100,8 +120,7 @@ def independent_passes(model: nn.Module, x: Tensor, n_samples: int, generator: t
         keep = 1.0 - float(module.p)
         if keep <= 0.0:
             return torch.zeros_like(inputs)
-        shape = inputs.shape if isinstance(module, nn.Dropout) else inputs.shape[:2] + (1,) * (inputs.dim() - 2)
-        m = keep_mask_(torch.empty(shape, device=inputs.device, dtype=inputs.dtype), keep, generator)
+        m = keep_mask_(torch.empty(_noise_shape(module, inputs), device=inputs.device, dtype=inputs.dtype), keep, generator)
         return (inputs * m).div_(keep)
 
     handles = [module.register_forward_hook(apply_mask) for module in model.modules() if isinstance(module, _MASKED)]
@@ -110,6 +129,47 @@ def independent_passes(model: nn.Module, x: Tensor, n_samples: int, generator: t
     finally:
         for handle in handles:
             handle.remove()
+    return torch.stack(outputs)
+
+
+def independent_tail(layers: list[nn.Module], h: Tensor, n_samples: int, generator: torch.Generator) -> Tensor:
+    """`independent_passes(nn.Sequential(*layers), h, S, generator)`, the same masks and the same
+    numbers bit for bit, for a flat list of layers whose first dropout sees h [N, *F] (the
+    prefix's output): [S, N, *out].
+
+    Faster on the S passes: each dropout layer writes m ⊙ x / (1 − p) into one buffer of its own,
+    kept across the passes (a pass's output that still shares a buffer's memory is copied), so
+    no pass allocates or faults in fresh pages; an elementwise mask is drawn into that buffer
+    and multiplied in place; and where a dropout layer's input is h itself, h / (1 − p) is formed
+    once ((h / k) · m equals (h · m) / k exactly for m ∈ {0, 1})."""
+    buffers: dict[int, Tensor] = {}
+    scaled: dict[int, Tensor] = {}
+    outputs = []
+    for _ in range(n_samples):
+        out = h
+        for i, layer in enumerate(layers):
+            if not isinstance(layer, _MASKED):
+                out = layer(out)
+                continue
+            keep = 1.0 - float(layer.p)
+            if keep <= 0.0:
+                out = torch.zeros_like(out)
+                continue
+            buffer = buffers.get(i)
+            if buffer is None or buffer.shape != out.shape:
+                buffer = buffers[i] = torch.empty(out.shape, device=out.device, dtype=out.dtype)
+            if not isinstance(layer, nn.Dropout):  # channel-wise: a small mask, broadcast
+                m = keep_mask_(torch.empty(_noise_shape(layer, out), device=out.device, dtype=out.dtype), keep, generator)
+                out = torch.mul(out, m, out=buffer).div_(keep)
+            elif out is h:
+                if i not in scaled:
+                    scaled[i] = h / keep
+                out = keep_mask_(buffer, keep, generator).mul_(scaled[i])
+            else:
+                out = keep_mask_(buffer, keep, generator).mul_(out).div_(keep)
+        if any(out.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() for b in buffers.values()):
+            out = out.clone()
+        outputs.append(out)
     return torch.stack(outputs)
 
 
@@ -235,7 +295,7 @@ class MCDropout(NetworkPosterior):
                     # in the standard layout once (the fast prefix may leave it channels-last), not
                     # once a pass where the tail flattens it
                     h = run_prefix(layers[: self.split_], x).contiguous()
-                    logits = independent_passes(nn.Sequential(*layers[self.split_ :]), h, S, generator)
+                    logits = independent_tail(layers[self.split_ :], h, S, generator)
             elif self.split_ is None or not self.prefix_cache:
                 logits = full_passes(self.model_, x, masks)
             else:
@@ -286,4 +346,4 @@ def _check_dropout(model: nn.Module, argument: str) -> None:
         )
 
 
-__all__ = ["DropoutMasks", "MCDropout", "flatten_sequential", "full_passes", "independent_passes", "keep_mask_", "stochastic_tail"]
+__all__ = ["DropoutMasks", "MCDropout", "flatten_sequential", "full_passes", "independent_passes", "independent_tail", "keep_mask_", "stochastic_tail"]
