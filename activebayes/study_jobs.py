@@ -91,9 +91,12 @@ def _init_worker(progress_queue: Any, threads: int) -> None:
 
     import torch
 
+    from activebayes._memory import keep_freed_memory
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent alone handles it
     _queue = progress_queue
     torch.set_num_threads(threads)
+    keep_freed_memory()  # rounds free and take the same buffers again: no page faults for them
 
 
 def default_run_one() -> Callable[..., Any]:

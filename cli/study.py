@@ -39,6 +39,7 @@ def run(
     address: Address = None,
 ) -> None:
     """Run (or resume) a simulated study; writes results.json and learning-curve.png."""
+    from activebayes._memory import keep_freed_memory
     from activebayes.distributed import check_engine_store
     from activebayes.errors import ConfigError
     from activebayes.study import StudyConfig, run_study
@@ -54,6 +55,7 @@ def run(
         with one_intra_op_thread(), st.out.progress(f"study {config.name}", total=None) as advance:
             report = lambda done, total, text: advance(done, total, text)  # noqa: E731
             if jobs == 1 and engine == "local":
+                keep_freed_memory()  # this process runs the rounds, then exits (activebayes._memory)
                 result = run_study(config, folder, device=device, progress=report)
             else:
                 result = run_study_jobs(config, folder, jobs=jobs, device=device, progress=report, engine=engine, address=address)
