@@ -7,8 +7,9 @@ blocks over its mmap threshold (adaptive, at most 32 MB) their own mapping and r
 top of the heap to the kernel once it passes the trim threshold, so the same pages are mapped
 and faulted in again at every step: a minor fault and a zeroed 4 KiB page each. Raising both
 thresholds keeps freed blocks in the process for the next step. The process then holds its peak
-memory until it ends, which suits a worker that runs one study's rounds and exits; the CLI and
-library callers keep glibc's defaults.
+memory until it ends, which suits a process that runs one study's rounds and exits: the study
+workers and `activebayes study run --jobs 1`. The CLI's other commands and library callers keep
+glibc's defaults.
 """
 
 from __future__ import annotations
