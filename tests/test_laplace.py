@@ -113,6 +113,31 @@ def test_gaussian_structures_are_consistent(hessian):
     torch.testing.assert_close(root.T @ root, cov)
 
 
+def test_full_samples_are_the_cholesky_map_whatever_the_eigenbasis():
+    """hessian="full": θ_s − θ_MAP = L⁻ᵀ z for H + δI = LLᵀ (by hand: solve Lᵀ x = z), not V diag(·) z,
+    so an eigenbasis rotated inside H's null space (5 items, 3 classes: rank ≤ 10 of 15) changes no
+    sample; the rotated basis still gives the same covariance."""
+    gen = torch.Generator().manual_seed(0)
+    phi = torch.randn(5, 4, generator=gen, dtype=torch.float64)
+    probs = torch.softmax(torch.randn(5, 3, generator=gen, dtype=torch.float64), 1)
+    gauss = LastLayerGaussian.fit("full", phi, probs, torch.zeros(15, dtype=torch.float64))
+    z = torch.randn(7, 15, generator=gen, dtype=torch.float64)
+    factor = torch.linalg.cholesky(ggn_full(phi, probs) + 0.5 * torch.eye(15, dtype=torch.float64))
+    expected = torch.linalg.solve_triangular(factor.T, z.T, upper=True).T
+    torch.testing.assert_close(gauss.sample_deviations(z, 0.5), expected)
+    values, vectors = gauss.eigenvalues, gauss.vectors
+    null = values < 1e-10
+    assert int(null.sum()) >= 5
+    rotation = torch.linalg.qr(torch.randn(int(null.sum()), int(null.sum()), generator=gen, dtype=torch.float64))[0]
+    rotated = vectors.clone()
+    rotated[:, null] = vectors[:, null] @ rotation
+    other = LastLayerGaussian("full", values, gauss.mean, 3, 4, rotated, curvature=gauss.curvature)
+    torch.testing.assert_close(other.sample_deviations(z, 0.5), expected)
+    without_h = LastLayerGaussian("full", values, gauss.mean, 3, 4, rotated)  # the fallback: V diag((e + δ)^-1/2) z
+    root = without_h.sample_deviations(torch.eye(15, dtype=torch.float64), 0.5)
+    torch.testing.assert_close(root.T @ root, gauss.covariance(0.5))
+
+
 # ---------------------------------------------------------------- agreement with laplace-torch
 @pytest.mark.parametrize("hessian", HESSIANS)
 def test_matches_laplace_torch(trained, hessian):

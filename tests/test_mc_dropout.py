@@ -340,14 +340,18 @@ def test_deterministic_proba_of_a_cnn_runs_the_fast_path_as_the_same_function():
 
 
 @pytest.mark.parametrize("keep", [0.5, 0.75, 0.1])
-def test_keep_masks_are_bernoulli_of_the_keep_probability(keep):
+def test_keep_masks_are_bernoulli_of_the_keep_probability(keep, device):
     """0/1 entries, a share of ones within 5 standard errors of keep over 200,000 draws, and the
     same mask again from the same seed; 0.5 and 0.75 draw bytes, 0.1 (p = 0.9, not a multiple of
-    1/256) a float uniform per entry."""
-    m = keep_mask_(torch.empty(200, 1000), keep, torch.Generator().manual_seed(0))
+    1/256) a float uniform per entry. On each device, with that device's generator."""
+    def draw() -> torch.Tensor:
+        return keep_mask_(torch.empty(200, 1000, device=device), keep, torch.Generator(device).manual_seed(0))
+
+    m = draw()
+    assert m.device.type == device
     assert set(m.unique().tolist()) <= {0.0, 1.0}
     assert abs(m.mean().item() - keep) < 5 * (keep * (1 - keep) / m.numel()) ** 0.5
-    assert torch.equal(m, keep_mask_(torch.empty(200, 1000), keep, torch.Generator().manual_seed(0)))
+    assert torch.equal(m, draw())
 
 
 def test_keep_masks_of_a_dyadic_rate_are_the_generators_bytes_against_256p():
@@ -376,17 +380,18 @@ def _tail_cases() -> list[tuple[nn.Sequential, tuple[int, ...]]]:
 
 
 @pytest.mark.parametrize("case", range(4))
-def test_independent_tail_is_the_hooked_passes_bit_for_bit(case):
+def test_independent_tail_is_the_hooked_passes_bit_for_bit(case, device):
     """The reused-buffer tail gives exactly `independent_passes` on the same layers and generator
-    seed, every pass its own numbers (no pass's output overwritten by a later pass)."""
+    seed, every pass its own numbers (no pass's output overwritten by a later pass); on CUDA too,
+    with the device's generator."""
     net, item = _tail_cases()[case]
-    layers = flatten_sequential(net.eval())
+    layers = flatten_sequential(net.eval().to(device))
     split = next(i for i, layer in enumerate(layers) if isinstance(layer, (nn.Dropout, nn.Dropout2d)))
-    x = torch.rand(9, *item, generator=torch.Generator().manual_seed(case))
+    x = torch.rand(9, *item, generator=torch.Generator().manual_seed(case)).to(device)
     with torch.no_grad():
         h = run_prefix(layers[:split], x).contiguous()
-        expected = independent_passes(nn.Sequential(*layers[split:]), h, 6, torch.Generator().manual_seed(11))
-        got = independent_tail(layers[split:], h, 6, torch.Generator().manual_seed(11))
+        expected = independent_passes(nn.Sequential(*layers[split:]), h, 6, torch.Generator(device).manual_seed(11))
+        got = independent_tail(layers[split:], h, 6, torch.Generator(device).manual_seed(11))
     assert torch.equal(got, expected)
     assert all(not torch.equal(got[s], got[s + 1]) for s in range(5))
 

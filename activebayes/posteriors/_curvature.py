@@ -150,6 +150,7 @@ class LastLayerGaussian:
         self.structure, self.mean, self.n_classes, self.n_features = structure, mean, n_classes, n_features
         self._eigenvalues, self._vectors, self.kron_values, self.curvature = eigenvalues, vectors, kron_values, curvature
         self._covariance: tuple[float, Tensor] | None = None  # full: (δ, Σ) of the latest `covariance`
+        self._factor: tuple[float, Tensor | None] | None = None  # full: (δ, L) of the latest `_precision_factor`
 
     @property
     def eigenvalues(self) -> Tensor:
@@ -278,6 +279,17 @@ class LastLayerGaussian:
                 out[start : start + _CHUNK, k:, k] = part
         return out
 
+    def _precision_factor(self, delta: float) -> Tensor | None:
+        """full: the lower Cholesky factor L of H + δI [P, P], kept for the latest δ; None when there
+        is no H, or when rounding makes H + δI fail to factor."""
+        if self.curvature is None:
+            return None
+        if self._factor is None or self._factor[0] != delta:
+            eye = torch.eye(self.n_params, dtype=self.curvature.dtype, device=self.curvature.device)
+            factor, info = torch.linalg.cholesky_ex(self.curvature + delta * eye)
+            self._factor = (delta, factor if int(info) == 0 else None)
+        return self._factor[1]
+
     def _tilde_covariance(self, delta: float | Tensor) -> Tensor:
         """Σ reordered to the (c, d̃) ordering and shaped [C, D+1, C, D+1] (block (c, k) = Σ_ck)."""
         c, d = self.n_classes, self.n_features
@@ -299,12 +311,10 @@ class LastLayerGaussian:
             key = float(delta)
             if self._covariance is not None and self._covariance[0] == key:
                 return self._covariance[1]
-            cov = None
-            if self.curvature is not None:
-                precision = self.curvature + key * torch.eye(self.n_params, dtype=self.curvature.dtype, device=self.curvature.device)
-                factor, info = torch.linalg.cholesky_ex(precision)
-                cov = torch.cholesky_inverse(factor) if int(info) == 0 else None
-            if cov is None:
+            factor = self._precision_factor(key)
+            if factor is not None:
+                cov = torch.cholesky_inverse(factor)
+            else:
                 v = self.vectors
                 cov = (v * (1.0 / (self.eigenvalues + key))) @ v.T  # type: ignore[operator]
             self._covariance = (key, cov)
@@ -322,9 +332,17 @@ class LastLayerGaussian:
     def sample_deviations(self, noise: Tensor, delta: float) -> Tensor:
         """θ_s − θ_MAP [S, P] = Σ^{1/2} z_s for standard normal `noise` z [S, P].
 
-        full: V diag((e + δ)^{-1/2}) z; diag: z / sqrt(e + δ); kron (row-major vec):
+        full: L⁻ᵀ z for the Cholesky factor L of H + δI (covariance L⁻ᵀL⁻¹ = Σ). L is unique, so
+        every device maps z to the same deviations up to rounding, where an eigenbasis V of H
+        (V diag((e + δ)^{-1/2}) z, the fallback when H + δI fails to factor) is not: H's repeated
+        eigenvalues (its null space, at least P − N·C wide) leave V free up to a rotation.
+        diag: z / sqrt(e + δ); kron (row-major vec):
         Q_G (Z ⊙ (g aᵀ + δ)^{-1/2}) Q_Aᵀ for the weights, Q_G ((g + δ)^{-1/2} ⊙ z_b) for the bias.
         """
+        if self.structure == "full":
+            factor = self._precision_factor(float(self.prior_vector(delta)))
+            if factor is not None:
+                return torch.linalg.solve_triangular(factor.mT, noise.to(factor.dtype).T, upper=True).T
         scale = (self.eigenvalues + self.prior_vector(delta)).rsqrt()
         if self.structure == "diag":
             return noise * scale
