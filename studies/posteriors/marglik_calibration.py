@@ -24,7 +24,8 @@ last layer's evidence (`ard_laplace.py`: MacKay's fixed point δ_i ← γ_i/θ_i
 scalar δ of (c), by Newton ascent in log δ, each δ_i kept in [1e-6, 1e8]); (A) at the network's
 last-layer weights, (B) five alternations of the last layer's MAP at δ (on the eval-mode features)
 and δ, (B*) the same alternations until one raises the evidence by < 0.01 nats; probit GLM with
-the full GGN (and for B, B* their re-fitted MAP's softmax).
+the full GGN (and for B, B* their re-fitted MAP's softmax). --cnn: the same question for the GPU
+study's network (`cnn`), trained on 30 random images per class.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import torch
 from activebayes.data import read_idx
 from activebayes.marglik import MarglikConfig, log_evidence
 from activebayes.metrics import expected_calibration_error
-from activebayes.nets import ModelFn, mlp
+from activebayes.nets import ModelFn, gal_cnn, mlp
 from activebayes.posteriors._moment_propagation import probit_softmax
 from activebayes.posteriors.laplace import Laplace, features_and_logits
 from activebayes.study import mnist_files
@@ -47,13 +48,15 @@ from activebayes.training import TrainConfig
 from ard_laplace import CAP, FLOOR, fit_ard, logits_of  # studies/posteriors/ard_laplace.py, beside this script
 
 
-def load(folder: Path) -> tuple[torch.Tensor, ...]:
+def load(folder: Path, per_class: int = 20, shape: tuple[int, ...] = (784,)) -> tuple[torch.Tensor, ...]:
+    """(x, y) of `per_class` random training images per class (seed 0) and the first 2,000 test
+    images, each image shaped `shape`, pixels in [0, 1]."""
     files = mnist_files(folder)
-    pool_x = read_idx(files["train_x"]).reshape(-1, 784).astype(np.float32) / 255.0
+    pool_x = read_idx(files["train_x"]).reshape(-1, *shape).astype(np.float32) / 255.0
     pool_y = read_idx(files["train_y"]).astype(np.int64)
     rng = np.random.default_rng(0)
-    rows = np.concatenate([rng.choice(np.flatnonzero(pool_y == c), 20, replace=False) for c in range(10)])
-    test_x = read_idx(files["test_x"])[:2000].reshape(-1, 784).astype(np.float32) / 255.0
+    rows = np.concatenate([rng.choice(np.flatnonzero(pool_y == c), per_class, replace=False) for c in range(10)])
+    test_x = read_idx(files["test_x"])[:2000].reshape(-1, *shape).astype(np.float32) / 255.0
     test_y = read_idx(files["test_y"])[:2000].astype(np.int64)
     return tuple(torch.from_numpy(a) for a in (pool_x[rows], pool_y[rows], test_x, test_y))
 
@@ -94,8 +97,12 @@ def main() -> None:
     parser.add_argument("--variants", action="store_true")
     parser.add_argument("--last-layer", action="store_true")
     parser.add_argument("--ard", action="store_true")
+    parser.add_argument("--cnn", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.cnn:
+        cnn(*load(args.mnist, 30, (1, 28, 28)))
+        return
     x, y, test_x, test_y = load(args.mnist)
     if args.variants:
         variants(x, y, test_x, test_y)
@@ -122,6 +129,22 @@ def main() -> None:
                 print(line(f"MAP softmax ({name})", torch.softmax(net(inputs), 1), targets))
             probs, variance = probit(la, inputs)
             print(line(f"probit GLM ({name})", probs, targets, variance))
+
+
+def cnn(x: torch.Tensor, y: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor) -> None:
+    """--cnn: the GPU study's network and training (`mnist.toml`: Gal et al.'s CNN, 50 epochs of Adam
+    at lr 1e-3, batch 128) by online marglik (KFAC) on 300 random balanced labels, then
+    `Laplace(subset="all", prior_precision="online")`: the MAP softmax and the probit GLM on the
+    test and on the training images."""
+    start = time.perf_counter()
+    la = Laplace(gal_cnn(), subset="all", prior_precision="online", train=TrainConfig(epochs=50, lr=1e-3, batch_size=128),
+                 seed=0, device="cpu").fit(x, y)  # fmt: skip
+    print(f"marglik ({time.perf_counter() - start:.0f} s): δ = {', '.join(f'{d:.3g}' for d in la.marglik_.prior_precision.tolist())}")
+    for name, inputs, targets in (("test", test_x, test_y), ("train", x, y)):
+        with torch.no_grad():
+            print(line(f"MAP softmax ({name})", torch.softmax(la.model_(inputs), 1), targets))
+        probs, variance = probit(la, inputs)
+        print(line(f"probit GLM ({name})", probs, targets, variance))
 
 
 def variants(x: torch.Tensor, y: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor) -> None:
