@@ -23,6 +23,10 @@ Quality: the joint mutual information I[y_B; θ] of each selected batch, by one 
 (the Monte-Carlo branch of `joint_mutual_information`: exact p(Y) per configuration, averaged over
 --mi-samples ancestral draws with common random numbers), with its standard error.
 
+--device cuda runs ours and batchbald-redux on the GPU (the predictive moved there beforehand; the
+clock stops after torch.cuda.synchronize()) and reports the GPU's peak allocated memory instead of
+the resident set's.
+
 Measured 2026-11-27, shared 2-core CPU machine (load average ~14), torch 2.13 CPU, command
 `.venv/bin/python bench/batch_bald.py --skip-full --threads 1`:
     ours (lazy)         20.2 s wall   8.10 s CPU    +78 MiB   joint MI 4.4602 ± 0.0079 nats
@@ -78,18 +82,26 @@ def _release_free_heap() -> None:
         pass
 
 
-def measure(fn):
-    """(result, wall seconds, process CPU seconds, peak extra MiB) of fn()."""
+def measure(fn, device: str = "cpu"):
+    """(result, wall seconds, process CPU seconds, peak extra MiB) of fn(); on CUDA the peak is the
+    GPU's allocated memory above what was allocated before the call."""
     gc.collect()
     _release_free_heap()
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
-    before = _status_kib("VmRSS")
+    if device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated() / 1024
+    else:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        before = _status_kib("VmRSS")
     start, cpu = time.perf_counter(), time.process_time()
     result = fn()
+    if device == "cuda":
+        torch.cuda.synchronize()
     seconds = time.perf_counter() - start
     cpu = time.process_time() - cpu
-    peak = (_status_kib("VmHWM") - before) / 1024
+    peak = ((torch.cuda.max_memory_allocated() / 1024 if device == "cuda" else _status_kib("VmHWM")) - before) / 1024
     return result, seconds, cpu, peak
 
 
@@ -127,6 +139,7 @@ def main() -> None:
     parser.add_argument("--mi-samples", type=int, default=200_000)
     parser.add_argument("--skip-full", action="store_true", help="do not run ours with lazy=False")
     parser.add_argument("--skip-redux", action="store_true")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--only", choices=["lazy", "full", "redux"],
                         help="run one method alone (a fresh process per method isolates its memory figure)")
     args = parse_and_set_threads(parser)
@@ -138,31 +151,35 @@ def main() -> None:
         args.samples, args.pool, args.classes, clusters=max(1, args.pool // args.cluster_size), seed=args.seed
     )
     log_probs = probs.log().permute(1, 0, 2).contiguous()  # [N, S, C] for batchbald-redux
+    device = args.device
+    on_device = probs.to(device)
     print(f"pool N={args.pool}, S={args.samples}, C={args.classes}, k={args.k}, num_samples={args.num_samples}, "
-          f"torch threads={torch.get_num_threads()}", flush=True)
+          f"torch threads={torch.get_num_threads()}, device {torch.cuda.get_device_name() if device == 'cuda' else 'cpu'}",
+          flush=True)  # fmt: skip
 
     # Warm-up on a tiny pool, so that first-call costs (code pages, thread pools) count for neither.
-    tiny = make_predictive(args.samples, 64, args.classes, clusters=4, seed=args.seed + 7)
-    batch_bald(tiny, 3, num_samples=100, max_joint_configs=100, generator=torch.Generator().manual_seed(0))
+    tiny = make_predictive(args.samples, 64, args.classes, clusters=4, seed=args.seed + 7).to(device)
+    batch_bald(tiny, 3, num_samples=100, max_joint_configs=100, generator=torch.Generator(device).manual_seed(0))
     if not args.skip_redux:
-        quiet_redux()(tiny.log().permute(1, 0, 2).contiguous(), 3, 100)
+        quiet_redux()(tiny.log().permute(1, 0, 2).contiguous(), 3, 100)  # on the device, as the timed call
 
     runs = {}  # name: (indices, wall s, process CPU s, peak MiB)
     ours = functools.partial(
-        batch_bald, probs, args.k, num_samples=args.num_samples, max_joint_configs=args.num_samples
+        batch_bald, on_device, args.k, num_samples=args.num_samples, max_joint_configs=args.num_samples
     )
     if run_lazy:
-        sel, sec, cpu, mib = measure(lambda: ours(generator=torch.Generator().manual_seed(args.seed)))
+        sel, sec, cpu, mib = measure(lambda: ours(generator=torch.Generator(device).manual_seed(args.seed)), device)
         runs["ours (lazy)"] = (sel.indices.tolist(), sec, cpu, mib)
         print(f"ours (lazy)      {sec:8.2f} s  peak +{mib:7.1f} MiB  {sel.indices.tolist()}", flush=True)
     if not args.skip_full:
-        sel, sec, cpu, mib = measure(lambda: ours(lazy=False, generator=torch.Generator().manual_seed(args.seed)))
+        sel, sec, cpu, mib = measure(lambda: ours(lazy=False, generator=torch.Generator(device).manual_seed(args.seed)), device)
         runs["ours (lazy=False)"] = (sel.indices.tolist(), sec, cpu, mib)
         print(f"ours (lazy=False){sec:8.2f} s  peak +{mib:7.1f} MiB  {sel.indices.tolist()}", flush=True)
     if not args.skip_redux:
         get_batchbald_batch = quiet_redux()
         torch.manual_seed(args.seed)  # batchbald-redux samples with the global generator
-        res, sec, cpu, mib = measure(lambda: get_batchbald_batch(log_probs, args.k, args.num_samples))
+        redux_input = log_probs.to(device)
+        res, sec, cpu, mib = measure(lambda: get_batchbald_batch(redux_input, args.k, args.num_samples), device)
         runs["batchbald-redux"] = (list(res.indices), sec, cpu, mib)
         print(f"batchbald-redux  {sec:8.2f} s  peak +{mib:7.1f} MiB  {list(res.indices)}", flush=True)
 

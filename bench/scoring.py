@@ -20,6 +20,10 @@ default path runs S full passes and would take many minutes on 20,000); items/s 
 and BaaL's memory is reported at both sizes it ran. The pool is MNIST's training images when
 ../shared/data/mnist exists, else random images of the same shape (the output says which).
 The weights are a Gal CNN trained for one epoch on 256 images: throughput does not depend on them.
+--device cuda scores on the GPU: the pool stays in host memory and each batch is copied over, for
+ours, the plain passes (model(x) on the GPU, results back to the host) and BaaL (use_cuda=True)
+alike; each timed call ends with its results on the host. Peak memory is then also the GPU's
+(torch.cuda.max_memory_allocated above the allocation before the call).
 """
 
 from __future__ import annotations
@@ -83,7 +87,11 @@ def rss_kib(field: str) -> int:
 
 
 def measure(fn):
-    """(seconds, peak resident MiB above the resident size at the start, result)."""
+    """(seconds, peak MiB above the start: resident memory, or on CUDA the GPU's allocation, result)."""
+    if torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before_gpu = torch.cuda.memory_allocated()
     try:
         with open("/proc/self/clear_refs", "w") as handle:
             handle.write("5")  # reset VmHWM to the current resident size
@@ -94,6 +102,8 @@ def measure(fn):
     start = time.perf_counter()
     result = fn()
     seconds = time.perf_counter() - start
+    if torch.cuda.is_initialized():
+        return seconds, (torch.cuda.max_memory_allocated() - before_gpu) / 2**20, result
     peak = (rss_kib("VmHWM") - before) / 1024 if can_reset else float("nan")
     return seconds, peak, result
 
@@ -118,30 +128,34 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=512)
     parser.add_argument("--skip-baal", action="store_true")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the alternating timing")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     args = parse_and_set_threads(parser)
+    device = args.device
     pool, source = load_pool(args.pool)
     print(f"pool: {pool.shape[0]} x {tuple(pool.shape[1:])} {source}")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch {args.batch_size}, S={S}, "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, "
+          f"device {torch.cuda.get_device_name() if device == 'cuda' else 'cpu'}")
 
     labels = torch.arange(256) % 10
     posterior = MCDropout(gal_cnn(), n_samples=S, train=TrainConfig(epochs=1, batch_size=64), seed=0, device="cpu")
     posterior.fit(pool[:256], labels)
-    model = posterior.model_
+    model = copy.deepcopy(posterior.model_).to(device)  # the plain passes' copy (score_pool moves the posterior's own)
     B = args.batch_size
 
     def plain(x: torch.Tensor) -> torch.Tensor:
         with torch.inference_mode():
-            return torch.cat([model(x[i : i + B]).softmax(-1).max(-1).values for i in range(0, x.shape[0], B)])
+            return torch.cat([model(x[i : i + B].to(device)).softmax(-1).max(-1).values for i in range(0, x.shape[0], B)]).cpu()
 
     deterministic = [layer for layer in flatten_sequential(model) if not isinstance(layer, _MASKED)]
 
     def plain_fast(x: torch.Tensor) -> torch.Tensor:
         with torch.inference_mode():
-            return torch.cat([run_prefix(deterministic, x[i : i + B]).softmax(-1).max(-1).values for i in range(0, x.shape[0], B)])
+            return torch.cat([run_prefix(deterministic, x[i : i + B].to(device)).softmax(-1).max(-1).values
+                              for i in range(0, x.shape[0], B)]).cpu()  # fmt: skip
 
     def ours(x: torch.Tensor) -> torch.Tensor:
-        return score_pool(posterior, x, bald, batch_size=B, device="cpu").scores
+        return score_pool(posterior, x, bald, batch_size=B, device=device).scores
 
     results: dict[str, tuple[float, float, int]] = {}
     ours(pool[:B])  # warm-up: draws the masks and folds them into the weights once
@@ -193,13 +207,14 @@ def main() -> None:
                     warnings.simplefilter("ignore")
                     wrapper = ModelWrapper(
                         wrapped,
-                        TrainingArgs(criterion=criterion, batch_size=B, use_cuda=False, replicate_in_memory=replicate, workers=0),
+                        TrainingArgs(criterion=criterion, batch_size=B, use_cuda=device == "cuda", replicate_in_memory=replicate,
+                                     workers=0),  # fmt: skip
                     )
                     logits = wrapper.predict_on_dataset(Images(x), iterations=S, verbose=False)  # [N, C, S]
                 return BALD().compute_score(logits)
 
-            default = MCDropoutModule(copy.deepcopy(model))
-            fastest = MCCachingModule(MCDropoutModule(copy.deepcopy(model)))
+            default = MCDropoutModule(copy.deepcopy(model)).to(device)
+            fastest = MCCachingModule(MCDropoutModule(copy.deepcopy(model))).to(device)
             for name, wrapped, replicate in (
                 ("BaaL default (MCDropoutModule, replicate_in_memory=True)", default, True),
                 ("BaaL fastest (MCCachingModule, replicate_in_memory=False)", fastest, False),
