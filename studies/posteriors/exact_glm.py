@@ -1,9 +1,10 @@
 """How much of whole-network Laplace's under-confidence is the Laplace approximation itself?
 
-    OMP_NUM_THREADS=2 .venv/bin/python studies/posteriors/exact_glm.py [MNIST_FOLDER] [--hessian kron|full]
+    OMP_NUM_THREADS=2 .venv/bin/python studies/posteriors/exact_glm.py [MNIST_FOLDER] [--hessian kron|full] [--dropout P]
 
 The network of `marglik_calibration.py` (the MLP 784-128-128-10 of `cpu-200.toml`, trained by online
-marglik with the KFAC or the exact GGN on 200 balanced random labels, seed 0) defines the linearised
+marglik with the KFAC or the exact GGN on 200 balanced random labels, seed 0; --dropout 0 trains it
+without dropout, so that θ* is closer to the linearised model's own mode) defines the linearised
 (GLM) model that `Laplace(subset="all")` predicts with:
     f(x; θ) = f(x; θ*) + J(x)(θ − θ*),   θ ~ N(0, D⁻¹), D = diag δ (the learnt precision per tensor),
 so the outputs are a Gaussian process with mean m(x) = f(x; θ*) − J(x)θ* and kernel
@@ -73,11 +74,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mnist", nargs="?", type=Path, default=Path(__file__).resolve().parents[3] / "shared" / "data" / "mnist")
     parser.add_argument("--hessian", default="kron", choices=("kron", "full"))
+    parser.add_argument("--dropout", type=float, default=0.5, help="the MLP's dropout rate while training")
     args = parser.parse_args()
     x, y, test_x, test_y = load(args.mnist)
     test_x, test_y = test_x[:1000], test_y[:1000]
     start = time.perf_counter()
-    la = Laplace(network(), subset="all", prior_precision="online", train=training(args.hessian), seed=0, device="cpu").fit(x, y)
+    la = Laplace(network(args.dropout), subset="all", prior_precision="online", train=training(args.hessian), seed=0, device="cpu").fit(x, y)
     net, deltas = la.model_.eval().double(), la.marglik_.prior_precision.double()
     print(f"marglik with hessian={args.hessian} ({time.perf_counter() - start:.0f} s): δ = {', '.join(f'{d:.3g}' for d in deltas.tolist())}")
     j_train, j_test = scaled_jacobian(net, deltas, x), scaled_jacobian(net, deltas, test_x)  # [N, C, P], [M, C, P]
