@@ -168,6 +168,13 @@ def command(st: Any, *words: str) -> str:
     return suggest(*words) if suggest is not None else " ".join(["activebayes", *words])
 
 
+def score_text(score: float) -> str:
+    """An acquisition score for the queries table: four decimals, or four significant digits where
+    four decimals would show 0.0000 for a non-zero score (EPIG and BALD of a confident posterior are
+    often 1e-5 nats) or run long (a variance of 12,345)."""
+    return f"{score:.4f}" if score == 0 or 1e-3 <= abs(score) < 1e4 else f"{score:.3e}"
+
+
 def queries_table(title: str, queries: list[Any], acquisition: str) -> Table:
     """rank, key, score, the round's prediction (when any query has one) and the label so far."""
     table = Table(title=escape(title))
@@ -179,7 +186,7 @@ def queries_table(title: str, queries: list[Any], acquisition: str) -> Table:
         table.add_column("predicted")
     table.add_column("label")
     for q in queries:
-        cells = [str(q.rank + 1), escape(q.key), f"{q.score:.4f}"]
+        cells = [str(q.rank + 1), escape(q.key), score_text(q.score)]
         if predicted:
             cells.append(escape(prediction_text(q.prediction)))
         table.add_row(*cells, escape(q.value) if q.value is not None else "")

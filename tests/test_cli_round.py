@@ -487,3 +487,12 @@ def test_queries_table_shows_the_round_s_predictions():
                   q(rank=1, key="k2", score=0.25, value="dog", prediction={"mean": 3.14159, "sd": 0.4321})])  # fmt: skip
     assert "predicted" in text and "cat (0.62)" in text and "3.142 ± 0.43" in text
     assert "predicted" not in shown([q(rank=0, key="k1", score=0.0, value=None, prediction=None)])  # a cold start
+
+
+def test_queries_table_shows_tiny_and_huge_scores_in_significant_digits():
+    """Four decimals where they say something (0.5000, 0.0000 for a random round's zeros); a score
+    of 2.254e-05 nats (EPIG of a confident posterior) or a variance of 12,345.6 in scientific form."""
+    from activebayes_cli.round_ import score_text
+
+    assert [score_text(v) for v in (0.5, 0.0, 2.254056e-05, -3e-4, 12345.6, 0.001)] == [
+        "0.5000", "0.0000", "2.254e-05", "-3.000e-04", "1.235e+04", "0.0010"]
