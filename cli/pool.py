@@ -11,10 +11,11 @@ Tables are made ready for a network (`activebayes.data.tabular`). The key column
 --key-column, else a column named `key` or `id` (any case), else the row number; --features and
 --ignore choose the feature columns. A text column is one-hot encoded (--categorical auto; `error`
 refuses text), except one that looks like an identifier or has more levels than max(50, 5 % of
-rows), which is refused in one line unless --categorical force; --text-column reads prose as
-TF-IDF + SVD features. Missing values (empty, NA, N/A, NaN, null, ?, and --na-values) are imputed
-(--missing impute: the median or most frequent level, plus a 0/1 indicator per column with gaps),
-dropped with their rows (drop) or refused (error). The features of a csv/npz table are
+rows), which is refused in one line unless --categorical force, and so is a numeric column
+named like an identifier (customer_id) holding distinct whole numbers, unless --features names it;
+--text-column reads prose as TF-IDF + SVD features. Missing values (empty, NA, N/A, NaN, null, ?,
+and --na-values) are imputed (--missing impute: the median or most frequent level, plus a 0/1
+indicator per column with gaps), dropped with their rows (drop) or refused (error). The features of a csv/npz table are
 standardised (z = (x - mean) / sd). Every statistic is learnt on the pool rows only, recorded in
 the project's settings and applied at every fit and score; --no-standardize keeps numbers raw. A
 project created without --classes reads its classes from the labels here (naturally sorted).

@@ -21,6 +21,7 @@ from activebayes.data.tabular import (
     fit_table_spec,
     key_column_of,
     missing_mask,
+    names_an_identifier,
     plan_table,
 )
 from activebayes.errors import DataError
@@ -101,6 +102,26 @@ def test_many_levels_refused_unless_forced(tmp_path):
     assert plan(f, categorical="force").columns[1].levels[:3] == ["city0", "city1", "city2"]
     few = write_csv(tmp_path / "few.csv", ["x", "name", "label"], [[str(i), f"n{i}", "a"] for i in range(15)])
     assert plan(few, categorical="auto").columns[1].kind == "categorical"  # under 20 values: never an identifier
+
+
+def test_names_an_identifier_by_its_last_word():
+    assert all(map(names_an_identifier, ["customer_id", "CustomerID", "userId", "order-key", "ID", "row uuid", "GUID"]))
+    assert not any(map(names_an_identifier, ["paid", "valid", "idle", "keystrokes", "id_number", "x1", ""]))
+
+
+def test_numeric_identifier_refused_unless_key_ignored_or_named(tmp_path):
+    """customer_id 10000-10039 (distinct whole numbers): refused in one line naming the ways out; as
+    the key, ignored or named in features it is taken. A store_id with 4 values, distinct whole
+    numbers under another name, and an id column with fractions stay features."""
+    rows = [[str(10000 + i), f"{(i * 0.37) % 1:.3f}", str(i % 4), str(7 * i), f"{i}.5", "ab"[i % 2]] for i in range(40)]
+    f = write_csv(tmp_path / "t.csv", ["customer_id", "x", "store_id", "count", "batch_id", "label"], rows)
+    with pytest.raises(DataError, match=r"column 'customer_id' looks like an identifier, not a feature \(40 different whole numbers in "
+                                         r"40 rows\); pass --key-column customer_id .* or --ignore customer_id \(name it in --features"):
+        plan(f)
+    assert plan(f, key_column="customer_id").key_column == "customer_id"
+    kept = [(c.name, c.kind) for c in plan(f, ignore=("customer_id",)).columns]
+    assert kept == [("x", "numeric"), ("store_id", "numeric"), ("count", "numeric"), ("batch_id", "numeric")]
+    assert [c.name for c in plan(f, features=("customer_id", "x")).columns] == ["customer_id", "x"]
 
 
 def test_row_number_column_is_noted(tmp_path):
@@ -203,6 +224,18 @@ def test_pool_add_with_only_the_label_column(db):
         row = by_key[line[0]]
         shown = ["" if row["age"] in ("", "NA", "?", "null", "NaN") else row["age"], row["height"], "" if row["colour"] == "N/A" else row["colour"]]
         assert line[6:] == shown  # a missing value is empty
+
+
+def test_pool_add_refuses_a_numeric_identifier_and_writes_nothing(db):
+    """`pool add` of a table whose customer_id counts from 10,000: one line naming the ways out,
+    nothing written (SQLite, then PostgreSQL); with --key-column customer_id the items are keyed by it."""
+    write_csv(Path("c.csv"), ["customer_id", "x", "label"], [[str(10000 + i), f"{(i * 0.37) % 1:.3f}", "ab"[i % 2]] for i in range(30)])
+    before = db_dump(db)
+    assert_mistake(run("pool", "add", "c.csv", "--label-column", "label"), "'customer_id' looks like an identifier",
+                   "--key-column customer_id", "--ignore customer_id")  # fmt: skip
+    assert db_dump(db) == before
+    summary = summary_of("c.csv", "--label-column", "label", "--key-column", "customer_id")
+    assert summary["key_column"] == "customer_id" and summary["features"] == [1]
 
 
 def test_missing_drop_and_error_and_more_tokens(db):

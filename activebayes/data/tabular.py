@@ -16,7 +16,10 @@ else none (items are keyed by row number): `key_column_of`. The label and key ar
 - otherwise categorical: one-hot encoded over its levels in natural order ("auto"), or refused
   ("error"). A column that looks like an identifier (at least 20 values, 90 % of them distinct)
   or has more levels than max(50, 5 % of the rows) is refused in one line naming it, unless
-  `categorical="force"`; it is a key, free text or noise, not a category.
+  `categorical="force"`; it is a key, free text or noise, not a category. So is a numeric column
+  whose name ends in the word id or key (customer_id, OrderID) and whose values are whole numbers,
+  90 % of them distinct, unless `features` names it: its numbers order the rows, they are not a
+  quantity.
 
 Gaps. A cell that is empty or one of NA_VALUES (or `na_values`; compared case-insensitively) is
 missing. `missing="impute"`: the median of a number column, the most frequent level of a
@@ -44,6 +47,7 @@ alone, as the ColumnTransformer would fit it, so no [N, M] matrix of Python obje
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -61,6 +65,7 @@ CATEGORICAL_MODES = ("auto", "error", "force")
 KEY_NAMES = ("key", "id")
 IDENTIFIER_MIN_VALUES = 20  # fewer values than this are never called an identifier
 IDENTIFIER_DISTINCT = 0.9  # share of distinct values that makes a text column an identifier
+IDENTIFIER_WORDS = ("id", "key", "uuid", "guid")  # a numeric column whose name ends in one of these may be an identifier
 MAX_LEVELS, MAX_LEVEL_SHARE = 50, 0.05  # a categorical column may have max(50, 5 % of rows) levels
 
 
@@ -187,6 +192,19 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
     return TablePlan(table, options, key, columns, notes)
 
 
+def names_an_identifier(name: str) -> bool:
+    """Whether a column's name ends in the word id, key, uuid or guid (customer_id, CustomerID,
+    userId, order-key; not paid or valid)."""
+    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+", name)
+    return bool(words) and words[-1].lower() in IDENTIFIER_WORDS
+
+
+def _distinct_whole_numbers(values: np.ndarray) -> bool:
+    """At least IDENTIFIER_MIN_VALUES present values, all whole numbers, IDENTIFIER_DISTINCT of them distinct."""
+    return (len(values) >= IDENTIFIER_MIN_VALUES and bool(np.all(values == np.round(values)))
+            and len(np.unique(values)) >= IDENTIFIER_DISTINCT * len(values))  # fmt: skip
+
+
 def _first(mask: np.ndarray) -> int:
     return int(np.argmax(mask))
 
@@ -216,6 +234,12 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
             at = _first(bad)
             raise DataError(f"{path!r} line {lines[at]}: a feature is infinite (column {name!r}: {shown(table.cell(at, name))}); give a finite number")
         values = numbers[present]
+        if names_an_identifier(name) and name not in (options.features or ()) and _distinct_whole_numbers(values):
+            raise DataError(
+                f"{path!r}: column {name!r} looks like an identifier, not a feature ({len(np.unique(values))} different whole "
+                f"numbers in {len(values)} rows); pass --key-column {name} if it names the items, or --ignore {name} "
+                f"(name it in --features to use it as a number all the same)"
+            )
         if present.all() and n >= IDENTIFIER_MIN_VALUES and (np.array_equal(values, np.arange(n)) or np.array_equal(values, np.arange(1, n + 1))):
             notes.append(f"column {name!r} counts the rows 1, 2, ...; it is used as a feature (--ignore {name} if it is a row number)")
         return ColumnPlan(name, "numeric", missing, numbers=np.where(missing, np.nan, numbers))
