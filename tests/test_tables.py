@@ -238,6 +238,27 @@ def test_pool_add_refuses_a_numeric_identifier_and_writes_nothing(db):
     assert summary["key_column"] == "customer_id" and summary["features"] == [1]
 
 
+def test_label_gaps_and_non_numeric_targets_are_refused_with_their_line(cli_db):
+    """A project whose classes come from the labels: an empty label cell is refused (it would have
+    become a class ''), naming its line, and nothing is written; a regression target that is empty
+    or not a number likewise; --ignore label stops the column named label being taken as labels."""
+    rows = [[f"k{i}", f"{(i * 0.37) % 1:.3f}", "" if i == 7 else "ab"[i % 2]] for i in range(30)]
+    write_csv(Path("c.csv"), ["key", "x", "label"], rows)
+    ok("init", "--name", "c", "--task", "classification")
+    before = db_dump(cli_db)
+    assert_mistake(run("--project", "c", "pool", "add", "c.csv"), "row 7 (line 9) has an empty label", "fill it in")
+    assert db_dump(cli_db) == before
+    ok("init", "--name", "r", "--task", "regression")
+    for bad, words in (("", "empty label"), ("n/a", "label 'n/a', not a finite number"), ("inf", "not a finite number")):
+        write_csv(Path("r.csv"), ["key", "x", "y"], [[f"k{i}", str(i), bad if i == 4 else f"{i * 1.5}"] for i in range(30)])
+        before = db_dump(cli_db)
+        assert_mistake(run("--project", "r", "pool", "add", "r.csv", "--label-column", "y"), "row 4 (line 6)", words)
+        assert db_dump(cli_db) == before
+    ok("init", "--name", "d", "--task", "classification", "--classes", "a,b")
+    summary = summary_of("c.csv", "--ignore", "label", project="d")
+    assert summary["truth"] == "none" and summary["pool_items"] == 30 and summary["features"] == [1]
+
+
 def test_missing_drop_and_error_and_more_tokens(db):
     people(Path("p.csv"))
     summary = summary_of("p.csv", "--ignore", "note", "--missing", "drop")

@@ -98,3 +98,20 @@ def check_labels(y: np.ndarray, classes: Sequence[Any], path: Path, lines: Seque
                 raise DataError(f"{where} has an empty label{at}, not one of the classes {listed}; fill it in or drop the row")
             label = shown(value) if isinstance(value, str) else repr(value)
             raise DataError(f"{where} has label {label}{at}, not one of the classes {listed}; correct the label")
+
+
+def check_label_cells(y: np.ndarray, path: Path, lines: Sequence[int] | None = None, *, numeric: bool = False) -> None:
+    """DataError naming the first empty label (and its row, or its line in a text file), or with
+    `numeric` (a regression's targets) the first that is not a finite number; for labels whose
+    classes are not known yet (`check_labels` checks them against known classes)."""
+    for i, value in enumerate(y.tolist()):
+        where = f"data file {str(path)!r}: row {i}" + (f" (line {lines[i]})" if lines is not None else "")
+        if isinstance(value, str) and not value.strip():
+            raise DataError(f"{where} has an empty label; fill it in or drop the row")
+        if numeric and not isinstance(value, (int, float)):
+            try:
+                number = float(str(value).strip())
+            except ValueError:
+                number = float("nan")
+            if not np.isfinite(number):
+                raise DataError(f"{where} has label {shown(str(value))}, not a finite number; a regression label is a number")
