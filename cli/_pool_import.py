@@ -70,12 +70,11 @@ def remove_text_models(spec: dict[str, Any] | None) -> None:
 
 
 def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, seed: int, standardize: bool, text_folder: Path,
-             task: str = "classification") -> dict[str, Any]:  # fmt: skip
+             task: str) -> dict[str, Any]:  # fmt: skip
     """A read csv table (`activebayes.data.csv_table.CsvTable`) planned, split and encoded as
     `pool add` does it (`activebayes.data.tabular`): the feature pipeline fitted on the pool rows
     only; rows with a gap left out under --missing drop. Returns {"data", "spec", "plan",
-    "pool_rows", "test_rows", "dropped"}."""
-    from activebayes.data.dataset import check_label_cells
+    "pool_rows", "test_rows", "dropped"}. `task`: the project's ("classification" or "regression")."""
     from activebayes.data.loaders import check_labels, dataset_from_table
     from activebayes.data.tabular import fit_table_spec, plan_table
 
@@ -87,12 +86,8 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
         raise CliError(f"--missing drop: every row of {file} has a missing value", "use --missing impute")
     pool_at, test_at = split_rows(kept.size, test_fraction, seed)
     pool_rows, test_rows = kept[pool_at], kept[test_at]
-    if options.label_column is not None:
-        cells = np.asarray(table.column(options.label_column))
-        if classes is not None:
-            check_labels(cells, classes, file, table.lines)
-        else:  # classes read from these labels, or a regression's targets: no gap to become a class, numbers throughout
-            check_label_cells(cells, file, table.lines, numeric=task == "regression")
+    if options.label_column is not None:  # without classes: no gap to become a class; a regression's: numbers throughout
+        check_labels(np.asarray(table.column(options.label_column)), classes, file, table.lines, numeric=task == "regression")
     spec = fit_table_spec(plan, pool_rows, standardize=standardize, text_folder=text_folder)  # on the pool rows
     try:
         data = dataset_from_table(table, spec, options.label_column, plan.key_column)

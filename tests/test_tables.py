@@ -246,13 +246,13 @@ def test_label_gaps_and_non_numeric_targets_are_refused_with_their_line(cli_db):
     write_csv(Path("c.csv"), ["key", "x", "label"], rows)
     ok("init", "--name", "c", "--task", "classification")
     before = db_dump(cli_db)
-    assert_mistake(run("--project", "c", "pool", "add", "c.csv"), "row 7 (line 9) has an empty label", "fill it in")
+    assert_mistake(run("--project", "c", "pool", "add", "c.csv"), "row 7 has an empty label (line 9)", "fill it in")
     assert db_dump(cli_db) == before
     ok("init", "--name", "r", "--task", "regression")
-    for bad, words in (("", "empty label"), ("n/a", "label 'n/a', not a finite number"), ("inf", "not a finite number")):
+    for bad, words in (("", "empty label"), ("n/a", "label 'n/a' (line 6), not a finite number"), ("inf", "not a finite number")):
         write_csv(Path("r.csv"), ["key", "x", "y"], [[f"k{i}", str(i), bad if i == 4 else f"{i * 1.5}"] for i in range(30)])
         before = db_dump(cli_db)
-        assert_mistake(run("--project", "r", "pool", "add", "r.csv", "--label-column", "y"), "row 4 (line 6)", words)
+        assert_mistake(run("--project", "r", "pool", "add", "r.csv", "--label-column", "y"), "row 4", "(line 6)", words)
         assert db_dump(cli_db) == before
     ok("init", "--name", "d", "--task", "classification", "--classes", "a,b")
     summary = summary_of("c.csv", "--ignore", "label", project="d")

@@ -84,34 +84,30 @@ def label_text(value: Any) -> str:
     return str(value).strip()
 
 
-def check_labels(y: np.ndarray, classes: Sequence[Any], path: Path, lines: Sequence[int] | None = None) -> None:
-    """DataError naming the first label (and its row, or its line in a text file) that is not
-    among `classes`."""
-    allowed = {str(c) for c in classes}
+def check_labels(y: np.ndarray, classes: Sequence[Any] | None, path: Path, lines: Sequence[int] | None = None, *,
+                 numeric: bool = False) -> None:  # fmt: skip
+    """DataError naming the first label (and its row, or its line in a text file) that is empty or
+    not among `classes`; with classes=None (classes still to be read from these labels, or a
+    regression's targets) only an empty one, and with `numeric` one that is not a finite number."""
+    allowed = None if classes is None else {str(c) for c in classes}
     for i, value in enumerate(y.tolist()):
         text = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
-        if text not in allowed:
-            where = f"data file {str(path)!r}: row {i}"
-            at = f" (line {lines[i]})" if lines is not None else ""
-            listed = sorted(allowed)[:20]
-            if isinstance(value, str) and not value.strip():
-                raise DataError(f"{where} has an empty label{at}, not one of the classes {listed}; fill it in or drop the row")
-            label = shown(value) if isinstance(value, str) else repr(value)
-            raise DataError(f"{where} has label {label}{at}, not one of the classes {listed}; correct the label")
-
-
-def check_label_cells(y: np.ndarray, path: Path, lines: Sequence[int] | None = None, *, numeric: bool = False) -> None:
-    """DataError naming the first empty label (and its row, or its line in a text file), or with
-    `numeric` (a regression's targets) the first that is not a finite number; for labels whose
-    classes are not known yet (`check_labels` checks them against known classes)."""
-    for i, value in enumerate(y.tolist()):
-        where = f"data file {str(path)!r}: row {i}" + (f" (line {lines[i]})" if lines is not None else "")
+        if (text.strip() if allowed is None else text in allowed) and (not numeric or _finite_number(text)):
+            continue
+        where = f"data file {str(path)!r}: row {i}"
+        at = f" (line {lines[i]})" if lines is not None else ""
+        listed = None if allowed is None else sorted(allowed)[:20]
+        outside = "" if listed is None else f", not one of the classes {listed}"
         if isinstance(value, str) and not value.strip():
-            raise DataError(f"{where} has an empty label; fill it in or drop the row")
-        if numeric and not isinstance(value, (int, float)):
-            try:
-                number = float(str(value).strip())
-            except ValueError:
-                number = float("nan")
-            if not np.isfinite(number):
-                raise DataError(f"{where} has label {shown(str(value))}, not a finite number; a regression label is a number")
+            raise DataError(f"{where} has an empty label{at}{outside}; fill it in or drop the row")
+        label = shown(value) if isinstance(value, str) else repr(value)
+        if listed is None:
+            raise DataError(f"{where} has label {label}{at}, not a finite number; a regression label is a number")
+        raise DataError(f"{where} has label {label}{at}{outside}; correct the label")
+
+
+def _finite_number(text: str) -> bool:
+    try:
+        return bool(np.isfinite(float(text.strip())))
+    except ValueError:
+        return False

@@ -94,10 +94,9 @@ def keep_mask_(out: Tensor, keep: float, generator: torch.Generator) -> Tensor:
     contiguous: m = [b ≥ 256 p] from one uniform byte b of the generator's 64-bit words per
     entry, Bernoulli(keep) exactly; on the CPU about 5x faster than a float uniform per entry
     (1.7 against 8.2 ms for 4 M entries, one thread), since the generator makes one word per
-    eight entries. Otherwise m = [u < keep] from one
-    u ~ U[0, 1) per entry, the same law to the 2⁻²⁴ grain of a float32 u. Either is a third or
-    less of torch's `bernoulli_` (its CPU kernel is serial and draws more than one number per
-    entry)."""
+    eight entries. Otherwise m = [u < keep] from one u ~ U[0, 1) per entry, the same law to the
+    2⁻²⁴ grain of a float32 u. Either is a third or less of torch's `bernoulli_` (its CPU kernel
+    is serial and draws more than one number per entry)."""
     dropped = (1.0 - keep) * BYTE_GRAIN
     if 0.0 < keep < 1.0 and dropped == round(dropped) and out.is_contiguous():
         n = out.numel()

@@ -90,6 +90,16 @@ def line(name: str, probs: torch.Tensor, y: torch.Tensor, variance: torch.Tensor
             f"NLL {nll:.3f}  ECE {ece:.3f}{extra}")  # fmt: skip
 
 
+def map_and_glm(la: Laplace, x: torch.Tensor, y: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor) -> None:
+    """The `line` of the MAP network's softmax and of `la`'s probit GLM, on the test images, then
+    on the training images."""
+    for name, inputs, targets in (("test", test_x, test_y), ("train", x, y)):
+        with torch.no_grad():
+            print(line(f"MAP softmax ({name})", torch.softmax(la.model_(inputs), 1), targets))
+        probs, variance = probit(la, inputs)
+        print(line(f"probit GLM ({name})", probs, targets, variance))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mnist", nargs="?", type=Path, default=Path(__file__).resolve().parents[3] / "shared" / "data" / "mnist")
@@ -124,11 +134,7 @@ def main() -> None:
         print(f"marglik with hessian={hessian} ({time.perf_counter() - start:.0f} s): δ = {', '.join(f'{d:.3g}' for d in deltas.tolist())}, "
               f"epoch kept {fit.best_epoch}; evidence of this network at these δ: KFAC {evidences['kron']:.1f}, exact GGN "
               f"{evidences['full']:.1f} (a uniform guess: {-len(y) * np.log(10):.1f})")  # fmt: skip
-        for name, inputs, targets in (("test", test_x, test_y), ("train", x, y)):
-            with torch.no_grad():
-                print(line(f"MAP softmax ({name})", torch.softmax(net(inputs), 1), targets))
-            probs, variance = probit(la, inputs)
-            print(line(f"probit GLM ({name})", probs, targets, variance))
+        map_and_glm(la, x, y, test_x, test_y)
 
 
 def cnn(x: torch.Tensor, y: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor) -> None:
@@ -140,11 +146,7 @@ def cnn(x: torch.Tensor, y: torch.Tensor, test_x: torch.Tensor, test_y: torch.Te
     la = Laplace(gal_cnn(), subset="all", prior_precision="online", train=TrainConfig(epochs=50, lr=1e-3, batch_size=128),
                  seed=0, device="cpu").fit(x, y)  # fmt: skip
     print(f"marglik ({time.perf_counter() - start:.0f} s): δ = {', '.join(f'{d:.3g}' for d in la.marglik_.prior_precision.tolist())}")
-    for name, inputs, targets in (("test", test_x, test_y), ("train", x, y)):
-        with torch.no_grad():
-            print(line(f"MAP softmax ({name})", torch.softmax(la.model_(inputs), 1), targets))
-        probs, variance = probit(la, inputs)
-        print(line(f"probit GLM ({name})", probs, targets, variance))
+    map_and_glm(la, x, y, test_x, test_y)
 
 
 def variants(x: torch.Tensor, y: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor) -> None:
