@@ -8,8 +8,8 @@
 # ours / paper for each figure.
 # The config is mnist-resampled.toml: the paper's protocol (mnist.toml) trained as Kirsch et al.
 # do, the training that brought the 90 % column nearest the paper's (ablation/resampled-training.toml,
-# README_EXPERIMENTS.md); about 12 minutes on an H200 with 15 workers (1,485 rounds at the
-# ablation's 0.49 s a round). CONFIG=path/to.toml runs another config of the same study
+# README_EXPERIMENTS.md); 761 s on an H200 with 15 workers (1,485 rounds; results in
+# mnist-resampled-h200/). CONFIG=path/to.toml runs another config of the same study
 # (mnist.toml: 50 passes over the labelled set; mnist-300.toml; or a copy whose data.path points
 # at the MNIST files elsewhere).
 set -euo pipefail
