@@ -3,6 +3,13 @@ the labelled test split (accuracy, NLL and ECE, or RMSE and Gaussian NLL), each 
 prediction (the most probable class, its probability and every class's, or the predictive mean
 and sd), and, through `RoundSignals`, the stopping signal's stop-set predictions and the active
 testing estimate of an evaluation set.
+
+Test metrics (the loop's `evaluation`): "predictive" scores the posterior predictive (the MC
+average over S samples for sampled posteriors); "deterministic" scores MC dropout's network with
+dropout off (weight scaling: one pass), as the Gal et al. 2017 code's Keras `model.evaluate` does.
+Regression (the labels read as floats): `rmse` and `nll` (Gaussian, of y under the predictive
+N(μ, σ² + σ_ε²); see `activebayes.metrics`), with `n_test`. Classification: `accuracy`, `nll`
+(categorical), `ece` (expected calibration error, 15 equal-width confidence bins), `n_test`.
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import torch
 
+COVER_LABELS_PER_CLASS = 5  # cover_classes: uniform rounds while a class is unlabelled, up to 5 labels a class
+
 
 class PoolSelection:
     """The selection half of a round; reads the loop's store, project, features and settings."""
@@ -36,6 +38,15 @@ class PoolSelection:
     def _keep_probabilities(self, selection: Any) -> None:
         probabilities = getattr(selection, "probabilities", None)
         self._draw_probabilities = None if probabilities is None else [float(p) for p in probabilities.tolist()]
+
+    def _uncovered(self, labelled: int) -> dict[str, int] | None:
+        """{"seen": classes labelled, "classes": C} when `cover_classes` makes a round with
+        `labelled` labels draw uniformly (see the module docstring), else None."""
+        classes = self._info.classes or []
+        if not self.cover_classes or self._info.task != "classification" or not 0 < labelled < COVER_LABELS_PER_CLASS * len(classes):
+            return None
+        seen = len(set(self.store.labels(self.project)[2]))
+        return {"seen": seen, "classes": len(classes)} if seen < len(classes) else None
 
     def _select_first_random(self, n: int, k: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         """A cold start's uniformly random batch: (positions [k] into the n candidates, zeros [k])."""

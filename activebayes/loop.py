@@ -39,6 +39,11 @@ entry, or a plain score function `f(pred) -> [N]` (selected greedily, top-k). Wi
 there is no model: `first="random"` queries `batch_size` candidates uniformly at random (seeded),
 `first="typical"` TypiClust's most typical point of each of k clusters of the pool
 (`activebayes.acquisition.typical`); the round records which under acquisition_settings["first"].
+`cover_classes=True` (the CLI's default) goes on drawing uniformly while a class has no label yet
+and the labels number under 5 · C (`_selection.COVER_LABELS_PER_CLASS`): a class never labelled is unknown to
+the model, so no acquisition can ask for it, while a uniform draw finds a class of pool share π
+within about 1/π labels. Such a round is fitted and evaluated as usual and records
+acquisition_settings["cover"] = {"seen": classes labelled, "classes": C}.
 "auto" picks an arm per round (`auto_arms`, default epig, bald, random) by EXP3 and fills the
 last r = 20 % of each batch uniformly at random, whose labels check the arm
 (`activebayes.acquisition.auto`; recorded under acquisition_settings["auto"]). "nipv" (a
@@ -64,14 +69,8 @@ process is taken over.
 Timings (the round's `timings` in the store): fit_s (training), evaluate_s (test-split metrics),
 score_s (scoring and selection), ask_s (the oracle).
 
-Test metrics (`evaluation`): "predictive" scores the posterior predictive (the MC average over
-S samples for sampled posteriors); "deterministic" scores MC dropout's network with dropout off
-(weight scaling: one pass), as the Gal et al. 2017 code's Keras `model.evaluate` does.
-
-Regression projects (task "regression"): the targets are the labels read as floats, and the
-test-split metrics are `rmse` and `nll` (Gaussian, of y under the predictive N(μ, σ² + σ_ε²); see
-`activebayes.metrics`), with `n_test`. Classification: `accuracy`, `nll` (categorical), `ece`
-(expected calibration error, 15 equal-width confidence bins), `n_test`.
+Test metrics (`evaluation`, "predictive" or "deterministic"): see `activebayes._evaluation`.
+Regression projects (task "regression") read their labels as float targets.
 """
 
 from __future__ import annotations
@@ -159,6 +158,7 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
             (checked against its sha256 by the caller); None loads and checks it on first use.
         acquisition_subset: M, score a seeded random subset of M candidates per round.
         first: the cold start's batch, "random" or "typical" (see above).
+        cover_classes: draw uniformly while a class has no label (see above).
         auto_arms: the strategies "auto" chooses among (registry names), or None for the default.
         epig_targets: M, target inputs of epig / power-epig drawn from the pool (default 1000).
         target_x: explicit target inputs [M, ...] (the pool's item shape) for epig instead.
@@ -200,6 +200,7 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
         epig_targets: int = 1000,
         target_x: torch.Tensor | None = None,
         first: str = "random",
+        cover_classes: bool = False,
         auto_arms: Sequence[str] | None = None,
         debias: bool = False,
     ) -> None:
@@ -244,7 +245,7 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
         self.evaluation = evaluation
         if first not in FIRST_BATCHES:
             raise ConfigError(f"first: expected one of {', '.join(FIRST_BATCHES)}, got {first!r}")
-        self.first = first
+        self.first, self.cover_classes = first, bool(cover_classes)
         self.auto_arms = tuple(auto_arms) if auto_arms is not None else None
         self.debias = bool(debias)
         if isinstance(epig_targets, bool) or not isinstance(epig_targets, int) or epig_targets < 1:
@@ -322,7 +323,8 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
             if not self.posterior_name:  # the class name, of the posterior this round fits
                 self._unfitted = (seed, self._new_posterior(seed))
             name = self.posterior_name or type(self._unfitted[1]).__name__
-            cold = self.store.count_labelled(self.project) == 0  # the first batch: no model yet
+            labelled = self.store.count_labelled(self.project)
+            cold, cover = labelled == 0, self._uncovered(labelled)  # the first batch: no model yet
             rnd = self.store.start_round(
                 self.project, posterior=name, acquisition=self.acquisition_name, seed=seed,
                 posterior_settings=self.posterior_settings,
@@ -332,7 +334,8 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
                 | ({"epig_targets": self.epig_targets, "epig_target_source": "pool" if self.target_x is None else "given"}
                    if getattr(self.acquisition, "needs_targets", False) else {})
                 | ({"first": self.first} if cold else {}) | ({"debias": True} if self.debias else {})
-                | ({"auto": self._auto_choice(seed).settings()} if self.acquisition_name == "auto" and not cold else {}),
+                | ({"cover": cover} if cover else {})
+                | ({"auto": self._auto_choice(seed).settings()} if self.acquisition_name == "auto" and not (cold or cover) else {}),
             )  # fmt: skip
         self._stage(RoundStatus.started)
         number = rnd.number
@@ -395,7 +398,7 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
 
             chosen, scores = typical_batch(self._features(np.asarray(cand_rows)), k, seed=rnd.seed), torch.zeros(k)
             self._draw_probabilities = None
-        elif posterior is None:
+        elif posterior is None or "cover" in rnd.acquisition_settings:
             chosen, scores = self._select_first_random(len(item_ids), k, generator)
         elif self.acquisition_name == "auto":
             chosen, scores = self._select_auto(posterior, cand_rows, k, generator, rnd.acquisition_settings["auto"])
@@ -405,7 +408,7 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
         timings = {"score_s": time.perf_counter() - t0}
         # every candidate's score (set by _scores; batch-bald: its BALD pre-filter), kept for the reports
         pool_scores, self._pool_scores = getattr(self, "_pool_scores", None), None
-        if posterior is None or self.acquisition_name == "random":
+        if posterior is None or self.acquisition_name == "random" or "cover" in rnd.acquisition_settings:
             pool_scores = None
         rnd = self.store.record_queries_and_scores(
             self.project, number, item_ids[chosen.numpy()].tolist(), scores.tolist(), timings=timings,

@@ -5,8 +5,8 @@ Each arm × seed is what a user of `pool add` + `round --oracle truth` gets (the
 `register_pool` (test split 0.3, split seed = the seed), the model and posterior of a round that
 names none (`--model mlp`, `default_posterior`, the training sized to the labels) and rounds of k
 items answered by the held-back truth. The default arm takes `default_acquisition` and
-`default_first`; random is uniform throughout (its first batch too). Arms with the same seed
-share the split and the rounds' seeds, so the comparison is paired.
+`default_first` and `DEFAULT_COVER_CLASSES`; random is uniform throughout (its first batch too).
+Arms with the same seed share the split and the rounds' seeds, so the comparison is paired.
 """
 
 from __future__ import annotations
@@ -31,14 +31,16 @@ class Arm:
     label: str
     acquisition: str
     first: str
+    cover: bool = False  # the loop's cover_classes
 
 
 def demo_arms() -> tuple[Arm, Arm]:
     """The default (named after what `activebayes round` picks today) and random."""
-    from activebayes_cli._model import default_acquisition, default_first
+    from activebayes_cli._model import DEFAULT_COVER_CLASSES, default_acquisition, default_first
 
-    acquisition, first = default_acquisition(TASK), default_first()
-    default = Arm("default", f"default ({acquisition}, first batch: {first})", acquisition, first)
+    acquisition, first, cover = default_acquisition(TASK), default_first(), DEFAULT_COVER_CLASSES
+    covered = ", uniform while a class is unlabelled" if cover else ""
+    default = Arm("default", f"default ({acquisition}, first batch: {first}{covered})", acquisition, first, cover)
     return default, Arm("random", RANDOM_LABEL, "random", "random")
 
 
@@ -69,7 +71,7 @@ def run_arm(store: Any, digits: Path, folder: Path, arm: Arm, seed: int, *, k: i
     loop = ActiveLearningLoop(
         factory, arm.acquisition, store, project, truth_oracle(store, project, data), batch_size=k, seed=seed,
         device=device, who="truth", posterior_name=posterior, posterior_settings={"model": "mlp", **settings},
-        data=data, first=arm.first,
+        data=data, first=arm.first, cover_classes=arm.cover,
     )  # fmt: skip
     curve: list[dict[str, Any]] = []
     while (labelled := store.count_labelled(project)) <= max_labels:

@@ -121,7 +121,7 @@ def _active_learning(st: Any, config: DemoConfig, folder: Path, seed: int, devic
     where = "one seed" if len(seeds) == 1 else f"mean ± sd of {len(seeds)} seeds"
     plot = runs.plot_curves(curves, folder / "learning-curve.png", f"digits: CLI defaults against random ({where})")
     document = {
-        "arms": {arm.label: {"key": arm.key, "acquisition": arm.acquisition, "first": arm.first} for arm in arms},
+        "arms": {arm.label: {"key": arm.key, "acquisition": arm.acquisition, "first": arm.first, "cover_classes": arm.cover} for arm in arms},
         "settings": {"k": config.k, "max_labels": config.max_labels, "test_fraction": runs.TEST_FRACTION, "seeds": seeds,
                      "model": "mlp", "posterior": by_arm[default.label][0]["posterior"], "device": device},  # fmt: skip
         "curves": curves,

@@ -6,9 +6,10 @@ One call runs one round of `activebayes.loop.ActiveLearningLoop`:
   network's output shape and class count, a dropout layer for mc-dropout, a one-epoch trial fit
   scored by the acquisition): a mistake there leaves the database unchanged. A failure later,
   while fitting or scoring the pool, is recorded as a failed round (its reason in `status`).
-* A round with no labels yet has no posterior to score with: `--first typical` (the default)
-  asks for the most typical item of each of K clusters of the pool (TypiClust), `--first random`
-  for K uniformly random ones (seeded); the recorded scores are 0.
+* A round with no labels yet has no posterior to score with: `--first random` (the default)
+  asks for K uniformly random items (seeded), `--first typical` for the most typical item of each
+  of K clusters of the pool (TypiClust); the recorded scores are 0. With `--cover-classes`, later
+  rounds draw uniformly too while a class has no label (and under 5 labels a class).
 * With no --acquisition, a round uses the default of its task (`_model.DEFAULT_ACQUISITION`,
   chosen on the real-data benchmark in studies/benchmark). `--acquisition auto` lets a bandit
   choose among strategies each round, with a random share of each batch to check the choice
@@ -65,6 +66,7 @@ from rich.table import Table
 
 from activebayes_cli._app import CliError
 from activebayes_cli._context import check_device, state
+from activebayes_cli._model import DEFAULT_COVER_CLASSES
 from activebayes_cli._options import Address, Device, Engine
 from activebayes_cli._options import given as option_given
 from activebayes_cli._output import round_csv_name, safe_name
@@ -104,9 +106,6 @@ class OracleKind(str, Enum):
 def _text(value: Any) -> str:
     """A feature as its shortest exact text (float32 keeps its own short repr)."""
     return str(value.item()) if isinstance(value, np.integer) else str(value)
-
-
-
 
 
 def write_round_csv(path: Path, queries: list[Any], info: Any, data: Any) -> Path | None:
@@ -220,6 +219,7 @@ def round_(
     posterior: Annotated[Optional[str], typer.Option("--posterior", help="mc-dropout (classification default), deep-ensemble, snapshot-ensemble, laplace, swag, mfvi, batch-ensemble; gp (regression default).", show_default=False)] = None,
     acquisition: Annotated[Optional[str], typer.Option("--acquisition", help="auto, epig, power-epig, bald, batch-bald, power-bald, entropy, variation-ratio, random, ...; regression: auto, epig, variance, eig, bald, random, nipv (default: the benchmark's choice per task, see README).", show_default=False)] = None,
     first: Annotated[Optional[FirstBatch], typer.Option("--first", help="The first batch, before any label: typical (TypiClust: the most typical item of each of k clusters of the pool) or random.", show_default=False)] = None,
+    cover: Annotated[bool, typer.Option("--cover-classes", help="While a class has no label (and under 5 labels a class), draw uniformly as the first batch does: no acquisition can ask for a class the model has never seen (see README).")] = DEFAULT_COVER_CLASSES,
     k: Annotated[int, typer.Option("--k", help="Items to query this round.")] = 10,
     model: Annotated[str, typer.Option("--model", help="mlp, cnn, auto (each round, the MLP of highest Laplace evidence: 1x64, 2x64, 2x128, 1x256), pkg.module:factory or path/to/file.py:factory (a zero-argument callable returning an nn.Module).")] = "mlp",
     samples: Annotated[Optional[int], typer.Option("--samples", help="Posterior samples S (members for an ensemble).")] = None,
@@ -256,10 +256,7 @@ def round_(
         check_posterior_name,
         check_posterior_options,
         check_task_options,
-        auto_arms,
-        default_acquisition,
-        default_first,
-        default_posterior,
+        auto_arms, default_acquisition, default_first, default_posterior,
         likelihood_options,
         model_factory,
         network_outputs,
@@ -420,6 +417,7 @@ def round_(
         device=device, n_samples=options.predict_samples, who="truth" if answerer is not None else None,
         posterior_name=options.posterior, posterior_settings=settings, hook=hook, progress=on_scored, data=data,
         engine=engine, address=address, target_x=target_x, first=(first.value if first is not None else default_first()),
+        cover_classes=cover,
         auto_arms=auto_arms(info.task, options.options),
         debias=debias or bool(resuming and (latest.acquisition_settings or {}).get("debias")),
     )  # fmt: skip
@@ -477,7 +475,9 @@ def round_(
     }
 
     def render(console) -> None:
-        first = " (no labels yet: a random first batch)" if result.labelled == 0 else ""
+        cover = (rnd.acquisition_settings or {}).get("cover")
+        first = " (no labels yet: a random first batch)" if result.labelled == 0 else (
+            f" (a uniform draw: {cover['classes'] - cover['seen']} of {cover['classes']} classes have no label yet)" if cover else "")
         title = f"round {result.number}: {len(queries)} queries by {rnd.acquisition}{first}"
         console.print(queries_table(title, queries, rnd.acquisition))
         if result.metrics:

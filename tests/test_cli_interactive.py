@@ -237,7 +237,7 @@ def test_demo_fast_end_to_end(tmp_path, monkeypatch):
     """The demo runs the CLI's defaults (named as they are) against random: one project per arm
     and seed in one study.db, the pool imported as `pool add` does, paired splits and round seeds.
     Which arm wins is a training outcome and is not asserted."""
-    from activebayes_cli._model import default_acquisition, default_first
+    from activebayes_cli._model import DEFAULT_COVER_CLASSES, default_acquisition, default_first
     from activebayes_cli.demo import DEMO_FILES
 
     monkeypatch.chdir(tmp_path)
@@ -247,11 +247,11 @@ def test_demo_fast_end_to_end(tmp_path, monkeypatch):
     summary = json.loads(result.stdout)
     curves = summary["curves"]
     acquisition, first = default_acquisition("classification"), default_first()
-    default = f"default ({acquisition}, first batch: {first})"
+    default = f"default ({acquisition}, first batch: {first}{', uniform while a class is unlabelled' if DEFAULT_COVER_CLASSES else ''})"
     assert summary["studies"] == 1 and summary["seeds"] == [0]
     assert list(curves) == [default, "random"]
-    assert summary["arms"][default] == {"key": "default", "acquisition": acquisition, "first": first}
-    assert summary["arms"]["random"] == {"key": "random", "acquisition": "random", "first": "random"}
+    assert summary["arms"][default] == {"key": "default", "acquisition": acquisition, "first": first, "cover_classes": DEFAULT_COVER_CLASSES}
+    assert summary["arms"]["random"] == {"key": "random", "acquisition": "random", "first": "random", "cover_classes": False}
     for points in curves.values():
         assert [p["labels"] for p in points] == [10, 20, 30, 40]
         assert all(0.0 <= p["accuracy"] <= 1.0 for p in points)

@@ -179,3 +179,92 @@ def test_defaults_without_joint_samples_leave_epig_out():
     assert default_acquisition("classification", {"masks": "independent"}) == "power-bald"
     assert default_acquisition("classification", {"predictive": "analytic"}) == "power-bald"
     assert "epig" in auto_arms("regression") and "epig" not in auto_arms("regression", {"predictive": "analytic"})
+
+
+def test_cover_classes_draws_uniformly_while_a_class_is_unlabelled(tmp_path):
+    """Round by round, from the recorded labels: a round with labels, a class still unlabelled
+    and fewer than 5 labels a class records {"seen", "classes"} and draws its batch as the cold
+    start does (zero scores, the round generator's permutation of the candidates); other rounds
+    score with the acquisition. Without cover_classes no round covers."""
+    from test_loop import POOL
+
+    from activebayes.loop import round_seed
+
+    rounds = _run(tmp_path, "cover", acquisition="bald", cover_classes=True)
+    truth = np.load(tmp_path / "digits.npz")["y"]
+    labelled: list[int] = []
+    covered = 0
+    for number, (settings, queries) in enumerate(rounds, start=1):
+        seen = len({int(truth[r]) for r in labelled})
+        expect_cover = 0 < len(labelled) < 50 and seen < 10
+        assert ("cover" in settings) == expect_cover
+        if expect_cover:
+            covered += 1
+            assert settings["cover"] == {"seen": seen, "classes": 10}
+            candidates = [r for r in range(POOL) if r not in labelled]
+            order = torch.randperm(len(candidates), generator=torch.Generator().manual_seed(round_seed(7, number)))[:10]
+            assert [int(k) for k, _, _ in queries] == [candidates[i] for i in order.tolist()]
+            assert {score for _, _, score in queries} == {0.0}
+        elif labelled:
+            assert any(score != 0.0 for _, _, score in queries)  # BALD's scores
+        labelled += [int(k) for k, _, _ in queries]
+    assert covered >= 1  # 10 random digits of 10 classes: some class is missing (here, and checked above)
+    assert not any("cover" in s for s, _ in _run(tmp_path, "plain", acquisition="bald"))
+    assert _run(tmp_path, "cover2", acquisition="bald", cover_classes=True) == rounds  # the same seed, the same queries
+
+
+def test_cover_classes_stops_at_five_labels_a_class(tmp_path):
+    """An 11th class that the pool never holds is never labelled: rounds draw uniformly up to
+    5 · 11 = 55 labels (rounds fitted on 10..50), then score with the acquisition."""
+    from test_loop import POOL, TEST, tiny_factory
+
+    from activebayes.data import write_digits
+    from activebayes.loop import ActiveLearningLoop
+    from activebayes.oracles import SimulatedOracle
+    from activebayes.store import PoolStore
+
+    path = write_digits(tmp_path / "digits.npz")
+    truth = np.load(path)["y"]
+    with PoolStore(f"sqlite:///{tmp_path / 'c.db'}") as store:
+        store.create_project("c", task="classification", classes=range(11), data_path=path)
+        store.add_items("c", rows=np.arange(POOL))
+        store.add_items("c", rows=np.arange(POOL, POOL + TEST), split="test")
+        store.record_observations("c", [(str(r), int(truth[r])) for r in range(POOL, POOL + TEST)], who="truth", source="import")
+        loop = ActiveLearningLoop(tiny_factory, "bald", store, "c", SimulatedOracle(truth), batch_size=10, seed=3, cover_classes=True)
+        loop.run(7)
+        covers = [(r.acquisition_settings or {}).get("cover") for r in store.rounds("c")]
+    assert covers[0] is None and all(c is not None and c["classes"] == 11 and c["seen"] <= 10 for c in covers[1:6])
+    assert covers[6] is None  # 60 labels: past 5 a class
+
+
+def test_cli_covers_the_classes_and_says_so(cli_db, tmp_path):
+    """Five classes, one of them in no row, a first batch of 2: with --cover-classes round 2
+    draws uniformly, says how many classes have no label, and status and --json status show it;
+    without it (the CLI's default) later rounds score, class e still unlabelled."""
+    import csv
+    import json
+
+    from cli_checks import ok
+
+    with open("t.csv", "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["id", "a", "label"])
+        for i in range(80):
+            writer.writerow([f"r{i}", f"{i % 4 + 0.01 * i:.3f}", "abcd"[i % 4]])
+    ok("init", "--name", "t", "--classes", "a,b,c,d,e")  # e: no item of the pool has it
+    ok("pool", "add", "t.csv", "--test-fraction", "0.25")
+    tiny = ("--oracle", "truth", "--device", "cpu", "--samples", "2", "--epochs", "2", "--k", "2")
+    ok("round", "--acquisition", "bald", *tiny)
+    shown = ok("round", "--acquisition", "bald", "--cover-classes", *tiny).stdout
+    rounds = json.loads(ok("--json", "status").stdout)["rounds"]
+    cover = rounds[1]["cover"]
+    assert cover["classes"] == 5 and cover["seen"] <= 2
+    assert f"a uniform draw: {5 - cover['seen']} of 5 classes have no label yet" in " ".join(shown.split())
+    assert f"uniform: {5 - cover['seen']} of 5 classes unlabelled" in " ".join(ok("status").stdout.split())
+    ok("round", "--acquisition", "bald", *tiny)
+    ok("round", "--acquisition", "bald", *tiny)
+    from activebayes_cli._model import DEFAULT_COVER_CLASSES
+
+    assert not DEFAULT_COVER_CLASSES
+    later = json.loads(ok("--json", "status").stdout)["rounds"][2:]
+    assert [r["number"] for r in later] == [3, 4] and not any("cover" in r for r in later)

