@@ -39,10 +39,11 @@ entry, or a plain score function `f(pred) -> [N]` (selected greedily, top-k). Wi
 there is no model: `first="random"` queries `batch_size` candidates uniformly at random (seeded),
 `first="typical"` TypiClust's most typical point of each of k clusters of the pool
 (`activebayes.acquisition.typical`); the round records which under acquisition_settings["first"].
-`cover_classes=True` (the CLI's default) goes on drawing uniformly while a class has no label yet
-and the labels number under 5 · C (`_selection.COVER_LABELS_PER_CLASS`): a class never labelled is unknown to
-the model, so no acquisition can ask for it, while a uniform draw finds a class of pool share π
-within about 1/π labels. Such a round is fitted and evaluated as usual and records
+`cover_classes=True` (`round --cover-classes`; off by default, README "When active learning
+helps") goes on drawing uniformly at random, whatever `first`, while a class has no label yet and
+the labels number under 5 · C (`_selection.COVER_LABELS_PER_CLASS`): a class never labelled is
+unknown to the model, so no acquisition can ask for it, while a uniform draw finds a class of
+pool share π within about 1/π labels. Such a round is fitted and evaluated as usual and records
 acquisition_settings["cover"] = {"seen": classes labelled, "classes": C}.
 "auto" picks an arm per round (`auto_arms`, default epig, bald, random) by EXP3 and fills the
 last r = 20 % of each batch uniformly at random, whose labels check the arm
