@@ -42,3 +42,19 @@ class RoundBusyError(StoreError):
                  host: str | None = None, started_at: object = None) -> None:  # fmt: skip
         super().__init__(message)
         self.project, self.number, self.pid, self.host, self.started_at = project, number, pid, host, started_at
+
+
+def regression_only(name: str) -> ConfigError:
+    """The error a regression posterior raises for a classifier-only method."""
+    return ConfigError(
+        f"{name}: the posterior was fitted for regression (float targets, Gaussian likelihood), which has no class "
+        "probabilities; use predict(x) -> GaussianPredictive or predict_mean_var(x) -> (mean [N], var [N])"
+    )
+
+
+def classification_only(name: str) -> ConfigError:
+    """The error a classifier raises for a regression-only method."""
+    return ConfigError(
+        f"{name}: the posterior was fitted for classification (integer labels); use predict_proba(x) or "
+        "predict(x) -> Predictive, or fit it on float targets for regression"
+    )

@@ -256,22 +256,6 @@ def fit_noise_variance(residuals: Tensor, y: Tensor) -> float:
     return max((sse + nu * NOISE_PRIOR_FRACTION * scale) / (residuals.numel() + nu), NOISE_FLOOR_FRACTION * scale)
 
 
-def regression_only(name: str) -> ConfigError:
-    """The error a regression posterior raises for a classifier-only method."""
-    return ConfigError(
-        f"{name}: the posterior was fitted for regression (float targets, Gaussian likelihood), which has no class "
-        "probabilities; use predict(x) -> GaussianPredictive or predict_mean_var(x) -> (mean [N], var [N])"
-    )
-
-
-def classification_only(name: str) -> ConfigError:
-    """The error a classifier raises for a regression-only method."""
-    return ConfigError(
-        f"{name}: the posterior was fitted for classification (integer labels); use predict_proba(x) or "
-        "predict(x) -> Predictive, or fit it on float targets for regression"
-    )
-
-
 def cosine_cycle_lr(step: int, steps_per_cycle: int, lr_max: float) -> float:
     """Huang et al. (2017): lr = lr_max / 2 · (cos(π · (step mod T) / T) + 1), T steps a cycle."""
     position = (step % steps_per_cycle) / steps_per_cycle

@@ -39,7 +39,7 @@ import torch
 from torch import Tensor, nn
 
 from activebayes._device import parse_device, resolve_device
-from activebayes.errors import ConfigError, ShapeError
+from activebayes.errors import ConfigError, ShapeError, classification_only, regression_only
 from activebayes.likelihoods import HETEROSCEDASTIC, heteroscedastic_loss, mean_variance_of_output
 from activebayes.posteriors.base import check_fitted
 from activebayes.predictive import GaussianPredictive, Predictive
@@ -48,8 +48,6 @@ from activebayes.training import (
     as_tensor,
     build_model,
     check_positive_int,
-    classification_only,
-    regression_only,
     regression_output,
     resolve_likelihood,
 )

@@ -76,7 +76,7 @@ from typing import Unpack
 import torch
 from torch import Tensor, nn
 
-from activebayes.errors import ConfigError, ShapeError
+from activebayes.errors import ConfigError, ShapeError, classification_only, regression_only
 from activebayes.likelihoods import HETEROSCEDASTIC
 from activebayes.marglik import MarglikConfig, MarglikFit, train_marglik
 from activebayes.posteriors._curvature import (
@@ -97,11 +97,9 @@ from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import (
     TrainConfig,
     as_tensor,
-    classification_only,
     fit_noise_variance,
     gaussian_nll,
     network_outputs,
-    regression_only,
     regression_output,
     train,
 )

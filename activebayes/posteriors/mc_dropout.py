@@ -61,7 +61,7 @@ from typing import Unpack
 import torch
 from torch import Tensor, nn
 
-from activebayes.errors import ConfigError, ShapeError
+from activebayes.errors import ConfigError, ShapeError, regression_only
 from activebayes.posteriors.dropout_tail import _MASKED, DropoutMasks, _mix_seed, flatten_sequential, run_prefix, stochastic_tail
 from activebayes.posteriors._network import REGRESSION_LIKELIHOODS, ModelFn, NetworkArgs, NetworkPosterior, check_bool, check_choice, inputs_for
 from activebayes.predictive import GaussianPredictive, Predictive
@@ -69,7 +69,6 @@ from activebayes.training import (
     as_tensor,
     fit_noise_variance,
     network_outputs,
-    regression_only,
     regression_output,
     train,
 )
