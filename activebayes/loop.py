@@ -44,7 +44,8 @@ helps") goes on drawing uniformly at random, whatever `first`, while a class has
 the labels number under 5 · C (`_selection.COVER_LABELS_PER_CLASS`): a class never labelled is
 unknown to the model, so no acquisition can ask for it, while a uniform draw finds a class of
 pool share π within about 1/π labels. Such a round is fitted and evaluated as usual and records
-acquisition_settings["cover"] = {"seen": classes labelled, "classes": C}.
+acquisition_settings["cover"] = {"seen": classes labelled, "classes": C}; every round of a loop
+with it records acquisition_settings["cover_classes"] = True.
 "auto" picks an arm per round (`auto_arms`, default epig, bald, random) by EXP3 and fills the
 last r = 20 % of each batch uniformly at random, whose labels check the arm
 (`activebayes.acquisition.auto`; recorded under acquisition_settings["auto"]). "nipv" (a
@@ -335,7 +336,7 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
                 | ({"epig_targets": self.epig_targets, "epig_target_source": "pool" if self.target_x is None else "given"}
                    if getattr(self.acquisition, "needs_targets", False) else {})
                 | ({"first": self.first} if cold else {}) | ({"debias": True} if self.debias else {})
-                | ({"cover": cover} if cover else {})
+                | ({"cover": cover} if cover else {}) | ({"cover_classes": True} if self.cover_classes else {})
                 | ({"auto": self._auto_choice(seed).settings()} if self.acquisition_name == "auto" and not (cold or cover) else {}),
             )  # fmt: skip
         self._stage(RoundStatus.started)

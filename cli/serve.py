@@ -71,7 +71,8 @@ def _listen(host: str, port: int) -> socket.socket:
 
 
 def round_arguments(store: Any, project: str) -> list[str]:
-    """The `activebayes round` options of `project`'s latest round (none before its first)."""
+    """The `activebayes round` options of `project`'s latest round (none before its first),
+    --cover-classes among them when that round's loop covered the classes."""
     latest = store.latest_round(project)
     if latest is None:
         return []
@@ -82,7 +83,7 @@ def round_arguments(store: Any, project: str) -> list[str]:
         args += ["--model", str(settings["model"])]
     for key, value in (settings.get("options") or {}).items():
         args += ["--option", f"{key}={json.dumps(value)}"]
-    return args
+    return args + (["--cover-classes"] if (latest.acquisition_settings or {}).get("cover_classes") else [])
 
 
 def round_runner(db: str, arguments: Callable[[str], list[str]]) -> Callable[[str], None]:

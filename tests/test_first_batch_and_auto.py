@@ -209,7 +209,8 @@ def test_cover_classes_draws_uniformly_while_a_class_is_unlabelled(tmp_path):
             assert any(score != 0.0 for _, _, score in queries)  # BALD's scores
         labelled += [int(k) for k, _, _ in queries]
     assert covered >= 1  # 10 random digits of 10 classes: some class is missing (here, and checked above)
-    assert not any("cover" in s for s, _ in _run(tmp_path, "plain", acquisition="bald"))
+    assert all(s["cover_classes"] is True for s, _ in rounds)  # every round of the loop says it covers
+    assert not any("cover" in s or "cover_classes" in s for s, _ in _run(tmp_path, "plain", acquisition="bald"))
     assert _run(tmp_path, "cover2", acquisition="bald", cover_classes=True) == rounds  # the same seed, the same queries
 
 
@@ -268,3 +269,18 @@ def test_cli_covers_the_classes_and_says_so(cli_db, tmp_path):
     assert not DEFAULT_COVER_CLASSES
     later = json.loads(ok("--json", "status").stdout)["rounds"][2:]
     assert [r["number"] for r in later] == [3, 4] and not any("cover" in r for r in later)
+
+
+def test_the_labelling_page_repeats_cover_classes():
+    """`activebayes serve` runs its next round with the latest round's options: --cover-classes
+    when that round's loop covered the classes, not otherwise."""
+    from activebayes_cli.serve import round_arguments
+
+    def store(acquisition_settings):
+        latest = SimpleNamespace(number=2, posterior="mc-dropout", acquisition="bald", posterior_settings={"model": "mlp"},
+                                 acquisition_settings=acquisition_settings)  # fmt: skip
+        return SimpleNamespace(latest_round=lambda project: latest, queries=lambda project, number: [1, 2])
+
+    base = ["--posterior", "mc-dropout", "--acquisition", "bald", "--k", "2", "--model", "mlp"]
+    assert round_arguments(store({"batch_size": 2, "cover_classes": True}), "p") == [*base, "--cover-classes"]
+    assert round_arguments(store({"batch_size": 2}), "p") == base
