@@ -153,6 +153,7 @@ def test_arm_parts_read_the_cover_suffix() -> None:
     assert run.arm_parts("epig") == ("epig", None, False)
     assert run.arm_problem("bald/random/cover", "classification") is None
     assert "third part can only be 'cover'" in run.arm_problem("bald/random/uncover", "classification")
+    assert "third part can only be 'cover'" in run.arm_problem("bald/random/cover/x", "classification")
 
 
 def test_many_class_tables_drop_their_leaks(tmp_path: Path) -> None:
@@ -164,3 +165,12 @@ def test_many_class_tables_drop_their_leaks(tmp_path: Path) -> None:
     header = (tmp_path / records["olive"]["file"]).read_text().splitlines()[0].split(",")
     assert "region" not in header and "rownames" not in header and "area" in header  # region groups the areas
     assert records["hpc_jobs"]["subsampled"] and records["hpc_jobs"]["rows"] == 3000
+
+
+def test_classes_seen_counts_labels_round_by_round() -> None:
+    from types import SimpleNamespace as N
+
+    answered = {1: ["a", "a", None], 2: ["b", "a"], 3: ["c"]}  # None: a query still unanswered
+    store = N(rounds=lambda p: [N(number=n) for n in answered],
+              queries=lambda p, n: [N(value=v) for v in answered[n]])  # fmt: skip
+    assert _module("classes_seen").classes_seen(store, "p") == [(2, 1), (4, 2), (5, 3)]

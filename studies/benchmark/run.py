@@ -191,7 +191,7 @@ def arm_problem(arm: str, task: str) -> str | None:
     acquisition, first, _ = arm_parts(arm)
     if first not in (None, "random", "typical"):
         return f"first batch {first!r} is neither random nor typical"
-    if arm.count("/") == 2 and not arm.endswith("/cover"):
+    if arm.count("/") >= 2 and arm.split("/", 2)[2] != "cover":
         return f"arm {arm!r}: the third part can only be 'cover'"
     try:
         resolve_acquisition(acquisition)
