@@ -9,6 +9,23 @@ Each selection also leaves the probability with which every chosen item was draw
 (`_draw_probabilities`, taken once by `_take_draw_probabilities` when the round records its
 queries): the selector's `BatchSelection.probabilities` for a stochastic acquisition, 1/(n − m + 1)
 for each uniform draw (a random round or auto's random share), None for a deterministic choice.
+
+Early rounds (the loop's `first` and `cover_classes`):
+* `first="auto"` (the CLI's default) takes TypiClust's batch (`acquisition.typical`), the labelled
+  items clustered with the candidates, in every round whose labels, with its batch, number at most
+  2 · C (C the project's classes; TYPICAL_LABELS_PER_CLASS): at a budget of one or two labels a
+  class, typical points teach more than uncertain ones (Hacohen, Dekel and Weinshall, ICML 2022),
+  and they reach classes that an untrained model cannot ask for. With k = 10 that is the first
+  batch on 5-9 classes and the first two on 10; on fewer classes, or a regression, or classes
+  not yet known, the first batch is uniform. Such a round is fitted and evaluated as usual and
+  records acquisition_settings["typical"] = {"labels": L, "classes": C}.
+* `cover_classes=True` (`round --cover-classes`; off by default, README "When active learning
+  helps") draws uniformly at random, whatever `first`, in a round that is not typical while a
+  class has no label yet and the labels number under 5 · C (COVER_LABELS_PER_CLASS): a class never
+  labelled is unknown to the model, so no acquisition can ask for it, while a uniform draw finds
+  a class of pool share π within about 1/π labels. Such a round is fitted and evaluated as usual
+  and records acquisition_settings["cover"] = {"seen": classes labelled, "classes": C}; every
+  round of a loop with it records acquisition_settings["cover_classes"] = True.
 """
 
 from __future__ import annotations
@@ -20,6 +37,9 @@ import numpy as np
 import torch
 
 COVER_LABELS_PER_CLASS = 5  # cover_classes: uniform rounds while a class is unlabelled, up to 5 labels a class
+#: first="auto": a round takes TypiClust's typical batch while, with it, the labels number at most
+#: this many a class (the low-budget regime of Hacohen et al. 2022)
+TYPICAL_LABELS_PER_CLASS = 2
 
 
 class PoolSelection:
@@ -47,6 +67,27 @@ class PoolSelection:
             return None
         seen = len(set(self.store.labels(self.project)[2]))
         return {"seen": seen, "classes": len(classes)} if seen < len(classes) else None
+
+    def _low_budget(self, labelled: int) -> dict[str, int] | None:
+        """{"labels": L, "classes": C} when `first="auto"` makes a round with L labels take a
+        typical batch: a classification project with its C classes known, and L + k ≤ 2 · C
+        (k the round's batch size), else None."""
+        classes = self._info.classes or []
+        if self.first != "auto" or self._info.task != "classification" or labelled >= TYPICAL_LABELS_PER_CLASS * len(classes):
+            return None
+        k = min(self.batch_size, self.store.count_candidates(self.project))
+        return {"labels": labelled, "classes": len(classes)} if labelled + k <= TYPICAL_LABELS_PER_CLASS * len(classes) else None
+
+    def _select_typical(self, cand_rows: Any, k: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """TypiClust's batch (`acquisition.typical.typical_batch`): the candidates and the labelled
+        items clustered together into L + k groups, the most typical candidate of each of the k
+        largest groups without a label; (positions [k] into the candidates, zeros [k])."""
+        from activebayes.acquisition.typical import typical_batch
+
+        rows = self.store.labels(self.project)[0]
+        labelled = self._features(np.asarray(rows)) if len(rows) else None
+        self._draw_probabilities = None  # a deterministic choice
+        return typical_batch(self._features(np.asarray(cand_rows)), k, labelled=labelled, seed=seed), torch.zeros(k)
 
     def _select_first_random(self, n: int, k: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         """A cold start's uniformly random batch: (positions [k] into the n candidates, zeros [k])."""

@@ -39,13 +39,9 @@ entry, or a plain score function `f(pred) -> [N]` (selected greedily, top-k). Wi
 there is no model: `first="random"` queries `batch_size` candidates uniformly at random (seeded),
 `first="typical"` TypiClust's most typical point of each of k clusters of the pool
 (`activebayes.acquisition.typical`); the round records which under acquisition_settings["first"].
-`cover_classes=True` (`round --cover-classes`; off by default, README "When active learning
-helps") goes on drawing uniformly at random, whatever `first`, while a class has no label yet and
-the labels number under 5 · C (`_selection.COVER_LABELS_PER_CLASS`): a class never labelled is
-unknown to the model, so no acquisition can ask for it, while a uniform draw finds a class of
-pool share π within about 1/π labels. Such a round is fitted and evaluated as usual and records
-acquisition_settings["cover"] = {"seen": classes labelled, "classes": C}; every round of a loop
-with it records acquisition_settings["cover_classes"] = True.
+`first="auto"` (the CLI's default) and `cover_classes=True` change how early rounds select
+(typical or uniform batches while labels are few; `activebayes._selection` says when, and what the
+rounds record).
 "auto" picks an arm per round (`auto_arms`, default epig, bald, random) by EXP3 and fills the
 last r = 20 % of each batch uniformly at random, whose labels check the arm
 (`activebayes.acquisition.auto`; recorded under acquisition_settings["auto"]). "nipv" (a
@@ -102,7 +98,7 @@ _S = RoundStatus
 STAGES = (_S.started.value, "fit", _S.fitted.value, "score", _S.scored.value, "ask", _S.answered.value, _S.done.value)
 
 
-FIRST_BATCHES = ("typical", "random")  # a cold start's batch: TypiClust's typical points, or uniform
+FIRST_BATCHES = ("typical", "random", "auto")  # a cold start's batch: typical points, uniform, or by the budget
 
 
 def round_seed(seed: int, number: int) -> int:
@@ -159,7 +155,7 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
         data: the project's data already loaded by `activebayes.data.load_project_data`
             (checked against its sha256 by the caller); None loads and checks it on first use.
         acquisition_subset: M, score a seeded random subset of M candidates per round.
-        first: the cold start's batch, "random" or "typical" (see above).
+        first: the cold start's batch, "random", "typical" or "auto" (see above).
         cover_classes: draw uniformly while a class has no label (see above).
         auto_arms: the strategies "auto" chooses among (registry names), or None for the default.
         epig_targets: M, target inputs of epig / power-epig drawn from the pool (default 1000).
@@ -326,7 +322,8 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
                 self._unfitted = (seed, self._new_posterior(seed))
             name = self.posterior_name or type(self._unfitted[1]).__name__
             labelled = self.store.count_labelled(self.project)
-            cold, cover = labelled == 0, self._uncovered(labelled)  # the first batch: no model yet
+            cold, typical = labelled == 0, self._low_budget(labelled)  # cold: the first batch, no model yet
+            cover = None if typical else self._uncovered(labelled)
             rnd = self.store.start_round(
                 self.project, posterior=name, acquisition=self.acquisition_name, seed=seed,
                 posterior_settings=self.posterior_settings,
@@ -336,8 +333,9 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
                 | ({"epig_targets": self.epig_targets, "epig_target_source": "pool" if self.target_x is None else "given"}
                    if getattr(self.acquisition, "needs_targets", False) else {})
                 | ({"first": self.first} if cold else {}) | ({"debias": True} if self.debias else {})
-                | ({"cover": cover} if cover else {}) | ({"cover_classes": True} if self.cover_classes else {})
-                | ({"auto": self._auto_choice(seed).settings()} if self.acquisition_name == "auto" and not (cold or cover) else {}),
+                | ({"typical": typical} if typical else {}) | ({"cover": cover} if cover else {})
+                | ({"cover_classes": True} if self.cover_classes else {})
+                | ({"auto": self._auto_choice(seed).settings()} if self.acquisition_name == "auto" and not (cold or cover or typical) else {}),
             )  # fmt: skip
         self._stage(RoundStatus.started)
         number = rnd.number
@@ -395,12 +393,10 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
         self._stage(RoundStatus.fitted)
         self._stage("score")
         t0 = time.perf_counter()
-        if posterior is None and rnd.acquisition_settings.get("first", "random") == "typical":
-            from activebayes.acquisition.typical import typical_batch
-
-            chosen, scores = typical_batch(self._features(np.asarray(cand_rows)), k, seed=rnd.seed), torch.zeros(k)
-            self._draw_probabilities = None
-        elif posterior is None or "cover" in rnd.acquisition_settings:
+        settings = rnd.acquisition_settings
+        if "typical" in settings or (posterior is None and settings.get("first", "random") == "typical"):
+            chosen, scores = self._select_typical(cand_rows, k, rnd.seed)
+        elif posterior is None or "cover" in settings:
             chosen, scores = self._select_first_random(len(item_ids), k, generator)
         elif self.acquisition_name == "auto":
             chosen, scores = self._select_auto(posterior, cand_rows, k, generator, rnd.acquisition_settings["auto"])
@@ -410,7 +406,7 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
         timings = {"score_s": time.perf_counter() - t0}
         # every candidate's score (set by _scores; batch-bald: its BALD pre-filter), kept for the reports
         pool_scores, self._pool_scores = getattr(self, "_pool_scores", None), None
-        if posterior is None or self.acquisition_name == "random" or "cover" in rnd.acquisition_settings:
+        if posterior is None or self.acquisition_name == "random" or "cover" in settings or "typical" in settings:
             pool_scores = None
         rnd = self.store.record_queries_and_scores(
             self.project, number, item_ids[chosen.numpy()].tolist(), scores.tolist(), timings=timings,

@@ -32,6 +32,7 @@ import numpy as np
 
 from activebayes.estimates import Estimate, categorical_nll, gaussian_nll, squared_error, stratified_estimate, zero_one_loss
 
+TYPICAL = "not available: TypiClust's typical items (--first auto, while labels are few) are chosen, not drawn"
 DETERMINISTIC = "not available: the acquisition is deterministic (top-k); a stochastic one (power-, softmax-, random, auto) records its draws"
 
 
@@ -142,6 +143,8 @@ def round_estimate(rnd: Any, queries: Sequence[Any], task: str, classes: Sequenc
     pool = (rnd.acquisition_settings or {}).get("candidates")
     probabilities = [getattr(q, "probability", None) for q in ordered]
     if pool is None or all(p is None for p in probabilities):
+        if pool is not None and (rnd.acquisition_settings or {}).get("typical"):
+            return PoolEstimate(reason=TYPICAL)
         return PoolEstimate(reason=DETERMINISTIC if pool is not None else "not available: recorded before draws kept their probabilities")
     n_fixed = next(i for i, p in enumerate(probabilities) if p is not None)
     if any(p is None for p in probabilities[n_fixed:]):

@@ -40,7 +40,8 @@ def demo_arms() -> tuple[Arm, Arm]:
 
     acquisition, first, cover = default_acquisition(TASK), default_first(), DEFAULT_COVER_CLASSES
     covered = ", uniform while a class is unlabelled" if cover else ""
-    default = Arm("default", f"default ({acquisition}, first batch: {first}{covered})", acquisition, first, cover)
+    batches = "typical items while ≤ 2 labels a class" if first == "auto" else f"first batch: {first}"
+    default = Arm("default", f"default ({acquisition}, {batches}{covered})", acquisition, first, cover)
     return default, Arm("random", RANDOM_LABEL, "random", "random")
 
 

@@ -43,7 +43,9 @@ REGRESSION_ACQUISITIONS = ("variance", "eig", "bald", "random", "nipv", "epig", 
 #: The defaults a round uses when it names none, chosen on the real-data benchmark
 #: (studies/benchmark, README "When active learning helps").
 DEFAULT_ACQUISITION = {"classification": "power-epig", "regression": "auto"}
-DEFAULT_FIRST = "random"
+#: `--first auto`: TypiClust's typical items while the labels stay within two a class (on the
+#: benchmark's tables of 5 or more classes; a uniform first batch on fewer), README_EXPERIMENTS.md
+DEFAULT_FIRST = "auto"
 #: `--cover-classes` (rounds draw uniformly while a class has no label) is off: on the benchmark's
 #: tables of 3-10 classes it lowered power-EPIG's gain over random (README_EXPERIMENTS.md)
 DEFAULT_COVER_CLASSES = False

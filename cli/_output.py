@@ -11,7 +11,7 @@ import re
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -118,3 +118,19 @@ def safe_name(text: str) -> str:
 def round_csv_name(project: str, number: int) -> str:
     """The default round file of round `number`: `<project>-round-<N>.csv` (in the current folder)."""
     return f"{safe_name(project)}-round-{number}.csv"
+
+
+def early_round_note(settings: Mapping[str, Any] | None) -> str:
+    """What chose an early round's batch, for the round's title (the loop's acquisition_settings):
+    " (TypiClust's typical items: 10 labels so far, 10 classes)", " (no labels yet: a random first
+    batch)", " (a uniform draw: 3 of 9 classes have no label yet)", or "" for the acquisition's own."""
+    settings = settings or {}
+    typical, cover, first = settings.get("typical"), settings.get("cover"), settings.get("first")
+    if typical:
+        so_far = f"{typical['labels']} labels so far" if typical["labels"] else "no labels yet"
+        return f" (TypiClust's typical items: {so_far}, {typical['classes']} classes)"
+    if first:
+        return f" (no labels yet: a {'typical' if first == 'typical' else 'random'} first batch)"
+    if cover:
+        return f" (a uniform draw: {cover['classes'] - cover['seen']} of {cover['classes']} classes have no label yet)"
+    return ""

@@ -128,15 +128,18 @@ def metric_columns(rounds: list[Any]) -> list[str]:
 
 def acquisition_text(r: Any) -> str:
     """A round's acquisition as status shows it: auto with its chosen arm, its probability and its
-    random share ("auto: bald p=0.45, 2 random"); a cold start's first batch ("bald, first: typical");
+    random share ("auto: bald p=0.45, 2 random"); a TypiClust round of `--first auto` ("bald,
+    typical: 10 labels, 10 classes"); a cold start's first batch ("bald, first: typical");
     a round drawn uniformly while classes had no label ("bald, uniform: 3 of 10 classes unlabelled")."""
     settings = r.acquisition_settings or {}
     auto = settings.get("auto")
     if auto:
         p = auto["probabilities"][auto["arms"].index(auto["arm"])]
         return f"{r.acquisition}: {auto['arm']} p={p:.2f}, {auto['random']} random"
-    if settings.get("first"):
-        return f"{r.acquisition}, first: {settings['first']}"
+    if settings.get("typical"):
+        return f"{r.acquisition}, typical: {settings['typical']['labels']} labels, {settings['typical']['classes']} classes"
+    if settings.get("first"):  # auto without a typical batch: uniform
+        return f"{r.acquisition}, first: {'random' if settings['first'] == 'auto' else settings['first']}"
     if settings.get("cover"):
         cover = settings["cover"]
         return f"{r.acquisition}, uniform: {cover['classes'] - cover['seen']} of {cover['classes']} classes unlabelled"
@@ -262,6 +265,7 @@ def status(ctx: typer.Context) -> None:
                 **({"auto": r.acquisition_settings["auto"]} if (r.acquisition_settings or {}).get("auto") else {}),
                 **({"first": r.acquisition_settings["first"]} if (r.acquisition_settings or {}).get("first") else {}),
                 **({"cover": r.acquisition_settings["cover"]} if (r.acquisition_settings or {}).get("cover") else {}),
+                **({"typical": r.acquisition_settings["typical"]} if (r.acquisition_settings or {}).get("typical") else {}),
                 "labelled_count": r.labelled_count,
                 "metrics": r.metrics,
                 "failure_reason": r.failure_reason,

@@ -6,10 +6,12 @@ One call runs one round of `activebayes.loop.ActiveLearningLoop`:
   network's output shape and class count, a dropout layer for mc-dropout, a one-epoch trial fit
   scored by the acquisition): a mistake there leaves the database unchanged. A failure later,
   while fitting or scoring the pool, is recorded as a failed round (its reason in `status`).
-* A round with no labels yet has no posterior to score with: `--first random` (the default)
-  asks for K uniformly random items (seeded), `--first typical` for the most typical item of each
-  of K clusters of the pool (TypiClust); the recorded scores are 0. With `--cover-classes`, later
-  rounds draw uniformly too while a class has no label (and under 5 labels a class).
+* A round with no labels yet has no posterior to score with: `--first random` asks for K
+  uniformly random items (seeded), `--first typical` for the most typical item of each of K
+  clusters of the pool (TypiClust); the recorded scores are 0. `--first auto` (the default) takes
+  TypiClust's batch in every round that keeps the labels within two a class (the first on 5-9
+  classes with K = 10, the first two on 10), uniform otherwise (`activebayes._selection`). With
+  `--cover-classes`, later rounds draw uniformly while a class has no label (under 5 labels a class).
 * With no --acquisition, a round uses the default of its task (`_model.DEFAULT_ACQUISITION`,
   chosen on the real-data benchmark in studies/benchmark). `--acquisition auto` lets a bandit
   choose among strategies each round, with a random share of each batch to check the choice
@@ -69,7 +71,7 @@ from activebayes_cli._context import check_device, state
 from activebayes_cli._model import DEFAULT_COVER_CLASSES
 from activebayes_cli._options import Address, Device, Engine
 from activebayes_cli._options import given as option_given
-from activebayes_cli._output import round_csv_name, safe_name
+from activebayes_cli._output import early_round_note, round_csv_name, safe_name
 from activebayes_cli._round_options import RoundOptions, differences, recorded_options
 from activebayes_cli._targets import check_targets
 from activebayes_cli._round_file import (
@@ -93,6 +95,7 @@ DISCARDED = "discarded by `activebayes round --restart-round`"
 
 
 class FirstBatch(str, Enum):
+    auto = "auto"
     typical = "typical"
     random = "random"
 
@@ -218,7 +221,7 @@ def round_(
     ctx: typer.Context,
     posterior: Annotated[Optional[str], typer.Option("--posterior", help="mc-dropout (classification default), deep-ensemble, snapshot-ensemble, laplace, swag, mfvi, batch-ensemble; gp (regression default).", show_default=False)] = None,
     acquisition: Annotated[Optional[str], typer.Option("--acquisition", help="auto, epig, power-epig, bald, batch-bald, power-bald, entropy, variation-ratio, random, ...; regression: auto, epig, variance, eig, bald, random, nipv (default: the benchmark's choice per task, see README).", show_default=False)] = None,
-    first: Annotated[Optional[FirstBatch], typer.Option("--first", help="The first batch, before any label: typical (TypiClust: the most typical item of each of k clusters of the pool) or random.", show_default=False)] = None,
+    first: Annotated[Optional[FirstBatch], typer.Option("--first", help="The first batches: auto (default: TypiClust's typical items while the labels stay within two a class, else random), typical (TypiClust, first batch only) or random.", show_default=False)] = None,
     cover: Annotated[bool, typer.Option("--cover-classes", help="While a class has no label (and under 5 labels a class), draw uniformly at random: no acquisition can ask for a class the model has never seen (see README).")] = DEFAULT_COVER_CLASSES,
     k: Annotated[int, typer.Option("--k", help="Items to query this round.")] = 10,
     model: Annotated[str, typer.Option("--model", help="mlp, cnn, auto (each round, the MLP of highest Laplace evidence: 1x64, 2x64, 2x128, 1x256), pkg.module:factory or path/to/file.py:factory (a zero-argument callable returning an nn.Module).")] = "mlp",
@@ -475,10 +478,7 @@ def round_(
     }
 
     def render(console) -> None:
-        cover = (rnd.acquisition_settings or {}).get("cover")
-        first = " (no labels yet: a random first batch)" if result.labelled == 0 else (
-            f" (a uniform draw: {cover['classes'] - cover['seen']} of {cover['classes']} classes have no label yet)" if cover else "")
-        title = f"round {result.number}: {len(queries)} queries by {rnd.acquisition}{first}"
+        title = f"round {result.number}: {len(queries)} queries by {rnd.acquisition}{early_round_note(rnd.acquisition_settings)}"
         console.print(queries_table(title, queries, rnd.acquisition))
         if result.metrics:
             scalars = {k: v for k, v in result.metrics.items() if isinstance(v, (int, float, str))}  # not the packed stop set

@@ -72,10 +72,12 @@ def _listen(host: str, port: int) -> socket.socket:
 
 def round_arguments(store: Any, project: str) -> list[str]:
     """The `activebayes round` options of `project`'s latest round (none before its first),
-    --cover-classes among them when that round's loop covered the classes."""
+    --cover-classes among them when that round's loop covered the classes, and the first round's
+    --first (which goes on choosing early rounds' batches under `auto`)."""
     latest = store.latest_round(project)
     if latest is None:
         return []
+    first = (store.rounds(project)[0].acquisition_settings or {}).get("first")
     k = len(store.queries(project, latest.number))
     args = ["--posterior", latest.posterior, "--acquisition", latest.acquisition] + (["--k", str(k)] if k else [])
     settings = latest.posterior_settings or {}
@@ -83,7 +85,7 @@ def round_arguments(store: Any, project: str) -> list[str]:
         args += ["--model", str(settings["model"])]
     for key, value in (settings.get("options") or {}).items():
         args += ["--option", f"{key}={json.dumps(value)}"]
-    return args + (["--cover-classes"] if (latest.acquisition_settings or {}).get("cover_classes") else [])
+    return args + (["--first", first] if first else []) + (["--cover-classes"] if (latest.acquisition_settings or {}).get("cover_classes") else [])
 
 
 def round_runner(db: str, arguments: Callable[[str], list[str]]) -> Callable[[str], None]:

@@ -293,7 +293,8 @@ def test_interrupted_round_is_resumed_not_doubled(pooled):
 def test_human_round_then_label_from_csv(pooled):
     result = run("round", *TINY, "--k", "5")
     assert result.exit_code == 0, result.output
-    assert "blobs-round-1.csv" in result.stdout and "random first batch" in result.stdout
+    shown = " ".join(result.stdout.split())  # 3 classes, k = 5: the default --first auto's typical items
+    assert "blobs-round-1.csv" in result.stdout and "(TypiClust's typical items: no labels yet, 3 classes)" in shown
     rows = list(csv.reader(Path("blobs-round-1.csv").open()))
     assert rows[0][:4] == ["key", "label", "score", "rank"] and len(rows) == 6 and all(r[1] == "" for r in rows[1:])
     keys = [r[0] for r in rows[1:]]

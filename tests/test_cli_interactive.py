@@ -246,8 +246,11 @@ def test_demo_fast_end_to_end(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     curves = summary["curves"]
-    acquisition, first = default_acquisition("classification"), default_first()
-    default = f"default ({acquisition}, first batch: {first}{', uniform while a class is unlabelled' if DEFAULT_COVER_CLASSES else ''})"
+    from activebayes_cli._demo_runs import demo_arms
+
+    acquisition, first, default = default_acquisition("classification"), default_first(), demo_arms()[0].label
+    assert default.startswith(f"default ({acquisition}, ")  # and says how its early batches are chosen:
+    assert ("typical items while ≤ 2 labels a class" in default) == (first == "auto") and ("uniform while" in default) == DEFAULT_COVER_CLASSES
     assert summary["studies"] == 1 and summary["seeds"] == [0]
     assert list(curves) == [default, "random"]
     assert summary["arms"][default] == {"key": "default", "acquisition": acquisition, "first": first, "cover_classes": DEFAULT_COVER_CLASSES}

