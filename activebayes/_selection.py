@@ -72,19 +72,20 @@ class PoolSelection:
         """{"labels": L, "classes": C} when `first="auto"` makes a round with L labels take a
         typical batch: a classification project with its C classes known, and L + k ≤ 2 · C
         (k the round's batch size), else None."""
-        classes = self._info.classes or []
-        if self.first != "auto" or self._info.task != "classification" or labelled >= TYPICAL_LABELS_PER_CLASS * len(classes):
-            return None
+        classes = len(self._info.classes or [])
+        budget = TYPICAL_LABELS_PER_CLASS * classes  # labels, this round's batch included
+        if self.first != "auto" or self._info.task != "classification" or labelled >= budget:
+            return None  # (checked before the count, which costs a query)
         k = min(self.batch_size, self.store.count_candidates(self.project))
-        return {"labels": labelled, "classes": len(classes)} if labelled + k <= TYPICAL_LABELS_PER_CLASS * len(classes) else None
+        return {"labels": labelled, "classes": classes} if labelled + k <= budget else None
 
-    def _select_typical(self, cand_rows: Any, k: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """TypiClust's batch (`acquisition.typical.typical_batch`): the candidates and the labelled
-        items clustered together into L + k groups, the most typical candidate of each of the k
-        largest groups without a label; (positions [k] into the candidates, zeros [k])."""
+    def _select_typical(self, cand_rows: Any, rows: Any, k: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """TypiClust's batch (`acquisition.typical.typical_batch`): the candidates (`cand_rows`) and
+        the labelled items (`rows`, in item order) clustered together into L + k groups, the most
+        typical candidate of each of the k largest groups without a label; (positions [k] into the
+        candidates, zeros [k])."""
         from activebayes.acquisition.typical import typical_batch
 
-        rows = self.store.labels(self.project)[0]
         labelled = self._features(np.asarray(rows)) if len(rows) else None
         self._draw_probabilities = None  # a deterministic choice
         return typical_batch(self._features(np.asarray(cand_rows)), k, labelled=labelled, seed=seed), torch.zeros(k)

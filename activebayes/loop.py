@@ -395,7 +395,7 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
         t0 = time.perf_counter()
         settings = rnd.acquisition_settings
         if "typical" in settings or (posterior is None and settings.get("first", "random") == "typical"):
-            chosen, scores = self._select_typical(cand_rows, k, rnd.seed)
+            chosen, scores = self._select_typical(cand_rows, rows, k, rnd.seed)
         elif posterior is None or "cover" in settings:
             chosen, scores = self._select_first_random(len(item_ids), k, generator)
         elif self.acquisition_name == "auto":

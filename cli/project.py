@@ -262,10 +262,8 @@ def status(ctx: typer.Context) -> None:
                 "status": r.status,
                 "posterior": r.posterior,
                 "acquisition": r.acquisition,
-                **({"auto": r.acquisition_settings["auto"]} if (r.acquisition_settings or {}).get("auto") else {}),
-                **({"first": r.acquisition_settings["first"]} if (r.acquisition_settings or {}).get("first") else {}),
-                **({"cover": r.acquisition_settings["cover"]} if (r.acquisition_settings or {}).get("cover") else {}),
-                **({"typical": r.acquisition_settings["typical"]} if (r.acquisition_settings or {}).get("typical") else {}),
+                **{key: (r.acquisition_settings or {})[key] for key in ("auto", "first", "cover", "typical")
+                   if (r.acquisition_settings or {}).get(key)},
                 "labelled_count": r.labelled_count,
                 "metrics": r.metrics,
                 "failure_reason": r.failure_reason,

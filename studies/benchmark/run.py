@@ -70,8 +70,8 @@ def fingerprint(cfg: dict[str, Any], record: dict[str, Any], variant: str = "def
 
 def arm_parts(arm: str) -> tuple[str, str | None, bool]:
     """(acquisition, first batch, cover_classes) of an arm: "epig/random", "random/typical" or
-    "power-epig/auto" name the first batch (the loop's `first`), "epig" takes the CLI's (`activebayes_cli._model.default_first`); plain
-    "random" is uniform throughout (random first batch too). A third part "cover"
+    "power-epig/auto" name the first batch (the loop's `first`), "epig" takes the CLI's
+    (`activebayes_cli._model.default_first`); plain "random" is uniform throughout (random first batch too). A third part "cover"
     ("power-epig/random/cover") turns on the loop's `cover_classes`, off otherwise."""
     acquisition, _, rest = arm.partition("/")
     first, _, cover = rest.partition("/")
