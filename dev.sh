@@ -2,7 +2,7 @@
 # One entry point for people and CI. Creates .venv on first use and keeps it in step with
 # pyproject.toml.
 #   ./dev.sh demo [ARGS]    install if needed, then run `activebayes demo ARGS`
-#   ./dev.sh test [ARGS]    install with the test extras if needed, then run pytest ARGS
+#   ./dev.sh test [ARGS]    install with the test extras if needed, then run pytest ARGS (a worker per core)
 #   ./dev.sh bench NAME     install with the bench extras if needed, then run bench/NAME.py
 #   ./dev.sh activebayes ARGS / ./dev.sh python ARGS   run inside the environment
 set -euo pipefail
@@ -61,7 +61,7 @@ ensure_env() {  # $1: which extras (base|test|bench)
 cmd=${1:-help}; shift || true
 case "$cmd" in
   demo)  ensure_env base; exec "$VENV/bin/activebayes" demo "$@" ;;
-  test)  ensure_env test; exec "$VENV/bin/python" -m pytest "$@" ;;
+  test)  ensure_env test; exec "$VENV/bin/python" -m pytest -n "${TEST_WORKERS:-auto}" "$@" ;;  # a worker per core; -n 0: one process
   bench) ensure_env bench; name=$1; shift; exec "$VENV/bin/python" "bench/$name.py" "$@" ;;
   activebayes) ensure_env base; exec "$VENV/bin/activebayes" "$@" ;;
   python) ensure_env base; exec "$VENV/bin/python" "$@" ;;

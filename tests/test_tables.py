@@ -104,6 +104,35 @@ def test_many_levels_refused_unless_forced(tmp_path):
     assert plan(few, categorical="auto").columns[1].kind == "categorical"  # under 20 values: never an identifier
 
 
+def test_text_column_holding_some_numbers_is_categorical(tmp_path):
+    """A drive column of f, r and 4 (4 stands for four-wheel): the numbers are under half the values,
+    so they are categories as spelled, and a note says so. A numeric column with a stray word is
+    refused (a typo or a gap marker), and so is a mostly-text column whose numbers would make over
+    50 levels unless forced."""
+    drive = ["f", "4", "r", "f", "4", "f", "r", "f", "4", "f"]  # 3 of 10 numbers
+    f = write_csv(tmp_path / "d.csv", ["x", "drv", "label"], [[f"{i}.5", drive[i % 10], "ab"[i % 2]] for i in range(40)])
+    p = plan(f, categorical="auto")
+    assert [(c.name, c.kind) for c in p.columns] == [("x", "numeric"), ("drv", "categorical")]
+    assert p.columns[1].levels == ["4", "f", "r"]
+    assert any("'drv' mixes text and numbers (12 of 40 values are numbers)" in n for n in p.notes)
+    spec = fit_table_spec(p, np.arange(40))
+    x, names = apply_table_spec(p.table, spec)
+    assert names == ["x", "drv=4", "drv=f", "drv=r"]
+    assert x[:4, 1:].tolist() == [[0, 1, 0], [1, 0, 0], [0, 0, 1], [0, 1, 0]]
+    assert x[:, 1:].sum(axis=1).tolist() == [1] * 40
+    with pytest.raises(DataError, match=r"'drv' is not a number \('f'\)"):
+        plan(f, categorical="error")
+
+    typo = write_csv(tmp_path / "t.csv", ["x", "label"], [["12.5o" if i == 3 else f"{i}.5", "ab"[i % 2]] for i in range(40)])
+    with pytest.raises(DataError, match=r"line 5: column 'x' is not a number \('12.5o'\) but line 2 holds the number '0.5' "
+                                         r"\(39 of its 40 values are numbers; .*--na-values"):
+        plan(typo, categorical="auto")
+    many = write_csv(tmp_path / "m.csv", ["code", "label"], [[str(i) if i % 3 == 0 else "none", "ab"[i % 2]] for i in range(180)])
+    with pytest.raises(DataError, match=r"column 'code' is not a number \('none'\) but line 2 holds the number '0' \(60 of its 180"):
+        plan(many, categorical="auto")
+    assert len(plan(many, categorical="force").columns[0].levels) == 61
+
+
 def test_names_an_identifier_by_its_last_word():
     assert all(map(names_an_identifier, ["customer_id", "CustomerID", "userId", "order-key", "ID", "row uuid", "GUID"]))
     assert not any(map(names_an_identifier, ["paid", "valid", "idle", "keystrokes", "id_number", "x1", ""]))
@@ -285,6 +314,16 @@ def test_features_and_categorical_force(db):
     assert_mistake(run("--project", "g", "pool", "add", "p.csv", "--features", "height,weight"), "features 'weight' is not a column")
     assert_mistake(run("--project", "g", "pool", "add", "p.csv", "--features", " , "), "--features")
     assert db_dump(db) == before
+
+
+def test_pool_add_reads_a_drive_column_of_letters_and_a_number(db):
+    """mpg's drv (f, r, 4): `pool add` one-hot encodes it with the note, and a round runs on it."""
+    drive = ["f", "4", "r", "f", "4"]
+    write_csv(Path("d.csv"), ["id", "displ", "drv", "label"], [[f"c{i}", f"{1 + i % 7}.{i % 10}", drive[i % 5], "ab"[i % 2]] for i in range(30)])
+    added = ok("--json", "pool", "add", "d.csv", "--label-column", "label")
+    assert json.loads(added.stdout)["features"] == [4]  # displ, drv=4, drv=f, drv=r
+    assert "'drv' mixes text and numbers (12 of 30 values are numbers); its numbers are read as categories" in " ".join(added.stderr.split())
+    ok("round", "--oracle", "truth", "--k", "4", "--device", "cpu")
 
 
 def test_text_column_is_a_first_class_pool(db):

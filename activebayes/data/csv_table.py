@@ -337,6 +337,16 @@ class CsvTable:
         col = self._encoded(name)
         return (col.codes if col.codes is not None else np.full(len(self), -1, dtype=np.int32)), col.texts
 
+    def category_codes(self, name: str) -> tuple[np.ndarray, list[str]]:
+        """`text_codes` with each number as a text too, as spelled in the file ("4", "4.0" and
+        "04" are three texts): the codes of a categorical column that holds numbers."""
+        codes, texts = self.text_codes(name)
+        if not (codes < 0).any():
+            return codes, texts
+        position: dict[str, int] = {}
+        codes = np.asarray([position.setdefault(t, len(position)) for t in self.column(name)], dtype=np.int64)
+        return codes, list(position)
+
     def column(self, name: str) -> list[str]:
         """The N stripped cells of column `name` as text (numbers as spelled in the file, which
         reads the file again for a column holding numbers)."""

