@@ -76,7 +76,8 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     only; rows with a gap left out under --missing drop. Returns {"data", "spec", "plan",
     "pool_rows", "test_rows", "dropped"}. `task`: the project's ("classification" or "regression")."""
     from activebayes.data.loaders import check_labels, dataset_from_table
-    from activebayes.data.tabular import fit_table_spec, plan_table
+    from activebayes.data.table_spec import fit_table_spec
+    from activebayes.data.tabular import plan_table
 
     file = table.path
     plan = plan_table(table, options)

@@ -14,6 +14,7 @@ refuses text), except one that looks like an identifier or has more levels than 
 rows), which is refused in one line unless --categorical force, and so is a numeric column
 named like an identifier (customer_id) holding distinct whole numbers, unless --features names it;
 numbers among a text column's values are levels when under half of them (else refused);
+amounts written as text ($1,578.50, 53%) are numbers and ISO dates calendar features;
 --text-column reads prose as TF-IDF + SVD features. Missing values (empty, NA, N/A, NaN, null, ?,
 and --na-values) are imputed (--missing impute: the median or most frequent level, plus a 0/1
 indicator per column with gaps), dropped with their rows (drop) or refused (error). The features of a csv/npz table are

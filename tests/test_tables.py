@@ -14,16 +14,8 @@ import numpy as np
 import pytest
 
 from activebayes.data.csv_table import read_csv_table
-from activebayes.data.tabular import (
-    TableOptions,
-    apply_table_spec,
-    build_pipeline,
-    fit_table_spec,
-    key_column_of,
-    missing_mask,
-    names_an_identifier,
-    plan_table,
-)
+from activebayes.data.table_spec import apply_table_spec, build_pipeline, fit_table_spec
+from activebayes.data.tabular import TableOptions, key_column_of, missing_mask, names_an_identifier, plan_table
 from activebayes.errors import DataError
 from cli_checks import assert_mistake, db_dump, ok, run
 
@@ -167,7 +159,7 @@ def test_spec_equals_the_fitted_pipeline_and_learns_on_the_pool_rows_only(tmp_pa
     assert json.loads(json.dumps(spec)) == spec  # plain data, no pickle
     x, names = apply_table_spec(p.table, spec)
 
-    from activebayes.data.tabular import _object_matrix
+    from activebayes.data.table_spec import _object_matrix
 
     matrix = _object_matrix(p)
     reference = build_pipeline(p).fit(matrix[pool_rows]).transform(matrix)

@@ -135,7 +135,8 @@ def _load_csv(
     """A csv table (`activebayes.data.tabular`). With `features` (a recorded spec) the spec is
     applied; without, the table is planned with `categorical` and no gaps allowed, and encoded
     unscaled over all its rows."""
-    from activebayes.data.tabular import TableOptions, fit_table_spec, plan_table
+    from activebayes.data.table_spec import fit_table_spec
+    from activebayes.data.tabular import TableOptions, plan_table
 
     table = read_csv_table(path)
     for name, what in ((label_column, "label_column"), (key_column, "key_column")):
@@ -150,7 +151,7 @@ def _load_csv(
 def dataset_from_table(table: Any, features: dict[str, Any], label_column: str | None, key_column: str | None) -> Dataset:
     """A read csv table (`activebayes.data.csv_table.CsvTable`) as a Dataset with the recorded
     spec applied; `raw` holds the feature columns' cells as text ([N, M], `raw_columns`)."""
-    from activebayes.data.tabular import apply_table_spec, raw_cells, spec_columns
+    from activebayes.data.table_spec import apply_table_spec, raw_cells, spec_columns
 
     columns = spec_columns(features, table.header, label_column, key_column)
     x, names = apply_table_spec(table, features, columns)
@@ -187,7 +188,7 @@ def load_dataset(
         categorical: a csv text column is one-hot encoded ("auto"; "force" lifts the refusal of
             identifier-like and many-level columns) or refused ("error").
         features: a project's recorded settings["features"]: for a csv, the table spec of
-            `activebayes.data.tabular.fit_table_spec` (columns, gaps, categories, scaling), applied
+            `activebayes.data.table_spec.fit_table_spec` (columns, gaps, categories, scaling), applied
             as recorded; for an npz table, `activebayes.data.features.fit_features`'
             standardisation (`raw` keeps the features before it).
     """

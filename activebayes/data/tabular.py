@@ -4,14 +4,19 @@ and a scikit-learn pipeline fitted once and recorded as data.
 Three steps, each a function:
 
     plan = plan_table(read_csv_table(path), TableOptions(label_column="y", missing="impute"))
-    spec = fit_table_spec(plan, pool_rows, standardize=True)   # at `pool add`, on the pool rows
-    x, names = apply_table_spec(plan.table, spec)               # at every load: [N, D] float32
+    spec = fit_table_spec(plan, pool_rows, standardize=True)   # table_spec: at `pool add`, on the pool rows
+    x, names = apply_table_spec(plan.table, spec)               # table_spec: at every load, [N, D] float32
 
 Columns. The key column is `key_column`, else the first column named `key`, else `id` (any case),
 else none (items are keyed by row number): `key_column_of`. The label and key are never features;
 `features` keeps only the columns it names and `ignore` leaves columns out. A feature column is
 
-- numeric when every value that is present parses as a number (an infinity is refused);
+- numeric when every value that is present parses as a number (an infinity is refused), or as
+  an amount written with a currency sign, a % or thousands separators ("$1,578.50", "53%":
+  `activebayes.data.parsed_columns.unit_numbers`; `ColumnPlan.units`);
+- a date when every value present is an ISO 8601 date, with or without a time ("2024-03-01",
+  "2024-03-01 14:30"): days since 1970-01-01, and the season, weekday (and time of day) on the
+  circle (`parsed_columns.calendar_features`; `ColumnPlan.clock` when there are times);
 - text to be read as prose when named in `text_columns` (`activebayes.data.text_features`);
 - otherwise categorical: one-hot encoded over its levels in natural order ("auto"), or refused
   ("error"). Numbers among its values are levels as spelled (a drive column of f, r and 4) when
@@ -29,19 +34,8 @@ missing. `missing="impute"`: the median of a number column, the most frequent le
 categorical one, and a 0/1 indicator feature after every column with a gap anywhere in the file;
 `"drop"`: rows with a gap are no items (`TablePlan.rows_with_gaps`); `"error"`: refused.
 
-The pipeline is scikit-learn's `ColumnTransformer` (one transformer per column, in file order):
-`SimpleImputer` then `StandardScaler` (numbers), `SimpleImputer` then `OneHotEncoder`
-(categories), `MissingIndicator` (gaps), `TfidfVectorizer` then `TruncatedSVD` (text). Its learnt
-statistics are recorded as JSON (the spec, below) and applied by `apply_table_spec`, pure numpy,
-equal to the fitted pipeline's `transform` (a test shows it), so no pickle is ever loaded:
-
-    {"version": 2, "standardize": bool, "na_values": [...], "columns": [
-        {"name", "kind": "numeric", "fill": median, "mean", "scale", "indicator": bool},
-        {"name", "kind": "categorical", "fill": level, "categories": [...], "indicator": bool},
-        {"name", "kind": "text", "file", "sha256", "dims", "indicator": false}]}
-
-A column's features: numeric `z = (v − mean) / scale` (or v unscaled); categorical one 0/1 per
-level; then its indicator `name (missing)` when it has one; text `name[0..dims)`.
+The recorded spec (the fitted scikit-learn pipeline as JSON) and its application at every load
+are `activebayes.data.table_spec`'s.
 
 Memory. The table is read column by column (`activebayes.data.csv_table`: numbers as float64,
 other cells as codes into their distinct texts) and each transformer is fitted on its own column
@@ -52,16 +46,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from activebayes.data.csv_table import CsvTable, decimal_comma_at, finite_or_nan, shown
-from activebayes.data.features import is_number, natural_sorted, one_hot_codes, unseen_category
+from activebayes.data.features import is_number, natural_sorted
 from activebayes.errors import DataError
 
-SPEC_VERSION = 2
 NA_VALUES = ("", "NA", "N/A", "NaN", "null", "?")
 MISSING_MODES = ("impute", "drop", "error")
 CATEGORICAL_MODES = ("auto", "error", "force")
@@ -90,14 +82,18 @@ class TableOptions:
 
 @dataclass(frozen=True)
 class ColumnPlan:
-    """One feature column: `kind` numeric | categorical | text; `missing` [N] bool; `numbers`
-    [N] float64 (NaN where missing) for a numeric column; `levels` of a categorical column."""
+    """One feature column: `kind` numeric | date | categorical | text; `missing` [N] bool;
+    `numbers` [N] float64 (NaN where missing) for a numeric column (`units`: parsed from amounts
+    written as text) or a date column (days since 1970-01-01; `clock`: some values have a time);
+    `levels` of a categorical column."""
 
     name: str
     kind: str
     missing: np.ndarray
     numbers: np.ndarray | None = None
     levels: list[str] | None = None
+    units: bool = False
+    clock: bool = False
 
 
 @dataclass(frozen=True)
@@ -255,6 +251,9 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
             f"{path!r} line {lines[at]}: column {name!r} holds {shown(table.cell(at, name))}, a number with a "
             "decimal comma; save the file with decimal points (or the column as text in quotes)"
         )
+    written = _written_quantity(table, name, missing, numeric, notes)
+    if written is not None:
+        return written
     at = _first(text)
     if options.categorical == "error":
         raise DataError(f"{path!r} line {lines[at]}: column {name!r} is not a number ({shown(table.cell(at, name))})")
@@ -291,207 +290,24 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
     return ColumnPlan(name, "categorical", missing, levels=levels)
 
 
-def _column_input(plan: TablePlan, c: ColumnPlan, rows: np.ndarray | None = None) -> np.ndarray:
-    """Column `c` of `rows` (all when None) as scikit-learn takes it: numbers [R, 1] float64 (NaN
-    missing), a categorical column's text [R, 1] object (NaN missing), a text column [R] object
-    ("" missing)."""
-    take = slice(None) if rows is None else rows
-    if c.kind == "numeric":
-        return c.numbers[take][:, None]
-    if c.kind == "text":
-        cells = np.asarray(plan.table.column(c.name), dtype=object)[take]
-        cells[c.missing[take]] = ""
-        return cells
-    codes, texts = plan.table.category_codes(c.name)
-    values = np.asarray([*texts, np.nan], dtype=object)  # gaps: NaN
-    picked = np.where(c.missing, -1, codes)[take]
-    return values[picked][:, None]
+def _written_quantity(table: CsvTable, name: str, missing: np.ndarray, numeric: np.ndarray, notes: list[str]) -> ColumnPlan | None:
+    """Column `name` as amounts written with units, or as ISO dates, when every value present
+    parses as one (`activebayes.data.parsed_columns`); else None."""
+    from activebayes.data.parsed_columns import has_times, iso_days, unit_numbers
 
-
-def _object_matrix(plan: TablePlan) -> np.ndarray:
-    """[N, M] object array for scikit-learn: floats (NaN missing) for numeric columns, text (NaN
-    missing) for categorical ones, text ("" missing) for text columns."""
-    out = np.empty((len(plan.table), len(plan.columns)), dtype=object)
-    for j, c in enumerate(plan.columns):
-        x = _column_input(plan, c)
-        out[:, j] = x if x.ndim == 1 else x[:, 0]
-    return out
-
-
-def build_pipeline(plan: TablePlan, *, standardize: bool = True, text_dims: int | None = None) -> Any:
-    """The unfitted `ColumnTransformer` for `plan` (module docstring): one transformer per
-    column in file order, each gap indicator right after its column."""
-    from sklearn.compose import ColumnTransformer
-    from sklearn.impute import MissingIndicator, SimpleImputer
-    from sklearn.pipeline import Pipeline
-    from sklearn.preprocessing import OneHotEncoder, StandardScaler
-
-    from activebayes.data.text_features import text_pipeline
-
-    impute = plan.options.missing == "impute"
-    parts: list[tuple[str, Any, Any]] = []
-    for j, c in enumerate(plan.columns):
-        if c.kind == "numeric":
-            scale = StandardScaler() if standardize else "passthrough"
-            imputer = SimpleImputer(strategy="median", keep_empty_features=True)
-            parts.append((f"{j}:{c.name}", Pipeline([("impute", imputer), ("scale", scale)]), [j]))
-        elif c.kind == "categorical":
-            imputer = SimpleImputer(strategy="most_frequent", missing_values=np.nan, keep_empty_features=True)
-            encoder = OneHotEncoder(categories=[c.levels], handle_unknown="error", sparse_output=False)
-            parts.append((f"{j}:{c.name}", Pipeline([("impute", imputer), ("encode", encoder)]), [j]))
-        else:
-            parts.append((f"{j}:{c.name}", text_pipeline(len(plan.table), text_dims), j))
-        if impute and c.kind != "text" and c.missing.any():
-            parts.append((f"{j}:{c.name} (missing)", MissingIndicator(features="all", missing_values=np.nan), [j]))
-    return ColumnTransformer(parts, remainder="drop", sparse_threshold=0.0)
-
-
-def fit_table_spec(
-    plan: TablePlan,
-    rows: np.ndarray,
-    *,
-    standardize: bool = True,
-    text_folder: str | Path | None = None,
-    text_dims: int | None = None,
-) -> dict[str, Any]:
-    """The recorded spec (module docstring): the pipeline fitted on `rows` (the pool rows; the
-    test split excluded), one column at a time (each transformer of the ColumnTransformer sees
-    only its own column, so this is its fit without the [N, M] object matrix). A text column's
-    learnt vocabulary and projection go to a checksummed .npz in `text_folder` (required when
-    there is one)."""
-    from sklearn.base import clone
-
-    from activebayes.data.text_features import save_text_model
-
-    rows = np.asarray(rows, dtype=np.int64)
-    if rows.size == 0:
-        raise DataError(f"data file {str(plan.table.path)!r}: no rows to fit the features on")
-    fitted: dict[str, Any] = {}
-    for part, transformer, where in build_pipeline(plan, standardize=standardize, text_dims=text_dims).transformers:
-        c = plan.columns[where if isinstance(where, int) else where[0]]
-        fitted[part] = None if part.endswith(" (missing)") else clone(transformer).fit(_column_input(plan, c, rows))  # an indicator learns nothing
-    columns: list[dict[str, Any]] = []
-    for j, c in enumerate(plan.columns):
-        step = fitted[f"{j}:{c.name}"]
-        entry: dict[str, Any] = {"name": c.name, "kind": c.kind, "indicator": f"{j}:{c.name} (missing)" in fitted}
-        if c.kind == "numeric":
-            entry["fill"] = float(step.named_steps["impute"].statistics_[0])
-            scaler = step.named_steps["scale"]
-            scaled = scaler != "passthrough"
-            entry["mean"] = float(scaler.mean_[0]) if scaled else 0.0
-            entry["scale"] = float(scaler.scale_[0]) if scaled else 1.0
-        elif c.kind == "categorical":
-            entry["fill"] = str(step.named_steps["impute"].statistics_[0])
-            entry["categories"] = [str(v) for v in step.named_steps["encode"].categories_[0]]
-        else:
-            if text_folder is None:
-                raise DataError(f"text column {c.name!r}: no folder to record its text model in")
-            entry.update(save_text_model(step, Path(text_folder), plan.table.path, c.name))
-        columns.append(entry)
-    return {
-        "version": SPEC_VERSION,
-        "standardize": bool(standardize),
-        "missing": plan.options.missing,
-        "na_values": list(plan.options.na_values),
-        "columns": columns,
-    }
-
-
-def spec_columns(spec: dict[str, Any], header: Sequence[str], label_column: str | None, key_column: str | None) -> list[dict[str, Any]]:
-    """The per-column entries of a spec; a version-1 spec (recorded before gaps and kinds were:
-    one-hot categories and standardisation over the encoded columns in file order) is read as one."""
-    if spec.get("version", 1) >= 2:
-        return list(spec["columns"])
-    cats = spec.get("categorical") or {}
-    mean, scale = spec.get("mean"), spec.get("scale")
-    out, pos = [], 0
-    for name in header:
-        if name in (label_column, key_column):
-            continue
-        if name in cats:
-            out.append({"name": name, "kind": "categorical", "categories": list(cats[name]), "fill": None, "indicator": False})
-            pos += len(cats[name])
-        else:
-            m, s = (mean[pos], scale[pos]) if spec.get("standardize") and mean is not None else (0.0, 1.0)
-            out.append({"name": name, "kind": "numeric", "fill": None, "mean": m, "scale": s, "indicator": False})
-            pos += 1
-    return out
-
-
-def _numeric_feature(table: CsvTable, c: dict[str, Any], missing: np.ndarray) -> np.ndarray:
-    """[N] float64 z = (v − mean) / scale of a numeric column, gaps filled; DataError naming the
-    line of a text or a non-finite number."""
-    name, path = c["name"], str(table.path)
     codes, texts = table.text_codes(name)
-    unfilled = (codes >= 0) & ~missing
-    if unfilled.any():
-        spelled = np.asarray([is_number(t) for t in texts] + [False])[codes]
-        if (unfilled & ~spelled).any():
-            at = _first(unfilled & ~spelled)
-            raise DataError(f"{path!r} line {table.lines[at]}: column {name!r} is not a number ({shown(table.cell(at, name))})")
-        at = _first(unfilled)
-        raise DataError(f"{path!r} line {table.lines[at]}: a feature is NaN or infinite (column {name!r}: {shown(table.cell(at, name))}); give a finite number")
-    v = table.numbers(name).copy()
-    v[missing] = float(c["fill"]) if c.get("fill") is not None else np.nan
-    return (v - float(c["mean"])) / float(c["scale"])
-
-
-def _category_indices(table: CsvTable, c: dict[str, Any], missing: np.ndarray) -> np.ndarray:
-    """[N] the index in c["categories"] of each cell (a gap: of c["fill"]); DataError naming the
-    row of a value outside the recorded categories."""
-    name = c["name"]
-    codes, texts = table.category_codes(name)  # numbers in a categorical column: by their own spelling
-    values = [*texts, c["fill"]]
-    index = {v: i for i, v in enumerate(c["categories"])}
-    picked = np.where(missing, len(texts), codes)
-    out = np.asarray([index.get(v, -1) for v in values], dtype=np.int64)[picked]
-    if (out < 0).any():
-        at = _first(out < 0)
-        raise unseen_category(at, values[int(picked[at])], c["categories"], column=name, path=table.path)
-    return out
-
-
-def apply_table_spec(table: CsvTable, spec: dict[str, Any], columns: list[dict[str, Any]] | None = None) -> tuple[np.ndarray, list[str]]:
-    """(x [N, D] float32, D feature names): the recorded spec applied to every row of `table`
-    (module docstring), column by column. A value the spec cannot take
-    (text in a number column, an unseen category, a gap where none was recorded) is a DataError
-    naming its line."""
-    from activebayes.data.text_features import apply_text_model
-
-    columns = columns if columns is not None else list(spec["columns"])
-    tokens = spec.get("na_values", ())
-    n = len(table)
-    blocks: list[np.ndarray] = []
-    names: list[str] = []
-    for c in columns:
-        name, kind = c["name"], c["kind"]
-        if name not in table.header:
-            raise DataError(f"data file {str(table.path)!r}: has no column {name!r}, which the recorded features use; import the file into a new project")
-        missing = column_missing(table, name, tokens)
-        if missing.any() and c.get("fill") is None and kind != "text":
-            at = _first(missing)
-            raise DataError(f"{str(table.path)!r} line {table.lines[at]}: column {name!r} has no value ({shown(table.cell(at, name))}); fill it in")
-        if kind == "numeric":
-            blocks.append(_numeric_feature(table, c, missing).astype(np.float32)[:, None])
-            names.append(name)
-        elif kind == "categorical":
-            blocks.append(one_hot_codes(_category_indices(table, c, missing), len(c["categories"])))
-            names.extend(f"{name}={level}" for level in c["categories"])
-        else:
-            cells = table.column(name)
-            blocks.append(apply_text_model(c, ["" if gap else v for v, gap in zip(cells, missing)]).astype(np.float32))
-            names.extend(f"{name}[{k}]" for k in range(blocks[-1].shape[1]))
-        if c.get("indicator"):
-            blocks.append(missing.astype(np.float32)[:, None])
-            names.append(f"{name} (missing)")
-    return (np.concatenate(blocks, axis=1) if blocks else np.zeros((n, 0), dtype=np.float32)), names
-
-
-def raw_cells(table: CsvTable, columns: list[dict[str, Any]], na_values: Sequence[str] = ()) -> Any:
-    """[N, M] text of the M feature columns as a person should see them: as in the file, a
-    missing value empty (read from the file row by row when asked for:
-    `activebayes.data.table_rows.RawCells`)."""
-    from activebayes.data.table_rows import RawCells
-
-    positions = [table.header.index(c["name"]) for c in columns]
-    return RawCells(table.path, table.offsets, table.delimiter, positions, len(table), na_values)
+    used = np.unique(codes[~missing & ~numeric])
+    example = shown(texts[int(used[0])])
+    amounts = unit_numbers(texts)
+    if np.isfinite(amounts[used]).all():
+        numbers = table.numbers(name).copy()
+        numbers[codes >= 0] = amounts[codes[codes >= 0]]
+        notes.append(f"column {name!r} holds amounts written as text ({example}): read as numbers, without currency signs, % and thousands separators")
+        return ColumnPlan(name, "numeric", missing, numbers=np.where(missing, np.nan, numbers), units=True)
+    days = iso_days(texts)
+    if not numeric[~missing].any() and np.isfinite(days[used]).all():
+        clock = has_times([texts[k] for k in used.tolist()])
+        parts = "season, weekday and time of day" if clock else "season and weekday"
+        notes.append(f"column {name!r} holds dates ({example}): read as days since 1970-01-01, with the {parts}")
+        return ColumnPlan(name, "date", missing, numbers=np.where(missing, np.nan, days[codes]), clock=clock)
+    return None

@@ -1,0 +1,97 @@
+"""Quantities written as text in a csv column: amounts with units, and dates.
+
+`pool add` reads a column as numbers only when every value parses as one; real tables also write
+prices as "$1,578.50", shares as "53%" and dates as "2024-03-01". Each function here takes the
+distinct texts of a column ([T] strings) and returns [T] float64, NaN where a text is not of its
+kind, so a column is of a kind exactly when none of its present values is NaN.
+
+- `unit_numbers`: a number with a currency sign in front ($ € £ ¥, after an optional sign), a %
+  after it, or thousands separators in groups of three (1,234,567.5); the value as written
+  ("53%" is 53, "-$1,200" is −1200). A plain number passes too, so "0" may stand beside "53%".
+  (In a file not delimited by commas, "1,578" is refused first as a possible decimal comma.)
+- `iso_days`: an ISO 8601 date, 2024-03-01 or 2024/03/01, with an optional time after a T or a
+  space (14:30, 14:30:05, 14:30:05.25) and zone (Z, +01:00, -0500): days since 1970-01-01 UTC,
+  the time as the fraction of a day. Day-first and month-first dates (01/03/2024) are ambiguous
+  and left out.
+- `calendar_features`: [N, F] what a network is given for a date: the days themselves (a trend),
+  the season as (sin, cos) of 2π·day-of-year/365.25, the weekday as (sin, cos) of 2π·w/7 (w = 0
+  on Monday), and, for a column with times, the time of day as (sin, cos) of 2π·(days mod 1), so
+  that December meets January and Sunday meets Monday.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from typing import Sequence
+
+import numpy as np
+
+_UNIT_NUMBER = re.compile(
+    r"^(?P<sign>[+-]?)(?P<cur>[$€£¥]?)\s?(?P<sign2>[+-]?)(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?P<frac>\.\d+)?\s?(?P<pct>%?)$"
+)
+_ISO_DATE = re.compile(
+    r"^(?P<y>\d{4})(?P<sep>[-/])(?P<m>\d{1,2})(?P=sep)(?P<d>\d{1,2})"
+    r"(?:[T ](?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2}(?:\.\d+)?))?)?"
+    r"\s?(?P<tz>Z|[+-]\d{2}:?\d{2})?$"
+)
+EPOCH = dt.date(1970, 1, 1).toordinal()
+YEAR_DAYS, WEEK_DAYS = 365.25, 7.0
+CALENDAR_PARTS = ("days", "season sin", "season cos", "weekday sin", "weekday cos")
+CLOCK_PARTS = ("time sin", "time cos")
+
+
+def _unit_number(text: str) -> float:
+    m = _UNIT_NUMBER.match(text)
+    if m is None or (m["sign"] and m["sign2"]):
+        return math.nan
+    value = float(m["int"].replace(",", "") + (m["frac"] or ""))
+    return -value if "-" in (m["sign"] + m["sign2"]) else value
+
+
+def unit_numbers(texts: Sequence[str]) -> np.ndarray:
+    """[T] float64: each text's value as an amount (module docstring), NaN where it is none."""
+    return np.asarray([_unit_number(t) for t in texts], dtype=np.float64)
+
+
+def _iso_day(text: str) -> float:
+    m = _ISO_DATE.match(text)
+    if m is None:
+        return math.nan
+    try:
+        day = dt.date(int(m["y"]), int(m["m"]), int(m["d"])).toordinal() - EPOCH
+    except ValueError:  # 2024-02-30, month 13
+        return math.nan
+    hours, minutes, seconds = int(m["H"] or 0), int(m["M"] or 0), float(m["S"] or 0)
+    if hours > 23 or minutes > 59 or seconds >= 61:
+        return math.nan
+    tz = (m["tz"] or "Z").replace(":", "")
+    offset = 0 if tz == "Z" else (1 if tz[0] == "+" else -1) * (int(tz[1:3]) * 60 + int(tz[3:5]))
+    return day + (hours * 3600 + minutes * 60 + seconds - offset * 60) / 86400.0
+
+
+def iso_days(texts: Sequence[str]) -> np.ndarray:
+    """[T] float64 days since 1970-01-01 UTC of ISO 8601 dates (module docstring), NaN elsewhere."""
+    return np.asarray([_iso_day(t) for t in texts], dtype=np.float64)
+
+
+def has_times(texts: Sequence[str]) -> bool:
+    """Whether any of the ISO dates `texts` carries a time of day."""
+    return any((m := _ISO_DATE.match(t)) is not None and m["H"] is not None for t in texts)
+
+
+def calendar_features(days: np.ndarray, clock: bool = False) -> np.ndarray:
+    """[N, 5] (or [N, 7] with `clock`) float64 of [N] days since 1970-01-01 (no NaN): days,
+    season sin/cos, weekday sin/cos (then time-of-day sin/cos); the names are CALENDAR_PARTS
+    (+ CLOCK_PARTS)."""
+    days = np.asarray(days, dtype=np.float64).reshape(-1)
+    whole = np.floor(days)
+    year_start = np.asarray([dt.date(dt.date.fromordinal(int(d) + EPOCH).year, 1, 1).toordinal() - EPOCH for d in whole.tolist()], dtype=np.float64)
+    season = 2 * np.pi * (days - year_start) / YEAR_DAYS
+    weekday = 2 * np.pi * np.mod(whole + 3, WEEK_DAYS) / WEEK_DAYS  # 1970-01-01 was a Thursday (w = 3)
+    parts = [days, np.sin(season), np.cos(season), np.sin(weekday), np.cos(weekday)]
+    if clock:
+        time = 2 * np.pi * (days - whole)
+        parts += [np.sin(time), np.cos(time)]
+    return np.stack(parts, axis=1)

@@ -1,0 +1,278 @@
+"""The recorded features of a planned table (`activebayes.data.tabular.plan_table`): fitted once
+at `pool add` on the pool rows, applied at every load.
+
+The pipeline is scikit-learn's `ColumnTransformer` (one transformer per column, in file order):
+`SimpleImputer` then `StandardScaler` (numbers), `SimpleImputer`, the calendar features
+(`activebayes.data.parsed_columns.calendar_features` in a `FunctionTransformer`) then
+`StandardScaler` (dates), `SimpleImputer` then `OneHotEncoder` (categories), `MissingIndicator` (gaps), `TfidfVectorizer` then `TruncatedSVD` (text). Its learnt
+statistics are recorded as JSON (the spec, below) and applied by `apply_table_spec`, pure numpy,
+equal to the fitted pipeline's `transform` (a test shows it), so no pickle is ever loaded:
+
+    {"version": 2, "standardize": bool, "na_values": [...], "columns": [
+        {"name", "kind": "numeric", "fill": median, "mean", "scale", "indicator": bool, "units": bool},
+        {"name", "kind": "date", "fill": median days, "clock": bool, "mean": [F], "scale": [F], "indicator": bool},
+        {"name", "kind": "categorical", "fill": level, "categories": [...], "indicator": bool},
+        {"name", "kind": "text", "file", "sha256", "dims", "indicator": false}]}
+
+A column's features: numeric `z = (v − mean) / scale` (or v unscaled; `units`: v parsed from
+an amount written as text); a date's F = 5 (7 with `clock`) calendar features, each standardised,
+named `name (days)`, `name (season sin)`, ...; categorical one 0/1 per level; then its indicator `name (missing)` when it has one; text `name[0..dims)`.
+
+Memory. Each transformer is fitted on its own column alone, as the ColumnTransformer would fit
+it, so no [N, M] matrix of Python objects is built.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from activebayes.data.csv_table import CsvTable, shown
+from activebayes.data.features import is_number, one_hot_codes, unseen_category
+from activebayes.data.parsed_columns import CALENDAR_PARTS, CLOCK_PARTS, calendar_features, iso_days, unit_numbers
+from activebayes.data.tabular import ColumnPlan, TablePlan, column_missing
+from activebayes.errors import DataError
+
+SPEC_VERSION = 2
+
+
+def _first(mask: np.ndarray) -> int:
+    return int(np.argmax(mask))
+
+
+def _column_input(plan: TablePlan, c: ColumnPlan, rows: np.ndarray | None = None) -> np.ndarray:
+    """Column `c` of `rows` (all when None) as scikit-learn takes it: numbers (a date's days)
+    [R, 1] float64 (NaN missing), a categorical column's text [R, 1] object (NaN missing), a text column [R] object
+    ("" missing)."""
+    take = slice(None) if rows is None else rows
+    if c.kind in ("numeric", "date"):
+        return c.numbers[take][:, None]
+    if c.kind == "text":
+        cells = np.asarray(plan.table.column(c.name), dtype=object)[take]
+        cells[c.missing[take]] = ""
+        return cells
+    codes, texts = plan.table.category_codes(c.name)
+    values = np.asarray([*texts, np.nan], dtype=object)  # gaps: NaN
+    picked = np.where(c.missing, -1, codes)[take]
+    return values[picked][:, None]
+
+
+def _object_matrix(plan: TablePlan) -> np.ndarray:
+    """[N, M] object array for scikit-learn: floats (NaN missing) for numeric columns, text (NaN
+    missing) for categorical ones, text ("" missing) for text columns."""
+    out = np.empty((len(plan.table), len(plan.columns)), dtype=object)
+    for j, c in enumerate(plan.columns):
+        x = _column_input(plan, c)
+        out[:, j] = x if x.ndim == 1 else x[:, 0]
+    return out
+
+
+def _calendar(days: np.ndarray, clock: bool) -> np.ndarray:
+    """[R, F] calendar features of [R, 1] days (the date pipeline's step)."""
+    return calendar_features(np.asarray(days, dtype=np.float64)[:, 0], clock)
+
+
+def build_pipeline(plan: TablePlan, *, standardize: bool = True, text_dims: int | None = None) -> Any:
+    """The unfitted `ColumnTransformer` for `plan` (module docstring): one transformer per
+    column in file order, each gap indicator right after its column."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.impute import MissingIndicator, SimpleImputer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler
+
+    from activebayes.data.text_features import text_pipeline
+
+    impute = plan.options.missing == "impute"
+    parts: list[tuple[str, Any, Any]] = []
+    for j, c in enumerate(plan.columns):
+        if c.kind in ("numeric", "date"):
+            scale = StandardScaler() if standardize else "passthrough"
+            imputer = SimpleImputer(strategy="median", keep_empty_features=True)
+            calendar = [("calendar", FunctionTransformer(_calendar, kw_args={"clock": c.clock}))] if c.kind == "date" else []
+            parts.append((f"{j}:{c.name}", Pipeline([("impute", imputer), *calendar, ("scale", scale)]), [j]))
+        elif c.kind == "categorical":
+            imputer = SimpleImputer(strategy="most_frequent", missing_values=np.nan, keep_empty_features=True)
+            encoder = OneHotEncoder(categories=[c.levels], handle_unknown="error", sparse_output=False)
+            parts.append((f"{j}:{c.name}", Pipeline([("impute", imputer), ("encode", encoder)]), [j]))
+        else:
+            parts.append((f"{j}:{c.name}", text_pipeline(len(plan.table), text_dims), j))
+        if impute and c.kind != "text" and c.missing.any():
+            parts.append((f"{j}:{c.name} (missing)", MissingIndicator(features="all", missing_values=np.nan), [j]))
+    return ColumnTransformer(parts, remainder="drop", sparse_threshold=0.0)
+
+
+def fit_table_spec(
+    plan: TablePlan,
+    rows: np.ndarray,
+    *,
+    standardize: bool = True,
+    text_folder: str | Path | None = None,
+    text_dims: int | None = None,
+) -> dict[str, Any]:
+    """The recorded spec (module docstring): the pipeline fitted on `rows` (the pool rows; the
+    test split excluded), one column at a time (each transformer of the ColumnTransformer sees
+    only its own column, so this is its fit without the [N, M] object matrix). A text column's
+    learnt vocabulary and projection go to a checksummed .npz in `text_folder` (required when
+    there is one)."""
+    from sklearn.base import clone
+
+    from activebayes.data.text_features import save_text_model
+
+    rows = np.asarray(rows, dtype=np.int64)
+    if rows.size == 0:
+        raise DataError(f"data file {str(plan.table.path)!r}: no rows to fit the features on")
+    fitted: dict[str, Any] = {}
+    for part, transformer, where in build_pipeline(plan, standardize=standardize, text_dims=text_dims).transformers:
+        c = plan.columns[where if isinstance(where, int) else where[0]]
+        fitted[part] = None if part.endswith(" (missing)") else clone(transformer).fit(_column_input(plan, c, rows))  # an indicator learns nothing
+    columns: list[dict[str, Any]] = []
+    for j, c in enumerate(plan.columns):
+        step = fitted[f"{j}:{c.name}"]
+        entry: dict[str, Any] = {"name": c.name, "kind": c.kind, "indicator": f"{j}:{c.name} (missing)" in fitted}
+        if c.kind in ("numeric", "date"):
+            entry["fill"] = float(step.named_steps["impute"].statistics_[0])
+            scaler = step.named_steps["scale"]
+            width = len(CALENDAR_PARTS) + len(CLOCK_PARTS) * c.clock if c.kind == "date" else 1
+            mean = [float(v) for v in scaler.mean_] if scaler != "passthrough" else [0.0] * width
+            scale = [float(v) for v in scaler.scale_] if scaler != "passthrough" else [1.0] * width
+            if c.kind == "date":
+                entry.update(clock=c.clock, mean=mean, scale=scale)
+            else:
+                entry.update(units=c.units, mean=mean[0], scale=scale[0])
+        elif c.kind == "categorical":
+            entry["fill"] = str(step.named_steps["impute"].statistics_[0])
+            entry["categories"] = [str(v) for v in step.named_steps["encode"].categories_[0]]
+        else:
+            if text_folder is None:
+                raise DataError(f"text column {c.name!r}: no folder to record its text model in")
+            entry.update(save_text_model(step, Path(text_folder), plan.table.path, c.name))
+        columns.append(entry)
+    return {
+        "version": SPEC_VERSION,
+        "standardize": bool(standardize),
+        "missing": plan.options.missing,
+        "na_values": list(plan.options.na_values),
+        "columns": columns,
+    }
+
+
+def spec_columns(spec: dict[str, Any], header: Sequence[str], label_column: str | None, key_column: str | None) -> list[dict[str, Any]]:
+    """The per-column entries of a spec; a version-1 spec (recorded before gaps and kinds were:
+    one-hot categories and standardisation over the encoded columns in file order) is read as one."""
+    if spec.get("version", 1) >= 2:
+        return list(spec["columns"])
+    cats = spec.get("categorical") or {}
+    mean, scale = spec.get("mean"), spec.get("scale")
+    out, pos = [], 0
+    for name in header:
+        if name in (label_column, key_column):
+            continue
+        if name in cats:
+            out.append({"name": name, "kind": "categorical", "categories": list(cats[name]), "fill": None, "indicator": False})
+            pos += len(cats[name])
+        else:
+            m, s = (mean[pos], scale[pos]) if spec.get("standardize") and mean is not None else (0.0, 1.0)
+            out.append({"name": name, "kind": "numeric", "fill": None, "mean": m, "scale": s, "indicator": False})
+            pos += 1
+    return out
+
+
+def _numeric_feature(table: CsvTable, c: dict[str, Any], missing: np.ndarray) -> np.ndarray:
+    """[N] float64 z = (v − mean) / scale of a numeric column, gaps filled; DataError naming the
+    line of a text or a non-finite number."""
+    name, path = c["name"], str(table.path)
+    codes, texts = table.text_codes(name)
+    v = table.numbers(name).copy()
+    unfilled = (codes >= 0) & ~missing
+    if c.get("units"):  # amounts written as text: "$1,578.50", "53%"
+        v[codes >= 0] = unit_numbers(texts)[codes[codes >= 0]]
+        unfilled &= ~np.isfinite(v)
+    if unfilled.any():
+        spelled = np.asarray([is_number(t) for t in texts] + [False])[codes]
+        if (unfilled & ~spelled).any():
+            at = _first(unfilled & ~spelled)
+            raise DataError(f"{path!r} line {table.lines[at]}: column {name!r} is not a number ({shown(table.cell(at, name))})")
+        at = _first(unfilled)
+        raise DataError(f"{path!r} line {table.lines[at]}: a feature is NaN or infinite (column {name!r}: {shown(table.cell(at, name))}); give a finite number")
+    v[missing] = float(c["fill"]) if c.get("fill") is not None else np.nan
+    return (v - float(c["mean"])) / float(c["scale"])
+
+
+def _date_features(table: CsvTable, c: dict[str, Any], missing: np.ndarray) -> np.ndarray:
+    """[N, F] standardised calendar features of a date column, gaps filled; DataError naming the
+    line of a value that is not an ISO date."""
+    name = c["name"]
+    codes, texts = table.text_codes(name)
+    days = iso_days([*texts, ""])[codes]  # code -1, a plain number: no date
+    bad = ~missing & ~np.isfinite(days)
+    if bad.any():
+        at = _first(bad)
+        raise DataError(f"{str(table.path)!r} line {table.lines[at]}: column {name!r} is not an ISO date ({shown(table.cell(at, name))}); write it as YYYY-MM-DD")
+    days[missing] = float(c["fill"]) if c.get("fill") is not None else np.nan
+    return (calendar_features(days, bool(c["clock"])) - np.asarray(c["mean"])) / np.asarray(c["scale"])
+
+
+def _category_indices(table: CsvTable, c: dict[str, Any], missing: np.ndarray) -> np.ndarray:
+    """[N] the index in c["categories"] of each cell (a gap: of c["fill"]); DataError naming the
+    row of a value outside the recorded categories."""
+    name = c["name"]
+    codes, texts = table.category_codes(name)  # numbers in a categorical column: by their own spelling
+    values = [*texts, c["fill"]]
+    index = {v: i for i, v in enumerate(c["categories"])}
+    picked = np.where(missing, len(texts), codes)
+    out = np.asarray([index.get(v, -1) for v in values], dtype=np.int64)[picked]
+    if (out < 0).any():
+        at = _first(out < 0)
+        raise unseen_category(at, values[int(picked[at])], c["categories"], column=name, path=table.path)
+    return out
+
+
+def apply_table_spec(table: CsvTable, spec: dict[str, Any], columns: list[dict[str, Any]] | None = None) -> tuple[np.ndarray, list[str]]:
+    """(x [N, D] float32, D feature names): the recorded spec applied to every row of `table`
+    (module docstring), column by column. A value the spec cannot take
+    (text in a number column, an unseen category, a gap where none was recorded) is a DataError
+    naming its line."""
+    from activebayes.data.text_features import apply_text_model
+
+    columns = columns if columns is not None else list(spec["columns"])
+    tokens = spec.get("na_values", ())
+    n = len(table)
+    blocks: list[np.ndarray] = []
+    names: list[str] = []
+    for c in columns:
+        name, kind = c["name"], c["kind"]
+        if name not in table.header:
+            raise DataError(f"data file {str(table.path)!r}: has no column {name!r}, which the recorded features use; import the file into a new project")
+        missing = column_missing(table, name, tokens)
+        if missing.any() and c.get("fill") is None and kind != "text":
+            at = _first(missing)
+            raise DataError(f"{str(table.path)!r} line {table.lines[at]}: column {name!r} has no value ({shown(table.cell(at, name))}); fill it in")
+        if kind == "numeric":
+            blocks.append(_numeric_feature(table, c, missing).astype(np.float32)[:, None])
+            names.append(name)
+        elif kind == "date":
+            blocks.append(_date_features(table, c, missing).astype(np.float32))
+            names.extend(f"{name} ({part})" for part in (*CALENDAR_PARTS, *CLOCK_PARTS[: 2 * bool(c["clock"])]))
+        elif kind == "categorical":
+            blocks.append(one_hot_codes(_category_indices(table, c, missing), len(c["categories"])))
+            names.extend(f"{name}={level}" for level in c["categories"])
+        else:
+            cells = table.column(name)
+            blocks.append(apply_text_model(c, ["" if gap else v for v, gap in zip(cells, missing)]).astype(np.float32))
+            names.extend(f"{name}[{k}]" for k in range(blocks[-1].shape[1]))
+        if c.get("indicator"):
+            blocks.append(missing.astype(np.float32)[:, None])
+            names.append(f"{name} (missing)")
+    return (np.concatenate(blocks, axis=1) if blocks else np.zeros((n, 0), dtype=np.float32)), names
+
+
+def raw_cells(table: CsvTable, columns: list[dict[str, Any]], na_values: Sequence[str] = ()) -> Any:
+    """[N, M] text of the M feature columns as a person should see them: as in the file, a
+    missing value empty (read from the file row by row when asked for:
+    `activebayes.data.table_rows.RawCells`)."""
+    from activebayes.data.table_rows import RawCells
+
+    positions = [table.header.index(c["name"]) for c in columns]
+    return RawCells(table.path, table.offsets, table.delimiter, positions, len(table), na_values)

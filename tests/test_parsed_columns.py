@@ -1,0 +1,149 @@
+"""Amounts and dates written as text (`activebayes.data.parsed_columns`, `pool add`): prices with
+currency signs and thousands separators, shares with %, and ISO dates become numbers and
+calendar features, recorded in the spec and applied at every load equal to the scikit-learn
+pipeline; values checked against hand-computed days and angles."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from activebayes.data.csv_table import read_csv_table
+from activebayes.data.parsed_columns import CALENDAR_PARTS, CLOCK_PARTS, calendar_features, has_times, iso_days, unit_numbers
+from activebayes.data.table_spec import _object_matrix, apply_table_spec, build_pipeline, fit_table_spec
+from activebayes.data.tabular import TableOptions, plan_table
+from activebayes.errors import DataError
+from cli_checks import assert_mistake, db_dump, ok, run
+
+
+def write_csv(path: Path, header: list[str], rows: list[list[str]], delimiter: str = ",") -> Path:
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh, delimiter=delimiter)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+def test_unit_numbers_read_amounts_as_written():
+    texts = ["$1,578.97", "53%", "-$1,200", "$-3", "0", "12.5", "€ 3", "£2,000,000", "¥7", "1,234,567.5", "7 %"]
+    assert unit_numbers(texts).tolist() == [1578.97, 53, -1200, -3, 0, 12.5, 3, 2e6, 7, 1234567.5, 7]
+    bad = ["1,23", "12,3456", "abc", "+-3", "$", "%", "1.2.3", "USD 3", "(1,200)", "1e5", "--1", ""]
+    assert np.isnan(unit_numbers(bad)).all()
+
+
+def test_iso_days_against_hand_computed_dates():
+    texts = ["1970-01-01", "1970-01-02T12:00", "2000-03-01", "2024/03/04", "2024-3-4", "2024-03-04 06:00:00Z",
+             "1970-01-01T01:00+01:00", "1970-01-01T00:00:00.5-0030", "1969-12-31"]  # fmt: skip
+    # 2000-03-01: 30 years of 365 days, 7 leap days (72, 76, ..., 96), then 31 + 29 days of 2000
+    expected = [0, 1.5, 30 * 365 + 7 + 60, 19786, 19786, 19786.25, 0, (0.5 + 1800) / 86400, -1]
+    assert iso_days(texts) == pytest.approx(expected, abs=1e-9)
+    bad = ["2024-02-30", "2024-13-01", "01/03/2024", "2024-03-01T25:00", "2024-03", "20240301", "2024-03/01", "yesterday"]
+    assert np.isnan(iso_days(bad)).all()
+    assert has_times(["2024-03-04", "2024-03-04 06:00"]) and not has_times(["2024-03-04", "2024/03/05"])
+
+
+def test_calendar_features_on_known_days():
+    """2024-03-04 was a Monday (weekday 0), 1970-01-01 a Thursday (3); 1 January is season 0; noon
+    is half a turn of the clock."""
+    monday, thursday = 19786.0, 0.0
+    features = calendar_features(np.asarray([monday, thursday + 0.5, 19723.0]), clock=True)  # 19723: 2024-01-01
+    assert features.shape == (3, len(CALENDAR_PARTS) + len(CLOCK_PARTS))
+    assert features[:, 0].tolist() == [monday, 0.5, 19723.0]
+    assert features[0, 3:5] == pytest.approx([0, 1], abs=1e-12)  # Monday
+    turn = 2 * math.pi * 3 / 7
+    assert features[1, 3:5] == pytest.approx([math.sin(turn), math.cos(turn)])  # Thursday
+    assert features[2, 1:3] == pytest.approx([0, 1], abs=1e-12)  # 1 January
+    season = 2 * math.pi * (monday - 19723.0) / 365.25
+    assert features[0, 1:3] == pytest.approx([math.sin(season), math.cos(season)])
+    assert features[1, 5:7] == pytest.approx([0, -1], abs=1e-12) and features[0, 5:7] == pytest.approx([0, 1], abs=1e-12)
+    assert calendar_features(np.asarray([0.0])).shape == (1, 5)
+
+
+def shop(path: Path, n: int = 60) -> Path:
+    """date (ISO; a gap every 13th row), at (dates with times), price ($, thousands), share (%, and
+    a plain 0), city, label."""
+    rows = []
+    for i in range(n):
+        date = "" if i % 13 == 4 else f"2024-{1 + i % 12:02d}-{1 + (7 * i) % 28:02d}"
+        rows.append([date, f"2023-06-{1 + i % 30:02d} {i % 24:02d}:{(11 * i) % 60:02d}", f"${(37 * i) % 2900 + 1:,}.{i % 100:02d}",
+                     "0" if i % 9 == 0 else f"{(13 * i) % 100}%", ("Oslo", "Bergen")[i % 2], "ab"[(i // 2) % 2]])  # fmt: skip
+    return write_csv(path, ["date", "at", "price", "share", "city", "label"], rows)
+
+
+def test_dates_and_amounts_are_planned_recorded_and_equal_the_pipeline(tmp_path):
+    p = plan_table(read_csv_table(shop(tmp_path / "s.csv")), TableOptions(label_column="label", categorical="auto", missing="impute"))
+    assert [(c.name, c.kind, c.units, c.clock) for c in p.columns] == [
+        ("date", "date", False, False), ("at", "date", False, True), ("price", "numeric", True, False),
+        ("share", "numeric", True, False), ("city", "categorical", False, False)]  # fmt: skip
+    assert p.columns[2].numbers[:3].tolist() == [1.0, 38.01, 75.02] and p.columns[3].numbers[:3].tolist() == [0, 13, 26]
+    assert p.columns[0].numbers[0] == 19723 and np.isnan(p.columns[0].numbers[4])  # 2024-01-01, a gap
+    assert any("'price' holds amounts written as text ('$1.00')" in n for n in p.notes)
+    assert any("'at' holds dates" in n and "time of day" in n for n in p.notes)
+    pool_rows = np.arange(0, 60, 3)
+    spec = fit_table_spec(p, pool_rows)
+    assert json.loads(json.dumps(spec)) == spec
+    x, names = apply_table_spec(p.table, spec)
+    matrix = _object_matrix(p)
+    reference = build_pipeline(p).fit(matrix[pool_rows]).transform(matrix)
+    assert x.shape == reference.shape == (60, len(names))
+    np.testing.assert_allclose(x, reference, atol=1e-5)
+    assert names[:7] == ["date (days)", "date (season sin)", "date (season cos)", "date (weekday sin)", "date (weekday cos)",
+                         "date (missing)", "at (days)"]  # fmt: skip
+    assert names[11:] == ["at (time sin)", "at (time cos)", "price", "share", "city=Bergen", "city=Oslo"]
+    date = spec["columns"][0]
+    assert date["kind"] == "date" and date["clock"] is False and len(date["mean"]) == 5 and date["indicator"]
+    assert date["fill"] == pytest.approx(np.nanmedian(p.columns[0].numbers[pool_rows]))
+    assert x[:, :5].mean(axis=0)[0] != 0 and x[pool_rows][:, :5].mean(axis=0) == pytest.approx(np.zeros(5), abs=1e-5)
+
+    changed = write_csv(tmp_path / "c.csv", ["date", "at", "price", "share", "city", "label"],
+                        [["2024-01-05", "2023-06-01 10:00", "$3", "4%", "Oslo", "a"], ["tomorrow", "2023-06-01 10:00", "$3", "4%", "Oslo", "a"]])  # fmt: skip
+    with pytest.raises(DataError, match=r"line 3: column 'date' is not an ISO date \('tomorrow'\); write it as YYYY-MM-DD"):
+        apply_table_spec(read_csv_table(changed), spec)
+    priced = write_csv(tmp_path / "d.csv", ["date", "at", "price", "share", "city", "label"],
+                       [["2024-01-05", "2023-06-01 10:00", "free", "4%", "Oslo", "a"]])  # fmt: skip
+    with pytest.raises(DataError, match=r"line 2: column 'price' is not a number \('free'\)"):
+        apply_table_spec(read_csv_table(priced), spec)
+
+
+def test_what_is_not_an_amount_or_a_date_stays_as_before(tmp_path):
+    """A column of day-first dates is many categories (refused with the ways out); a number with a
+    decimal comma in a ;-file is refused as before; dates beside plain numbers are no dates."""
+    days = write_csv(tmp_path / "u.csv", ["when", "label"], [[f"{1 + i % 28:02d}/{1 + i % 12:02d}/2024", "ab"[i % 2]] for i in range(80)])
+    with pytest.raises(DataError, match=r"column 'when' has 55 categories|column 'when' looks like an identifier"):
+        plan_table(read_csv_table(days), TableOptions(label_column="label", categorical="auto"))
+    comma = write_csv(tmp_path / "k.csv", ["x", "label"], [[f"1,{100 + i}", "ab"[i % 2]] for i in range(30)], delimiter=";")
+    with pytest.raises(DataError, match=r"'1,100', a number with a decimal comma"):
+        plan_table(read_csv_table(comma), TableOptions(label_column="label", categorical="auto"))
+    mixed = write_csv(tmp_path / "m.csv", ["x", "label"], [["2024-01-01" if i % 3 else str(i), "ab"[i % 2]] for i in range(30)])
+    planned = plan_table(read_csv_table(mixed), TableOptions(label_column="label", categorical="auto"))
+    assert planned.columns[0].kind == "categorical"  # 10 numbers among 30: levels, not dates
+
+
+@pytest.fixture
+def db(cli_db):
+    ok("init", "--name", "t")
+    return cli_db
+
+
+def test_pool_add_and_a_round_on_dates_and_amounts(db):
+    """The CLI says how each column was read, a round runs on the features, and a file whose date
+    column no longer parses is refused at the next load in one line, leaving the database as it was."""
+    shop(Path("s.csv"))
+    added = ok("--json", "pool", "add", "s.csv", "--label-column", "label", "--test-fraction", "0.25")
+    summary = json.loads(added.stdout)
+    assert summary["features"] == [17]  # date 5 and its gap indicator, at 7, price, share, city 2
+    said = " ".join(added.stderr.split())
+    assert "column 'date' holds dates ('2024-01-01'): read as days since 1970-01-01, with the season and weekday" in said
+    assert "column 'share' holds amounts written as text" in said
+    ok("round", "--oracle", "truth", "--k", "4", "--device", "cpu")
+    rows = list(csv.reader(Path("s.csv").open(newline="")))
+    rows[3][0] = "someday"
+    write_csv(Path("s.csv"), rows[0], rows[1:])
+    before = db_dump(db)
+    assert_mistake(run("round", "--oracle", "truth", "--k", "4", "--device", "cpu"), "s.csv")
+    assert db_dump(db) == before
