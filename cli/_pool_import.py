@@ -257,7 +257,7 @@ def register_pool(
         "standardized": bool(spec and spec["standardize"]),
         "categorical": dict(data.categories or {}),
         "text_columns": [c.name for c in plan.columns if c.kind == "text"] if plan else [],
-        "ignored": [h for h in plan.table.header if h not in {c.name for c in plan.columns} | {label_column, key_column}] if plan else [],
+        "ignored": [h for h in plan.table.header if h and h not in {c.name for c in plan.columns} | {label_column, key_column}] if plan else [],
         "key_column": key_column,
         "missing": plan.missing_counts() if plan else {},
         "missing_mode": missing if plan else None,

@@ -125,6 +125,21 @@ def test_text_column_holding_some_numbers_is_categorical(tmp_path):
     assert len(plan(many, categorical="force").columns[0].levels) == 61
 
 
+def test_empty_nameless_columns_are_left_out_and_a_nameless_value_is_refused(tmp_path):
+    """A spreadsheet's export with separators at the ends of its lines ("1,2,x,,"): the two
+    nameless empty columns are no features, with a note; a nameless column holding a value is
+    refused in one line naming its position."""
+    trailing = tmp_path / "t.csv"
+    trailing.write_text("a,b,label,,\n" + "".join(f"{i},{i % 3},{'xy'[i % 2]},,\n" for i in range(25)))
+    p = plan(trailing)
+    assert [c.name for c in p.columns] == ["a", "b"]
+    assert "left out 2 empty column(s) without a name (separators at the ends of the lines)" in p.notes
+    valued = tmp_path / "v.csv"
+    valued.write_text("a,,label\n1,5,x\n2,,y\n")
+    with pytest.raises(DataError, match=r"'.*v.csv': column 2 has values but no name in the header; name it"):
+        read_csv_table(valued)
+
+
 def test_names_an_identifier_by_its_last_word():
     assert all(map(names_an_identifier, ["customer_id", "CustomerID", "userId", "order-key", "ID", "row uuid", "GUID"]))
     assert not any(map(names_an_identifier, ["paid", "valid", "idle", "keystrokes", "id_number", "x1", ""]))

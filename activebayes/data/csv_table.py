@@ -457,7 +457,11 @@ def _read(path: Path, text_columns: Sequence[str]) -> CsvTable:
     line_numbers = np.concatenate(lines)
     starts = stream.line_starts
     offsets = starts[line_numbers - 1] if starts is not None else None
-    columns = {name: builder.finish() for name, builder in zip(header, builders)}
+    finished = [builder.finish() for builder in builders]
+    for j, (name, col) in enumerate(zip(header, finished)):
+        if not name and (col.numbers is not None or any(col.cells or col.texts)):  # a value under no name
+            raise DataError(f"{str(path)!r}: column {j + 1} has values but no name in the header; name it (or delete the column)")
+    columns = dict(zip(header, finished))  # nameless columns (trailing separators) are empty: `unnamed_empty`
     return CsvTable(path, header, columns, line_numbers, offsets, delimiter)
 
 

@@ -182,10 +182,12 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
     key = key_column_of(table.header, options.key_column, options.ignore) if options.find_key else options.key_column
     special = {options.label_column, key} - {None}
     wanted = options.features if options.features is not None else table.header
-    names = [h for h in table.header if h in wanted and h not in special and h not in options.ignore]
+    names = [h for h in table.header if h and h in wanted and h not in special and h not in options.ignore]
     if not names:
         raise DataError(f"data file {str(table.path)!r}: no feature columns besides the label/key columns")
     notes = []
+    if "" in table.header:  # read_csv_table refuses one with values
+        notes.append(f"left out {table.header.count('')} empty column(s) without a name (separators at the ends of the lines)")
     if key is not None and options.key_column is None:
         notes.append(f"using the column {key!r} as item keys (--key-column)")
     columns = [_plan_column(table, name, options, notes) for name in names]
