@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from activebayes.data.csv_table import read_csv_table
-from activebayes.data.parsed_columns import CALENDAR_PARTS, CLOCK_PARTS, calendar_features, has_times, iso_days, unit_numbers
+from activebayes.data.parsed_columns import CALENDAR_PARTS, CLOCK_PARTS, calendar_features, decimal_comma_numbers, has_times, iso_days, unit_numbers
 from activebayes.data.table_spec import _object_matrix, apply_table_spec, build_pipeline, fit_table_spec
 from activebayes.data.tabular import TableOptions, plan_table
 from activebayes.errors import DataError
@@ -34,6 +34,34 @@ def test_unit_numbers_read_amounts_as_written():
     assert unit_numbers(texts).tolist() == [1578.97, 53, -1200, -3, 0, 12.5, 3, 2e6, 7, 1234567.5, 7]
     bad = ["1,23", "12,3456", "abc", "+-3", "$", "%", "1.2.3", "USD 3", "(1,200)", "1e5", "--1", ""]
     assert np.isnan(unit_numbers(bad)).all()
+
+
+def test_decimal_comma_numbers_read_the_european_way():
+    texts = ["3,5", "-1.234,5", "1.234.567", "7", "+0,25", "1.234"]
+    assert decimal_comma_numbers(texts).tolist() == [3.5, -1234.5, 1234567, 7, 0.25, 1234]
+    assert np.isnan(decimal_comma_numbers(["3.5", "1,2,3", "1.23,4", "abc", "", ",5"])).all()
+
+
+def test_a_semicolon_file_with_decimal_commas_is_read_as_numbers(tmp_path):
+    """x: 3,5 / 1.234,5 / 7 in a ;-file (1.234 there is a thousand); in a ,-file "1,100" is a
+    thousands separator; one value that is no number written so is refused naming its line."""
+    rows = [[("3,5", "1.234,5", "7", "1.234")[i % 4], f"0,{i}", "ab"[i % 2]] for i in range(24)]
+    f = write_csv(tmp_path / "e.csv", ["x", "y", "label"], rows, delimiter=";")
+    p = plan_table(read_csv_table(f), TableOptions(label_column="label"))
+    assert [(c.kind, c.written) for c in p.columns] == [("numeric", "decimal comma")] * 2
+    assert p.columns[0].numbers[:4].tolist() == [3.5, 1234.5, 7, 1234] and p.columns[1].numbers[:3].tolist() == [0, 0.1, 0.2]
+    assert "column 'x' is written with decimal commas ('3,5'): read as numbers" in p.notes
+    spec = fit_table_spec(p, np.arange(24))
+    x, _ = apply_table_spec(p.table, spec)
+    matrix = _object_matrix(p)
+    np.testing.assert_allclose(x, build_pipeline(p).fit(matrix).transform(matrix), atol=1e-5)
+    assert spec["columns"][0]["written"] == "decimal comma"
+    quoted = write_csv(tmp_path / "q.csv", ["x", "label"], [[f"1,{100 + i}", "ab"[i % 2]] for i in range(24)])
+    assert plan_table(read_csv_table(quoted), TableOptions(label_column="label")).columns[0].numbers[:2].tolist() == [1100, 1101]
+    rows[5][0] = "1.2.3"
+    bad = write_csv(tmp_path / "b.csv", ["x", "y", "label"], rows, delimiter=";")
+    with pytest.raises(DataError, match=r"line 7: column 'x' is written with a decimal comma \('3,5'\) but holds '1.2.3', not a number"):
+        plan_table(read_csv_table(bad), TableOptions(label_column="label"))
 
 
 def test_iso_days_against_hand_computed_dates():
@@ -77,9 +105,9 @@ def shop(path: Path, n: int = 60) -> Path:
 
 def test_dates_and_amounts_are_planned_recorded_and_equal_the_pipeline(tmp_path):
     p = plan_table(read_csv_table(shop(tmp_path / "s.csv")), TableOptions(label_column="label", categorical="auto", missing="impute"))
-    assert [(c.name, c.kind, c.units, c.clock) for c in p.columns] == [
-        ("date", "date", False, False), ("at", "date", False, True), ("price", "numeric", True, False),
-        ("share", "numeric", True, False), ("city", "categorical", False, False)]  # fmt: skip
+    assert [(c.name, c.kind, c.written, c.clock) for c in p.columns] == [
+        ("date", "date", None, False), ("at", "date", None, True), ("price", "numeric", "units", False),
+        ("share", "numeric", "units", False), ("city", "categorical", None, False)]  # fmt: skip
     assert p.columns[2].numbers[:3].tolist() == [1.0, 38.01, 75.02] and p.columns[3].numbers[:3].tolist() == [0, 13, 26]
     assert p.columns[0].numbers[0] == 19723 and np.isnan(p.columns[0].numbers[4])  # 2024-01-01, a gap
     assert any("'price' holds amounts written as text ('$1.00')" in n for n in p.notes)
@@ -111,14 +139,11 @@ def test_dates_and_amounts_are_planned_recorded_and_equal_the_pipeline(tmp_path)
 
 
 def test_what_is_not_an_amount_or_a_date_stays_as_before(tmp_path):
-    """A column of day-first dates is many categories (refused with the ways out); a number with a
-    decimal comma in a ;-file is refused as before; dates beside plain numbers are no dates."""
+    """A column of day-first dates is many categories (refused with the ways out); dates beside
+    plain numbers are no dates."""
     days = write_csv(tmp_path / "u.csv", ["when", "label"], [[f"{1 + i % 28:02d}/{1 + i % 12:02d}/2024", "ab"[i % 2]] for i in range(80)])
     with pytest.raises(DataError, match=r"column 'when' has 55 categories|column 'when' looks like an identifier"):
         plan_table(read_csv_table(days), TableOptions(label_column="label", categorical="auto"))
-    comma = write_csv(tmp_path / "k.csv", ["x", "label"], [[f"1,{100 + i}", "ab"[i % 2]] for i in range(30)], delimiter=";")
-    with pytest.raises(DataError, match=r"'1,100', a number with a decimal comma"):
-        plan_table(read_csv_table(comma), TableOptions(label_column="label", categorical="auto"))
     mixed = write_csv(tmp_path / "m.csv", ["x", "label"], [["2024-01-01" if i % 3 else str(i), "ab"[i % 2]] for i in range(30)])
     planned = plan_table(read_csv_table(mixed), TableOptions(label_column="label", categorical="auto"))
     assert planned.columns[0].kind == "categorical"  # 10 numbers among 30: levels, not dates

@@ -36,7 +36,6 @@ from activebayes.errors import DataError
 
 CSV_DELIMITERS = (",", ";", "\t")
 _SHOWN_MAX = 60  # characters of a cell quoted in a message
-_DECIMAL_COMMA = re.compile(r"^[+-]?\d+,\d+$")
 _DATA_LIKE = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+(\.\d*)?[eE][+-]?\d+)$")
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 CHUNK_ROWS = 32_768  # records decoded at a time
@@ -472,8 +471,3 @@ def _add_chunk(builders: list[_ColumnBuilder], chunk: list[list[str]], chunk_lin
     lines.append(np.asarray(chunk_lines, dtype=np.int64))
     chunk.clear()
     chunk_lines.clear()
-
-
-def decimal_comma_at(values: list[str]) -> int | None:
-    """The index of the first cell written with a decimal comma ("3,5"), or None."""
-    return next((i for i, v in enumerate(values) if _DECIMAL_COMMA.match(v)), None)

@@ -8,7 +8,11 @@ kind, so a column is of a kind exactly when none of its present values is NaN.
 - `unit_numbers`: a number with a currency sign in front ($ € £ ¥, after an optional sign), a %
   after it, or thousands separators in groups of three (1,234,567.5); the value as written
   ("53%" is 53, "-$1,200" is −1200). A plain number passes too, so "0" may stand beside "53%".
-  (In a file not delimited by commas, "1,578" is refused first as a possible decimal comma.)
+  (In a file not delimited by commas, "1,578" is read first as a decimal comma: 1.578.)
+- `decimal_comma_numbers`: a number written the European way, with a decimal comma and
+  optionally dots between groups of three digits (3,5; -1.234,5; 1.234.567): the reading a file
+  delimited by semicolons (or tabs) implies. A column is read so only when one of its values has
+  the comma (tabular); "1.234" alone stays 1.234.
 - `iso_days`: an ISO 8601 date, 2024-03-01 or 2024/03/01, with an optional time after a T or a
   space (14:30, 14:30:05, 14:30:05.25) and zone (Z, +01:00, -0500): days since 1970-01-01 UTC,
   the time as the fraction of a day. Day-first and month-first dates (01/03/2024) are ambiguous
@@ -31,6 +35,7 @@ import numpy as np
 _UNIT_NUMBER = re.compile(
     r"^(?P<sign>[+-]?)(?P<cur>[$€£¥]?)\s?(?P<sign2>[+-]?)(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?P<frac>\.\d+)?\s?(?P<pct>%?)$"
 )
+_DECIMAL_COMMA_NUMBER = re.compile(r"^[+-]?(?:\d{1,3}(?:\.\d{3})+|\d+)(?:,\d+)?$")
 _ISO_DATE = re.compile(
     r"^(?P<y>\d{4})(?P<sep>[-/])(?P<m>\d{1,2})(?P=sep)(?P<d>\d{1,2})"
     r"(?:[T ](?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2}(?:\.\d+)?))?)?"
@@ -53,6 +58,12 @@ def _unit_number(text: str) -> float:
 def unit_numbers(texts: Sequence[str]) -> np.ndarray:
     """[T] float64: each text's value as an amount (module docstring), NaN where it is none."""
     return np.asarray([_unit_number(t) for t in texts], dtype=np.float64)
+
+
+def decimal_comma_numbers(texts: Sequence[str]) -> np.ndarray:
+    """[T] float64: each text read with a decimal comma and dots between thousands (module
+    docstring), NaN where it is not such a number."""
+    return np.asarray([float(t.replace(".", "").replace(",", ".")) if _DECIMAL_COMMA_NUMBER.match(t) else math.nan for t in texts], dtype=np.float64)
 
 
 def _iso_day(text: str) -> float:

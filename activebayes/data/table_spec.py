@@ -2,21 +2,24 @@
 at `pool add` on the pool rows, applied at every load.
 
 The pipeline is scikit-learn's `ColumnTransformer` (one transformer per column, in file order):
-`SimpleImputer` then `StandardScaler` (numbers), `SimpleImputer`, the calendar features
+`SimpleImputer` then `StandardScaler` (numbers); `SimpleImputer`, the calendar features
 (`activebayes.data.parsed_columns.calendar_features` in a `FunctionTransformer`) then
-`StandardScaler` (dates), `SimpleImputer` then `OneHotEncoder` (categories), `MissingIndicator` (gaps), `TfidfVectorizer` then `TruncatedSVD` (text). Its learnt
-statistics are recorded as JSON (the spec, below) and applied by `apply_table_spec`, pure numpy,
-equal to the fitted pipeline's `transform` (a test shows it), so no pickle is ever loaded:
+`StandardScaler` (dates); `SimpleImputer` then `OneHotEncoder` (categories); `MissingIndicator`
+(gaps); `TfidfVectorizer` then `TruncatedSVD` (text). Its learnt statistics are recorded as JSON
+(the spec, below) and applied by `apply_table_spec`, pure numpy, equal to the fitted pipeline's
+`transform` (a test shows it), so no pickle is ever loaded:
 
     {"version": 2, "standardize": bool, "na_values": [...], "columns": [
-        {"name", "kind": "numeric", "fill": median, "mean", "scale", "indicator": bool, "units": bool},
+        {"name", "kind": "numeric", "fill": median, "mean", "scale", "indicator": bool, "written"?: str},
         {"name", "kind": "date", "fill": median days, "clock": bool, "mean": [F], "scale": [F], "indicator": bool},
         {"name", "kind": "categorical", "fill": level, "categories": [...], "indicator": bool},
         {"name", "kind": "text", "file", "sha256", "dims", "indicator": false}]}
 
-A column's features: numeric `z = (v − mean) / scale` (or v unscaled; `units`: v parsed from
-an amount written as text); a date's F = 5 (7 with `clock`) calendar features, each standardised,
-named `name (days)`, `name (season sin)`, ...; categorical one 0/1 per level; then its indicator `name (missing)` when it has one; text `name[0..dims)`.
+A column's features: numeric `z = (v − mean) / scale` (or v unscaled), v parsed from text as
+`written` says ("units": an amount such as $1,578.50; "decimal comma": 3,5); a date's F = 5 (7
+with `clock`) calendar features, each standardised, named `name (days)`, `name (season sin)`,
+...; categorical one 0/1 per level; then its indicator `name (missing)` when it has one; text
+`name[0..dims)`.
 
 Memory. Each transformer is fitted on its own column alone, as the ColumnTransformer would fit
 it, so no [N, M] matrix of Python objects is built.
@@ -31,7 +34,7 @@ import numpy as np
 
 from activebayes.data.csv_table import CsvTable, shown
 from activebayes.data.features import is_number, one_hot_codes, unseen_category
-from activebayes.data.parsed_columns import CALENDAR_PARTS, CLOCK_PARTS, calendar_features, iso_days, unit_numbers
+from activebayes.data.parsed_columns import CALENDAR_PARTS, CLOCK_PARTS, calendar_features, decimal_comma_numbers, iso_days, unit_numbers
 from activebayes.data.tabular import ColumnPlan, TablePlan, column_missing
 from activebayes.errors import DataError
 
@@ -140,7 +143,7 @@ def fit_table_spec(
             if c.kind == "date":
                 entry.update(clock=c.clock, mean=mean, scale=scale)
             else:
-                entry.update(units=c.units, mean=mean[0], scale=scale[0])
+                entry.update(mean=mean[0], scale=scale[0], **({"written": c.written} if c.written else {}))
         elif c.kind == "categorical":
             entry["fill"] = str(step.named_steps["impute"].statistics_[0])
             entry["categories"] = [str(v) for v in step.named_steps["encode"].categories_[0]]
@@ -186,9 +189,13 @@ def _numeric_feature(table: CsvTable, c: dict[str, Any], missing: np.ndarray) ->
     codes, texts = table.text_codes(name)
     v = table.numbers(name).copy()
     unfilled = (codes >= 0) & ~missing
-    if c.get("units"):  # amounts written as text: "$1,578.50", "53%"
+    if c.get("written") == "units":  # amounts written as text: "$1,578.50", "53%"
         v[codes >= 0] = unit_numbers(texts)[codes[codes >= 0]]
         unfilled &= ~np.isfinite(v)
+    elif c.get("written") == "decimal comma":  # 3,5 and 1.234,5; a plain 1.234 too is read so
+        spelled_codes, spellings = table.category_codes(name)
+        v = decimal_comma_numbers(spellings)[spelled_codes]
+        unfilled = ~missing & ~np.isfinite(v)
     if unfilled.any():
         spelled = np.asarray([is_number(t) for t in texts] + [False])[codes]
         if (unfilled & ~spelled).any():

@@ -11,9 +11,10 @@ Columns. The key column is `key_column`, else the first column named `key`, else
 else none (items are keyed by row number): `key_column_of`. The label and key are never features;
 `features` keeps only the columns it names and `ignore` leaves columns out. A feature column is
 
-- numeric when every value that is present parses as a number (an infinity is refused), or as
-  an amount written with a currency sign, a % or thousands separators ("$1,578.50", "53%":
-  `activebayes.data.parsed_columns.unit_numbers`; `ColumnPlan.units`);
+- numeric when every value that is present parses as a number (an infinity is refused), as an
+  amount written with a currency sign, a % or thousands separators ("$1,578.50", "53%":
+  `activebayes.data.parsed_columns.unit_numbers`), or, in a file not delimited by commas, with
+  decimal commas ("3,5", "1.234,5": `decimal_comma_numbers`), as `ColumnPlan.written` says;
 - a date when every value present is an ISO 8601 date, with or without a time ("2024-03-01",
   "2024-03-01 14:30"): days since 1970-01-01, and the season, weekday (and time of day) on the
   circle (`parsed_columns.calendar_features`; `ColumnPlan.clock` when there are times);
@@ -50,8 +51,9 @@ from typing import Sequence
 
 import numpy as np
 
-from activebayes.data.csv_table import CsvTable, decimal_comma_at, finite_or_nan, shown
+from activebayes.data.csv_table import CsvTable, finite_or_nan, shown
 from activebayes.data.features import is_number, natural_sorted
+from activebayes.data.parsed_columns import decimal_comma_numbers, has_times, iso_days, unit_numbers
 from activebayes.errors import DataError
 
 NA_VALUES = ("", "NA", "N/A", "NaN", "null", "?")
@@ -83,8 +85,8 @@ class TableOptions:
 @dataclass(frozen=True)
 class ColumnPlan:
     """One feature column: `kind` numeric | date | categorical | text; `missing` [N] bool;
-    `numbers` [N] float64 (NaN where missing) for a numeric column (`units`: parsed from amounts
-    written as text) or a date column (days since 1970-01-01; `clock`: some values have a time);
+    `numbers` [N] float64 (NaN where missing) for a numeric column (`written`: "units" for
+    amounts written as text, "decimal comma" for 3,5) or a date column (days since 1970-01-01; `clock`: some values have a time);
     `levels` of a categorical column."""
 
     name: str
@@ -92,7 +94,7 @@ class ColumnPlan:
     missing: np.ndarray
     numbers: np.ndarray | None = None
     levels: list[str] | None = None
-    units: bool = False
+    written: str | None = None
     clock: bool = False
 
 
@@ -246,12 +248,18 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
             notes.append(f"column {name!r} counts the rows 1, 2, ...; it is used as a feature (--ignore {name} if it is a row number)")
         return ColumnPlan(name, "numeric", missing, numbers=np.where(missing, np.nan, numbers))
     text = present & ~numeric
-    comma_level = np.asarray([decimal_comma_at([t]) is not None for t in texts] + [False])[codes]
+    comma_level = np.asarray([*("," in t for t in texts), False])[codes] & np.isfinite(decimal_comma_numbers([*texts, ""])[codes])
     if (comma_level & present).any() and table.delimiter != ",":
-        at = _first(comma_level & present)
+        spelled_codes, spellings = table.category_codes(name)
+        european = decimal_comma_numbers(spellings)[spelled_codes]
+        example = shown(table.cell(_first(comma_level & present), name))
+        if np.isfinite(european[present]).all():  # 3,5 and 1.234,5 in a ;-file
+            notes.append(f"column {name!r} is written with decimal commas ({example}): read as numbers")
+            return ColumnPlan(name, "numeric", missing, numbers=np.where(missing, np.nan, european), written="decimal comma")
+        at = _first(present & ~np.isfinite(european))
         raise DataError(
-            f"{path!r} line {lines[at]}: column {name!r} holds {shown(table.cell(at, name))}, a number with a "
-            "decimal comma; save the file with decimal points (or the column as text in quotes)"
+            f"{path!r} line {lines[at]}: column {name!r} is written with a decimal comma ({example}) but holds {shown(table.cell(at, name))}, "
+            "not a number written so; correct it, or pass --na-values if it marks a gap"
         )
     written = _written_quantity(table, name, missing, numeric, notes)
     if written is not None:
@@ -295,8 +303,6 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
 def _written_quantity(table: CsvTable, name: str, missing: np.ndarray, numeric: np.ndarray, notes: list[str]) -> ColumnPlan | None:
     """Column `name` as amounts written with units, or as ISO dates, when every value present
     parses as one (`activebayes.data.parsed_columns`); else None."""
-    from activebayes.data.parsed_columns import has_times, iso_days, unit_numbers
-
     codes, texts = table.text_codes(name)
     used = np.unique(codes[~missing & ~numeric])
     example = shown(texts[int(used[0])])
@@ -305,7 +311,7 @@ def _written_quantity(table: CsvTable, name: str, missing: np.ndarray, numeric: 
         numbers = table.numbers(name).copy()
         numbers[codes >= 0] = amounts[codes[codes >= 0]]
         notes.append(f"column {name!r} holds amounts written as text ({example}): read as numbers, without currency signs, % and thousands separators")
-        return ColumnPlan(name, "numeric", missing, numbers=np.where(missing, np.nan, numbers), units=True)
+        return ColumnPlan(name, "numeric", missing, numbers=np.where(missing, np.nan, numbers), written="units")
     days = iso_days(texts)
     if not numeric[~missing].any() and np.isfinite(days[used]).all():
         clock = has_times([texts[k] for k in used.tolist()])
