@@ -140,6 +140,25 @@ def test_empty_nameless_columns_are_left_out_and_a_nameless_value_is_refused(tmp
         read_csv_table(valued)
 
 
+def test_every_column_that_is_no_feature_is_named_in_one_line(tmp_path):
+    """A Kaggle-style passenger table: its PassengerId, Name, Ticket and Cabin are refused together,
+    each with its reason, and one command line leaves them all out; it then plans."""
+    rows = [[str(i + 1), f"Person, Mr. {i}", f"T{1000 + 7 * i}", f"C{i % 60}", f"{i % 70}", "ab"[i % 2]] for i in range(120)]
+    f = write_csv(tmp_path / "p.csv", ["PassengerId", "Name", "Ticket", "Cabin", "Age", "label"], rows)
+    with pytest.raises(DataError) as refused:
+        plan(f, categorical="auto")
+    line = str(refused.value)
+    assert "\n" not in line and line.startswith(f"{str(f)!r}: 4 columns are not features as they stand: ")
+    assert "'PassengerId' looks like an identifier, not a feature (120 different whole numbers in 120 rows); 'Name' looks" in line
+    assert "'Cabin' has 60 categories, more than max(50, 5 % of 120 rows) = 50" in line
+    assert "leave them out with --ignore PassengerId --ignore Name --ignore Ticket --ignore Cabin, or take one as" in line
+    kept = plan(f, categorical="auto", ignore=("PassengerId", "Name", "Ticket", "Cabin"))
+    assert [c.name for c in kept.columns] == ["Age"]
+    import pickle
+
+    assert str(pickle.loads(pickle.dumps(refused.value))) == line  # crosses a process as a DataError
+
+
 def test_names_an_identifier_by_its_last_word():
     assert all(map(names_an_identifier, ["customer_id", "CustomerID", "userId", "order-key", "ID", "row uuid", "GUID"]))
     assert not any(map(names_an_identifier, ["paid", "valid", "idle", "keystrokes", "id_number", "x1", ""]))

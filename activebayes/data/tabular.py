@@ -192,8 +192,32 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
         notes.append(f"left out {table.header.count('')} empty column(s) without a name (separators at the ends of the lines)")
     if key is not None and options.key_column is None:
         notes.append(f"using the column {key!r} as item keys (--key-column)")
-    columns = [_plan_column(table, name, options, notes) for name in names]
+    columns, refused = [], []
+    for name in names:
+        try:
+            columns.append(_plan_column(table, name, options, notes))
+        except NotAFeature as exc:
+            refused.append(exc)
+    if len(refused) == 1:
+        raise refused[0]
+    if refused:
+        reasons = "; ".join(f"{e.column!r} {e.reason}" for e in refused)
+        leave_out = " ".join(f"--ignore {e.column}" for e in refused)
+        raise DataError(f"{str(table.path)!r}: {len(refused)} columns are not features as they stand: {reasons}; leave them out with "
+                        f"{leave_out}, or take one as --key-column, --text-column or with --categorical force")  # fmt: skip
     return TablePlan(table, options, key, columns, notes)
+
+
+class NotAFeature(DataError):
+    """A column that is a key, free text or noise as it stands (`reason`), refused unless the user
+    says otherwise; `plan_table` names every such column in one line."""
+
+    def __init__(self, path: str, column: str, reason: str, ways: str) -> None:
+        super().__init__(f"{path!r}: column {column!r} {reason}; {ways}")
+        self.column, self.reason = column, reason
+
+    def __reduce__(self) -> tuple:  # across processes, the plain DataError with its line
+        return DataError, (str(self),)
 
 
 def names_an_identifier(name: str) -> bool:
@@ -239,10 +263,9 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
             raise DataError(f"{path!r} line {lines[at]}: a feature is infinite (column {name!r}: {shown(table.cell(at, name))}); give a finite number")
         values = numbers[present]
         if names_an_identifier(name) and name not in (options.features or ()) and _distinct_whole_numbers(values):
-            raise DataError(
-                f"{path!r}: column {name!r} looks like an identifier, not a feature ({len(np.unique(values))} different whole "
-                f"numbers in {len(values)} rows); pass --key-column {name} if it names the items, or --ignore {name} "
-                f"(name it in --features to use it as a number all the same)"
+            raise NotAFeature(
+                path, name, f"looks like an identifier, not a feature ({len(np.unique(values))} different whole numbers in {len(values)} rows)",
+                f"pass --key-column {name} if it names the items, or --ignore {name} (name it in --features to use it as a number all the same)",
             )
         if present.all() and n >= IDENTIFIER_MIN_VALUES and (np.array_equal(values, np.arange(n)) or np.array_equal(values, np.arange(1, n + 1))):
             notes.append(f"column {name!r} counts the rows 1, 2, ...; it is used as a feature (--ignore {name} if it is a row number)")
@@ -287,15 +310,12 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
     if options.categorical != "force":
         ways = f"pass --key-column {name} if it names the items, --text-column {name} if it is prose, or --ignore {name}"
         if n_present >= IDENTIFIER_MIN_VALUES and len(levels) >= IDENTIFIER_DISTINCT * n_present:
-            raise DataError(
-                f"{path!r}: column {name!r} looks like an identifier, not a feature ({len(levels)} different values in "
-                f"{n_present} rows); {ways}"
-            )
+            raise NotAFeature(path, name, f"looks like an identifier, not a feature ({len(levels)} different values in {n_present} rows)", ways)
         limit = max(MAX_LEVELS, int(MAX_LEVEL_SHARE * n))
         if len(levels) > limit:
-            raise DataError(
-                f"{path!r}: column {name!r} has {len(levels)} categories, more than max({MAX_LEVELS}, 5 % of {n} rows) = {limit}, "
-                f"so one-hot encoding it would add {len(levels)} features; {ways}, or --categorical force"
+            raise NotAFeature(
+                path, name, f"has {len(levels)} categories, more than max({MAX_LEVELS}, 5 % of {n} rows) = {limit}, so one-hot encoding "
+                f"it would add {len(levels)} features", f"{ways}, or --categorical force",
             )
     return ColumnPlan(name, "categorical", missing, levels=levels)
 
