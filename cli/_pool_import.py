@@ -70,11 +70,13 @@ def remove_text_models(spec: dict[str, Any] | None) -> None:
 
 
 def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, seed: int, standardize: bool, text_folder: Path,
-             task: str) -> dict[str, Any]:  # fmt: skip
+             task: str, labels_are_known: bool = False) -> dict[str, Any]:  # fmt: skip
     """A read csv table (`activebayes.data.csv_table.CsvTable`) planned, split and encoded as
     `pool add` does it (`activebayes.data.tabular`): the feature pipeline fitted on the pool rows
     only; rows with a gap left out under --missing drop. Returns {"data", "spec", "plan",
-    "pool_rows", "test_rows", "dropped"}. `task`: the project's ("classification" or "regression")."""
+    "pool_rows", "test_rows", "dropped"}. `task`: the project's ("classification" or "regression").
+    `labels_are_known`: an empty label cell marks a row still to label, and the test split is
+    drawn from the labelled rows only; otherwise an empty label is refused."""
     from activebayes.data.loaders import check_labels, dataset_from_table
     from activebayes.data.table_spec import fit_table_spec
     from activebayes.data.tabular import plan_table
@@ -85,10 +87,19 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     kept = np.setdiff1d(np.arange(len(table)), dropped)
     if kept.size == 0:
         raise CliError(f"--missing drop: every row of {file} has a missing value", "use --missing impute")
-    pool_at, test_at = split_rows(kept.size, test_fraction, seed)
-    pool_rows, test_rows = kept[pool_at], kept[test_at]
-    if options.label_column is not None:  # without classes: no gap to become a class; a regression's: numbers throughout
-        check_labels(np.asarray(table.column(options.label_column)), classes, file, table.lines, numeric=task == "regression")
+    labels = np.asarray(table.column(options.label_column)) if options.label_column is not None else None
+    unlabelled = np.char.str_len(np.char.strip(labels.astype(str))) == 0 if labels is not None else np.zeros(len(table), dtype=bool)
+    if unlabelled.any() and not labels_are_known:
+        at = int(np.argmax(unlabelled))
+        count = f" ({int(unlabelled.sum())} rows in all)" if unlabelled.sum() > 1 else ""
+        raise CliError(f"{str(file)!r}: row {at} has an empty label (line {table.lines[at]}){count}",
+                       "fill it in, drop the rows without one, or pass --labels-are-known if they are the ones still to label")  # fmt: skip
+    if labels is not None:  # without classes: no gap to become a class; a regression's: numbers throughout
+        check_labels(labels, classes, file, table.lines, numeric=task == "regression", empty_ok=labels_are_known)
+    candidates = kept[~unlabelled[kept]]  # the test split needs labels
+    _, test_at = split_rows(candidates.size, test_fraction, seed)
+    test_rows = candidates[test_at]
+    pool_rows = np.setdiff1d(kept, test_rows)
     spec = fit_table_spec(plan, pool_rows, standardize=standardize, text_folder=text_folder)  # on the pool rows
     try:
         data = dataset_from_table(table, spec, options.label_column, plan.key_column)
@@ -180,7 +191,7 @@ def register_pool(
         )  # fmt: skip
         table = csv_pool(
             csv_file, options, classes=classes, test_fraction=test_fraction, seed=seed, standardize=standardize,
-            text_folder=folder, task=info.task,
+            text_folder=folder, task=info.task, labels_are_known=labels_are_known,
         )  # fmt: skip
         data, plan = table["data"], table["plan"]
         key_column = plan.key_column
@@ -205,7 +216,7 @@ def register_pool(
         new_classes = None
         if info.task == "classification" and classes is None:
             if labels is not None and table is not None:  # the rows --missing drop left out say nothing of the classes
-                labels_seen = [labels[i] for i in np.sort(np.concatenate([table["pool_rows"], table["test_rows"]]))]
+                labels_seen = [labels[i] for i in np.sort(np.concatenate([table["pool_rows"], table["test_rows"]])) if labels[i]]
             else:
                 labels_seen = labels
             new_classes = infer_classes(labels_seen, file, truth)
@@ -233,7 +244,9 @@ def register_pool(
             settings["feature_cache"] = cache
         # Everything is validated: one transaction records the file, the items and the known labels
         # (the test split's always, the pool's with --labels-are-known).
-        known_rows = list(test_rows) + (list(pool_rows) if labels_are_known else [])
+        known_rows = [i for i in [*test_rows, *(pool_rows if labels_are_known else ())] if labels[i]]  # "": a row still to label
+        if labels is not None and len(known_rows) < len(test_rows) + len(pool_rows) * labels_are_known:
+            notes.append(f"{len(pool_rows) + len(test_rows) - len(known_rows)} rows without a label are the pool to label; {len(known_rows)} labels imported")
         store.import_pool(
             name, file, data_format=fmt, settings=settings,
             pool_rows=pool_rows, pool_keys=[keys[i] for i in pool_rows],

@@ -3,7 +3,8 @@
 The file is checked whole before anything is written (format, numeric finite features, unique
 keys, every label among the classes); then its path and sha256 are recorded and one item is
 created per row. A label column is held back as the truth that `round --oracle truth` answers
-from, or imported as observations with --labels-are-known. With --test-fraction F a seeded
+from, or imported as observations with --labels-are-known (then an empty label cell marks a row
+still to label, and the test split comes from the labelled rows). With --test-fraction F a seeded
 random share of the rows becomes the test split, whose labels are recorded so that every round
 reports test accuracy.
 
@@ -45,7 +46,7 @@ def add(
     key_column: Annotated[Optional[str], typer.Option("--key-column", help="csv column of item keys (default: 'key' if present, else the row number).")] = None,
     label_column: Annotated[Optional[str], typer.Option("--label-column", help="csv column of labels (default: 'label' if present).")] = None,
     test_fraction: Annotated[float, typer.Option("--test-fraction", help="Share of rows held out as a labelled test split (for metrics).")] = 0.0,
-    labels_are_known: Annotated[bool, typer.Option("--labels-are-known", help="Import the labels as observations instead of holding them back as the truth.")] = False,
+    labels_are_known: Annotated[bool, typer.Option("--labels-are-known", help="Import the labels as observations instead of holding them back as the truth; rows with an empty label are the pool to label.")] = False,
     truth: Annotated[Optional[Path], typer.Option("--truth", help="Labels in a separate file (e.g. MNIST *-labels-idx1-ubyte, .npy, or a key,label csv).")] = None,
     image_layout: Annotated[ImageLayout, typer.Option("--image-layout", help="IDX images as flat rows or [1, H, W] (for --model cnn).")] = ImageLayout.flat,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the test split.")] = 0,

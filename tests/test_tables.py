@@ -301,7 +301,7 @@ def test_label_gaps_and_non_numeric_targets_are_refused_with_their_line(cli_db):
     write_csv(Path("c.csv"), ["key", "x", "label"], rows)
     ok("init", "--name", "c", "--task", "classification")
     before = db_dump(cli_db)
-    assert_mistake(run("--project", "c", "pool", "add", "c.csv"), "row 7 has an empty label (line 9)", "fill it in")
+    assert_mistake(run("--project", "c", "pool", "add", "c.csv"), "row 7 has an empty label (line 9)", "fill it in")  # one row
     assert db_dump(cli_db) == before
     ok("init", "--name", "r", "--task", "regression")
     for bad, words in (("", "empty label"), ("n/a", "label 'n/a' (line 6), not a finite number"), ("inf", "not a finite number")):
@@ -312,6 +312,42 @@ def test_label_gaps_and_non_numeric_targets_are_refused_with_their_line(cli_db):
     ok("init", "--name", "d", "--task", "classification", "--classes", "a,b")
     summary = summary_of("c.csv", "--ignore", "label", project="d")
     assert summary["truth"] == "none" and summary["pool_items"] == 30 and summary["features"] == [1]
+
+
+def test_a_partly_labelled_table_imports_its_labels_and_pools_the_rest(db):
+    """A sheet with labels on every third row: refused without --labels-are-known (naming the
+    first empty label and the count, nothing written); with it, the labels are answers, the
+    empty rows the pool, the test split is drawn from the labelled rows, a round asks among the
+    unlabelled only, and --oracle truth says there is no held-back truth. Regression alike."""
+    rows = [[f"k{i}", f"{(i * 0.37) % 1:.3f}", "ab"[i % 2] if i % 3 == 0 else ""] for i in range(30)]
+    write_csv(Path("part.csv"), ["key", "x", "label"], rows)
+    before = db_dump(db)
+    assert_mistake(run("pool", "add", "part.csv"), "row 1 has an empty label (line 3) (20 rows in all)", "--labels-are-known")
+    assert db_dump(db) == before
+    added = ok("--json", "pool", "add", "part.csv", "--labels-are-known", "--test-fraction", "0.2")
+    summary = json.loads(added.stdout)
+    assert summary["truth"] == "known" and summary["test_items"] == 2 and summary["classes"] == ["a", "b"]
+    assert "20 rows without a label are the pool to label; 10 labels imported" in " ".join(added.stderr.split())
+    status = json.loads(ok("--json", "status").stdout)
+    assert (status["labelled"], status["unlabelled"]) == (8, 20)
+    from activebayes.store import PoolStore
+
+    with PoolStore(db, create=False) as store:
+        _, pool_keys, pool_labels = store.labels("t", split="pool")
+        _, test_keys, test_labels = store.labels("t", split="test")
+        _, _, all_test_keys = store.items("t", split="test")
+    labelled = {f"k{i}": "ab"[i % 2] for i in range(0, 30, 3)}
+    assert len(all_test_keys) == 2 and set(all_test_keys) == set(test_keys)  # the test split: labelled rows only
+    assert dict(zip(pool_keys + test_keys, pool_labels + test_labels)) == labelled
+    assert_mistake(run("round", "--oracle", "truth", "--k", "3", "--device", "cpu"), "imported its labels as answers", "none is held back")
+    ok("round", "--k", "3", "--device", "cpu", "--epochs", "2")
+    with Path("t-round-1.csv").open(newline="") as fh:
+        asked = [r[0] for r in list(csv.reader(fh))[1:]]
+    assert len(asked) == 3 and not set(asked) & set(labelled)
+    ok("init", "--name", "r", "--task", "regression")
+    write_csv(Path("r.csv"), ["key", "x", "y"], [[f"k{i}", str(i), f"{1.5 * i}" if i % 2 else ""] for i in range(20)])
+    assert json.loads(ok("--json", "--project", "r", "pool", "add", "r.csv", "--label-column", "y", "--labels-are-known").stdout)["truth"] == "known"
+    assert (lambda s: (s["labelled"], s["unlabelled"]))(json.loads(ok("--json", "--project", "r", "status").stdout)) == (10, 10)
 
 
 def test_missing_drop_and_error_and_more_tokens(db):

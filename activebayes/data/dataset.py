@@ -85,14 +85,17 @@ def label_text(value: Any) -> str:
 
 
 def check_labels(y: np.ndarray, classes: Sequence[Any] | None, path: Path, lines: Sequence[int] | None = None, *,
-                 numeric: bool = False) -> None:  # fmt: skip
+                 numeric: bool = False, empty_ok: bool = False) -> None:  # fmt: skip
     """DataError naming the first label (and its row, or its line in a text file) that is empty or
     not among `classes`; with classes=None (classes still to be read from these labels, or a
-    regression's targets) only an empty one, and with `numeric` one that is not a finite number."""
+    regression's targets) only an empty one, and with `numeric` one that is not a finite number.
+    `empty_ok`: an empty label is no label (a row still to be labelled), not a mistake."""
     allowed = None if classes is None else {str(c) for c in classes}
     for i, value in enumerate(y.tolist()):
         text = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
         if (text.strip() if allowed is None else text in allowed) and (not numeric or _finite_number(text)):
+            continue
+        if empty_ok and isinstance(value, str) and not value.strip():
             continue
         where = f"data file {str(path)!r}: row {i}"
         at = f" (line {lines[i]})" if lines is not None else ""

@@ -80,6 +80,8 @@ def truth_oracle(store: Any, project: str, data: Any = None) -> SimulatedOracle:
     from activebayes.data import load_project_data, project_truth
     from activebayes.data.project import label_texts
 
+    if store.project(project).settings.get("truth") == "known":
+        raise NoTruthError(f"project {project!r} imported its labels as answers (--labels-are-known): none is held back")
     data = data if data is not None else load_project_data(store, project)
     if data.y is None:
         truth = project_truth(store, project, data)  # the truth file's labels, if any
