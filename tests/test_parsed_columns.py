@@ -140,13 +140,29 @@ def test_dates_and_amounts_are_planned_recorded_and_equal_the_pipeline(tmp_path)
 
 def test_what_is_not_an_amount_or_a_date_stays_as_before(tmp_path):
     """A column of day-first dates is many categories (refused with the ways out); dates beside
-    plain numbers are no dates."""
+    plain numbers are refused naming the first number."""
     days = write_csv(tmp_path / "u.csv", ["when", "label"], [[f"{1 + i % 28:02d}/{1 + i % 12:02d}/2024", "ab"[i % 2]] for i in range(80)])
     with pytest.raises(DataError, match=r"column 'when' has 55 categories|column 'when' looks like an identifier"):
         plan_table(read_csv_table(days), TableOptions(label_column="label", categorical="auto"))
     mixed = write_csv(tmp_path / "m.csv", ["x", "label"], [["2024-01-01" if i % 3 else str(i), "ab"[i % 2]] for i in range(30)])
-    planned = plan_table(read_csv_table(mixed), TableOptions(label_column="label", categorical="auto"))
-    assert planned.columns[0].kind == "categorical"  # 10 numbers among 30: levels, not dates
+    with pytest.raises(DataError, match=r"line 2: column 'x' holds dates \('2024-01-01'\) but also '0', which is not one \(10 of 30"):
+        plan_table(read_csv_table(mixed), TableOptions(label_column="label", categorical="auto"))  # not 21 levels
+
+
+def test_a_date_or_amount_column_with_a_stray_value_names_it(tmp_path):
+    """Mostly dates (or prices) and one value that is none: one line naming it and the way out,
+    not a column of categories; a column of letters with a few numbers is categories as before."""
+    dates = [["2024-02-30" if i == 6 else f"2024-01-{1 + i % 28:02d}", "ab"[i % 2]] for i in range(30)]
+    f = write_csv(tmp_path / "d.csv", ["when", "label"], dates)
+    with pytest.raises(DataError, match=r"line 8: column 'when' holds dates \('2024-01-01'\) but also '2024-02-30', which is not one "
+                                         r"\(1 of 30 values\); correct it, or pass --na-values"):
+        plan_table(read_csv_table(f), TableOptions(label_column="label", categorical="auto"))
+    prices = [["unknown" if i in (3, 9) else ("12" if i == 0 else f"${i},000"), "ab"[i % 2]] for i in range(30)]
+    g = write_csv(tmp_path / "p.csv", ["price", "label"], prices)
+    with pytest.raises(DataError, match=r"line 5: column 'price' holds amounts \('\$1,000'\) but also 'unknown', which is not one \(2 of 30"):
+        plan_table(read_csv_table(g), TableOptions(label_column="label", categorical="auto"))
+    marked = plan_table(read_csv_table(g), TableOptions(label_column="label", categorical="auto", missing="impute", na_values=("unknown",)))
+    assert marked.columns[0].written == "units" and marked.columns[0].numbers[:2].tolist() == [12, 1000]
 
 
 @pytest.fixture

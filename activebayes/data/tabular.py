@@ -322,17 +322,30 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
 
 def _written_quantity(table: CsvTable, name: str, missing: np.ndarray, numeric: np.ndarray, notes: list[str]) -> ColumnPlan | None:
     """Column `name` as amounts written with units, or as ISO dates, when every value present
-    parses as one (`activebayes.data.parsed_columns`); else None."""
+    parses as one (`activebayes.data.parsed_columns`); DataError naming the first value that does
+    not when at least half do (a typo, or a gap marker); else None."""
     codes, texts = table.text_codes(name)
-    used = np.unique(codes[~missing & ~numeric])
+    present = ~missing
+    used = np.unique(codes[present & ~numeric])
     example = shown(texts[int(used[0])])
     amounts = unit_numbers(texts)
+    days = iso_days(texts)
+    as_amount = numeric | np.isfinite(np.append(amounts, np.nan)[codes])
+    as_date = ~numeric & np.isfinite(np.append(days, np.nan)[codes])
+    for kind, parsed, unit_seen in (("amounts", as_amount, (as_amount & ~numeric & present).any()), ("dates", as_date, True)):
+        share = parsed[present].mean()
+        if unit_seen and 0.5 <= share < 1:
+            at = _first(present & ~parsed)
+            shown_kind = f"{kind} ({shown(table.cell(_first(present & parsed & ~numeric), name))})"
+            raise DataError(
+                f"{str(table.path)!r} line {table.lines[at]}: column {name!r} holds {shown_kind} but also {shown(table.cell(at, name))}, "
+                f"which is not one ({int((present & ~parsed).sum())} of {int(present.sum())} values); correct it, or pass --na-values if it marks a gap"
+            )
     if np.isfinite(amounts[used]).all():
         numbers = table.numbers(name).copy()
         numbers[codes >= 0] = amounts[codes[codes >= 0]]
         notes.append(f"column {name!r} holds amounts written as text ({example}): read as numbers, without currency signs, % and thousands separators")
         return ColumnPlan(name, "numeric", missing, numbers=np.where(missing, np.nan, numbers), written="units")
-    days = iso_days(texts)
     if not numeric[~missing].any() and np.isfinite(days[used]).all():
         clock = has_times([texts[k] for k in used.tolist()])
         parts = "season, weekday and time of day" if clock else "season and weekday"
