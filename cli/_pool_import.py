@@ -15,6 +15,9 @@ import numpy as np
 from activebayes_cli._app import CliError
 
 
+TARGET_NAMES = ("class", "target", "y", "outcome", "labels")  # a column named so is likely the labels: `pool add` says so
+
+
 class ImageLayout(str, Enum):
     flat = "flat"
     chw = "chw"
@@ -183,6 +186,9 @@ def register_pool(
         if label_column is None and "label" in header and "label" not in ignore:
             label_column = "label"
             notes.append("using the column 'label' as labels (--label-column)")
+        target_like = [h for h in header if h.lower() in TARGET_NAMES and h not in ignore]
+        if label_column is None and target_like:
+            notes.append(f"no labels: the column {target_like[0]!r} is taken as a feature; pass --label-column {target_like[0]} if it is what to predict")
         as_text = {label_column, key_column_of(header, key_column, ignore), *text_columns} - {None}
         csv_file = read_csv_table(file, text_columns=tuple(as_text))  # read once: planned, split and encoded by csv_pool
         options = TableOptions(

@@ -350,6 +350,16 @@ def test_a_partly_labelled_table_imports_its_labels_and_pools_the_rest(db):
     assert (lambda s: (s["labelled"], s["unlabelled"]))(json.loads(ok("--json", "--project", "r", "status").stdout)) == (10, 10)
 
 
+def test_a_column_named_like_the_target_is_pointed_out(cli_db):
+    """Without --label-column, a column named class is a feature, and the summary says how to
+    make it the labels."""
+    write_csv(Path("c.csv"), ["a", "class"], [[str(i), "xy"[i % 2]] for i in range(10)])
+    ok("init", "--name", "c", "--classes", "x,y")
+    added = ok("--project", "c", "pool", "add", "c.csv")
+    said = " ".join(added.output.split())
+    assert "no labels: the column 'class' is taken as a feature; pass --label-column class if it is what to predict" in said
+
+
 def test_missing_drop_and_error_and_more_tokens(db):
     people(Path("p.csv"))
     summary = summary_of("p.csv", "--ignore", "note", "--missing", "drop")
