@@ -98,7 +98,7 @@ def calendar_features(days: np.ndarray, clock: bool = False) -> np.ndarray:
     (+ CLOCK_PARTS)."""
     days = np.asarray(days, dtype=np.float64).reshape(-1)
     whole = np.floor(days)
-    year_start = np.asarray([dt.date(dt.date.fromordinal(int(d) + EPOCH).year, 1, 1).toordinal() - EPOCH for d in whole.tolist()], dtype=np.float64)
+    year_start = whole.astype("datetime64[D]").astype("datetime64[Y]").astype("datetime64[D]").astype(np.float64)  # 1 January, in days
     season = 2 * np.pi * (days - year_start) / YEAR_DAYS
     weekday = 2 * np.pi * np.mod(whole + 3, WEEK_DAYS) / WEEK_DAYS  # 1970-01-01 was a Thursday (w = 3)
     parts = [days, np.sin(season), np.cos(season), np.sin(weekday), np.cos(weekday)]
