@@ -86,8 +86,8 @@ class TableOptions:
 class ColumnPlan:
     """One feature column: `kind` numeric | date | categorical | text; `missing` [N] bool;
     `numbers` [N] float64 (NaN where missing) for a numeric column (`written`: "units" for
-    amounts written as text, "decimal comma" for 3,5) or a date column (days since 1970-01-01; `clock`: some values have a time);
-    `levels` of a categorical column."""
+    amounts written as text, "decimal comma" for 3,5) or a date column (days since 1970-01-01;
+    `clock`: some values have a time); `levels` of a categorical column."""
 
     name: str
     kind: str
