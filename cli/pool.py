@@ -42,7 +42,7 @@ app = typer.Typer(no_args_is_help=True)
 @app.command("add")
 def add(
     ctx: typer.Context,
-    file: Annotated[Path, typer.Argument(help="Data file: .npy, .npz (x, y, keys), .csv, or MNIST IDX.")],
+    file: Annotated[Path, typer.Argument(help="Data file: .npy, .npz (x, y, keys), .csv (.tsv, .txt; the separator is read from the header), or MNIST IDX.")],
     key_column: Annotated[Optional[str], typer.Option("--key-column", help="csv column of item keys (default: 'key' if present, else the row number).")] = None,
     label_column: Annotated[Optional[str], typer.Option("--label-column", help="csv column of labels (default: 'label' if present).")] = None,
     test_fraction: Annotated[float, typer.Option("--test-fraction", help="Share of rows held out as a labelled test split (for metrics).")] = 0.0,

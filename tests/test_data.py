@@ -110,6 +110,16 @@ def test_unknown_format_and_missing_file(tmp_path):
         load_dataset(tmp_path / "nope.npy")
     with pytest.raises(DataError, match="format: expected one of"):
         load_dataset(tmp_path / "x.parquet", format="parquet")
+    (tmp_path / "book.xlsx").write_bytes(b"PK\x03\x04")
+    with pytest.raises(DataError, match=r"'.*book.xlsx' is a spreadsheet workbook; save its sheet as 'CSV UTF-8' and add that file"):
+        load_dataset(tmp_path / "book.xlsx")
+
+
+def test_tab_separated_txt_and_tsv_files_are_tables(tmp_path):
+    for name in ("t.tsv", "t.txt"):
+        (tmp_path / name).write_text("a\tb\tlabel\n1\t2.5\tx\n3\t4.5\ty\n")
+        data = load_dataset(tmp_path / name, label_column="label")
+        assert data.format == "csv" and data.x.tolist() == [[1, 2.5], [3, 4.5]] and data.y.tolist() == ["x", "y"]
 
 
 @pytest.mark.parametrize("name", ["imgs-idx3-ubyte", "imgs-idx3-ubyte.gz"])

@@ -42,7 +42,9 @@ _IDX_DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 
 
 
 def detect_format(path: str | Path) -> str:
-    """The format of a data file from its name: npy, npz, csv or idx (MNIST `*-ubyte[.gz]`)."""
+    """The format of a data file from its name: npy, npz, csv (also .tsv and .txt: the separator
+    is read from the header) or idx (MNIST `*-ubyte[.gz]`); a spreadsheet workbook is refused with
+    the way to save it as csv."""
     name = Path(path).name.lower()
     if name.endswith(".image-folder.npz"):  # a folder of images converted by `pool add FOLDER` (data/images.py)
         return "image-folder"
@@ -51,9 +53,13 @@ def detect_format(path: str | Path) -> str:
     for ext in ("npy", "npz", "csv"):
         if name.endswith("." + ext):
             return ext
+    if name.endswith((".tsv", ".txt")):
+        return "csv"
     if name.endswith(".idx") or "-idx" in name or name.endswith("ubyte"):
         return "idx"
-    raise DataError(f"data file {str(path)!r}: unknown format; expected .npy, .npz, .csv or MNIST IDX (*-ubyte[.gz])")
+    if name.endswith((".xlsx", ".xlsm", ".xls", ".ods", ".numbers")):
+        raise DataError(f"data file {str(path)!r} is a spreadsheet workbook; save its sheet as 'CSV UTF-8' and add that file")
+    raise DataError(f"data file {str(path)!r}: unknown format; expected .npy, .npz, .csv (.tsv, .txt) or MNIST IDX (*-ubyte[.gz])")
 
 
 def _open_maybe_gz(path: Path) -> io.BufferedIOBase:
