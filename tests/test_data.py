@@ -115,6 +115,14 @@ def test_unknown_format_and_missing_file(tmp_path):
         load_dataset(tmp_path / "book.xlsx")
 
 
+def test_a_compressed_table_is_refused_with_the_way_out(tmp_path):
+    import gzip
+
+    (tmp_path / "t.csv.gz").write_bytes(gzip.compress(b"a,label\n1,x\n"))
+    with pytest.raises(DataError, match=r"'.*t.csv.gz' is compressed; decompress it \(gunzip\) and add the csv file"):
+        load_dataset(tmp_path / "t.csv.gz")
+
+
 def test_tab_separated_txt_and_tsv_files_are_tables(tmp_path):
     for name in ("t.tsv", "t.txt"):
         (tmp_path / name).write_text("a\tb\tlabel\n1\t2.5\tx\n3\t4.5\ty\n")

@@ -50,6 +50,8 @@ def detect_format(path: str | Path) -> str:
         return "image-folder"
     if name.endswith(".gz"):
         name = name[:-3]
+        if name.endswith((".csv", ".tsv", ".txt")):  # a table is read (and its rows re-read) by byte offset
+            raise DataError(f"data file {str(path)!r} is compressed; decompress it (gunzip) and add the {name.rsplit('.', 1)[1]} file")
     for ext in ("npy", "npz", "csv"):
         if name.endswith("." + ext):
             return ext
