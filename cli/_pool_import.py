@@ -81,6 +81,7 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     `labels_are_known`: an empty label cell marks a row still to label, and the test split is
     drawn from the labelled rows only; otherwise an empty label is refused."""
     from activebayes.data.loaders import check_labels, dataset_from_table
+    from activebayes.data.parsed_columns import number_writing, written_numbers
     from activebayes.data.table_spec import fit_table_spec
     from activebayes.data.tabular import plan_table
 
@@ -91,6 +92,11 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     if kept.size == 0:
         raise CliError(f"--missing drop: every row of {file} has a missing value", "use --missing impute")
     labels = np.asarray(table.column(options.label_column)) if options.label_column is not None else None
+    label_writing = number_writing(labels.tolist(), table.delimiter) if labels is not None and task == "regression" else None
+    if label_writing is not None:  # regression targets written like amounts or with decimal commas: read as the features are
+        labels = np.asarray(written_numbers(labels.tolist(), label_writing))
+        how = "amounts written as text" if label_writing == "units" else "written with decimal commas"
+        plan.notes.append(f"the labels in {options.label_column!r} are {how}: read as numbers")
     unlabelled = np.char.str_len(np.char.strip(labels.astype(str))) == 0 if labels is not None else np.zeros(len(table), dtype=bool)
     if unlabelled.any() and not labels_are_known:
         at = int(np.argmax(unlabelled))
@@ -104,6 +110,8 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     test_rows = candidates[test_at]
     pool_rows = np.setdiff1d(kept, test_rows)
     spec = fit_table_spec(plan, pool_rows, standardize=standardize, text_folder=text_folder)  # on the pool rows
+    if label_writing is not None:
+        spec["label_written"] = label_writing
     try:
         data = dataset_from_table(table, spec, options.label_column, plan.key_column)
     except BaseException:

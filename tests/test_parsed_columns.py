@@ -14,7 +14,17 @@ import numpy as np
 import pytest
 
 from activebayes.data.csv_table import read_csv_table
-from activebayes.data.parsed_columns import CALENDAR_PARTS, CLOCK_PARTS, calendar_features, decimal_comma_numbers, has_times, iso_days, unit_numbers
+from activebayes.data.parsed_columns import (
+    CALENDAR_PARTS,
+    CLOCK_PARTS,
+    calendar_features,
+    decimal_comma_numbers,
+    has_times,
+    iso_days,
+    number_writing,
+    unit_numbers,
+    written_numbers,
+)
 from activebayes.data.table_spec import _object_matrix, apply_table_spec, build_pipeline, fit_table_spec
 from activebayes.data.tabular import TableOptions, plan_table
 from activebayes.errors import DataError
@@ -62,6 +72,14 @@ def test_a_semicolon_file_with_decimal_commas_is_read_as_numbers(tmp_path):
     bad = write_csv(tmp_path / "b.csv", ["x", "y", "label"], rows, delimiter=";")
     with pytest.raises(DataError, match=r"line 7: column 'x' is written with a decimal comma \('3,5'\) but holds '1.2.3', not a number"):
         plan_table(read_csv_table(bad), TableOptions(label_column="label"))
+
+
+def test_number_writing_and_rewriting_of_a_label_column():
+    assert number_writing(["1.5", "2", ""], ";") is None  # plain numbers
+    assert number_writing(["3,5", "1.234,5", ""], ";") == "decimal comma" and number_writing(["3,5"], ",") is None
+    assert number_writing(["$1,200", "53%", "7"], ",") == "units" and number_writing(["$1,200", "free"], ",") is None
+    assert written_numbers(["3,5", "1.234", "", "x"], "decimal comma") == ["3.5", "1234", "", "x"]
+    assert written_numbers(["$1,200", "-$2.25"], "units") == ["1200", "-2.25"] and written_numbers(["a"], None) == ["a"]
 
 
 def test_iso_days_against_hand_computed_dates():
@@ -163,6 +181,23 @@ def test_a_date_or_amount_column_with_a_stray_value_names_it(tmp_path):
         plan_table(read_csv_table(g), TableOptions(label_column="label", categorical="auto"))
     marked = plan_table(read_csv_table(g), TableOptions(label_column="label", categorical="auto", missing="impute", na_values=("unknown",)))
     assert marked.columns[0].written == "units" and marked.columns[0].numbers[:2].tolist() == [12, 1000]
+
+
+def test_regression_labels_written_like_the_features(cli_db):
+    """A ;-file whose target has decimal commas and a ,-file whose prices carry $ and thousands:
+    `pool add` reads both targets as numbers, and the truth answers with the numbers."""
+    write_csv(Path("eu.csv"), ["id", "x", "price"], [[f"k{i}", f"{i},5", f"{3 * i},25"] for i in range(20)], delimiter=";")
+    write_csv(Path("us.csv"), ["id", "x", "price"], [[f"k{i}", str(i), f"${100 + i},500"] for i in range(20)])
+    for name, file, first in (("eu", "eu.csv", 0.25), ("us", "us.csv", 100500)):
+        ok("init", "--name", name, "--task", "regression")
+        added = ok("--project", name, "pool", "add", file, "--label-column", "price")
+        assert f"the labels in 'price' are {'written with decimal commas' if name == 'eu' else 'amounts written as text'}" in " ".join(added.output.split())
+        ok("--project", name, "round", "--oracle", "truth", "--k", "3", "--device", "cpu")
+        from activebayes.store import PoolStore
+
+        with PoolStore(cli_db, create=False) as store:
+            _, keys, values = store.labels(name)
+        assert len(keys) == 3 and all(float(v) == pytest.approx(first + (3 if name == "eu" else 1000) * int(k[1:])) for k, v in zip(keys, values))
 
 
 @pytest.fixture

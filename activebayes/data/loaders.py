@@ -164,6 +164,10 @@ def dataset_from_table(table: Any, features: dict[str, Any], label_column: str |
     columns = spec_columns(features, table.header, label_column, key_column)
     x, names = apply_table_spec(table, features, columns)
     y = np.asarray(table.column(label_column)) if label_column is not None else None
+    if y is not None and features.get("label_written"):  # regression targets written as "$1,200" or "3,5"
+        from activebayes.data.parsed_columns import written_numbers
+
+        y = np.asarray(written_numbers(y.tolist(), features["label_written"]))
     keys = _csv_keys(table, key_column) if key_column is not None else None
     found = {c["name"]: list(c["categories"]) for c in columns if c["kind"] == "categorical"}
     one_hot_cols = tuple(j for j, n in enumerate(names) if "=" in n and n.split("=", 1)[0] in found)

@@ -32,6 +32,8 @@ from typing import Sequence
 
 import numpy as np
 
+from activebayes.data.features import is_number
+
 _UNIT_NUMBER = re.compile(
     r"^(?P<sign>[+-]?)(?P<cur>[$€£¥]?)\s?(?P<sign2>[+-]?)(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?P<frac>\.\d+)?\s?(?P<pct>%?)$"
 )
@@ -64,6 +66,27 @@ def decimal_comma_numbers(texts: Sequence[str]) -> np.ndarray:
     """[T] float64: each text read with a decimal comma and dots between thousands (module
     docstring), NaN where it is not such a number."""
     return np.asarray([float(t.replace(".", "").replace(",", ".")) if _DECIMAL_COMMA_NUMBER.match(t) else math.nan for t in texts], dtype=np.float64)
+
+
+def number_writing(texts: Sequence[str], delimiter: str) -> str | None:
+    """How a column of numbers written as text is written, when not every non-empty text is a
+    plain finite number: "decimal comma" (a file not delimited by commas) or "units", when every
+    one reads so; None otherwise (plain numbers, or not numbers at all)."""
+    present = [t for t in texts if t.strip()]
+    if all(is_number(t) and math.isfinite(float(t)) for t in present):
+        return None
+    if delimiter != "," and np.isfinite(decimal_comma_numbers(present)).all():
+        return "decimal comma"
+    return "units" if np.isfinite(unit_numbers(present)).all() else None
+
+
+def written_numbers(texts: Sequence[str], writing: str | None) -> list[str]:
+    """`texts` with each number written as `writing` says ("units", "decimal comma") rewritten as
+    a plain one (3,5 -> "3.5", $1,200 -> "1200"); empty and unreadable texts are kept as they are."""
+    if writing is None:
+        return list(texts)
+    parsed = (decimal_comma_numbers if writing == "decimal comma" else unit_numbers)([t.strip() for t in texts])
+    return [t if not math.isfinite(v) else (str(int(v)) if v.is_integer() else repr(v)) for t, v in zip(texts, parsed.tolist())]
 
 
 def _iso_day(text: str) -> float:

@@ -15,6 +15,10 @@ The pipeline is scikit-learn's `ColumnTransformer` (one transformer per column, 
         {"name", "kind": "categorical", "fill": level, "categories": [...], "indicator": bool},
         {"name", "kind": "text", "file", "sha256", "dims", "indicator": false}]}
 
+`pool add` adds "label_written" ("units" or "decimal comma") when a regression target is
+written so; `dataset_from_table` then reads the labels as plain numbers
+(`activebayes.data.parsed_columns.written_numbers`).
+
 A column's features: numeric `z = (v − mean) / scale` (or v unscaled), v parsed from text as
 `written` says ("units": an amount such as $1,578.50; "decimal comma": 3,5); a date's F = 5 (7
 with `clock`) calendar features, each standardised, named `name (days)`, `name (season sin)`,
