@@ -6,12 +6,15 @@ pipeline; values checked against hand-computed days and angles."""
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from activebayes.data.csv_table import read_csv_table
 from activebayes.data.parsed_columns import (
@@ -72,6 +75,27 @@ def test_a_semicolon_file_with_decimal_commas_is_read_as_numbers(tmp_path):
     bad = write_csv(tmp_path / "b.csv", ["x", "y", "label"], rows, delimiter=";")
     with pytest.raises(DataError, match=r"line 7: column 'x' is written with a decimal comma \('3,5'\) but holds '1.2.3', not a number"):
         plan_table(read_csv_table(bad), TableOptions(label_column="label"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.decimals(min_value=-1e9, max_value=1e9, places=2, allow_nan=False, allow_infinity=False))
+def test_amounts_and_decimal_commas_round_trip(value):
+    """Any amount written with $ and thousands separators, or the European way, reads back as itself."""
+    us = f"{value:,.2f}"
+    european = us.replace(",", "_").replace(".", ",").replace("_", ".")
+    dollars = ("-$" + us[1:]) if us.startswith("-") else "$" + us
+    assert unit_numbers([us, dollars, us + "%"]).tolist() == [float(value)] * 3
+    assert decimal_comma_numbers([european]).tolist() == [float(value)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.datetimes(min_value=dt.datetime(1900, 1, 1), max_value=dt.datetime(2100, 12, 31)))
+def test_iso_days_round_trip(moment):
+    """Python's own ISO text of any date and time reads back as its days since 1970-01-01."""
+    moment = moment.replace(microsecond=0)
+    days = (moment - dt.datetime(1970, 1, 1)).total_seconds() / 86400
+    assert iso_days([moment.isoformat(), moment.isoformat(sep=" ")]) == pytest.approx([days, days], abs=1e-9)
+    assert iso_days([moment.date().isoformat()]).tolist() == [float(math.floor(days))]
 
 
 def test_number_writing_and_rewriting_of_a_label_column():
