@@ -460,7 +460,7 @@ def _read(path: Path, text_columns: Sequence[str]) -> CsvTable:
     for j, (name, col) in enumerate(zip(header, finished)):
         if not name and (col.numbers is not None or any(col.cells or col.texts)):  # a value under no name
             raise DataError(f"{str(path)!r}: column {j + 1} has values but no name in the header; name it (or delete the column)")
-    columns = dict(zip(header, finished))  # nameless columns (trailing separators) are empty: `unnamed_empty`
+    columns = dict(zip(header, finished))  # nameless columns (trailing separators) are empty; plan_table leaves them out
     return CsvTable(path, header, columns, line_numbers, offsets, delimiter)
 
 

@@ -32,6 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
+from activebayes.data.dataset import label_text
 from activebayes.data.features import is_number
 
 _UNIT_NUMBER = re.compile(
@@ -86,7 +87,7 @@ def written_numbers(texts: Sequence[str], writing: str | None) -> list[str]:
     if writing is None:
         return list(texts)
     parsed = (decimal_comma_numbers if writing == "decimal comma" else unit_numbers)([t.strip() for t in texts])
-    return [t if not math.isfinite(v) else (str(int(v)) if v.is_integer() else repr(v)) for t, v in zip(texts, parsed.tolist())]
+    return [label_text(v) if math.isfinite(v) else t for t, v in zip(texts, parsed.tolist())]
 
 
 def _iso_day(text: str) -> float:

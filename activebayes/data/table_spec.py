@@ -39,14 +39,10 @@ import numpy as np
 from activebayes.data.csv_table import CsvTable, shown
 from activebayes.data.features import is_number, one_hot_codes, unseen_category
 from activebayes.data.parsed_columns import CALENDAR_PARTS, CLOCK_PARTS, calendar_features, decimal_comma_numbers, iso_days, unit_numbers
-from activebayes.data.tabular import ColumnPlan, TablePlan, column_missing
+from activebayes.data.tabular import ColumnPlan, TablePlan, column_missing, first_true
 from activebayes.errors import DataError
 
 SPEC_VERSION = 2
-
-
-def _first(mask: np.ndarray) -> int:
-    return int(np.argmax(mask))
 
 
 def _column_input(plan: TablePlan, c: ColumnPlan, rows: np.ndarray | None = None) -> np.ndarray:
@@ -203,9 +199,9 @@ def _numeric_feature(table: CsvTable, c: dict[str, Any], missing: np.ndarray) ->
     if unfilled.any():
         spelled = np.asarray([is_number(t) for t in texts] + [False])[codes]
         if (unfilled & ~spelled).any():
-            at = _first(unfilled & ~spelled)
+            at = first_true(unfilled & ~spelled)
             raise DataError(f"{path!r} line {table.lines[at]}: column {name!r} is not a number ({shown(table.cell(at, name))})")
-        at = _first(unfilled)
+        at = first_true(unfilled)
         raise DataError(f"{path!r} line {table.lines[at]}: a feature is NaN or infinite (column {name!r}: {shown(table.cell(at, name))}); give a finite number")
     v[missing] = float(c["fill"]) if c.get("fill") is not None else np.nan
     return (v - float(c["mean"])) / float(c["scale"])
@@ -219,7 +215,7 @@ def _date_features(table: CsvTable, c: dict[str, Any], missing: np.ndarray) -> n
     days = iso_days([*texts, ""])[codes]  # code -1, a plain number: no date
     bad = ~missing & ~np.isfinite(days)
     if bad.any():
-        at = _first(bad)
+        at = first_true(bad)
         raise DataError(f"{str(table.path)!r} line {table.lines[at]}: column {name!r} is not an ISO date ({shown(table.cell(at, name))}); write it as YYYY-MM-DD")
     days[missing] = float(c["fill"]) if c.get("fill") is not None else np.nan
     return (calendar_features(days, bool(c["clock"])) - np.asarray(c["mean"])) / np.asarray(c["scale"])
@@ -235,7 +231,7 @@ def _category_indices(table: CsvTable, c: dict[str, Any], missing: np.ndarray) -
     picked = np.where(missing, len(texts), codes)
     out = np.asarray([index.get(v, -1) for v in values], dtype=np.int64)[picked]
     if (out < 0).any():
-        at = _first(out < 0)
+        at = first_true(out < 0)
         raise unseen_category(at, values[int(picked[at])], c["categories"], column=name, path=table.path)
     return out
 
@@ -258,7 +254,7 @@ def apply_table_spec(table: CsvTable, spec: dict[str, Any], columns: list[dict[s
             raise DataError(f"data file {str(table.path)!r}: has no column {name!r}, which the recorded features use; import the file into a new project")
         missing = column_missing(table, name, tokens)
         if missing.any() and c.get("fill") is None and kind != "text":
-            at = _first(missing)
+            at = first_true(missing)
             raise DataError(f"{str(table.path)!r} line {table.lines[at]}: column {name!r} has no value ({shown(table.cell(at, name))}); fill it in")
         if kind == "numeric":
             blocks.append(_numeric_feature(table, c, missing).astype(np.float32)[:, None])

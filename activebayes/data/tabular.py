@@ -233,7 +233,8 @@ def _distinct_whole_numbers(values: np.ndarray) -> bool:
             and len(np.unique(values)) >= IDENTIFIER_DISTINCT * len(values))  # fmt: skip
 
 
-def _first(mask: np.ndarray) -> int:
+def first_true(mask: np.ndarray) -> int:
+    """The index of the first True in [N] bool `mask` (a row to name in a message)."""
     return int(np.argmax(mask))
 
 
@@ -241,7 +242,7 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
     path, n, lines = str(table.path), len(table), table.lines
     missing = column_missing(table, name, options.na_values)
     if options.missing == "error" and missing.any():
-        at = _first(missing)
+        at = first_true(missing)
         raise DataError(
             f"{path!r} line {lines[at]}: column {name!r} has no value ({shown(table.cell(at, name))}); "
             "fill it in, or pass --missing impute (or drop)"
@@ -259,7 +260,7 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
     if numeric[present].all():
         bad = spelled_number & present
         if bad.any():
-            at = _first(bad)
+            at = first_true(bad)
             raise DataError(f"{path!r} line {lines[at]}: a feature is infinite (column {name!r}: {shown(table.cell(at, name))}); give a finite number")
         values = numbers[present]
         if names_an_identifier(name) and name not in (options.features or ()) and _distinct_whole_numbers(values):
@@ -275,11 +276,11 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
     if (comma_level & present).any() and table.delimiter != ",":
         spelled_codes, spellings = table.category_codes(name)
         european = decimal_comma_numbers(spellings)[spelled_codes]
-        example = shown(table.cell(_first(comma_level & present), name))
+        example = shown(table.cell(first_true(comma_level & present), name))
         if np.isfinite(european[present]).all():  # 3,5 and 1.234,5 in a ;-file
             notes.append(f"column {name!r} is written with decimal commas ({example}): read as numbers")
             return ColumnPlan(name, "numeric", missing, numbers=np.where(missing, np.nan, european), written="decimal comma")
-        at = _first(present & ~np.isfinite(european))
+        at = first_true(present & ~np.isfinite(european))
         raise DataError(
             f"{path!r} line {lines[at]}: column {name!r} is written with a decimal comma ({example}) but holds {shown(table.cell(at, name))}, "
             "not a number written so; correct it, or pass --na-values if it marks a gap"
@@ -287,13 +288,13 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
     written = _written_quantity(table, name, missing, numeric, notes)
     if written is not None:
         return written
-    at = _first(text)
+    at = first_true(text)
     if options.categorical == "error":
         raise DataError(f"{path!r} line {lines[at]}: column {name!r} is not a number ({shown(table.cell(at, name))})")
     n_present, n_numbers = int(present.sum()), int((numeric & present).sum())
     mixed = None
     if n_numbers:
-        num = _first(numeric & present)
+        num = first_true(numeric & present)
         mixed = DataError(
             f"{path!r} line {lines[at]}: column {name!r} is not a number ({shown(table.cell(at, name))}) but line {lines[num]} holds "
             f"the number {shown(table.cell(num, name))} ({n_numbers} of its {n_present} values are numbers; a column is either numeric "
@@ -335,8 +336,8 @@ def _written_quantity(table: CsvTable, name: str, missing: np.ndarray, numeric: 
     for kind, parsed, unit_seen in (("amounts", as_amount, (as_amount & ~numeric & present).any()), ("dates", as_date, True)):
         share = parsed[present].mean()
         if unit_seen and 0.5 <= share < 1:
-            at = _first(present & ~parsed)
-            shown_kind = f"{kind} ({shown(table.cell(_first(present & parsed & ~numeric), name))})"
+            at = first_true(present & ~parsed)
+            shown_kind = f"{kind} ({shown(table.cell(first_true(present & parsed & ~numeric), name))})"
             raise DataError(
                 f"{str(table.path)!r} line {table.lines[at]}: column {name!r} holds {shown_kind} but also {shown(table.cell(at, name))}, "
                 f"which is not one ({int((present & ~parsed).sum())} of {int(present.sum())} values); correct it, or pass --na-values if it marks a gap"
