@@ -271,10 +271,10 @@ def test_file_mistakes_leave_the_database_unchanged(blobs, content, words):
 
 
 def test_other_label_mistakes_leave_the_database_unchanged(blobs):
-    Path("latin1.csv").write_bytes(f"key,label\n{blobs.queries[0]},a\n# caf\xe9\n".encode("latin-1"))
+    Path("latin1.csv").write_bytes(f"key,label\n{blobs.queries[0]},a\n".encode() + b"# caf\x81\n")  # no Western text
     write("ok.csv", f"key,label\n{blobs.queries[0]},a\n")
     before = db_dump(blobs.db)
-    assert_mistake(blobs.label("--from", "latin1.csv"), "not UTF-8", "CSV UTF-8")
+    assert_mistake(blobs.label("--from", "latin1.csv"), "neither UTF-8 nor Windows-1252", "line 3", "CSV UTF-8")
     assert_mistake(blobs.label("--from", "missing.csv"), "no file at")
     assert_mistake(blobs.label("--test"), "--test", "--from FILE")
     assert_mistake(blobs.label("--relabel"), "--relabel", "--from FILE")

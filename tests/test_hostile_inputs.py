@@ -205,7 +205,10 @@ def _bad_pool(case: str) -> tuple[bytes, list[str], list[str]]:
         "ten-mb-line-alone": (b"x" * 10_000_000, [], ["line 1"]),
         "ten-mb-header": (("h," * 5_000_000 + "\n").encode(), [], ["line 1"]),
         "nul-byte": (body((1, "item-x,0\x00.1,0.2,a\n")), key, ["line 3", "NUL"]),
-        "latin-1": (header.encode() + "café,0.1,0.2,a\n".encode("latin-1"), key, ["not UTF-8"]),
+        "undefined-byte": (header.encode() + "café,0.1,0.2,a\n".encode("latin-1").replace(b"\xe9", b"\x81"), key,
+                           ["neither UTF-8 nor Windows-1252", "byte 0x81", "line 2"]),
+        "mixed-encodings": (header.encode() + "café,0.1,0.2,a\n".encode() + "thé,0.1,0.2,b\n".encode("cp1252"), key,
+                            ["mixes UTF-8 with other text", "byte 0xe9", "line 3"]),
         "label-float": (body((2, "item-x,0.1,0.2,1.5\n")), key, ["line 4", "'1.5'", "not one of the classes"]),
         "label-wrong-case": (body((2, "item-x,0.1,0.2,A\n")), key, ["line 4", "'A'", "not one of the classes"]),
         "label-empty": (body((2, "item-x,0.1,0.2,\n")), key, ["line 4", "label", "empty"]),
@@ -225,7 +228,7 @@ def _bad_pool(case: str) -> tuple[bytes, list[str], list[str]]:
 
 BAD_POOL = [
     "no-header", "no-header-key-column", "duplicate-key", "empty-key", "duplicate-column", "mixed-delimiters",
-    "unquoted-comma-in-key", "ten-mb-field", "ten-mb-line-alone", "ten-mb-header", "nul-byte", "latin-1",
+    "unquoted-comma-in-key", "ten-mb-field", "ten-mb-line-alone", "ten-mb-header", "nul-byte", "undefined-byte", "mixed-encodings",
     "label-float", "label-wrong-case", "label-empty", "nan", "NaN", "inf", "minus-inf", "overflow",
     "decimal-comma", "only-header", "empty-file", "blank-lines",
 ]  # fmt: skip

@@ -216,7 +216,8 @@ def test_file_oracle_integers_written_as_decimals(tmp_path):
         ("\ufeffkey,label\na,cat\n\nb,cow\n".encode(), "line 4: label 'cow'"),  # file lines: header 1, blank 3
         (b'key,label,note\na,cat,"two\nlines"\nb,cow,x\n', "line 4: label 'cow'"),  # a quoted line break
         (b"a,cow\n", "line 1: label 'cow'"),
-        (b"key,label\na,caf\xe9\n", "not UTF-8 text .*; save it as 'CSV UTF-8'"),
+        (b"key,label\na,caf\x81\n", r"neither UTF-8 nor Windows-1252 text \(byte 0x81 at offset 15, line 2\); save it as 'CSV UTF-8'"),
+        (b"key,label\na,caf\xe9\n", "line 2: label 'caf\xe9'"),  # Windows-1252, read as such
     ],
 )
 def test_file_oracle_names_the_problem_and_the_file_line(tmp_path, raw, message):

@@ -1,6 +1,6 @@
-"""Reading a csv file into compact columns: its encoding (UTF-8, or UTF-16 with a BOM), its
-separator (`,`, `;` or tab, read from the header), its header, and every record's cells, each
-with the line and byte offset it starts on. Every problem is a DataError naming the file and the
+"""Reading a csv file into compact columns: its encoding (UTF-8, UTF-16 with a BOM, or
+Windows-1252 where the bytes are not UTF-8: `activebayes.data.csv_encoding`), its separator
+(`,`, `;` or tab, read from the header), its header, and every record's cells, each with the line and byte offset it starts on. Every problem is a DataError naming the file and the
 line. What the cells mean (numbers, categories, text, gaps) is `activebayes.data.tabular`'s job.
 
     table = read_csv_table(Path("pool.csv"), text_columns=("id", "label"))
@@ -32,12 +32,12 @@ from typing import Any
 
 import numpy as np
 
+from activebayes.data.csv_encoding import UTF16_BOMS, WINDOWS_1252, Fallback, csv_text, decode_text, windows_1252
 from activebayes.errors import DataError
 
 CSV_DELIMITERS = (",", ";", "\t")
 _SHOWN_MAX = 60  # characters of a cell quoted in a message
 _DATA_LIKE = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+(\.\d*)?[eE][+-]?\d+)$")
-_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 CHUNK_ROWS = 32_768  # records decoded at a time
 
 
@@ -51,25 +51,6 @@ def shown(value: Any) -> str:
 
 def delimiter_name(d: str) -> str:
     return "tab" if d == "\t" else repr(d)
-
-
-def csv_text(path: Path, what: str = "data file") -> str:
-    """The text of a csv file: UTF-8 (a byte-order mark dropped) or UTF-16 with its BOM (Excel's
-    "Unicode Text"); DataError naming the file when it is neither."""
-    raw = path.read_bytes()
-    encoding = "utf-16" if raw.startswith(_UTF16_BOMS) else "utf-8-sig"
-    try:
-        text = raw.decode(encoding)
-    except UnicodeDecodeError as exc:
-        raise DataError(
-            f"{what} {str(path)!r} is not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start}); "
-            "save it as 'CSV UTF-8' and run the command again"
-        ) from None
-    nul = text.find("\x00")
-    if nul >= 0:
-        line = text.count("\n", 0, nul) + 1
-        raise DataError(f"{str(path)!r} line {line}: holds a NUL byte, so it is not CSV text; save the file as 'CSV UTF-8'")
-    return text
 
 
 def csv_delimiter(text: str, path: Path) -> str:
@@ -130,7 +111,9 @@ _BLOCK_BYTES = 1 << 23  # bytes decoded at a time (cut after the block's last ne
 
 class _Stream:
     """A csv file's text, decoded block by block: UTF-8 (a BOM dropped) streamed in blocks cut
-    after a newline (so no character is split), or UTF-16 (a BOM) decoded whole. `lines()` are
+    after a newline (so no character is split), or UTF-16 (a BOM) decoded whole. A file whose
+    bytes stop being UTF-8 after ASCII alone is read as Windows-1252 from there on (`encoding`,
+    and `fallback` says where; `decode_text`), also in a later pass from the start. `lines()` are
     the lines as `io.StringIO(newline="")` splits them, as csv.reader wants them; after they have
     been read, `line_starts` holds the byte offset where each line starts (None for a file whose
     lines csv counts differently from its b"\\n": UTF-16, or a lone carriage return)."""
@@ -138,7 +121,9 @@ class _Stream:
     def __init__(self, path: Path) -> None:
         self.path = path
         with path.open("rb") as fh:
-            self.utf16 = fh.read(2).startswith(_UTF16_BOMS)
+            self.utf16 = fh.read(2).startswith(UTF16_BOMS)
+        self.encoding = "utf-16" if self.utf16 else "utf-8"
+        self.fallback: Fallback | None = None
         self._starts: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
         self._lone_cr = self.utf16
 
@@ -154,7 +139,7 @@ class _Stream:
     def _blocks(self) -> Iterator[io.StringIO]:
         self._starts, self._lone_cr = [np.zeros(1, dtype=np.int64)], False  # a pass from the start
         with self.path.open("rb") as fh:
-            position, rest, first = 0, b"", True
+            position, rest, first, newlines, ascii_so_far = 0, b"", True, 0, True
             while True:
                 chunk = fh.read(_BLOCK_BYTES)
                 data = rest + chunk
@@ -165,15 +150,22 @@ class _Stream:
                 block, rest = data[:cut], data[cut:]
                 if not block:
                     return
-                try:
-                    text = block.decode("utf-8-sig" if first else "utf-8")
-                except UnicodeDecodeError:
-                    csv_text(self.path)  # raises the DataError naming the byte and its offset
-                    raise
+                if self.encoding == WINDOWS_1252:
+                    text = windows_1252(block, self.path, "data file", offset=position, line=newlines + 1)
+                else:
+                    text, fallback = decode_text(block, self.path, "data file", head=first, ascii_before=ascii_so_far,
+                                                 offset=position, line=newlines + 1)  # fmt: skip
+                    if fallback is not None:
+                        self.encoding, self.fallback = WINDOWS_1252, fallback
+                    ascii_so_far = ascii_so_far and block.isascii()
                 if "\x00" in text:
-                    csv_text(self.path)  # raises the DataError naming the line
+                    nul = text.find("\x00")
+                    line = newlines + text.count("\n", 0, nul) + 1
+                    raise DataError(f"{str(self.path)!r} line {line}: holds a NUL byte, so it is not CSV text; save the file as 'CSV UTF-8'")
                 codes = np.frombuffer(block, dtype=np.uint8)
-                self._starts.append(np.flatnonzero(codes == 10) + (position + 1))
+                ends = np.flatnonzero(codes == 10)
+                self._starts.append(ends + (position + 1))
+                newlines += int(ends.size)
                 cr = np.flatnonzero(codes == 13)
                 if cr.size and (cr[-1] + 1 >= codes.size or (codes[np.minimum(cr + 1, codes.size - 1)] != 10).any()):
                     self._lone_cr = True
@@ -305,7 +297,8 @@ class CsvTable:
 
     header: the M column names; columns: name -> CsvColumn; lines: [N] the line each record starts
     on (blank records are skipped); offsets: [N] the byte offset where it starts (None for a file
-    read whole as text); delimiter: the separator found."""
+    read whole as text); delimiter: the separator found; encoding: "utf-8", "utf-16" or
+    WINDOWS_1252, with `fallback` saying where a file stopped being UTF-8."""
 
     path: Path
     header: list[str]
@@ -313,6 +306,8 @@ class CsvTable:
     lines: np.ndarray
     offsets: np.ndarray | None
     delimiter: str
+    encoding: str = "utf-8"
+    fallback: Fallback | None = None
 
     def __len__(self) -> int:
         return int(self.lines.shape[0])
@@ -368,19 +363,21 @@ class CsvTable:
 
     def read_rows(self, rows: Sequence[int] | None) -> list[list[str]]:
         """The stripped cells of the given records (every record when None), read from the file."""
-        return read_records(self.path, self.offsets, rows, delimiter=self.delimiter)
+        return read_records(self.path, self.offsets, rows, delimiter=self.delimiter, encoding=self.encoding)
 
 
-def read_records(path: Path, offsets: np.ndarray | None, rows: Sequence[int] | None, *, delimiter: str) -> list[list[str]]:
+def read_records(path: Path, offsets: np.ndarray | None, rows: Sequence[int] | None, *, delimiter: str,
+                 encoding: str = "utf-8") -> list[list[str]]:  # fmt: skip
     """The stripped cells of records `rows` (0-based, blank records and the header not counted;
     every record when None) of a csv file: by seeking to each record's byte offset when `offsets`
-    are known, else by reading the file through."""
+    are known (decoding with the file's `encoding`, as `read_csv_table` found it), else by reading
+    the file through."""
     if offsets is not None and rows is not None:
         out = []
         with path.open("rb") as fh:
             for r in rows:
                 fh.seek(int(offsets[int(r)]))
-                record = next(csv.reader((raw.decode("utf-8", errors="replace") for raw in fh), delimiter=delimiter))
+                record = next(csv.reader((raw.decode(encoding, errors="replace") for raw in fh), delimiter=delimiter))
                 out.append([f.strip() for f in record])
         return out
     wanted = None if rows is None else {int(r) for r in rows}
@@ -461,7 +458,7 @@ def _read(path: Path, text_columns: Sequence[str]) -> CsvTable:
         if not name and (col.numbers is not None or any(col.cells or col.texts)):  # a value under no name
             raise DataError(f"{str(path)!r}: column {j + 1} has values but no name in the header; name it (or delete the column)")
     columns = dict(zip(header, finished))  # nameless columns (trailing separators) are empty; plan_table leaves them out
-    return CsvTable(path, header, columns, line_numbers, offsets, delimiter)
+    return CsvTable(path, header, columns, line_numbers, offsets, delimiter, stream.encoding, stream.fallback)
 
 
 def _add_chunk(builders: list[_ColumnBuilder], chunk: list[list[str]], chunk_lines: list[int], lines: list[np.ndarray]) -> None:

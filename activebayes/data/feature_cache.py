@@ -15,8 +15,8 @@ The project's settings record both, with what they were made from:
     settings["feature_cache"] = {"version": 1, "data_sha256": the data file's sha256,
         "spec_sha256": sha256 of the recorded loading settings and feature spec (`spec_sha256`),
         "features": {"file", "sha256", "shape"}, "rows": {"file", "sha256"} or None,
-        "table": {"names", "raw_columns", "positions", "delimiter", "na_values", "categories",
-                  "one_hot_columns"} or None}
+        "table": {"names", "raw_columns", "positions", "delimiter", "encoding", "na_values",
+                  "categories", "one_hot_columns"} or None}
 
 Every load (`cached_dataset`, reached through `load_project_data` after the store has checked
 the data file's sha256, so a changed data file is refused before anything here runs) checks the
@@ -116,6 +116,7 @@ def _table_of(data: Dataset) -> dict[str, Any] | None:
         "raw_columns": list(data.raw_columns or []),
         "positions": list(getattr(raw, "positions", [])),
         "delimiter": getattr(raw, "delimiter", ","),
+        "encoding": getattr(raw, "encoding", "utf-8"),
         "na_values": list(getattr(raw, "na_values", ())),
         "categories": data.categories or {},
         "one_hot_columns": list(data.one_hot_columns),
@@ -221,7 +222,8 @@ def _table(path: Path, x: np.ndarray, rows: np.ndarray | None, table: dict[str, 
         x, np.asarray(rows["label"]) if "label" in fields else None, rows["key"].tolist() if "key" in fields else None,
         path, "csv", feature_names=list(table["names"]), categories=dict(table["categories"]) or None,
         one_hot_columns=tuple(table["one_hot_columns"]), lines=None, raw_columns=list(table["raw_columns"]),
-        raw=RawCells(path, offsets, table["delimiter"], table["positions"], x.shape[0], table["na_values"]),
+        raw=RawCells(path, offsets, table["delimiter"], table["positions"], x.shape[0], table["na_values"],
+                     table.get("encoding", "utf-8")),  # a cache written before Windows-1252 was read
     )  # fmt: skip
 
 

@@ -25,8 +25,8 @@ class RawCells:
     `raw[[i, j]]` -> [2, M] object arrays."""
 
     def __init__(self, path: Path, offsets: np.ndarray | None, delimiter: str, positions: Sequence[int], n_rows: int,
-                 na_values: Sequence[str] = ()) -> None:  # fmt: skip
-        self.path, self.offsets, self.delimiter = Path(path), offsets, delimiter
+                 na_values: Sequence[str] = (), encoding: str = "utf-8") -> None:  # fmt: skip
+        self.path, self.offsets, self.delimiter, self.encoding = Path(path), offsets, delimiter, encoding
         self.positions, self.na_values = list(positions), tuple(na_values)
         self.shape = (int(n_rows), len(self.positions))
 
@@ -42,7 +42,7 @@ class RawCells:
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         """Every row (the whole file read)."""
-        out = self._shown(read_records(self.path, self.offsets, None, delimiter=self.delimiter))
+        out = self._shown(read_records(self.path, self.offsets, None, delimiter=self.delimiter, encoding=self.encoding))
         return out if dtype is None else out.astype(dtype)
 
     def tolist(self) -> list[list[str]]:
@@ -53,5 +53,5 @@ class RawCells:
         flat = [int(i) % n if -n <= int(i) < n else int(i) for i in np.atleast_1d(np.asarray(index)).tolist()]
         if any(not 0 <= i < n for i in flat):
             raise IndexError(f"raw cells: row index out of range for {n} rows")
-        out = self._shown(read_records(self.path, self.offsets, flat, delimiter=self.delimiter) if flat else [])
+        out = self._shown(read_records(self.path, self.offsets, flat, delimiter=self.delimiter, encoding=self.encoding) if flat else [])
         return out[0] if np.ndim(index) == 0 else out

@@ -282,4 +282,4 @@ def raw_cells(table: CsvTable, columns: list[dict[str, Any]], na_values: Sequenc
     from activebayes.data.table_rows import RawCells
 
     positions = [table.header.index(c["name"]) for c in columns]
-    return RawCells(table.path, table.offsets, table.delimiter, positions, len(table), na_values)
+    return RawCells(table.path, table.offsets, table.delimiter, positions, len(table), na_values, table.encoding)

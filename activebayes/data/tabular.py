@@ -187,7 +187,7 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
     names = [h for h in table.header if h and h in wanted and h not in special and h not in options.ignore]
     if not names:
         raise DataError(f"data file {str(table.path)!r}: no feature columns besides the label/key columns")
-    notes = []
+    notes = [_encoding_note(table)] if table.fallback is not None else []
     if "" in table.header:  # read_csv_table refuses one with values
         notes.append(f"left out {table.header.count('')} empty column(s) without a name (separators at the ends of the lines)")
     if key is not None and options.key_column is None:
@@ -236,6 +236,13 @@ def _distinct_whole_numbers(values: np.ndarray) -> bool:
 def first_true(mask: np.ndarray) -> int:
     """The index of the first True in [N] bool `mask` (a row to name in a message)."""
     return int(np.argmax(mask))
+
+
+def _encoding_note(table: CsvTable) -> str:
+    """The note for a file read as Windows-1252, quoting the first cell that is not ASCII."""
+    where = table.fallback
+    return (f"{str(table.path)!r} is not UTF-8: read as Windows-1252 (Excel's 'CSV'); line {where.line} holds "
+            f"{shown(where.example)} (if that reads wrong, save the file as 'CSV UTF-8')")  # fmt: skip
 
 
 def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[str]) -> ColumnPlan:

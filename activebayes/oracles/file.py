@@ -29,6 +29,7 @@ from collections.abc import Container, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from activebayes.data.csv_encoding import csv_text
 from activebayes.errors import DataError
 from activebayes.oracles.base import Answer
 
@@ -47,21 +48,6 @@ def integral_text(text: str) -> str | None:
 def _either(names: Sequence[str]) -> str:
     """("key", "id", "item") -> "key, id or item"."""
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
-
-
-def _decode(path: Path) -> str:
-    raw = path.read_bytes()
-    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        encoding = "utf-16"
-    else:
-        encoding = "utf-8-sig"  # drops a UTF-8 byte-order mark
-    try:
-        return raw.decode(encoding)
-    except UnicodeDecodeError as exc:
-        raise DataError(
-            f"labels file {str(path)!r} is not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start}); "
-            "save it as 'CSV UTF-8' and run the command again"
-        ) from None
 
 
 def _delimiter(text: str) -> str:
@@ -182,7 +168,7 @@ class FileOracle:
     def _read(self, known: Container[str] | None) -> dict[str, str]:
         if not self.path.is_file():
             raise DataError(f"labels file {str(self.path)!r} does not exist")
-        text = _decode(self.path)
+        text = csv_text(self.path, "labels file")
         exported = _json(text, self.path)
         if exported is not None:
             from activebayes.data.label_studio import answers_from_export
