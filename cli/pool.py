@@ -43,7 +43,7 @@ app = typer.Typer(no_args_is_help=True)
 def add(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="Data file: .npy, .npz (x, y, keys), .csv (.tsv, .txt; the separator is read from the header), or MNIST IDX.")],
-    key_column: Annotated[Optional[str], typer.Option("--key-column", help="csv column of item keys (default: 'key' if present, else the row number).")] = None,
+    key_column: Annotated[Optional[str], typer.Option("--key-column", help="csv column of item keys (default: one named key or id, else the row names: a first column without a name, else the row number).")] = None,
     label_column: Annotated[Optional[str], typer.Option("--label-column", help="csv column of labels (default: 'label' if present).")] = None,
     test_fraction: Annotated[float, typer.Option("--test-fraction", help="Share of rows held out as a labelled test split (for metrics).")] = 0.0,
     labels_are_known: Annotated[bool, typer.Option("--labels-are-known", help="Import the labels as observations instead of holding them back as the truth; rows with an empty label are the pool to label.")] = False,

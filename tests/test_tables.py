@@ -447,3 +447,73 @@ def test_a_refused_text_pool_leaves_no_model_behind(db):
     assert_mistake(run("--project", "c", "pool", "add", "q.csv", "--text-column", "note", "--truth", "truth.csv"), "--truth", "no label for 39")
     assert db_dump(db) == before
     assert not list(Path(".").glob("**/*.text-model.npz"))
+
+
+# ---- row names, as R's write.csv and pandas' to_csv write them ------------------------------------
+
+
+def row_named(path: Path, first: list[str], header_first: str = "", extra: tuple[str, ...] = ()) -> Path:
+    """A table whose first column is `first` under the name `header_first` ('' as R and pandas
+    write row names), then `extra` columns, x and label."""
+    header = [header_first, *extra, "x", "label"]
+    rows = [[name, *(f"{e}{i}" for e in extra), f"{(i * 0.37) % 1:.3f}", "ab"[i % 2]] for i, name in enumerate(first)]
+    return write_csv(path, header, rows)
+
+
+@pytest.mark.parametrize("first", [[f"Car {i}" for i in range(30)], [str(i) for i in range(30)], [str(7 * i + 3) for i in range(30)]])
+def test_a_nameless_first_column_is_the_row_names_and_the_keys(tmp_path, first):
+    """R's write.csv (names), pandas' to_csv (its index 0..N-1, or a shuffled one): the column is
+    called row_names, is the key, never a feature, and a note says so."""
+    table = read_csv_table(row_named(tmp_path / "r.csv", first))
+    assert table.header == ["row_names", "x", "label"] and table.row_names
+    p = plan_table(table, TableOptions(label_column="label"))
+    assert p.key_column == "row_names" and [c.name for c in p.columns] == ["x"]
+    assert "the first column has no name: row names, as R's write.csv and pandas' to_csv write them, called 'row_names'; they are the item keys" in p.notes
+    assert table.column("row_names") == first
+
+
+def test_row_names_beside_a_key_are_left_out_and_an_empty_first_column_is_no_row_names(tmp_path):
+    table = read_csv_table(row_named(tmp_path / "r.csv", [str(i) for i in range(30)], extra=("id",)))
+    p = plan_table(table, TableOptions(label_column="label"))
+    assert p.key_column == "id" and [c.name for c in p.columns] == ["x"]
+    assert any(n.endswith("called 'row_names'; left out") for n in p.notes)
+    p = plan_table(table, TableOptions(label_column="label", features=("row_names", "x")))
+    assert [c.name for c in p.columns] == ["row_names", "x"] and any(n.endswith("a feature, as --features asks") for n in p.notes)
+    empty = read_csv_table(row_named(tmp_path / "e.csv", [""] * 30))  # a sheet that starts at column B
+    assert empty.header == ["", "x", "label"] and not empty.row_names
+    p = plan_table(empty, TableOptions(label_column="label"))
+    assert p.key_column is None and "left out 1 empty column(s) without a name (separators at the ends of the lines)" in p.notes
+    named = read_csv_table(row_named(tmp_path / "n.csv", [f"r{i}" for i in range(30)], header_first="row_names"))
+    assert named.header == ["row_names", "x", "label"] and not named.row_names  # a column of that name is just a column
+
+
+def test_a_header_one_name_short_is_refused_with_both_readings(tmp_path):
+    """R's write.table leaves the row names out of the header; so does a header that lost a name.
+    Which one it is cannot be told, so the first record's line says both ways out."""
+    path = tmp_path / "t.csv"
+    path.write_text("x,label\nCar 1,0.5,a\nCar 2,0.7,b\n")
+    with pytest.raises(DataError, match=r"line 2: expected 2 fields, got 3 \(separator ','\); quote a value that holds the separator "
+                                         r"\(or, if the first field is a row name, name it at the start of the header\)$"):  # fmt: skip
+        read_csv_table(path)
+    path.write_text("x,label\nCar 1,a\nCar 2,0.7,b\n")
+    with pytest.raises(DataError, match=r"line 3: expected 2 fields, got 3 \(separator ','\); quote a value that holds the separator$"):
+        read_csv_table(path)
+
+
+def test_pool_add_keys_items_by_their_row_names(db):
+    """pool add of R's write.csv output: the row names are the keys of the items and of the round
+    file; repeated row names are one line with the way out, and nothing is written."""
+    row_named(Path("cars.csv"), [f"Car {i}" for i in range(30)])
+    added = ok("--json", "pool", "add", "cars.csv", "--label-column", "label", "--test-fraction", "0.2")
+    assert json.loads(added.stdout)["key_column"] == "row_names" and json.loads(added.stdout)["features"] == [1]
+    ok("round", "--oracle", "truth", "--k", "4", "--device", "cpu")
+    ok("round", "--k", "3", "--device", "cpu", "--samples", "2", "--epochs", "2")
+    with Path("t-round-2.csv").open(newline="") as fh:
+        assert all(r["key"].startswith("Car ") for r in csv.DictReader(fh))
+    ok("init", "--name", "u")
+    row_named(Path("twice.csv"), [f"Car {i % 20}" for i in range(30)])
+    before = db_dump(db)
+    assert_mistake(run("--project", "u", "pool", "add", "twice.csv", "--label-column", "label"), "'Car 0'", "line 22", "--ignore row_names")
+    assert db_dump(db) == before
+    summary = summary_of("twice.csv", "--label-column", "label", "--ignore", "row_names", project="u")
+    assert summary["key_column"] is None and summary["features"] == [1]

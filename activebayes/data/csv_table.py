@@ -1,7 +1,9 @@
 """Reading a csv file into compact columns: its encoding (UTF-8, UTF-16 with a BOM, or
 Windows-1252 where the bytes are not UTF-8: `activebayes.data.csv_encoding`), its separator
-(`,`, `;` or tab, read from the header), its header, and every record's cells, each with the line and byte offset it starts on. Every problem is a DataError naming the file and the
-line. What the cells mean (numbers, categories, text, gaps) is `activebayes.data.tabular`'s job.
+(`,`, `;` or tab, read from the header), its header (row names named ROW_NAMES:
+`named_header`), and every record's cells (`activebayes.data.csv_columns`), each with the line
+and byte offset it starts on. Every problem is a DataError naming the file and the line. What
+the cells mean (numbers, categories, text, gaps) is `activebayes.data.tabular`'s job.
 
     table = read_csv_table(Path("pool.csv"), text_columns=("id", "label"))
     table.header                # ["id", "age", "colour", "label"]
@@ -23,15 +25,15 @@ import csv
 import gc
 import io
 import itertools
-import math
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from activebayes.data.csv_columns import ColumnBuilder, CsvColumn, finite_or_nan  # noqa: F401 (finite_or_nan re-exported)
 from activebayes.data.csv_encoding import UTF16_BOMS, WINDOWS_1252, Fallback, csv_text, decode_text, windows_1252
 from activebayes.errors import DataError
 
@@ -197,98 +199,20 @@ def _is_blank(row: list[str]) -> bool:
 
 def csv_header(path: Path, what: str = "data file") -> list[str]:
     """The column names on the first non-blank line of a csv file (decoded and split as
-    `read_csv_table` does); only the head of a UTF-8 file is read."""
-    return next(([h.strip() for h in row] for _, row in _records(path) if not _is_blank(row)), [])
+    `read_csv_table` does, row names named by `named_header`); only the head of a UTF-8 file is read."""
+    return next((named_header([h.strip() for h in row]) for _, row in _records(path) if not _is_blank(row)), [])
 
 
-def finite_or_nan(cell: str) -> float:
-    """float(cell) when that is a finite number, else NaN (text, a gap, inf, nan)."""
-    try:
-        value = float(cell)
-    except ValueError:
-        return math.nan
-    return value if math.isfinite(value) else math.nan
+ROW_NAMES = "row_names"
 
 
-@dataclass
-class _ColumnBuilder:
-    """One column's cells, gathered chunk by chunk (see `CsvColumn`)."""
-
-    keep_text: bool
-    cells: list[str] = field(default_factory=list)
-    numbers: list[np.ndarray] = field(default_factory=list)
-    codes: list[np.ndarray | None] = field(default_factory=list)
-    index: dict[str, int] = field(default_factory=dict)  # raw cell -> code
-
-    def add(self, col: Sequence[str]) -> None:
-        if self.keep_text:
-            self.cells.extend(c.strip() for c in col)
-            return
-        n = len(col)
-        try:  # the common case: every cell a number (numpy parses as float() does, spaces allowed)
-            values = np.array(col, dtype=np.float64)
-        except ValueError:
-            values = self._numbers_among_texts(col)
-        text_at = np.flatnonzero(~np.isfinite(values))  # texts, gaps, and inf / nan spelled out
-        codes = None
-        if text_at.size:
-            values[text_at] = np.nan
-            index = self.index
-            codes = np.full(n, -1, dtype=np.int32)
-            codes[text_at] = [index.setdefault(col[i], len(index)) for i in text_at.tolist()]
-        self.numbers.append(values)
-        self.codes.append(codes)
-
-    def _numbers_among_texts(self, col: Sequence[str]) -> np.ndarray:
-        """[n] finite numbers of a chunk holding some text, NaN elsewhere. Texts seen in earlier
-        chunks (a column's gaps, its categories) are set aside first, so that numpy parses the
-        rest at once; otherwise each distinct cell (few in a categorical column) or each cell is
-        parsed on its own."""
-        n = len(col)
-        if self.index:
-            known = np.fromiter(map(self.index.__contains__, col), dtype=bool, count=n)
-            if known.all():
-                return np.full(n, np.nan)
-            if known.any():
-                patched = list(col)
-                for i in np.flatnonzero(known).tolist():
-                    patched[i] = "nan"
-                try:
-                    return np.array(patched, dtype=np.float64)
-                except ValueError:
-                    pass
-        distinct = set(col)
-        if len(distinct) <= max(64, n // 4):
-            parsed = {c: finite_or_nan(c) for c in distinct}
-            return np.fromiter(map(parsed.__getitem__, col), dtype=np.float64, count=n)
-        return np.fromiter(map(finite_or_nan, col), dtype=np.float64, count=n)
-
-    def finish(self) -> CsvColumn:
-        if self.keep_text:
-            return CsvColumn(None, None, [], self.cells)
-        numbers = np.concatenate(self.numbers) if self.numbers else np.zeros(0)
-        if not self.index:
-            return CsvColumn(numbers, None, [], None)
-        texts: list[str] = []
-        where: dict[str, int] = {}
-        lut = np.asarray([where.setdefault(raw.strip(), len(where)) for raw in self.index], dtype=np.int32)
-        texts = list(where)
-        codes = np.concatenate([lut[c] if c is not None else np.full(v.shape[0], -1, np.int32) for c, v in zip(self.codes, self.numbers)])
-        codes[np.isfinite(numbers)] = -1  # lut of -1 picked the last text
-        return CsvColumn(numbers if np.isfinite(numbers).any() else None, codes, texts, None)
-
-
-@dataclass(frozen=True)
-class CsvColumn:
-    """One column. numbers: [N] float64, NaN where a cell is not a finite number (None when no
-    cell is one); codes: [N] int32, the index of a cell's stripped text in `texts`, -1 where the
-    cell is a finite number (None when every cell is one); cells: every stripped cell, for a column
-    read as text (then the other fields are empty)."""
-
-    numbers: np.ndarray | None
-    codes: np.ndarray | None
-    texts: list[str]
-    cells: list[str] | None
+def named_header(header: list[str]) -> list[str]:
+    """`header` with the name ROW_NAMES for a first column without a name: row names, as R's
+    write.csv and pandas' to_csv (with its index) write them. Unchanged when a column is
+    already called ROW_NAMES."""
+    if ROW_NAMES in header or len(header) < 2 or header[0] != "" or not any(header[1:]):
+        return header
+    return [ROW_NAMES, *header[1:]]
 
 
 @dataclass(frozen=True)
@@ -298,7 +222,8 @@ class CsvTable:
     header: the M column names; columns: name -> CsvColumn; lines: [N] the line each record starts
     on (blank records are skipped); offsets: [N] the byte offset where it starts (None for a file
     read whole as text); delimiter: the separator found; encoding: "utf-8", "utf-16" or
-    WINDOWS_1252, with `fallback` saying where a file stopped being UTF-8."""
+    WINDOWS_1252, with `fallback` saying where a file stopped being UTF-8; row_names: whether the
+    first column, ROW_NAMES, has no name in the file (`named_header`)."""
 
     path: Path
     header: list[str]
@@ -308,6 +233,7 @@ class CsvTable:
     delimiter: str
     encoding: str = "utf-8"
     fallback: Fallback | None = None
+    row_names: bool = False
 
     def __len__(self) -> int:
         return int(self.lines.shape[0])
@@ -316,7 +242,7 @@ class CsvTable:
         col = self.columns[name]
         if col.cells is None:
             return col
-        builder = _ColumnBuilder(False)
+        builder = ColumnBuilder(False)
         for start in range(0, len(col.cells), CHUNK_ROWS):
             builder.add(col.cells[start : start + CHUNK_ROWS])
         return builder.finish()
@@ -423,7 +349,8 @@ def _read(path: Path, text_columns: Sequence[str]) -> CsvTable:
     stream = _Stream(path)
     delimiter = _head_delimiter(stream, path)
     header: list[str] | None = None
-    builders: list[_ColumnBuilder] = []
+    written: list[str] = []  # the header as written (`header` names row names)
+    builders: list[ColumnBuilder] = []
     chunk: list[list[str]] = []
     chunk_lines: list[int] = []
     lines: list[np.ndarray] = []
@@ -431,14 +358,16 @@ def _read(path: Path, text_columns: Sequence[str]) -> CsvTable:
         if _is_blank(row):
             continue
         if header is None:
-            header = [h.strip() for h in row]
+            written, header = [h.strip() for h in row], named_header([h.strip() for h in row])
             _check_header(path, header, line_no)
-            builders = [_ColumnBuilder(name in text_columns) for name in header]
+            builders = [ColumnBuilder(name in text_columns) for name in header]
             continue
         if len(row) != len(header):
+            first = len(row) == len(header) + 1 and not (lines or chunk)  # R's write.table leaves the row names unnamed so
+            hint = " (or, if the first field is a row name, name it at the start of the header)" if first else ""
             raise DataError(
                 f"{str(path)!r} line {line_no}: expected {len(header)} fields, got {len(row)} "
-                f"(separator {delimiter_name(delimiter)}); quote a value that holds the separator"
+                f"(separator {delimiter_name(delimiter)}); quote a value that holds the separator{hint}"
             )
         chunk.append(row)
         chunk_lines.append(line_no)
@@ -454,14 +383,21 @@ def _read(path: Path, text_columns: Sequence[str]) -> CsvTable:
     starts = stream.line_starts
     offsets = starts[line_numbers - 1] if starts is not None else None
     finished = [builder.finish() for builder in builders]
+    row_names = header != written
+    if row_names and not _has_values(finished[0]):
+        header, row_names = written, False  # an empty first column (a sheet that starts at column B), not row names
     for j, (name, col) in enumerate(zip(header, finished)):
-        if not name and (col.numbers is not None or any(col.cells or col.texts)):  # a value under no name
+        if not name and _has_values(col):  # a value under no name
             raise DataError(f"{str(path)!r}: column {j + 1} has values but no name in the header; name it (or delete the column)")
     columns = dict(zip(header, finished))  # nameless columns (trailing separators) are empty; plan_table leaves them out
-    return CsvTable(path, header, columns, line_numbers, offsets, delimiter, stream.encoding, stream.fallback)
+    return CsvTable(path, header, columns, line_numbers, offsets, delimiter, stream.encoding, stream.fallback, row_names)
 
 
-def _add_chunk(builders: list[_ColumnBuilder], chunk: list[list[str]], chunk_lines: list[int], lines: list[np.ndarray]) -> None:
+def _has_values(col: CsvColumn) -> bool:
+    return col.numbers is not None or any(col.cells or col.texts)
+
+
+def _add_chunk(builders: list[ColumnBuilder], chunk: list[list[str]], chunk_lines: list[int], lines: list[np.ndarray]) -> None:
     """Hand a chunk of records to the column builders, column by column, and empty it."""
     for builder, col in zip(builders, zip(*chunk)):
         builder.add(col)

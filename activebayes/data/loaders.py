@@ -19,6 +19,7 @@ import numpy as np
 
 from activebayes.data.csv_table import (  # noqa: F401 (re-exported: csv helpers lived here)
     CSV_DELIMITERS,
+    ROW_NAMES,
     csv_delimiter,
     csv_header,
     csv_rows,
@@ -126,9 +127,8 @@ def _csv_keys(table: Any, key_column: str) -> list[str]:
         if not key:
             raise DataError(f"{str(table.path)!r} line {line}: empty key in the key column {key_column!r}; give every row a key")
         if key in seen:
-            raise DataError(
-                f"{str(table.path)!r} line {line}: the key {shown(key)} of column {key_column!r} is also on line {seen[key]}; keys must be unique"
-            )
+            way_out = f"; keys must be unique (or --ignore {ROW_NAMES}, and the rows are keyed by their number)" if key_column == ROW_NAMES else "; keys must be unique"
+            raise DataError(f"{str(table.path)!r} line {line}: the key {shown(key)} of column {key_column!r} is also on line {seen[key]}{way_out}")
         seen[key] = line
     return keys
 

@@ -51,7 +51,7 @@ from typing import Sequence
 
 import numpy as np
 
-from activebayes.data.csv_table import CsvTable, finite_or_nan, shown
+from activebayes.data.csv_table import ROW_NAMES, CsvTable, finite_or_nan, shown
 from activebayes.data.features import is_number, natural_sorted
 from activebayes.data.parsed_columns import decimal_comma_numbers, has_times, iso_days, unit_numbers
 from activebayes.errors import DataError
@@ -121,14 +121,15 @@ class TablePlan:
 
 def key_column_of(header: Sequence[str], key_column: str | None = None, ignore: Sequence[str] = ()) -> str | None:
     """The key column: `key_column` when given, else the first column named `key`, else `id`
-    (any case, not in `ignore`), else None (rows are keyed by their number)."""
+    (any case, not in `ignore`), else the row names (ROW_NAMES: a first column without a name,
+    as R and pandas write them), else None (rows are keyed by their number)."""
     if key_column is not None:
         return key_column
     for wanted in KEY_NAMES:
         found = next((h for h in header if h.lower() == wanted and h not in ignore), None)
         if found is not None:
             return found
-    return None
+    return ROW_NAMES if ROW_NAMES in header[:1] and ROW_NAMES not in ignore else None
 
 
 def _tokens(na_values: Sequence[str]) -> set[str]:
@@ -183,14 +184,16 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
     _check_options(table, options)
     key = key_column_of(table.header, options.key_column, options.ignore) if options.find_key else options.key_column
     special = {options.label_column, key} - {None}
-    wanted = options.features if options.features is not None else table.header
+    wanted = options.features if options.features is not None else [h for h in table.header if h != ROW_NAMES]  # row names are no feature
     names = [h for h in table.header if h and h in wanted and h not in special and h not in options.ignore]
     if not names:
         raise DataError(f"data file {str(table.path)!r}: no feature columns besides the label/key columns")
     notes = [_encoding_note(table)] if table.fallback is not None else []
     if "" in table.header:  # read_csv_table refuses one with values
         notes.append(f"left out {table.header.count('')} empty column(s) without a name (separators at the ends of the lines)")
-    if key is not None and options.key_column is None:
+    if table.row_names:
+        notes.append(_row_names_note(table, key, options))
+    elif key is not None and options.key_column is None:
         notes.append(f"using the column {key!r} as item keys (--key-column)")
     columns, refused = [], []
     for name in names:
@@ -236,6 +239,16 @@ def _distinct_whole_numbers(values: np.ndarray) -> bool:
 def first_true(mask: np.ndarray) -> int:
     """The index of the first True in [N] bool `mask` (a row to name in a message)."""
     return int(np.argmax(mask))
+
+
+def _row_names_note(table: CsvTable, key: str | None, options: TableOptions) -> str:
+    """What became of a table's row names (a first column without a name: `named_header`)."""
+    what = f"the first column has no name: row names, as R's write.csv and pandas' to_csv write them, called {ROW_NAMES!r}"
+    if key == ROW_NAMES:
+        return f"{what}; they are the item keys"
+    if ROW_NAMES in (options.features or ()):
+        return f"{what}; a feature, as --features asks"
+    return f"{what}; left out"
 
 
 def _encoding_note(table: CsvTable) -> str:

@@ -1,0 +1,106 @@
+"""A csv table's columns kept compact while it is read (`activebayes.data.csv_table`): a cell
+that parses as a finite number as a float64, any other as an int32 code into the column's
+distinct stripped texts, and a column read as text (keys, labels, prose) as its stripped cells.
+
+    builder = ColumnBuilder(keep_text=False)
+    builder.add(["3.5", "red", "", "7"])      # a chunk of one column's cells, chunk after chunk
+    builder.finish()    # CsvColumn(numbers=[3.5, nan, nan, 7.0], codes=[-1, 0, 1, -1], texts=["red", ""], cells=None)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+def finite_or_nan(cell: str) -> float:
+    """float(cell) when that is a finite number, else NaN (text, a gap, inf, nan)."""
+    try:
+        value = float(cell)
+    except ValueError:
+        return math.nan
+    return value if math.isfinite(value) else math.nan
+
+
+@dataclass
+class ColumnBuilder:
+    """One column's cells, gathered chunk by chunk (see `CsvColumn`)."""
+
+    keep_text: bool
+    cells: list[str] = field(default_factory=list)
+    numbers: list[np.ndarray] = field(default_factory=list)
+    codes: list[np.ndarray | None] = field(default_factory=list)
+    index: dict[str, int] = field(default_factory=dict)  # raw cell -> code
+
+    def add(self, col: Sequence[str]) -> None:
+        if self.keep_text:
+            self.cells.extend(c.strip() for c in col)
+            return
+        n = len(col)
+        try:  # the common case: every cell a number (numpy parses as float() does, spaces allowed)
+            values = np.array(col, dtype=np.float64)
+        except ValueError:
+            values = self._numbers_among_texts(col)
+        text_at = np.flatnonzero(~np.isfinite(values))  # texts, gaps, and inf / nan spelled out
+        codes = None
+        if text_at.size:
+            values[text_at] = np.nan
+            index = self.index
+            codes = np.full(n, -1, dtype=np.int32)
+            codes[text_at] = [index.setdefault(col[i], len(index)) for i in text_at.tolist()]
+        self.numbers.append(values)
+        self.codes.append(codes)
+
+    def _numbers_among_texts(self, col: Sequence[str]) -> np.ndarray:
+        """[n] finite numbers of a chunk holding some text, NaN elsewhere. Texts seen in earlier
+        chunks (a column's gaps, its categories) are set aside first, so that numpy parses the
+        rest at once; otherwise each distinct cell (few in a categorical column) or each cell is
+        parsed on its own."""
+        n = len(col)
+        if self.index:
+            known = np.fromiter(map(self.index.__contains__, col), dtype=bool, count=n)
+            if known.all():
+                return np.full(n, np.nan)
+            if known.any():
+                patched = list(col)
+                for i in np.flatnonzero(known).tolist():
+                    patched[i] = "nan"
+                try:
+                    return np.array(patched, dtype=np.float64)
+                except ValueError:
+                    pass
+        distinct = set(col)
+        if len(distinct) <= max(64, n // 4):
+            parsed = {c: finite_or_nan(c) for c in distinct}
+            return np.fromiter(map(parsed.__getitem__, col), dtype=np.float64, count=n)
+        return np.fromiter(map(finite_or_nan, col), dtype=np.float64, count=n)
+
+    def finish(self) -> CsvColumn:
+        if self.keep_text:
+            return CsvColumn(None, None, [], self.cells)
+        numbers = np.concatenate(self.numbers) if self.numbers else np.zeros(0)
+        if not self.index:
+            return CsvColumn(numbers, None, [], None)
+        texts: list[str] = []
+        where: dict[str, int] = {}
+        lut = np.asarray([where.setdefault(raw.strip(), len(where)) for raw in self.index], dtype=np.int32)
+        texts = list(where)
+        codes = np.concatenate([lut[c] if c is not None else np.full(v.shape[0], -1, np.int32) for c, v in zip(self.codes, self.numbers)])
+        codes[np.isfinite(numbers)] = -1  # lut of -1 picked the last text
+        return CsvColumn(numbers if np.isfinite(numbers).any() else None, codes, texts, None)
+
+
+@dataclass(frozen=True)
+class CsvColumn:
+    """One column. numbers: [N] float64, NaN where a cell is not a finite number (None when no
+    cell is one); codes: [N] int32, the index of a cell's stripped text in `texts`, -1 where the
+    cell is a finite number (None when every cell is one); cells: every stripped cell, for a column
+    read as text (then the other fields are empty)."""
+
+    numbers: np.ndarray | None
+    codes: np.ndarray | None
+    texts: list[str]
+    cells: list[str] | None
