@@ -21,11 +21,13 @@ from activebayes.data.parsed_columns import (
     CALENDAR_PARTS,
     CLOCK_PARTS,
     calendar_features,
+    date_order,
     decimal_comma_numbers,
     has_times,
     iso_days,
     number_writing,
     unit_numbers,
+    written_days,
     written_numbers,
 )
 from activebayes.data.table_spec import _object_matrix, apply_table_spec, build_pipeline, fit_table_spec
@@ -43,16 +45,18 @@ def write_csv(path: Path, header: list[str], rows: list[list[str]], delimiter: s
 
 
 def test_unit_numbers_read_amounts_as_written():
-    texts = ["$1,578.97", "53%", "-$1,200", "$-3", "0", "12.5", "€ 3", "£2,000,000", "¥7", "1,234,567.5", "7 %"]
-    assert unit_numbers(texts).tolist() == [1578.97, 53, -1200, -3, 0, 12.5, 3, 2e6, 7, 1234567.5, 7]
-    bad = ["1,23", "12,3456", "abc", "+-3", "$", "%", "1.2.3", "USD 3", "(1,200)", "1e5", "--1", ""]
+    texts = ["$1,578.97", "53%", "-$1,200", "$-3", "0", "12.5", "€ 3", "£2,000,000", "¥7", "1,234,567.5", "7 %", "12 €", "-4$"]
+    assert unit_numbers(texts).tolist() == [1578.97, 53, -1200, -3, 0, 12.5, 3, 2e6, 7, 1234567.5, 7, 12, -4]
+    bad = ["1,23", "12,3456", "abc", "+-3", "$", "%", "1.2.3", "USD 3", "(1,200)", "1e5", "--1", "", "$3%", "€3€"]
     assert np.isnan(unit_numbers(bad)).all()
 
 
 def test_decimal_comma_numbers_read_the_european_way():
-    texts = ["3,5", "-1.234,5", "1.234.567", "7", "+0,25", "1.234"]
-    assert decimal_comma_numbers(texts).tolist() == [3.5, -1234.5, 1234567, 7, 0.25, 1234]
-    assert np.isnan(decimal_comma_numbers(["3.5", "1,2,3", "1.23,4", "abc", "", ",5"])).all()
+    texts = ["3,5", "-1.234,5", "1.234.567", "7", "+0,25", "1.234", "5\u202f180,37", "1\u00a0234\u00a0567", "12 345,5", "12,50 €",
+             "€ 3,5", "53,5 %", "-7 $"]  # fmt: skip
+    assert decimal_comma_numbers(texts).tolist() == [3.5, -1234.5, 1234567, 7, 0.25, 1234, 5180.37, 1234567, 12345.5, 12.5, 3.5, 53.5, -7]
+    bad = ["3.5", "1,2,3", "1.23,4", "abc", "", ",5", "1.234 567", "12 34,5", "1 2345", "€3,5 €", "3,5%%"]
+    assert np.isnan(decimal_comma_numbers(bad)).all()
 
 
 def test_a_semicolon_file_with_decimal_commas_is_read_as_numbers(tmp_path):
@@ -172,7 +176,7 @@ def test_dates_and_amounts_are_planned_recorded_and_equal_the_pipeline(tmp_path)
 
     changed = write_csv(tmp_path / "c.csv", ["date", "at", "price", "share", "city", "label"],
                         [["2024-01-05", "2023-06-01 10:00", "$3", "4%", "Oslo", "a"], ["tomorrow", "2023-06-01 10:00", "$3", "4%", "Oslo", "a"]])  # fmt: skip
-    with pytest.raises(DataError, match=r"line 3: column 'date' is not an ISO date \('tomorrow'\); write it as YYYY-MM-DD"):
+    with pytest.raises(DataError, match=r"line 3: column 'date' is not a date written as the others are \('tomorrow'\); write it as YYYY-MM-DD"):
         apply_table_spec(read_csv_table(changed), spec)
     priced = write_csv(tmp_path / "d.csv", ["date", "at", "price", "share", "city", "label"],
                        [["2024-01-05", "2023-06-01 10:00", "free", "4%", "Oslo", "a"]])  # fmt: skip
@@ -181,14 +185,73 @@ def test_dates_and_amounts_are_planned_recorded_and_equal_the_pipeline(tmp_path)
 
 
 def test_what_is_not_an_amount_or_a_date_stays_as_before(tmp_path):
-    """A column of day-first dates is many categories (refused with the ways out); dates beside
-    plain numbers are refused naming the first number."""
-    days = write_csv(tmp_path / "u.csv", ["when", "label"], [[f"{1 + i % 28:02d}/{1 + i % 12:02d}/2024", "ab"[i % 2]] for i in range(80)])
-    with pytest.raises(DataError, match=r"column 'when' has 55 categories|column 'when' looks like an identifier"):
-        plan_table(read_csv_table(days), TableOptions(label_column="label", categorical="auto"))
+    """Dates beside plain numbers are refused naming the first number."""
     mixed = write_csv(tmp_path / "m.csv", ["x", "label"], [["2024-01-01" if i % 3 else str(i), "ab"[i % 2]] for i in range(30)])
     with pytest.raises(DataError, match=r"line 2: column 'x' holds dates \('2024-01-01'\) but also '0', which is not one \(10 of 30"):
         plan_table(read_csv_table(mixed), TableOptions(label_column="label", categorical="auto"))  # not 21 levels
+
+
+def test_date_order_is_settled_by_a_day_over_twelve():
+    assert date_order(["8/18/2024", "3/1/2024"]) == "mdy" and date_order(["18/8/2024", "3/1/2024"]) == "dmy"
+    assert date_order(["1.2.2024"]) == "dmy"  # dots: day first, as in Germany
+    assert date_order(["3/1/2024", "04-02-2024"]) == "either"  # no day over 12: never guessed
+    assert date_order(["13/1/2024", "1/13/2024"]) is None  # both orders: not one column of dates
+    assert date_order(["13/13/2024", "3/14/2024"]) == "mdy"  # a value that is no date settles nothing
+    assert date_order(["2/30/2024", "x", "2024-03-01"]) is None
+
+
+def test_written_days_against_hand_computed_dates():
+    """31/12/2024 is 2024-12-31, 20088 days after 1970-01-01; 2:30 PM is 14:30; 12:00 AM is midnight."""
+    day = 20088.0
+    assert written_days(["31/12/2024", "31.12.2024", "31-12-2024", "31/12/2024 14:30", "1/1/2025"], "dmy").tolist() == [
+        day, day, day, day + 14.5 / 24, day + 1]  # fmt: skip
+    assert written_days(["12/31/2024", "12/31/2024 2:30 PM", "12/31/2024 12:00 AM", "12/31/2024 12:15 p.m.", "12/31/2024, 06:00:30"], "mdy") == (
+        pytest.approx([day, day + 14.5 / 24, day, day + 12.25 / 24, day + (6 * 3600 + 30) / 86400]))  # fmt: skip
+    assert np.isnan(written_days(["31.12.2024", "2/30/2024", "12/31/24", "13:00 PM", "12/31/2024 13:00 PM", "2024-12-31"], "mdy")).all()
+    assert written_days(["2024-12-31"], "ymd").tolist() == [day] and np.isnan(written_days(["31/12/2024"], "ymd")).all()
+    assert has_times(["31/12/2024 14:30"]) and not has_times(["31/12/2024"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.datetimes(min_value=dt.datetime(1900, 1, 1), max_value=dt.datetime(2100, 12, 31)), st.sampled_from(["/", "-", "."]))
+def test_day_first_and_month_first_dates_round_trip(moment, sep):
+    """Any date and minute written day-first (any separator) or month-first (not with dots) reads
+    back as its days since 1970-01-01, with a 24-hour or a 12-hour clock."""
+    moment = moment.replace(second=0, microsecond=0)
+    days = (moment - dt.datetime(1970, 1, 1)).total_seconds() / 86400
+    clock, twelve = f"{moment.hour}:{moment.minute:02d}", moment.strftime("%I:%M %p")
+    dmy = f"{moment.day}{sep}{moment.month}{sep}{moment.year:04d}"
+    assert written_days([f"{dmy} {clock}", f"{dmy} {twelve}"], "dmy") == pytest.approx([days, days], abs=1e-9)
+    if sep != ".":
+        mdy = f"{moment.month:02d}{sep}{moment.day:02d}{sep}{moment.year:04d}"
+        assert written_days([f"{mdy} {clock}", mdy], "mdy") == pytest.approx([days, math.floor(days)], abs=1e-9)
+
+
+def test_spreadsheet_dates_are_planned_recorded_and_equal_the_pipeline(tmp_path):
+    """Month-first dates as Excel in the US saves them (with times), day-first ones with a gap:
+    read in their order, with a note, recorded as written, applied equal to the pipeline; a later
+    value written the other way is refused naming it; dates that no day settles are refused."""
+    rows = [[f"{1 + i % 12}/{1 + (5 * i) % 28}/2024 {1 + i % 12}:{i % 60:02d} {'AP'[i % 2]}M", "" if i == 3 else f"{1 + (3 * i) % 28}.{1 + i % 12}.2023",
+             "ab"[i % 2]] for i in range(40)]  # fmt: skip
+    f = write_csv(tmp_path / "x.csv", ["at", "day", "label"], rows)
+    p = plan_table(read_csv_table(f), TableOptions(label_column="label", missing="impute"))
+    assert [(c.kind, c.written, c.clock) for c in p.columns] == [("date", "mdy", True), ("date", "dmy", False)]
+    assert p.columns[1].numbers[0] == pytest.approx((dt.date(2023, 1, 1) - dt.date(1970, 1, 1)).days) and np.isnan(p.columns[1].numbers[3])
+    assert p.columns[0].numbers[1] == pytest.approx((dt.datetime(2024, 2, 6, 14, 1) - dt.datetime(1970, 1, 1)).total_seconds() / 86400)
+    assert "column 'at' holds dates ('1/1/2024 1:00 AM', month first): read as days since 1970-01-01, with the season, weekday and time of day" in p.notes
+    assert any("'day' holds dates ('1.1.2023', day first)" in n for n in p.notes)
+    spec = fit_table_spec(p, np.arange(40))
+    assert [c.get("written") for c in spec["columns"]] == ["mdy", "dmy"]
+    x, _ = apply_table_spec(p.table, spec)
+    matrix = _object_matrix(p)
+    np.testing.assert_allclose(x, build_pipeline(p).fit(matrix).transform(matrix), atol=1e-5)
+    rows[7][0] = "2024-02-06 14:01"
+    with pytest.raises(DataError, match=r"line 9: column 'at' is not a date written as the others are \('2024-02-06 14:01'\); write it as MM/DD/YYYY"):
+        apply_table_spec(read_csv_table(write_csv(tmp_path / "y.csv", ["at", "day", "label"], rows)), spec)
+    either = write_csv(tmp_path / "e.csv", ["when", "label"], [[f"{1 + i % 12:02d}/{1 + (5 * i) % 12:02d}/2024", "ab"[i % 2]] for i in range(40)])
+    with pytest.raises(DataError, match=r"column 'when' holds dates \('01/01/2024'\) that read as well day-first as month-first "
+                                         r"\(no day is over 12\); write them as YYYY-MM-DD, or --ignore when"):  # fmt: skip
+        plan_table(read_csv_table(either), TableOptions(label_column="label"))
 
 
 def test_a_date_or_amount_column_with_a_stray_value_names_it(tmp_path):

@@ -5,18 +5,23 @@ prices as "$1,578.50", shares as "53%" and dates as "2024-03-01". Each function 
 distinct texts of a column ([T] strings) and returns [T] float64, NaN where a text is not of its
 kind, so a column is of a kind exactly when none of its present values is NaN.
 
-- `unit_numbers`: a number with a currency sign in front ($ € £ ¥, after an optional sign), a %
-  after it, or thousands separators in groups of three (1,234,567.5); the value as written
-  ("53%" is 53, "-$1,200" is −1200). A plain number passes too, so "0" may stand beside "53%".
-  (In a file not delimited by commas, "1,578" is read first as a decimal comma: 1.578.)
+- `unit_numbers`: a number with a currency sign in front ($ € £ ¥, after an optional sign) or
+  after it (12 €), a % after it, or thousands separators in groups of three (1,234,567.5); the
+  value as written ("53%" is 53, "-$1,200" is −1200). A plain number passes too, so "0" may stand
+  beside "53%". (In a file not delimited by commas, "1,578" is read first as a decimal comma: 1.578.)
 - `decimal_comma_numbers`: a number written the European way, with a decimal comma and
-  optionally dots between groups of three digits (3,5; -1.234,5; 1.234.567): the reading a file
-  delimited by semicolons (or tabs) implies. A column is read so only when one of its values has
-  the comma (tabular); "1.234" alone stays 1.234.
+  optionally dots or spaces (also no-break and narrow no-break ones, as French spreadsheets write
+  them) between groups of three digits (3,5; -1.234,5; 1 234 567; 12,50 €; 53,5 %): the reading
+  a file delimited by semicolons (or tabs) implies. A column is read so only when one of its
+  values has the comma (tabular); "1.234" alone stays 1.234.
 - `iso_days`: an ISO 8601 date, 2024-03-01 or 2024/03/01, with an optional time after a T or a
   space (14:30, 14:30:05, 14:30:05.25) and zone (Z, +01:00, -0500): days since 1970-01-01 UTC,
-  the time as the fraction of a day. Day-first and month-first dates (01/03/2024) are ambiguous
-  and left out.
+  the time as the fraction of a day.
+- `date_order` and `written_days`: dates written day-first or month-first, as spreadsheets in
+  most countries save them (31/12/2024, 12/31/2024, 31.12.2024, 31-12-2024, a four-digit year,
+  an optional time 14:30[:05] or 2:30 PM after a space): the order is "dmy" when some first
+  number is over 12 or the separator is a dot, "mdy" when some second number is over 12, and
+  "either" when no value settles it (every value reads both ways: refused, never guessed).
 - `calendar_features`: [N, F] what a network is given for a date: the days themselves (a trend),
   the season as (sin, cos) of 2π·day-of-year/365.25, the weekday as (sin, cos) of 2π·w/7 (w = 0
   on Monday), and, for a column with times, the time of day as (sin, cos) of 2π·(days mod 1), so
@@ -36,14 +41,22 @@ from activebayes.data.dataset import label_text
 from activebayes.data.features import is_number
 
 _UNIT_NUMBER = re.compile(
-    r"^(?P<sign>[+-]?)(?P<cur>[$€£¥]?)\s?(?P<sign2>[+-]?)(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?P<frac>\.\d+)?\s?(?P<pct>%?)$"
+    r"^(?P<sign>[+-]?)(?P<cur>[$€£¥]?)\s?(?P<sign2>[+-]?)(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?P<frac>\.\d+)?\s?(?P<post>[%$€£¥]?)$"
 )
-_DECIMAL_COMMA_NUMBER = re.compile(r"^[+-]?(?:\d{1,3}(?:\.\d{3})+|\d+)(?:,\d+)?$")
+_DECIMAL_COMMA_NUMBER = re.compile(
+    r"^(?P<sign>[+-]?)(?P<cur>[$€£¥]?)\s?(?P<int>\d{1,3}(?P<group>[.\u00a0\u202f ])\d{3}(?:(?P=group)\d{3})*|\d+)(?P<frac>,\d+)?"
+    r"\s?(?P<post>[%$€£¥]?)$"
+)
 _ISO_DATE = re.compile(
     r"^(?P<y>\d{4})(?P<sep>[-/])(?P<m>\d{1,2})(?P=sep)(?P<d>\d{1,2})"
     r"(?:[T ](?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2}(?:\.\d+)?))?)?"
     r"\s?(?P<tz>Z|[+-]\d{2}:?\d{2})?$"
 )
+_LOCAL_DATE = re.compile(
+    r"^(?P<a>\d{1,2})(?P<sep>[/.-])(?P<b>\d{1,2})(?P=sep)(?P<y>\d{4})"
+    r"(?:,?\s(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2}(?:\.\d+)?))?\s?(?P<ampm>[AaPp]\.?[Mm]\.?)?)?$"
+)
+DATE_ORDERS = {"ymd": "YYYY-MM-DD", "dmy": "DD/MM/YYYY", "mdy": "MM/DD/YYYY"}
 EPOCH = dt.date(1970, 1, 1).toordinal()
 YEAR_DAYS, WEEK_DAYS = 365.25, 7.0
 CALENDAR_PARTS = ("days", "season sin", "season cos", "weekday sin", "weekday cos")
@@ -52,10 +65,18 @@ CLOCK_PARTS = ("time sin", "time cos")
 
 def _unit_number(text: str) -> float:
     m = _UNIT_NUMBER.match(text)
-    if m is None or (m["sign"] and m["sign2"]):
+    if m is None or (m["sign"] and m["sign2"]) or (m["cur"] and m["post"]):
         return math.nan
     value = float(m["int"].replace(",", "") + (m["frac"] or ""))
     return -value if "-" in (m["sign"] + m["sign2"]) else value
+
+
+def _decimal_comma_number(text: str) -> float:
+    m = _DECIMAL_COMMA_NUMBER.match(text)
+    if m is None or (m["cur"] and m["post"]):
+        return math.nan
+    value = float(re.sub(r"\D", "", m["int"]) + (m["frac"] or "").replace(",", "."))
+    return -value if m["sign"] == "-" else value
 
 
 def unit_numbers(texts: Sequence[str]) -> np.ndarray:
@@ -66,7 +87,7 @@ def unit_numbers(texts: Sequence[str]) -> np.ndarray:
 def decimal_comma_numbers(texts: Sequence[str]) -> np.ndarray:
     """[T] float64: each text read with a decimal comma and dots between thousands (module
     docstring), NaN where it is not such a number."""
-    return np.asarray([float(t.replace(".", "").replace(",", ".")) if _DECIMAL_COMMA_NUMBER.match(t) else math.nan for t in texts], dtype=np.float64)
+    return np.asarray([_decimal_comma_number(t) for t in texts], dtype=np.float64)
 
 
 def number_writing(texts: Sequence[str], delimiter: str) -> str | None:
@@ -90,20 +111,25 @@ def written_numbers(texts: Sequence[str], writing: str | None) -> list[str]:
     return [label_text(v) if math.isfinite(v) else t for t, v in zip(texts, parsed.tolist())]
 
 
+def _day(year: int, month: int, day: int, hours: int, minutes: int, seconds: float, offset: int = 0) -> float:
+    """Days since 1970-01-01 UTC of a date and time (`offset` minutes ahead of UTC); NaN for a
+    date or time that does not exist (2024-02-30, month 13, 25:00)."""
+    try:
+        whole = dt.date(year, month, day).toordinal() - EPOCH
+    except ValueError:
+        return math.nan
+    if hours > 23 or minutes > 59 or seconds >= 61:
+        return math.nan
+    return whole + (hours * 3600 + minutes * 60 + seconds - offset * 60) / 86400.0
+
+
 def _iso_day(text: str) -> float:
     m = _ISO_DATE.match(text)
     if m is None:
         return math.nan
-    try:
-        day = dt.date(int(m["y"]), int(m["m"]), int(m["d"])).toordinal() - EPOCH
-    except ValueError:  # 2024-02-30, month 13
-        return math.nan
-    hours, minutes, seconds = int(m["H"] or 0), int(m["M"] or 0), float(m["S"] or 0)
-    if hours > 23 or minutes > 59 or seconds >= 61:
-        return math.nan
     tz = (m["tz"] or "Z").replace(":", "")
     offset = 0 if tz == "Z" else (1 if tz[0] == "+" else -1) * (int(tz[1:3]) * 60 + int(tz[3:5]))
-    return day + (hours * 3600 + minutes * 60 + seconds - offset * 60) / 86400.0
+    return _day(int(m["y"]), int(m["m"]), int(m["d"]), int(m["H"] or 0), int(m["M"] or 0), float(m["S"] or 0), offset)
 
 
 def iso_days(texts: Sequence[str]) -> np.ndarray:
@@ -111,9 +137,44 @@ def iso_days(texts: Sequence[str]) -> np.ndarray:
     return np.asarray([_iso_day(t) for t in texts], dtype=np.float64)
 
 
+def _local_day(text: str, order: str) -> float:
+    m = _LOCAL_DATE.match(text)
+    if m is None or (m["sep"] == "." and order != "dmy"):
+        return math.nan
+    day, month = (int(m["a"]), int(m["b"])) if order == "dmy" else (int(m["b"]), int(m["a"]))
+    hours = int(m["H"] or 0)
+    if m["ampm"]:
+        if not 1 <= hours <= 12:
+            return math.nan
+        hours = hours % 12 + 12 * (m["ampm"][0] in "Pp")
+    return _day(int(m["y"]), month, day, hours, int(m["M"] or 0), float(m["S"] or 0))
+
+
+def date_order(texts: Sequence[str]) -> str | None:
+    """How the dates among `texts` written 31/12/2024 or 12/31/2024 order day and month (module
+    docstring): "dmy" or "mdy" when some value exists in that order alone, "either" when every
+    one that exists does in both, None when none exists in either or the values disagree. A text
+    that is no date in either order (a typo, a gap marker) settles nothing."""
+    day_first = month_first = both = False
+    for t in texts:
+        dmy, mdy = math.isfinite(_local_day(t, "dmy")), math.isfinite(_local_day(t, "mdy"))
+        day_first, month_first, both = day_first or (dmy and not mdy), month_first or (mdy and not dmy), both or (dmy and mdy)
+    if day_first != month_first:
+        return "dmy" if day_first else "mdy"
+    return "either" if both and not day_first else None
+
+
+def written_days(texts: Sequence[str], order: str = "ymd") -> np.ndarray:
+    """[T] float64 days since 1970-01-01 of dates written in `order` (DATE_ORDERS: "ymd" is ISO
+    8601, `iso_days`; "dmy" and "mdy" as `date_order` finds them), NaN where a text is not one."""
+    if order == "ymd":
+        return iso_days(texts)
+    return np.asarray([_local_day(t, order) for t in texts], dtype=np.float64)
+
+
 def has_times(texts: Sequence[str]) -> bool:
-    """Whether any of the ISO dates `texts` carries a time of day."""
-    return any((m := _ISO_DATE.match(t)) is not None and m["H"] is not None for t in texts)
+    """Whether any of the dates `texts` (ISO, or day- or month-first) carries a time of day."""
+    return any((m := _ISO_DATE.match(t) or _LOCAL_DATE.match(t)) is not None and m["H"] is not None for t in texts)
 
 
 def calendar_features(days: np.ndarray, clock: bool = False) -> np.ndarray:

@@ -11,7 +11,7 @@ The pipeline is scikit-learn's `ColumnTransformer` (one transformer per column, 
 
     {"version": 2, "standardize": bool, "na_values": [...], "columns": [
         {"name", "kind": "numeric", "fill": median, "mean", "scale", "indicator": bool, "written"?: str},
-        {"name", "kind": "date", "fill": median days, "clock": bool, "mean": [F], "scale": [F], "indicator": bool},
+        {"name", "kind": "date", "fill": median days, "clock": bool, "mean": [F], "scale": [F], "indicator": bool, "written"?: str},
         {"name", "kind": "categorical", "fill": level, "categories": [...], "indicator": bool},
         {"name", "kind": "text", "file", "sha256", "dims", "indicator": false}]}
 
@@ -21,7 +21,8 @@ written so; `dataset_from_table` then reads the labels as plain numbers
 
 A column's features: numeric `z = (v − mean) / scale` (or v unscaled), v parsed from text as
 `written` says ("units": an amount such as $1,578.50; "decimal comma": 3,5); a date's F = 5 (7
-with `clock`) calendar features, each standardised, named `name (days)`, `name (season sin)`,
+with `clock`) calendar features (of an ISO date, or one written as `written` says: "dmy"
+31/12/2024, "mdy" 12/31/2024), each standardised, named `name (days)`, `name (season sin)`,
 ...; categorical one 0/1 per level; then its indicator `name (missing)` when it has one; text
 `name[0..dims)`.
 
@@ -38,7 +39,7 @@ import numpy as np
 
 from activebayes.data.csv_table import CsvTable, shown
 from activebayes.data.features import is_number, one_hot_codes, unseen_category
-from activebayes.data.parsed_columns import CALENDAR_PARTS, CLOCK_PARTS, calendar_features, decimal_comma_numbers, iso_days, unit_numbers
+from activebayes.data.parsed_columns import CALENDAR_PARTS, CLOCK_PARTS, DATE_ORDERS, calendar_features, decimal_comma_numbers, unit_numbers, written_days
 from activebayes.data.tabular import ColumnPlan, TablePlan, column_missing, first_true
 from activebayes.errors import DataError
 
@@ -141,7 +142,7 @@ def fit_table_spec(
             mean = [float(v) for v in scaler.mean_] if scaler != "passthrough" else [0.0] * width
             scale = [float(v) for v in scaler.scale_] if scaler != "passthrough" else [1.0] * width
             if c.kind == "date":
-                entry.update(clock=c.clock, mean=mean, scale=scale)
+                entry.update(clock=c.clock, mean=mean, scale=scale, **({"written": c.written} if c.written else {}))
             else:
                 entry.update(mean=mean[0], scale=scale[0], **({"written": c.written} if c.written else {}))
         elif c.kind == "categorical":
@@ -209,14 +210,16 @@ def _numeric_feature(table: CsvTable, c: dict[str, Any], missing: np.ndarray) ->
 
 def _date_features(table: CsvTable, c: dict[str, Any], missing: np.ndarray) -> np.ndarray:
     """[N, F] standardised calendar features of a date column, gaps filled; DataError naming the
-    line of a value that is not an ISO date."""
+    line of a value that is not a date written as the others are."""
     name = c["name"]
     codes, texts = table.text_codes(name)
-    days = iso_days([*texts, ""])[codes]  # code -1, a plain number: no date
+    order = c.get("written", "ymd")
+    days = written_days([*texts, ""], order)[codes]  # code -1, a plain number: no date
     bad = ~missing & ~np.isfinite(days)
     if bad.any():
         at = first_true(bad)
-        raise DataError(f"{str(table.path)!r} line {table.lines[at]}: column {name!r} is not an ISO date ({shown(table.cell(at, name))}); write it as YYYY-MM-DD")
+        raise DataError(f"{str(table.path)!r} line {table.lines[at]}: column {name!r} is not a date written as the others are "
+                        f"({shown(table.cell(at, name))}); write it as {DATE_ORDERS[order]}")  # fmt: skip
     days[missing] = float(c["fill"]) if c.get("fill") is not None else np.nan
     return (calendar_features(days, bool(c["clock"])) - np.asarray(c["mean"])) / np.asarray(c["scale"])
 

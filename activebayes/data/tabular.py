@@ -16,8 +16,10 @@ else none (items are keyed by row number): `key_column_of`. The label and key ar
   `activebayes.data.parsed_columns.unit_numbers`), or, in a file not delimited by commas, with
   decimal commas ("3,5", "1.234,5": `decimal_comma_numbers`), as `ColumnPlan.written` says;
 - a date when every value present is an ISO 8601 date, with or without a time ("2024-03-01",
-  "2024-03-01 14:30"): days since 1970-01-01, and the season, weekday (and time of day) on the
-  circle (`parsed_columns.calendar_features`; `ColumnPlan.clock` when there are times);
+  "2024-03-01 14:30"), or a date written day first or month first ("31/12/2024", "12/31/2024
+  2:30 PM": `date_order` settles which from a day over 12, and refuses a column where none is):
+  days since 1970-01-01, and the season, weekday (and time of day) on the circle
+  (`parsed_columns.calendar_features`; `ColumnPlan.clock` when there are times);
 - text to be read as prose when named in `text_columns` (`activebayes.data.text_features`);
 - otherwise categorical: one-hot encoded over its levels in natural order ("auto"), or refused
   ("error"). Numbers among its values are levels as spelled (a drive column of f, r and 4) when
@@ -53,7 +55,7 @@ import numpy as np
 
 from activebayes.data.csv_table import ROW_NAMES, CsvTable, finite_or_nan, shown
 from activebayes.data.features import is_number, natural_sorted
-from activebayes.data.parsed_columns import decimal_comma_numbers, has_times, iso_days, unit_numbers
+from activebayes.data.parsed_columns import date_order, decimal_comma_numbers, has_times, iso_days, unit_numbers, written_days
 from activebayes.errors import DataError
 
 NA_VALUES = ("", "NA", "N/A", "NaN", "null", "?")
@@ -87,7 +89,8 @@ class ColumnPlan:
     """One feature column: `kind` numeric | date | categorical | text; `missing` [N] bool;
     `numbers` [N] float64 (NaN where missing) for a numeric column (`written`: "units" for
     amounts written as text, "decimal comma" for 3,5) or a date column (days since 1970-01-01;
-    `clock`: some values have a time); `levels` of a categorical column."""
+    `clock`: some values have a time; `written`: "dmy" or "mdy" for 31/12/2024 or 12/31/2024,
+    None for ISO 8601); `levels` of a categorical column."""
 
     name: str
     kind: str
@@ -350,7 +353,13 @@ def _written_quantity(table: CsvTable, name: str, missing: np.ndarray, numeric: 
     used = np.unique(codes[present & ~numeric])
     example = shown(texts[int(used[0])])
     amounts = unit_numbers(texts)
-    days = iso_days(texts)
+    days, order = iso_days(texts), "ymd"
+    if not np.isfinite(days[used]).any():  # dates as spreadsheets write them: 31/12/2024, 12/31/2024, 31.12.2024
+        order = date_order([texts[k] for k in used.tolist()]) or "ymd"
+        if order == "either":
+            raise NotAFeature(str(table.path), name, f"holds dates ({example}) that read as well day-first as month-first (no day is over 12)",
+                              f"write them as YYYY-MM-DD, or --ignore {name}")  # fmt: skip
+        days = written_days(texts, order)
     as_amount = numeric | np.isfinite(np.append(amounts, np.nan)[codes])
     as_date = ~numeric & np.isfinite(np.append(days, np.nan)[codes])
     for kind, parsed, unit_seen in (("amounts", as_amount, (as_amount & ~numeric & present).any()), ("dates", as_date, True)):
@@ -370,6 +379,7 @@ def _written_quantity(table: CsvTable, name: str, missing: np.ndarray, numeric: 
     if not numeric[~missing].any() and np.isfinite(days[used]).all():
         clock = has_times([texts[k] for k in used.tolist()])
         parts = "season, weekday and time of day" if clock else "season and weekday"
-        notes.append(f"column {name!r} holds dates ({example}): read as days since 1970-01-01, with the {parts}")
-        return ColumnPlan(name, "date", missing, numbers=np.where(missing, np.nan, days[codes]), clock=clock)
+        written = {"dmy": ", day first", "mdy": ", month first"}.get(order, "")
+        notes.append(f"column {name!r} holds dates ({example}{written}): read as days since 1970-01-01, with the {parts}")
+        return ColumnPlan(name, "date", missing, numbers=np.where(missing, np.nan, days[codes]), clock=clock, written=None if order == "ymd" else order)
     return None
