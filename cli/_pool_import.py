@@ -48,6 +48,16 @@ def infer_classes(labels: list[str] | None, file: Path, truth: Path | None) -> l
     return found
 
 
+def look_alike_classes(classes: list[str]) -> list[str]:
+    """A note for each group of classes that differ only in case or spacing ('Yes', 'yes',
+    'y es'): two spellings of one answer, more often than two classes."""
+    groups: dict[str, list[str]] = {}
+    for c in classes:
+        groups.setdefault("".join(c.split()).casefold(), []).append(c)
+    return [f"the classes {', '.join(repr(c) for c in group)} differ only in case or spacing; if they are one class, "
+            "correct them in the file and import it into a new project" for group in groups.values() if len(group) > 1]  # fmt: skip
+
+
 class Missing(str, Enum):
     impute = "impute"
     drop = "drop"
@@ -235,6 +245,7 @@ def register_pool(
                 labels_seen = labels
             new_classes = infer_classes(labels_seen, file, truth)
             notes.append(f"classes read from the labels: {', '.join(new_classes[:20])}" + (" ..." if len(new_classes) > 20 else ""))
+            notes.extend(look_alike_classes(new_classes))
         if table is not None:
             pool_rows, test_rows, spec = table["pool_rows"], table["test_rows"], table["spec"]
         else:

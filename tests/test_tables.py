@@ -517,3 +517,27 @@ def test_pool_add_keys_items_by_their_row_names(db):
     assert db_dump(db) == before
     summary = summary_of("twice.csv", "--label-column", "label", "--ignore", "row_names", project="u")
     assert summary["key_column"] is None and summary["features"] == [1]
+
+
+def test_a_title_above_the_header_is_named(tmp_path):
+    """A report's title on the first line (alone, or in the first cell with empty ones after it,
+    as a spreadsheet saves it): one line saying so, not a ragged record or a nameless column."""
+    path = tmp_path / "t.csv"
+    path.write_text("Sales report 2024\n\nid,x,y,label\nk1,1,2,a\nk2,3,4,b\n")
+    with pytest.raises(DataError, match=r"line 1: 'Sales report 2024' is the only name on the first line, and line 3 has 4 fields, "
+                                         r"so it looks like a title above the header; delete the lines above the column names"):  # fmt: skip
+        read_csv_table(path)
+    path.write_text("Sales report 2024,,,\nid,x,y,label\nk1,1,2,a\nk2,3,4,b\n")
+    with pytest.raises(DataError, match=r"line 1: 'Sales report 2024' is the only name on the first line, and the lines below have "
+                                         r"values under the other 3, so it looks like a title above the header"):  # fmt: skip
+        read_csv_table(path)
+    path.write_text("score\n1\n2\n")  # one column is a table
+    assert read_csv_table(path).header == ["score"]
+
+
+def test_classes_that_differ_only_in_case_are_pointed_out(db):
+    write_csv(Path("c.csv"), ["id", "x", "label"], [[f"k{i}", str(i), ("Yes", "yes", "No", "no ", "n o")[i % 5]] for i in range(20)])
+    added = ok("--json", "pool", "add", "c.csv", "--label-column", "label")
+    said = " ".join(added.stderr.split())
+    assert "classes read from the labels: n o, No, no, Yes, yes" in said
+    assert "the classes 'n o', 'No', 'no' differ only in case or spacing" in said and "the classes 'Yes', 'yes' differ only in case" in said

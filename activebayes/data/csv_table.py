@@ -350,6 +350,7 @@ def _read(path: Path, text_columns: Sequence[str]) -> CsvTable:
     delimiter = _head_delimiter(stream, path)
     header: list[str] | None = None
     written: list[str] = []  # the header as written (`header` names row names)
+    header_line = 1
     builders: list[ColumnBuilder] = []
     chunk: list[list[str]] = []
     chunk_lines: list[int] = []
@@ -358,10 +359,12 @@ def _read(path: Path, text_columns: Sequence[str]) -> CsvTable:
         if _is_blank(row):
             continue
         if header is None:
-            written, header = [h.strip() for h in row], named_header([h.strip() for h in row])
+            written, header, header_line = [h.strip() for h in row], named_header([h.strip() for h in row]), line_no
             _check_header(path, header, line_no)
             builders = [ColumnBuilder(name in text_columns) for name in header]
             continue
+        if len(row) != len(header) and not (lines or chunk) and sum(map(bool, written)) == 1:
+            raise _title_above(path, written, header_line, f"line {line_no} has {len(row)} fields")
         if len(row) != len(header):
             first = len(row) == len(header) + 1 and not (lines or chunk)  # R's write.table leaves the row names unnamed so
             hint = " (or, if the first field is a row name, name it at the start of the header)" if first else ""
@@ -387,10 +390,19 @@ def _read(path: Path, text_columns: Sequence[str]) -> CsvTable:
     if row_names and not _has_values(finished[0]):
         header, row_names = written, False  # an empty first column (a sheet that starts at column B), not row names
     for j, (name, col) in enumerate(zip(header, finished)):
+        if not name and _has_values(col) and sum(map(bool, written)) == 1:  # a title in the first cell, then the header
+            raise _title_above(path, written, header_line, f"the lines below have values under the other {len(written) - 1}")
         if not name and _has_values(col):  # a value under no name
             raise DataError(f"{str(path)!r}: column {j + 1} has values but no name in the header; name it (or delete the column)")
     columns = dict(zip(header, finished))  # nameless columns (trailing separators) are empty; plan_table leaves them out
     return CsvTable(path, header, columns, line_numbers, offsets, delimiter, stream.encoding, stream.fallback, row_names)
+
+
+def _title_above(path: Path, written: list[str], line: int, below: str) -> DataError:
+    """The refusal of a first line that names one column only: a title above the header."""
+    name = next(h for h in written if h)
+    return DataError(f"{str(path)!r} line {line}: {shown(name)} is the only name on the first line, and {below}, so it looks like a title above "
+                     "the header; delete the lines above the column names, so that the first line names every column")  # fmt: skip
 
 
 def _has_values(col: CsvColumn) -> bool:
