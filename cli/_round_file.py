@@ -1,14 +1,19 @@
-"""The round file's shared pieces: the columns it names, where an image pool's PNGs go, and
-how an item is drawn as a PNG (used by `round` and by `export --format label-studio`)."""
+"""The round file: the columns it names, where an image pool's PNGs go, how an item is drawn as
+a PNG (shared with `export --format label-studio`), and writing it (`round`, `evaluate`)."""
 
 from __future__ import annotations
 
+import csv
 import gzip
 import math
+import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from activebayes_cli._app import CliError
+from activebayes_cli._output import safe_name
 
 QUERY_COLUMNS = ("key", "label", "score", "rank")
 # the round's prediction for the item (`QueryInfo.prediction`), empty where it has none
@@ -108,3 +113,63 @@ def write_png(path: Path, pixels: np.ndarray) -> None:
     factor = max(1, math.ceil(IMAGE_MIN_SIDE / max(img.shape[:2])))
     img = img.repeat(factor, axis=0).repeat(factor, axis=1)
     imsave(path, img, cmap="gray", vmin=0.0, vmax=1.0, format="png")
+
+
+def _text(value: Any) -> str:
+    """A feature as its shortest exact text (float32 keeps its own short repr)."""
+    return str(value.item()) if isinstance(value, np.integer) else str(value)
+
+
+def write_round_csv(path: Path, queries: list[Any], info: Any, data: Any) -> Path | None:
+    """The form a person fills in: columns key, label (empty), score, rank (1 = best), the
+    round's prediction (`round_columns`: the most probable class and its probability, or the
+    predictive mean and sd; empty in a cold-start round), then the item's features under their
+    own names, or for an image pool the path (relative to the CSV) of a PNG of the item in
+    `images_folder(path)`. Returns that folder, or None."""
+    shape = image_shape(info, data)
+    originals = getattr(data, "folder", None)  # `pool add FOLDER`: the column names each original image file
+    folder = images_folder(path) if shape is not None and originals is None else None
+    leading = list(round_columns(info.task))
+    rows = [[q.key, "", repr(float(q.score)), str(q.rank + 1), *prediction_cells(q.prediction, info.task)] for q in queries]
+    if originals is not None:
+        header = [*leading, "image"]
+        for row, q in zip(rows, queries):
+            row.append(str(Path(originals, *q.key.split("/"))))
+    elif folder is not None:
+        folder.mkdir(exist_ok=True)
+        header = [*leading, "image"]
+        for row, q in zip(rows, queries):
+            png = folder / f"{q.rank + 1:03d}-{safe_name(q.key)}.png"
+            write_png(png, np.asarray(data.x[q.row]).reshape(shape))
+            row.append(png.relative_to(path.parent).as_posix())
+    else:
+        header = [*leading, *feature_columns(info, data)]
+        shown = data.raw if getattr(data, "raw", None) is not None else data.x  # as in the file, not standardised
+        for row, q in zip(rows, queries):
+            row.extend(_text(v) for v in np.asarray(shown[q.row]).reshape(-1))
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")  # renamed when whole: a kill leaves no torn file
+    from activebayes.data.csv_encoding import WINDOWS_1252  # imported on use: the CLI starts without the data stack
+
+    excel = getattr(getattr(data, "raw", None), "encoding", "utf-8") == WINDOWS_1252  # a pool saved by Excel: a BOM tells Excel it is UTF-8
+    with partial.open("w", newline="", encoding="utf-8-sig" if excel else "utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(header)
+        writer.writerows(rows)
+    os.replace(partial, path)
+    return folder
+
+
+def check_round_file(path: Path, info: Any, data: Any, force: bool) -> None:
+    """Refuse (before anything is recorded) to overwrite an existing round file or image folder."""
+    if path.is_dir():
+        raise CliError(f"--csv: {path} is a folder", "give a file name, e.g. --csv answers/round.csv")
+    if force:
+        return
+    if path.exists():
+        raise CliError(
+            f"the round file {path} already exists (answers may have been filled in)",
+            "label from it first, move it away, choose another file with --csv PATH, or pass --force to overwrite it",
+        )
+    folder = images_folder(path)
+    if image_shape(info, data) is not None and getattr(data, "folder", None) is None and folder.exists() and any(folder.iterdir()):
+        raise CliError(f"the image folder {folder} of round file {path} already exists", "move it away, choose another --csv PATH, or pass --force")

@@ -79,7 +79,7 @@ def _propose(ctx: typer.Context, budget: int, seed: int, device: str, csv_path: 
     from activebayes.loop import ActiveLearningLoop
     from activebayes_cli._round_options import RoundOptions, recorded_options
     from activebayes_cli._model import NO_MODEL, default_acquisition, default_posterior, model_factory, posterior_factory
-    from activebayes_cli.round_ import check_round_file, write_round_csv
+    from activebayes_cli._round_file import check_round_file, write_round_csv
 
     st = state(ctx)
     store = st.store(upgrade=True)

@@ -55,8 +55,6 @@ One call runs one round of `activebayes.loop.ActiveLearningLoop`:
 
 from __future__ import annotations
 
-import csv
-import os
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -71,11 +69,10 @@ from activebayes_cli._context import check_device, state
 from activebayes_cli._model import DEFAULT_COVER_CLASSES
 from activebayes_cli._options import Address, Device, Engine
 from activebayes_cli._options import given as option_given
-from activebayes_cli._output import early_round_note, round_csv_name, safe_name
+from activebayes_cli._output import early_round_note, round_csv_name
 from activebayes_cli._round_options import RoundOptions, differences, recorded_options
 from activebayes_cli._targets import check_targets
-from activebayes_cli._round_file import (
-    feature_columns, image_shape, images_folder, prediction_cells, prediction_text, round_columns, write_png)
+from activebayes_cli._round_file import check_round_file, prediction_text, write_round_csv
 
 app = typer.Typer()
 
@@ -106,63 +103,6 @@ class OracleKind(str, Enum):
 
 
 # ---- the round file ----------------------------------------------------------------------------
-def _text(value: Any) -> str:
-    """A feature as its shortest exact text (float32 keeps its own short repr)."""
-    return str(value.item()) if isinstance(value, np.integer) else str(value)
-
-
-def write_round_csv(path: Path, queries: list[Any], info: Any, data: Any) -> Path | None:
-    """The form a person fills in: columns key, label (empty), score, rank (1 = best), the
-    round's prediction (`round_columns`: the most probable class and its probability, or the
-    predictive mean and sd; empty in a cold-start round), then the item's features under their
-    own names, or for an image pool the path (relative to the CSV) of a PNG of the item in
-    `images_folder(path)`. Returns that folder, or None."""
-    shape = image_shape(info, data)
-    originals = getattr(data, "folder", None)  # `pool add FOLDER`: the column names each original image file
-    folder = images_folder(path) if shape is not None and originals is None else None
-    leading = list(round_columns(info.task))
-    rows = [[q.key, "", repr(float(q.score)), str(q.rank + 1), *prediction_cells(q.prediction, info.task)] for q in queries]
-    if originals is not None:
-        header = [*leading, "image"]
-        for row, q in zip(rows, queries):
-            row.append(str(Path(originals, *q.key.split("/"))))
-    elif folder is not None:
-        folder.mkdir(exist_ok=True)
-        header = [*leading, "image"]
-        for row, q in zip(rows, queries):
-            png = folder / f"{q.rank + 1:03d}-{safe_name(q.key)}.png"
-            write_png(png, np.asarray(data.x[q.row]).reshape(shape))
-            row.append(png.relative_to(path.parent).as_posix())
-    else:
-        header = [*leading, *feature_columns(info, data)]
-        shown = data.raw if getattr(data, "raw", None) is not None else data.x  # as in the file, not standardised
-        for row, q in zip(rows, queries):
-            row.extend(_text(v) for v in np.asarray(shown[q.row]).reshape(-1))
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")  # renamed when whole: a kill leaves no torn file
-    with partial.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(header)
-        writer.writerows(rows)
-    os.replace(partial, path)
-    return folder
-
-
-def check_round_file(path: Path, info: Any, data: Any, force: bool) -> None:
-    """Refuse (before anything is recorded) to overwrite an existing round file or image folder."""
-    if path.is_dir():
-        raise CliError(f"--csv: {path} is a folder", "give a file name, e.g. --csv answers/round.csv")
-    if force:
-        return
-    if path.exists():
-        raise CliError(
-            f"the round file {path} already exists (answers may have been filled in)",
-            "label from it first, move it away, choose another file with --csv PATH, or pass --force to overwrite it",
-        )
-    folder = images_folder(path)
-    if image_shape(info, data) is not None and getattr(data, "folder", None) is None and folder.exists() and any(folder.iterdir()):
-        raise CliError(f"the image folder {folder} of round file {path} already exists", "move it away, choose another --csv PATH, or pass --force")
-
-
 # ---- output ------------------------------------------------------------------------------------
 def command(st: Any, *words: str) -> str:
     """The command line a hint suggests (with --project when the database holds several)."""

@@ -109,7 +109,8 @@ def test_pool_add_a_round_and_labels_from_excel(db):
     assert "is not UTF-8: read as Windows-1252 (Excel's 'CSV'); line 1 holds 'Größe'" in " ".join(added.stderr.split())
     ok("round", "--oracle", "truth", "--k", "4", "--device", "cpu")
     ok("round", "--k", "3", "--device", "cpu", "--samples", "2", "--epochs", "2")
-    with Path("t-round-2.csv").open(newline="", encoding="utf-8") as fh:
+    assert Path("t-round-2.csv").read_bytes().startswith(b"\xef\xbb\xbfkey,")  # a BOM, so that Excel reads the round file as UTF-8
+    with Path("t-round-2.csv").open(newline="", encoding="utf-8-sig") as fh:
         rows = list(csv.DictReader(fh))
     by_key = {line.split(";")[0]: line.split(";") for line in german_rows()}
     assert [[r["Größe"], r["Stadt"], r["Preis"]] for r in rows] == [by_key[r["key"]][1:4] for r in rows]
