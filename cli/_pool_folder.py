@@ -1,4 +1,4 @@
-"""`activebayes pool add FOLDER`: a folder of images (PNG/JPEG, greyscale or RGB) as the pool.
+"""`activebayes pool add FOLDER`: a folder of images (PNG, JPEG, WebP, BMP, GIF, TIFF; greyscale or RGB) as the pool.
 
 Every image below FOLDER (sub-folders included) becomes one item whose key is its path relative
 to FOLDER (POSIX separators). The images are decoded once, resized to --image-size HxW when given
@@ -10,7 +10,7 @@ removed or added image is refused. The float32 pixels a network sees are written
 to the feature cache (`activebayes.data.feature_cache`), which every later load memory-maps.
 Labels come from the sub-folder names (--labels-from-folders: `cat/01.png` is a 'cat') or from
 --truth FILE (a key,label csv keyed by the relative paths).
-Files that are not .png/.jpg/.jpeg are skipped and counted; names starting with '.' are ignored.
+Files that are not images (`activebayes.data.images.EXTENSIONS`) are skipped and counted; names starting with '.' are ignored.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def add_folder(
     skip_unreadable: bool = False,
 ) -> None:
     """Check everything, convert the folder, record it through `register_pool`; print the summary."""
-    from activebayes.data.images import FORMAT, convert_folder, parse_image_size
+    from activebayes.data.images import EXTENSIONS_TEXT, FORMAT, convert_folder, parse_image_size
     from activebayes.errors import DataError
     from activebayes_cli._pool_import import register_pool
 
@@ -119,7 +119,7 @@ def add_folder(
     )  # fmt: skip
     if images["skipped"]:
         summary["notes"].append(
-            f"skipped {images['skipped']} file(s) that are not .png/.jpg/.jpeg, e.g. {images['skipped_example']!r}"
+            f"skipped {images['skipped']} file(s) that are not {EXTENSIONS_TEXT}, e.g. {images['skipped_example']!r}"
         )
     if images["unreadable"]:
         shown_files = ", ".join(f"{rel!r} ({reason})" for rel, reason in images["unreadable"][:5])

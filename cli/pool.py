@@ -61,7 +61,7 @@ def add(
     image_size: Annotated[Optional[str], typer.Option("--image-size", help="FOLDER of images: resize every image to HxW (e.g. 32x32); default: their common size.")] = None,
     labels_from_folders: Annotated[bool, typer.Option("--labels-from-folders", help="FOLDER of images: each image's label is its sub-folder's name.")] = False,
 ) -> None:
-    """Register a data file (path + sha256), or a FOLDER of PNG/JPEG images, and create one item per row/image."""
+    """Register a data file (path + sha256), or a FOLDER of images (PNG, JPEG, WebP, BMP, GIF, TIFF), and create one item per row/image."""
     st = state(ctx)
     if file.is_dir() or image_size is not None or labels_from_folders:  # images: see cli/_pool_folder.py
         from activebayes_cli._pool_folder import add_folder

@@ -39,6 +39,47 @@ def test_grey_folder_round_trip(tmp_path):
     assert default_model("cnn", data.x.shape[1:], 2)()(__import__("torch").from_numpy(data.x)).shape == (2, 2)
 
 
+def test_every_common_format_reads_losslessly_as_the_same_pixels(tmp_path):
+    """PNG, WebP (lossless), BMP, GIF (a palette of grey), TIFF: the same 8x8 grey picture in each
+    reads back as its pixels; a file of another kind is skipped and counted."""
+    img = (np.arange(64, dtype=np.uint8).reshape(8, 8) * 4).astype(np.uint8)
+    from PIL import Image
+
+    for name in ("a.png", "b.webp", "c.bmp", "d.gif", "e.tif", "f.TIFF"):
+        (tmp_path / "src").mkdir(exist_ok=True)
+        Image.fromarray(img).save(tmp_path / "src" / name, **({"lossless": True} if name.endswith("webp") else {}))
+    (tmp_path / "src" / "g.pdf").write_bytes(b"%PDF-1.4")
+    out, summary = convert_folder(tmp_path / "src", tmp_path / "cache")
+    assert summary["images"] == 6 and summary["skipped"] == 1 and summary["channels"] == 1
+    data = load_dataset(out)
+    for k in range(6):
+        np.testing.assert_array_equal(np.round(data.x[k, 0] * 255).astype(np.uint8), img, err_msg=data.keys[k])
+
+
+@pytest.mark.parametrize(("orientation", "turn"), [(1, lambda a: a), (3, lambda a: np.rot90(a, 2)), (6, lambda a: np.rot90(a, -1)),
+                                                   (8, lambda a: np.rot90(a, 1)), (2, lambda a: a[:, ::-1])])  # fmt: skip
+def test_a_photo_is_read_upright_as_its_exif_orientation_says(tmp_path, orientation, turn):
+    """A phone stores a portrait photo sideways with EXIF orientation 6 (turn 90 degrees clockwise
+    to view); viewers and the labelling page show it upright, so the model is given it upright
+    too, and its size is compared upright."""
+    from PIL import Image
+
+    stored = np.zeros((4, 6), dtype=np.uint8)
+    stored[0, :] = 255  # a white top row, 6 wide
+    stored[:, 0] = 128
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    (tmp_path / "src").mkdir()
+    Image.fromarray(stored).save(tmp_path / "src" / "photo.png", exif=exif.tobytes())
+    Image.fromarray(np.ascontiguousarray(turn(stored))).save(tmp_path / "src" / "upright.png")  # the same picture, already upright
+    out, summary = convert_folder(tmp_path / "src", tmp_path / "cache")
+    upright = turn(stored)
+    assert summary["size"] == list(upright.shape)
+    data = load_dataset(out)
+    np.testing.assert_array_equal(np.round(data.x[0, 0] * 255).astype(np.uint8), upright)
+    np.testing.assert_array_equal(data.x[0], data.x[1])
+
+
 def test_rgb_and_resize(tmp_path):
     rgb = np.zeros((10, 6, 3), dtype=np.uint8)
     rgb[..., 0] = 200
@@ -97,3 +138,21 @@ def test_prompt_draws_rgb_and_shrinks_wide_images():
     wide[:, 100:] = 1.0
     lines = image_art(wide, max_width=50).split("\n")
     assert max(len(line) for line in lines) <= 50 and lines[0].strip() and lines[0].startswith(" ")
+
+
+def test_the_page_serves_originals_a_browser_shows_and_a_png_of_the_rest(tmp_path):
+    """WebP, GIF and BMP go to the browser as they are; a TIFF, which browsers do not show, gets
+    no original (the page then serves a PNG of the pixels the model sees)."""
+    from types import SimpleNamespace
+
+    from PIL import Image
+
+    from activebayes.web.items import original_image
+
+    img = np.full((4, 4), 90, dtype=np.uint8)
+    for name in ("a.webp", "b.gif", "c.bmp", "d.tif"):
+        Image.fromarray(img).save(tmp_path / name)
+    data = SimpleNamespace(folder=tmp_path)
+    assert [original_image(data, k)[1] for k in ("a.webp", "b.gif", "c.bmp")] == ["image/webp", "image/gif", "image/bmp"]
+    assert original_image(data, "a.webp")[0] == (tmp_path / "a.webp").read_bytes()
+    assert original_image(data, "d.tif") is None and original_image(data, "../x.png") is None

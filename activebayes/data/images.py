@@ -1,4 +1,5 @@
-"""Folders of images (PNG/JPEG, greyscale or RGB) as pools: converted once, checked every load.
+"""Folders of images (PNG, JPEG, WebP, BMP, GIF, TIFF; greyscale or RGB) as pools: converted once,
+checked every load.
 
 `convert_folder(folder, cache_dir)` reads every image below `folder` (sub-folders included; names
 starting with "." are ignored, other non-image files are skipped and counted), decodes it with
@@ -25,7 +26,10 @@ ORIGINAL images and those must be what the model saw.
 
 Images of different sizes are refused unless `image_size` is given (then every image is resized,
 aspect ratio not kept): silently stretching them to whichever file sorts first would hide a
-mistake. An alpha channel is dropped; 16-bit greyscale is scaled to 8 bits.
+mistake. An image is turned upright as its EXIF orientation says (a phone's photo is stored
+sideways with a tag that every viewer, and the labelling page, applies), so the model sees what
+the person labelling sees; sizes are compared upright. An alpha channel is dropped; 16-bit
+greyscale is scaled to 8 bits; of an animated GIF or a multi-page TIFF the first frame is read.
 """
 
 from __future__ import annotations
@@ -45,7 +49,8 @@ from activebayes.errors import DataError
 
 FORMAT = "image-folder"
 SUFFIX = ".image-folder.npz"
-EXTENSIONS = (".png", ".jpg", ".jpeg")
+EXTENSIONS = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff")
+EXTENSIONS_TEXT = "/".join(EXTENSIONS)  # for messages: .png/.jpg/...
 _SIXTEEN_BIT = ("I", "I;16", "I;16B", "I;16L", "I;16N")
 
 
@@ -113,12 +118,13 @@ def manifest_sha256(keys: Sequence[str], hashes: Sequence[str]) -> str:
 
 def _decode(folder: Path, rel: str, size: tuple[int, int] | None) -> tuple[np.ndarray, tuple[int, int]]:
     """(uint8 [H, W, 3] pixels, original (H, W)) of one image; DataError naming it when unreadable."""
-    from PIL import Image
+    from PIL import Image, ImageOps
 
     path = folder / rel
     try:
         with Image.open(path) as img:
             img.load()
+            img = ImageOps.exif_transpose(img)  # upright, as viewers show it
             original = (img.height, img.width)
             if img.mode in _SIXTEEN_BIT:
                 arr = np.asarray(img, dtype=np.float64)
@@ -157,7 +163,7 @@ def convert_folder(
     if not keys:
         extra = f" ({len(others)} other file(s), e.g. {others[0]!r})" if others else ""
         raise DataError(
-            f"image folder {str(folder)!r} holds no images{extra}; put .png/.jpg/.jpeg files in it (sub-folders are read too)"
+            f"image folder {str(folder)!r} holds no images{extra}; put {EXTENSIONS_TEXT} files in it (sub-folders are read too)"
         )
     labels: list[str] | None = None
     if labels_from_folders:
@@ -289,6 +295,7 @@ def load_image_pool(path: str | Path, *, classes: Sequence[Any] | None = None) -
 
 __all__ = [
     "EXTENSIONS",
+    "EXTENSIONS_TEXT",
     "FORMAT",
     "ImageFolderDataset",
     "SUFFIX",
