@@ -48,6 +48,14 @@ def infer_classes(labels: list[str] | None, file: Path, truth: Path | None) -> l
     return found
 
 
+def ignored_columns(plan: Any, label_column: str | None, key_column: str | None) -> list[str]:
+    """The named columns of a planned table that are neither features, nor the label or key."""
+    if plan is None:
+        return []
+    used = {c.name for c in plan.columns} | {label_column, key_column}
+    return [h for h in plan.table.header if h and h not in used]
+
+
 def look_alike_classes(classes: list[str]) -> list[str]:
     """A note for each group of classes that differ only in case or spacing ('Yes', 'yes',
     'y es'): two spellings of one answer, more often than two classes."""
@@ -295,7 +303,7 @@ def register_pool(
         "standardized": bool(spec and spec["standardize"]),
         "categorical": dict(data.categories or {}),
         "text_columns": [c.name for c in plan.columns if c.kind == "text"] if plan else [],
-        "ignored": [h for h in plan.table.header if h and h not in {c.name for c in plan.columns} | {label_column, key_column}] if plan else [],
+        "ignored": ignored_columns(plan, label_column, key_column),
         "key_column": key_column,
         "missing": plan.missing_counts() if plan else {},
         "missing_mode": missing if plan else None,

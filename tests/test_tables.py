@@ -541,3 +541,23 @@ def test_classes_that_differ_only_in_case_are_pointed_out(db):
     said = " ".join(added.stderr.split())
     assert "classes read from the labels: n o, No, no, Yes, yes" in said
     assert "the classes 'n o', 'No', 'no' differ only in case or spacing" in said and "the classes 'Yes', 'yes' differ only in case" in said
+
+
+@pytest.mark.parametrize("block_elements", [1 << 23, 200])
+def test_numeric_columns_fitted_in_blocks_equal_one_fit_per_column(tmp_path, monkeypatch, block_elements):
+    """A wide table's numeric columns are fitted a block at a time (column-major): fill, mean and
+    scale equal, bit for bit, those of each column's own pipeline fitted alone."""
+    from sklearn.base import clone
+
+    from activebayes.data import table_spec
+
+    monkeypatch.setattr(table_spec, "_BLOCK_ELEMENTS", block_elements)  # 200: two columns of 80 rows a block
+    rng = np.random.default_rng(3)
+    values = rng.normal(size=(120, 9)) * rng.uniform(0.01, 1e4, 9) + rng.uniform(-1e5, 1e5, 9)
+    rows = [[("" if rng.random() < 0.1 else repr(float(v))) for v in row] + ["ab"[i % 2]] for i, row in enumerate(values)]
+    p = plan(write_csv(tmp_path / "w.csv", [f"x{j}" for j in range(9)] + ["label"], rows), missing="impute")
+    pool = np.arange(0, 120, 3)[:80] if block_elements == 200 else np.arange(120)
+    spec = fit_table_spec(p, pool)
+    for (part, transformer, where), entry in zip([t for t in build_pipeline(p).transformers if "(missing)" not in t[0]], spec["columns"]):
+        alone = clone(transformer).fit(p.columns[where[0]].numbers[pool][:, None])
+        assert (entry["fill"], entry["mean"], entry["scale"]) == (alone[0].statistics_[0], alone[1].mean_[0], alone[1].scale_[0]), part

@@ -117,7 +117,8 @@ def fit_table_spec(
 ) -> dict[str, Any]:
     """The recorded spec (module docstring): the pipeline fitted on `rows` (the pool rows; the
     test split excluded), one column at a time (each transformer of the ColumnTransformer sees
-    only its own column, so this is its fit without the [N, M] object matrix). A text column's
+    only its own column, so this is its fit without the [N, M] object matrix), the numeric
+    columns in blocks (`_numeric_statistics`: the same numbers, bit for bit). A text column's
     learnt vocabulary and projection go to a checksummed .npz in `text_folder` (required when
     there is one)."""
     from sklearn.base import clone
@@ -128,30 +129,38 @@ def fit_table_spec(
     if rows.size == 0:
         raise DataError(f"data file {str(plan.table.path)!r}: no rows to fit the features on")
     fitted: dict[str, Any] = {}
+    numeric: list[tuple[str, Any, ColumnPlan]] = []
     for part, transformer, where in build_pipeline(plan, standardize=standardize, text_dims=text_dims).transformers:
         c = plan.columns[where if isinstance(where, int) else where[0]]
-        fitted[part] = None if part.endswith(" (missing)") else clone(transformer).fit(_column_input(plan, c, rows))  # an indicator learns nothing
+        if part.endswith(" (missing)"):
+            fitted[part] = None  # an indicator learns nothing
+        elif c.kind == "numeric":
+            numeric.append((part, transformer, c))
+        else:
+            fitted[part] = clone(transformer).fit(_column_input(plan, c, rows))
+    statistics = _numeric_statistics(numeric, rows)
     columns: list[dict[str, Any]] = []
     for j, c in enumerate(plan.columns):
-        step = fitted[f"{j}:{c.name}"]
-        entry: dict[str, Any] = {"name": c.name, "kind": c.kind, "indicator": f"{j}:{c.name} (missing)" in fitted}
-        if c.kind in ("numeric", "date"):
-            entry["fill"] = float(step.named_steps["impute"].statistics_[0])
+        part = f"{j}:{c.name}"
+        entry: dict[str, Any] = {"name": c.name, "kind": c.kind, "indicator": f"{part} (missing)" in fitted}
+        if c.kind == "numeric":
+            fill, mean, scale = statistics[part]
+            entry.update(fill=fill, mean=mean, scale=scale, **({"written": c.written} if c.written else {}))
+        elif c.kind == "date":
+            step = fitted[part]
             scaler = step.named_steps["scale"]
-            width = len(CALENDAR_PARTS) + len(CLOCK_PARTS) * c.clock if c.kind == "date" else 1
-            mean = [float(v) for v in scaler.mean_] if scaler != "passthrough" else [0.0] * width
-            scale = [float(v) for v in scaler.scale_] if scaler != "passthrough" else [1.0] * width
-            if c.kind == "date":
-                entry.update(clock=c.clock, mean=mean, scale=scale, **({"written": c.written} if c.written else {}))
-            else:
-                entry.update(mean=mean[0], scale=scale[0], **({"written": c.written} if c.written else {}))
+            width = len(CALENDAR_PARTS) + len(CLOCK_PARTS) * c.clock
+            entry.update(fill=float(step.named_steps["impute"].statistics_[0]), clock=c.clock,
+                         mean=[float(v) for v in scaler.mean_] if scaler != "passthrough" else [0.0] * width,
+                         scale=[float(v) for v in scaler.scale_] if scaler != "passthrough" else [1.0] * width,
+                         **({"written": c.written} if c.written else {}))  # fmt: skip
         elif c.kind == "categorical":
-            entry["fill"] = str(step.named_steps["impute"].statistics_[0])
-            entry["categories"] = [str(v) for v in step.named_steps["encode"].categories_[0]]
+            entry["fill"] = str(fitted[part].named_steps["impute"].statistics_[0])
+            entry["categories"] = [str(v) for v in fitted[part].named_steps["encode"].categories_[0]]
         else:
             if text_folder is None:
                 raise DataError(f"text column {c.name!r}: no folder to record its text model in")
-            entry.update(save_text_model(step, Path(text_folder), plan.table.path, c.name))
+            entry.update(save_text_model(fitted[part], Path(text_folder), plan.table.path, c.name))
         columns.append(entry)
     return {
         "version": SPEC_VERSION,
@@ -160,6 +169,31 @@ def fit_table_spec(
         "na_values": list(plan.options.na_values),
         "columns": columns,
     }
+
+
+_BLOCK_ELEMENTS = 1 << 23  # numbers fitted at once: 64 MiB of float64
+
+
+def _numeric_statistics(parts: list[tuple[str, Any, ColumnPlan]], rows: np.ndarray) -> dict[str, tuple[float, float, float]]:
+    """(fill, mean, scale) of each numeric column's pipeline (imputer, scaler) fitted on `rows`.
+    SimpleImputer and StandardScaler work column by column, so one fit on a block of columns laid
+    out column-major (each column contiguous, summed as a column alone is) gives the very numbers
+    of a fit per column, at the cost of a few fits instead of one per column of a wide table."""
+    from sklearn.base import clone
+
+    out: dict[str, tuple[float, float, float]] = {}
+    per_block = max(1, _BLOCK_ELEMENTS // max(1, rows.size))
+    for start in range(0, len(parts), per_block):
+        block = parts[start : start + per_block]
+        x = np.empty((rows.size, len(block)), dtype=np.float64, order="F")
+        for k, (_, _, c) in enumerate(block):
+            x[:, k] = c.numbers[rows]
+        step = clone(block[0][1]).fit(x)
+        fills, scaler = step.named_steps["impute"].statistics_, step.named_steps["scale"]
+        for k, (part, _, _) in enumerate(block):
+            mean, scale = (scaler.mean_[k], scaler.scale_[k]) if scaler != "passthrough" else (0.0, 1.0)
+            out[part] = (float(fills[k]), float(mean), float(scale))
+    return out
 
 
 def spec_columns(spec: dict[str, Any], header: Sequence[str], label_column: str | None, key_column: str | None) -> list[dict[str, Any]]:
