@@ -40,9 +40,9 @@ def _round_of(db: str, project: str, k: int, predict: bool) -> list[str]:
     return keys
 
 
-def table_project(db: str, folder: Path, *, name: str = "blobs", k: int = 5, hostile: bool = False) -> list[str]:
-    """Three blobs in a csv (classes a, b, c); with `hostile` a text column "note" whose first
-    row holds markup. The keys of round 1's queries, in rank order."""
+def table_project(db: str, folder: Path, *, name: str = "blobs", k: int = 5, hostile: bool = False, classes: str = "a,b,c") -> list[str]:
+    """Three blobs in a csv (labels a, b, c; the project's `classes` hold them); with `hostile` a
+    text column "note" whose first row holds markup. The keys of round 1's queries, in rank order."""
     path = write_pool_csv(folder / f"{name}.csv", n=30)
     extra: tuple[str, ...] = ()
     if hostile:
@@ -54,7 +54,7 @@ def table_project(db: str, folder: Path, *, name: str = "blobs", k: int = 5, hos
         with path.open("w", newline="") as fh:
             csv.writer(fh).writerows(rows)
         extra = ("--text-column", "note")
-    ok("--db", db, "init", "--name", name, "--classes", "a,b,c")
+    ok("--db", db, "init", "--name", name, "--classes", classes)
     ok("--db", db, "--project", name, "pool", "add", str(path), "--key-column", "id", *extra)
     return _round_of(db, name, k, predict=True)
 

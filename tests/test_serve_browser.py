@@ -161,6 +161,46 @@ def test_a_table_round_by_keyboard_and_the_status_page(sqlite_db, tmp_path, brow
     assert [v for _, v, _ in web_answers(sqlite_db, "blobs")] == ["a", "b", "c", "a"]
 
 
+def test_many_classes_are_found_by_typing(sqlite_db, tmp_path, browser):
+    """Fourteen classes: the first ten keep their keys; "/" opens the find field, typing hides the
+    classes that do not hold the text, Enter answers with the one named exactly so, else the only
+    one starting so, else the only one left, and the next item's field has the focus again; s and
+    u typed there are letters, not actions; Escape leaves it, and the digits answer again."""
+    classes = ["a", "b", "c", "acer", "alnus", "betula", "carpinus", "fagus", "fraxinus", "larix", "picea", "pinus", "quercus", "salix"]
+    keys = table_project(sqlite_db, tmp_path, k=4, classes=",".join(classes))
+    with served(sqlite_db, "blobs", "ann", folder=tmp_path) as (_, urls):
+        driver = browser()
+        driver.get(urls["ann"])
+        wait_for_item(driver, keys[0])
+        buttons = driver.find_elements(By.CSS_SELECTOR, "#card button.answer")
+        assert [b.text for b in buttons][8:] == ["9 fraxinus", "0 larix", "picea", "pinus", "quercus", "salix"]  # classes in natural order
+        press(driver, "/")
+        field = driver.find_element(By.ID, "find")
+        assert driver.switch_to.active_element == field
+        field.send_keys("sal")  # an s that does not skip
+        visible = lambda d: [b.get_attribute("data-value") for b in d.find_elements(By.CSS_SELECTOR, "#card button.answer") if b.is_displayed()]  # noqa: E731
+        wait(driver, lambda d: visible(d) == ["salix"], "only salix shown")
+        field.send_keys("\n")
+        wait(driver, lambda d: ack(d) == f"saved {keys[0]} → salix", "salix acknowledged")
+        wait_for_item(driver, keys[1])
+        field = driver.find_element(By.ID, "find")
+        assert driver.switch_to.active_element == field  # typing goes on
+        field.send_keys("p")
+        wait(driver, lambda d: visible(d) == ["carpinus", "picea", "pinus"], "three hold p")
+        field.send_keys("\n")
+        wait(driver, lambda d: ack(d) == '3 classes hold "p": type more, or click one', "several left: no answer")
+        field.send_keys("inu\n")
+        wait(driver, lambda d: ack(d) == f"saved {keys[1]} → pinus", "pinus acknowledged")  # carpinus holds pinu too, pinus starts so
+        wait_for_item(driver, keys[2])
+        driver.find_element(By.ID, "find").send_keys("a\n")  # a class named exactly so, among many holding an a
+        wait(driver, lambda d: ack(d) == f"saved {keys[2]} → a", "a acknowledged")
+        wait_for_item(driver, keys[3])
+        press(driver, "\ue00c")  # Escape: out of the field, and the digits answer again
+        press(driver, "0")
+        wait(driver, lambda d: ack(d) == f"saved {keys[3]} → larix", "key 0 is the tenth class")
+    assert [v for _, v, _ in web_answers(sqlite_db, "blobs")] == ["salix", "pinus", "a", "larix"]
+
+
 def test_text_and_regression_pages(sqlite_db, tmp_path, browser):
     text_project(sqlite_db, tmp_path)
     plots = regression_project(sqlite_db, tmp_path)

@@ -45,9 +45,11 @@
 
   function currentCard() { return $("#card .card[data-key]"); }
 
+  let finding = false;  // the last answer came from the find field: the next card's field gets the focus
+
   function show(data) {
     $("#card").innerHTML = data.card;
-    const input = $("#number");
+    const input = $("#number") || (finding ? $("#find") : null);
     if (input) input.focus();
     if ($("#card [data-wait]")) setTimeout(() => act("next", {}), 3000);
   }
@@ -118,7 +120,7 @@
   document.addEventListener("click", (event) => {
     const button = event.target.closest("button");
     if (!button || button.disabled) return;
-    if (button.classList.contains("answer")) answer(button.dataset.value);
+    if (button.classList.contains("answer")) { finding = document.activeElement === $("#find"); answer(button.dataset.value); }
     else if (button.id === "skip") skip();
     else if (button.id === "undo") act("undo", {});
     else if (button.id === "unskip") act("next", { unskip: true });
@@ -132,10 +134,47 @@
     if (input.value.trim() !== "" && input.checkValidity()) answer(input.value.trim());
   });
 
+  // With more than ten classes a field finds one by typing: the buttons that do not hold the
+  // text are hidden, and Enter answers with the class named exactly so, else the only one that
+  // starts with the text, else the only one left.
+  function matching(text) {
+    const wanted = text.trim().toLowerCase();
+    const buttons = [...document.querySelectorAll("#card button.answer")];
+    const name = (b) => b.dataset.value.toLowerCase();
+    const shown = buttons.filter((b) => name(b).includes(wanted));
+    const starting = shown.filter((b) => name(b).startsWith(wanted));
+    const only = (list) => (list.length === 1 ? list[0] : null);
+    return { buttons, shown, pick: buttons.find((b) => name(b) === wanted) || only(starting) || only(shown) };
+  }
+
+  document.addEventListener("input", (event) => {
+    if (event.target.id !== "find") return;
+    const { buttons, shown } = matching(event.target.value);
+    buttons.forEach((b) => { b.hidden = !shown.includes(b); });
+  });
+
+  document.addEventListener("keydown", (event) => {
+    if (event.target.id !== "find") return;
+    if (event.key === "Enter") {
+      event.preventDefault();
+      const { shown, pick } = matching(event.target.value);
+      if (pick) pick.click();
+      else ack(shown.length ? `${shown.length} classes hold "${event.target.value.trim()}": type more, or click one` : `no class holds "${event.target.value.trim()}"`, false);
+    } else if (event.key === "Escape") {
+      event.target.value = "";
+      event.target.dispatchEvent(new Event("input", { bubbles: true }));
+      event.target.blur();
+    }
+  });
+
   document.addEventListener("keydown", (event) => {
     if (page !== "label" || event.ctrlKey || event.metaKey || event.altKey) return;
     const inField = event.target instanceof HTMLInputElement;
-    if (/^[0-9]$/.test(event.key) && !inField) {  // 1–9 the first nine classes, 0 the tenth
+    if (inField && event.target.id === "find") return;  // typing a class name
+    if (event.key === "/" && !inField && $("#find")) {
+      event.preventDefault();
+      $("#find").focus();
+    } else if (/^[0-9]$/.test(event.key) && !inField) {  // 1–9 the first nine classes, 0 the tenth
       const button = document.querySelectorAll("#card button.answer")[event.key === "0" ? 9 : Number(event.key) - 1];
       if (button) { event.preventDefault(); button.click(); }
     } else if (event.key === "s" || event.key === "S") {
