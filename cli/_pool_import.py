@@ -126,6 +126,10 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     candidates = kept[~unlabelled[kept]]  # the test split needs labels
     _, test_at = split_rows(candidates.size, test_fraction, seed)
     test_rows = candidates[test_at]
+    if test_rows.size and unlabelled[kept].any():
+        plan.notes.append(f"the test split ({test_rows.size} rows) is drawn from the {candidates.size} rows labelled already, not from the whole "
+                          "table: if those were chosen rather than drawn at random, its figures describe rows like them; "
+                          "`activebayes evaluate` estimates the model on the unlabelled pool")  # fmt: skip
     pool_rows = np.setdiff1d(kept, test_rows)
     spec = fit_table_spec(plan, pool_rows, standardize=standardize, text_folder=text_folder)  # on the pool rows
     if label_writing is not None:

@@ -327,7 +327,9 @@ def test_a_partly_labelled_table_imports_its_labels_and_pools_the_rest(db):
     added = ok("--json", "pool", "add", "part.csv", "--labels-are-known", "--test-fraction", "0.2")
     summary = json.loads(added.stdout)
     assert summary["truth"] == "known" and summary["test_items"] == 2 and summary["classes"] == ["a", "b"]
-    assert "20 rows without a label are the pool to label; 10 labels imported" in " ".join(added.stderr.split())
+    said = " ".join(added.stderr.split())
+    assert "20 rows without a label are the pool to label; 10 labels imported" in said
+    assert "the test split (2 rows) is drawn from the 10 rows labelled already, not from the whole table" in said
     status = json.loads(ok("--json", "status").stdout)
     assert (status["labelled"], status["unlabelled"]) == (8, 20)
     from activebayes.store import PoolStore
