@@ -563,3 +563,16 @@ def test_numeric_columns_fitted_in_blocks_equal_one_fit_per_column(tmp_path, mon
     for (part, transformer, where), entry in zip([t for t in build_pipeline(p).transformers if "(missing)" not in t[0]], spec["columns"]):
         alone = clone(transformer).fit(p.columns[where[0]].numbers[pool][:, None])
         assert (entry["fill"], entry["mean"], entry["scale"]) == (alone[0].statistics_[0], alone[1].mean_[0], alone[1].scale_[0]), part
+
+
+def test_excel_error_values_are_gaps_with_a_note(tmp_path):
+    """A spreadsheet saves a failed formula as #DIV/0!, #N/A, ...: those cells are gaps (any case),
+    counted, with a note naming the first; a dash is no gap unless --na-values says so."""
+    rows = [[f"k{i}", ("#DIV/0!", "#n/a", "#VALUE!")[i % 3] if i % 5 == 1 else f"{i / 10}", "ab"[i % 2]] for i in range(25)]
+    p = plan(write_csv(tmp_path / "x.csv", ["id", "ratio", "label"], rows), missing="impute")
+    assert p.columns[0].kind == "numeric" and p.columns[0].missing.sum() == 5 and p.missing_counts() == {"ratio": 5}
+    assert "column 'ratio' holds Excel's error values ('#n/a' on line 3; 5 cells in all): read as gaps" in p.notes
+    rows[3][1] = "-"
+    with pytest.raises(DataError, match=r"line 5: column 'ratio' is not a number \('-'\)"):
+        plan(write_csv(tmp_path / "d.csv", ["id", "ratio", "label"], rows), missing="impute")
+    assert plan(tmp_path / "d.csv", missing="impute", na_values=("-",)).columns[0].missing.sum() == 6

@@ -32,10 +32,11 @@ else none (items are keyed by row number): `key_column_of`. The label and key ar
   90 % of them distinct, unless `features` names it: its numbers order the rows, they are not a
   quantity.
 
-Gaps. A cell that is empty or one of NA_VALUES (or `na_values`; compared case-insensitively) is
-missing. `missing="impute"`: the median of a number column, the most frequent level of a
-categorical one, and a 0/1 indicator feature after every column with a gap anywhere in the file;
-`"drop"`: rows with a gap are no items (`TablePlan.rows_with_gaps`); `"error"`: refused.
+Gaps. A cell that is empty or one of NA_VALUES, EXCEL_ERRORS (a formula's #DIV/0!, #N/A, ...,
+with a note) or `na_values` (compared case-insensitively) is missing. `missing="impute"`: the
+median of a number column, the most frequent level of a categorical one, and a 0/1 indicator
+feature after every column with a gap anywhere in the file; `"drop"`: rows with a gap are no
+items (`TablePlan.rows_with_gaps`); `"error"`: refused.
 
 The recorded spec (the fitted scikit-learn pipeline as JSON) and its application at every load
 are `activebayes.data.table_spec`'s.
@@ -59,6 +60,7 @@ from activebayes.data.parsed_columns import date_order, decimal_comma_numbers, h
 from activebayes.errors import DataError
 
 NA_VALUES = ("", "NA", "N/A", "NaN", "null", "?")
+EXCEL_ERRORS = ("#N/A", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#NULL!", "#SPILL!", "#CALC!")  # a formula's failure: a gap
 MISSING_MODES = ("impute", "drop", "error")
 CATEGORICAL_MODES = ("auto", "error", "force")
 KEY_NAMES = ("key", "id")
@@ -136,7 +138,7 @@ def key_column_of(header: Sequence[str], key_column: str | None = None, ignore: 
 
 
 def _tokens(na_values: Sequence[str]) -> set[str]:
-    return {v.strip().casefold() for v in (*NA_VALUES, *na_values)}
+    return {v.strip().casefold() for v in (*NA_VALUES, *EXCEL_ERRORS, *na_values)}
 
 
 def missing_mask(cells: Sequence[str], na_values: Sequence[str] = ()) -> np.ndarray:
@@ -261,6 +263,18 @@ def _encoding_note(table: CsvTable) -> str:
             f"{shown(where.example)} (if that reads wrong, save the file as 'CSV UTF-8')")  # fmt: skip
 
 
+def _note_excel_errors(table: CsvTable, name: str, notes: list[str]) -> None:
+    """A note for a column holding Excel's error values (#DIV/0!, #N/A, ...), which are read as gaps."""
+    codes, texts = table.text_codes(name) if table.columns[name].cells is None else (None, [])
+    errors = [k for k, t in enumerate(texts) if t.upper() in EXCEL_ERRORS]
+    if codes is None or not errors:
+        return
+    where = np.isin(codes, errors)
+    at = first_true(where)
+    notes.append(f"column {name!r} holds Excel's error values ({shown(texts[int(codes[at])])} on line {table.lines[at]}; "
+                 f"{int(where.sum())} cells in all): read as gaps")  # fmt: skip
+
+
 def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[str]) -> ColumnPlan:
     path, n, lines = str(table.path), len(table), table.lines
     missing = column_missing(table, name, options.na_values)
@@ -272,6 +286,7 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
         )
     if missing.all():
         raise DataError(f"{path!r}: column {name!r} has no values (all {n} missing); leave it out with --ignore {name}")
+    _note_excel_errors(table, name, notes)
     if name in options.text_columns:
         return ColumnPlan(name, "text", missing)
     present = ~missing
