@@ -199,3 +199,16 @@ def test_labels_csv(tmp_path):
     path.write_text("key,label\na,1,9\n")
     with pytest.raises(DataError, match="line 2: expected 2 fields"):
         load_labels(path)
+
+
+def test_labels_that_are_no_class_at_all_point_at_the_classes():
+    """One label outside the classes is a typo to correct; when no label is a class (classes 0..2
+    from `init --classes 3`, labels named), it is the project's classes that are wrong."""
+    from activebayes.data.dataset import check_labels
+
+    with pytest.raises(DataError, match=r"row 1 has label 'dgo', not one of the classes \['cat', 'dog'\]; correct the label$"):
+        check_labels(np.asarray(["cat", "dgo"]), ["cat", "dog"], Path("a.csv"))
+    with pytest.raises(DataError, match=r"row 0 has label 'setosa' \(line 2\), not one of the classes \['0', '1', '2'\], and no label of the "
+                                         r"file is one; add the file to a project with those classes \(init --name NAME --classes "
+                                         r"setosa,versicolor,virginica\), or to one made without --classes"):  # fmt: skip
+        check_labels(np.asarray(["setosa", "virginica", "versicolor"]), range(3), Path("iris.csv"), [2, 3, 4])

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from activebayes.data.csv_table import shown
+from activebayes.data.features import natural_sorted
 from activebayes.errors import DataError
 
 _FINITE_CHUNK = 65_536
@@ -106,6 +107,12 @@ def check_labels(y: np.ndarray, classes: Sequence[Any] | None, path: Path, lines
         label = shown(value) if isinstance(value, str) else repr(value)
         if listed is None:
             raise DataError(f"{where} has label {label}{at}, not a finite number; a regression label is a number")
+        texts = {str(v).strip() for v in y.tolist()} - {""}
+        if not texts & allowed:  # no label is a class: the project's classes, not the labels, are wrong
+            named = ",".join(natural_sorted(texts)[:20])
+            raise DataError(f"{where} has label {label}{at}{outside}, and no label of the file is one; add the file to a project "
+                            f"with those classes (init --name NAME --classes {named}), or to one made without --classes, "
+                            "which reads them from the labels")  # fmt: skip
         raise DataError(f"{where} has label {label}{at}{outside}; correct the label")
 
 
