@@ -230,7 +230,8 @@ def test_day_first_and_month_first_dates_round_trip(moment, sep):
 def test_spreadsheet_dates_are_planned_recorded_and_equal_the_pipeline(tmp_path):
     """Month-first dates as Excel in the US saves them (with times), day-first ones with a gap:
     read in their order, with a note, recorded as written, applied equal to the pipeline; a later
-    value written the other way is refused naming it; dates that no day settles are refused."""
+    value written the other way is refused naming it; dates that no day settles stay categories, with
+    a note (or, too many to be categories, are refused with the way to write them as ISO dates)."""
     rows = [[f"{1 + i % 12}/{1 + (5 * i) % 28}/2024 {1 + i % 12}:{i % 60:02d} {'AP'[i % 2]}M", "" if i == 3 else f"{1 + (3 * i) % 28}.{1 + i % 12}.2023",
              "ab"[i % 2]] for i in range(40)]  # fmt: skip
     f = write_csv(tmp_path / "x.csv", ["at", "day", "label"], rows)
@@ -248,10 +249,15 @@ def test_spreadsheet_dates_are_planned_recorded_and_equal_the_pipeline(tmp_path)
     rows[7][0] = "2024-02-06 14:01"
     with pytest.raises(DataError, match=r"line 9: column 'at' is not a date written as the others are \('2024-02-06 14:01'\); write it as MM/DD/YYYY"):
         apply_table_spec(read_csv_table(write_csv(tmp_path / "y.csv", ["at", "day", "label"], rows)), spec)
-    either = write_csv(tmp_path / "e.csv", ["when", "label"], [[f"{1 + i % 12:02d}/{1 + (5 * i) % 12:02d}/2024", "ab"[i % 2]] for i in range(40)])
-    with pytest.raises(DataError, match=r"column 'when' holds dates \('01/01/2024'\) that read as well day-first as month-first "
-                                         r"\(no day is over 12\); write them as YYYY-MM-DD, or --ignore when"):  # fmt: skip
-        plan_table(read_csv_table(either), TableOptions(label_column="label"))
+    either = write_csv(tmp_path / "e.csv", ["when", "label"], [[f"{1 + i % 12:02d}/{1 + i // 12:02d}/2024", "ab"[i % 2]] for i in range(60)])
+    with pytest.raises(DataError, match=r"column 'when' looks like an identifier.*or --ignore when; or, since its values are dates that read as well "
+                                         r"day-first as month-first \('01/01/2024'; no day is over 12\), write them as YYYY-MM-DD"):  # fmt: skip
+        plan_table(read_csv_table(either), TableOptions(label_column="label", categorical="auto"))
+    few = write_csv(tmp_path / "f.csv", ["visit", "label"], [[f"0{1 + i % 3}/02/2024", "ab"[i % 2]] for i in range(40)])
+    p = plan_table(read_csv_table(few), TableOptions(label_column="label", categorical="auto"))
+    assert p.columns[0].kind == "categorical" and p.columns[0].levels == ["01/02/2024", "02/02/2024", "03/02/2024"]  # as before: never guessed
+    assert ("column 'visit': its values are dates that read as well day-first as month-first ('01/02/2024'; no day is over 12), so they "
+            "are taken as categories; write them as YYYY-MM-DD to read them as dates") in p.notes
 
 
 def test_a_date_or_amount_column_with_a_stray_value_names_it(tmp_path):

@@ -17,7 +17,8 @@ else none (items are keyed by row number): `key_column_of`. The label and key ar
   decimal commas ("3,5", "1.234,5": `decimal_comma_numbers`), as `ColumnPlan.written` says;
 - a date when every value present is an ISO 8601 date, with or without a time ("2024-03-01",
   "2024-03-01 14:30"), or a date written day first or month first ("31/12/2024", "12/31/2024
-  2:30 PM": `date_order` settles which from a day over 12, and refuses a column where none is):
+  2:30 PM": `date_order` settles which from a day over 12; a column where none is stays text,
+  categories with a note, or refused with the way to write them as ISO dates):
   days since 1970-01-01, and the season, weekday (and time of day) on the circle
   (`parsed_columns.calendar_features`; `ColumnPlan.clock` when there are times);
 - text to be read as prose when named in `text_columns` (`activebayes.data.text_features`);
@@ -69,6 +70,7 @@ IDENTIFIER_DISTINCT = 0.9  # share of distinct values that makes a text column a
 IDENTIFIER_WORDS = ("id", "key", "uuid", "guid")  # a numeric column whose name ends in one of these may be an identifier
 MAX_LEVELS, MAX_LEVEL_SHARE = 50, 0.05  # a categorical column may have max(50, 5 % of rows) levels
 MIXED_NUMBER_SHARE = 0.5  # a text column with fewer than this share of numbers is categorical; with more, refused
+AMBIGUOUS_DATES_CHECKED = 10_000  # levels looked at to tell a categorical column of dates no day settles
 
 
 @dataclass(frozen=True)
@@ -346,8 +348,13 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
         raise mixed
     if mixed is not None:
         notes.append(f"column {name!r} mixes text and numbers ({n_numbers} of {n_present} values are numbers); its numbers are read as categories")
+    either = f"its values are dates that read as well day-first as month-first ({shown(levels[0])}; no day is over 12)"
+    either = either if date_order(levels[:AMBIGUOUS_DATES_CHECKED]) == "either" else None
+    if either is not None:
+        notes.append(f"column {name!r}: {either}, so they are taken as categories; write them as YYYY-MM-DD to read them as dates")
     if options.categorical != "force":
         ways = f"pass --key-column {name} if it names the items, --text-column {name} if it is prose, or --ignore {name}"
+        ways += f"; or, since {either}, write them as YYYY-MM-DD" if either is not None else ""
         if n_present >= IDENTIFIER_MIN_VALUES and len(levels) >= IDENTIFIER_DISTINCT * n_present:
             raise NotAFeature(path, name, f"looks like an identifier, not a feature ({len(levels)} different values in {n_present} rows)", ways)
         limit = max(MAX_LEVELS, int(MAX_LEVEL_SHARE * n))
@@ -371,9 +378,8 @@ def _written_quantity(table: CsvTable, name: str, missing: np.ndarray, numeric: 
     days, order = iso_days(texts), "ymd"
     if not np.isfinite(days[used]).any():  # dates as spreadsheets write them: 31/12/2024, 12/31/2024, 31.12.2024
         order = date_order([texts[k] for k in used.tolist()]) or "ymd"
-        if order == "either":
-            raise NotAFeature(str(table.path), name, f"holds dates ({example}) that read as well day-first as month-first (no day is over 12)",
-                              f"write them as YYYY-MM-DD, or --ignore {name}")  # fmt: skip
+        if order == "either":  # never guessed: categories as before, with a word on it (`_plan_column`)
+            return None
         days = written_days(texts, order)
     as_amount = numeric | np.isfinite(np.append(amounts, np.nan)[codes])
     as_date = ~numeric & np.isfinite(np.append(days, np.nan)[codes])
