@@ -101,7 +101,8 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     from activebayes.data.loaders import check_labels, dataset_from_table
     from activebayes.data.parsed_columns import number_writing, written_numbers
     from activebayes.data.table_spec import fit_table_spec
-    from activebayes.data.tabular import plan_table
+    from activebayes.data.csv_table import shown
+    from activebayes.data.tabular import EXCEL_ERRORS, plan_table
 
     file = table.path
     plan = plan_table(table, options)
@@ -115,11 +116,16 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
         labels = np.asarray(written_numbers(labels.tolist(), label_writing))
         how = "amounts written as text" if label_writing == "units" else "written with decimal commas"
         plan.notes.append(f"the labels in {options.label_column!r} are {how}: read as numbers")
+    written_labels = labels
+    if labels is not None:  # a formula's error value (#N/A from a failed lookup) is no label, as an empty cell is not
+        failed = np.isin(np.char.upper(np.char.strip(labels.astype(str))), EXCEL_ERRORS)
+        labels = np.where(failed, "", labels.astype(str)) if failed.any() else labels
     unlabelled = np.char.str_len(np.char.strip(labels.astype(str))) == 0 if labels is not None else np.zeros(len(table), dtype=bool)
     if unlabelled.any() and not labels_are_known:
         at = int(np.argmax(unlabelled))
         count = f" ({int(unlabelled.sum())} rows in all)" if unlabelled.sum() > 1 else ""
-        raise CliError(f"{str(file)!r}: row {at} has an empty label (line {table.lines[at]}){count}",
+        what = f"no label but the formula error {shown(written_labels[at])}" if str(written_labels[at]).strip() else "an empty label"
+        raise CliError(f"{str(file)!r}: row {at} has {what} (line {table.lines[at]}){count}",
                        "fill it in, drop the rows without one, or pass --labels-are-known if they are the ones still to label")  # fmt: skip
     if labels is not None:  # without classes: no gap to become a class; a regression's: numbers throughout
         check_labels(labels, classes, file, table.lines, numeric=task == "regression", empty_ok=labels_are_known)
@@ -134,6 +140,7 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     spec = fit_table_spec(plan, pool_rows, standardize=standardize, text_folder=text_folder)  # on the pool rows
     if label_writing is not None:
         spec["label_written"] = label_writing
+    spec["label_na"] = list(EXCEL_ERRORS)  # every load reads these labels as no label (`dataset_from_table`)
     try:
         data = dataset_from_table(table, spec, options.label_column, plan.key_column)
     except BaseException:
@@ -209,17 +216,18 @@ def register_pool(
         )
     table = None
     if fmt == "csv":
-        from activebayes.data.csv_table import csv_header, read_csv_table
+        from activebayes.data.csv_table import csv_header, named_header, read_csv_table
         from activebayes.data.tabular import key_column_of
 
-        header = csv_header(file)
+        written = csv_header(file, name_row_names=False)
+        header = named_header(written)
         if label_column is None and "label" in header and "label" not in ignore:
             label_column = "label"
             notes.append("using the column 'label' as labels (--label-column)")
         target_like = [h for h in header if h.lower() in TARGET_NAMES and h not in ignore]
         if label_column is None and target_like:
             notes.append(f"no labels: the column {target_like[0]!r} is taken as a feature; pass --label-column {target_like[0]} if it is what to predict")
-        as_text = {label_column, key_column_of(header, key_column, ignore), *text_columns} - {None}
+        as_text = {label_column, key_column_of(header, key_column, ignore, header != written), *text_columns} - {None}
         csv_file = read_csv_table(file, text_columns=tuple(as_text))  # read once: planned, split and encoded by csv_pool
         options = TableOptions(
             label_column=label_column, key_column=key_column, features=features, ignore=tuple(ignore),

@@ -16,7 +16,7 @@ rows), which is refused in one line unless --categorical force, and so is a nume
 named like an identifier (customer_id) holding distinct whole numbers, unless --features names it;
 numbers among a text column's values are levels when under half of them (else refused);
 amounts written as text ($1,578.50, 53%) are numbers and ISO dates calendar features;
---text-column reads prose as TF-IDF + SVD features. Missing values (empty, NA, N/A, NaN, null, ?,
+--text-column reads prose as TF-IDF + SVD features. Missing values (empty, NA, N/A, NaN, null, ?, #DIV/0! and the like,
 and --na-values) are imputed (--missing impute: the median or most frequent level, plus a 0/1
 indicator per column with gaps), dropped with their rows (drop) or refused (error). The features of a csv/npz table are
 standardised (z = (x - mean) / sd). Every statistic is learnt on the pool rows only, recorded in
@@ -53,7 +53,7 @@ def add(
     standardize: Annotated[bool, typer.Option("--standardize/--no-standardize", help="Standardise a table's features (mean 0, sd 1 over the pool; recorded, applied at every fit and score).")] = True,
     categorical: Annotated[Categorical, typer.Option("--categorical", help="csv text columns: auto (one-hot encoded, categories recorded; identifier-like or many-level columns refused), force (encode those too) or error.")] = Categorical.auto,
     missing: Annotated[Missing, typer.Option("--missing", help="csv missing values: impute (median / most frequent level, plus a 0/1 indicator per column with gaps), drop (leave those rows out) or error.")] = Missing.impute,
-    na_values: Annotated[Optional[list[str]], typer.Option("--na-values", help="More csv cells that mean 'missing' (besides empty, NA, N/A, NaN, null, ?); repeat it or separate with commas.")] = None,
+    na_values: Annotated[Optional[list[str]], typer.Option("--na-values", help="More csv cells that mean 'missing' (besides empty, NA, N/A, NaN, null, ? and a formula's error values such as #DIV/0!); repeat it or separate with commas.")] = None,
     ignore: Annotated[Optional[list[str]], typer.Option("--ignore", help="A csv column to leave out (repeat it): a row number, a note, a date.")] = None,
     features: Annotated[Optional[str], typer.Option("--features", help="The csv columns to use as features, comma-separated (default: all but the key, label and --ignore columns).")] = None,
     text_column: Annotated[Optional[list[str]], typer.Option("--text-column", help="A csv column of free text, read as TF-IDF + SVD features and shown as text (repeat it).")] = None,

@@ -212,3 +212,13 @@ def test_labels_that_are_no_class_at_all_point_at_the_classes():
                                          r"file is one; add the file to a project with those classes \(init --name NAME --classes "
                                          r"setosa,versicolor,virginica\), or to one made without --classes"):  # fmt: skip
         check_labels(np.asarray(["setosa", "virginica", "versicolor"]), range(3), Path("iris.csv"), [2, 3, 4])
+
+
+def test_float_labels_are_compared_as_the_store_keeps_them():
+    """Labels 1.0 and 0.0 are the classes 1 and 0; only 5.0 is outside them: a typo, not wrong classes."""
+    from activebayes.data.dataset import check_labels
+
+    with pytest.raises(DataError, match=r"row 2 has label 5.0, not one of the classes \['0', '1', '2'\]; correct the label$"):
+        check_labels(np.asarray([1.0, 0.0, 5.0]), range(3), Path("f.csv"))
+    with pytest.raises(DataError, match=r"\(init --name NAME --classes naming them\)"):  # a comma in a label: no exact command to give
+        check_labels(np.asarray(["a,b", "c"]), range(3), Path("f.csv"))

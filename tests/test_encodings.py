@@ -43,7 +43,7 @@ def test_a_windows_1252_sheet_reads_as_its_utf8_copy(tmp_path):
     utf8 = read_csv_table(write_lines(tmp_path / "utf8.csv", lines, "utf-8"), text_columns=("id", "label"))
     assert ansi.header == utf8.header == ["id", "Größe", "Stadt", "Preis", "label"]
     assert ansi.encoding == WINDOWS_1252 and utf8.encoding == "utf-8" and utf8.fallback is None
-    assert (ansi.fallback.line, ansi.fallback.example) == (1, "Größe")
+    assert (ansi.fallback.line, ansi.fallback.example) == (1, "id;Größe;Stadt;Preis;label")
     for name in ansi.header:
         assert ansi.column(name) == utf8.column(name)
     starts = np.cumsum([len(line.encode(WINDOWS_1252)) + 2 for line in lines])[:-1]  # one byte a character
@@ -52,17 +52,18 @@ def test_a_windows_1252_sheet_reads_as_its_utf8_copy(tmp_path):
     assert set(ansi.text_codes("Stadt")[1]) == set(CITIES)
 
     plan = plan_table(ansi, TableOptions(label_column="label", categorical="auto"))
-    assert plan.notes[0] == ("'" + str(ansi.path) + "' is not UTF-8: read as Windows-1252 (Excel's 'CSV'); line 1 holds 'Größe' "
-                             "(if that reads wrong, save the file as 'CSV UTF-8')")  # fmt: skip
+    assert plan.notes[0] == ("'" + str(ansi.path) + "' is not UTF-8: read as Windows-1252 (Excel's 'CSV'); line 1 holds "
+                             "'id;Größe;Stadt;Preis;label' (if that reads wrong, save the file as 'CSV UTF-8')")  # fmt: skip
     assert {c.name: c.kind for c in plan.columns} == {"Größe": "numeric", "Stadt": "categorical", "Preis": "numeric"}
 
 
 def test_the_switch_after_ascii_blocks_names_its_line_and_keeps_the_offsets(tmp_path, monkeypatch):
-    """Streamed in blocks of 64 bytes: 30 ASCII lines, then a Windows-1252 cell on line 32."""
+    """Streamed in blocks of 64 bytes: 30 ASCII lines, then a Windows-1252 cell on line 32 (the note
+    quotes up to 20 characters on each side of it, within its line)."""
     monkeypatch.setattr(csv_table, "_BLOCK_BYTES", 64)
     lines = ["key,x,town,label"] + [f"r{i},{i / 10},Graz,{'ab'[i % 2]}" for i in range(30)] + ["r30,3.0,Zürich,a", "r31,3.1,Köln,b"]
     table = read_csv_table(write_lines(tmp_path / "t.csv", lines), text_columns=("key",))
-    assert table.encoding == WINDOWS_1252 and (table.fallback.line, table.fallback.example) == (32, "Zürich")
+    assert table.encoding == WINDOWS_1252 and (table.fallback.line, table.fallback.example) == (32, "r30,3.0,Zürich,a")
     assert table.column("town")[-3:] == ["Graz", "Zürich", "Köln"]
     assert table.read_rows([31, 0]) == [["r31", "3.1", "Köln", "b"], ["r0", "0.0", "Graz", "a"]]
 
@@ -74,6 +75,7 @@ def test_the_switch_after_ascii_blocks_names_its_line_and_keeps_the_offsets(tmp_
         ("a,b\n1,café\n2,thé\n".encode() + "3,thé\n".encode(WINDOWS_1252), r"mixes UTF-8 with other text \(byte 0xe9 at offset 23, line 4\)"),
         ("\ufeffa,b\n".encode() + "1,thé\n".encode(WINDOWS_1252), r"mixes UTF-8 with other text \(byte 0xe9 at offset 11, line 2\)"),  # a BOM says UTF-8
         ("a,b\n1,thé\n".encode(WINDOWS_1252) + b"2,caf\x9d\n", r"neither UTF-8 nor Windows-1252 text \(byte 0x9d at offset 15, line 3\)"),
+        ("a,b\n1,thé\n".encode(WINDOWS_1252) + "2,thé\n".encode(), r"mixes UTF-8 with other text \(byte 0xc3 at offset 14, line 3, which with the next reads 'é' in UTF-8\)"),
     ],
 )
 @pytest.mark.parametrize("block_bytes", [1 << 23, 8])
@@ -106,7 +108,7 @@ def test_pool_add_a_round_and_labels_from_excel(db):
     write_lines(Path("sheet.csv"), german_rows())
     added = ok("--json", "pool", "add", "sheet.csv", "--label-column", "label", "--test-fraction", "0.25")
     assert json.loads(added.stdout)["features"] == [7]  # Größe, Preis, five towns
-    assert "is not UTF-8: read as Windows-1252 (Excel's 'CSV'); line 1 holds 'Größe'" in " ".join(added.stderr.split())
+    assert "is not UTF-8: read as Windows-1252 (Excel's 'CSV'); line 1 holds 'id;Größe;Stadt;Preis;label'" in " ".join(added.stderr.split())
     ok("round", "--oracle", "truth", "--k", "4", "--device", "cpu")
     ok("round", "--k", "3", "--device", "cpu", "--samples", "2", "--epochs", "2")
     assert Path("t-round-2.csv").read_bytes().startswith(b"\xef\xbb\xbfkey,")  # a BOM, so that Excel reads the round file as UTF-8

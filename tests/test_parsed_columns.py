@@ -195,7 +195,7 @@ def test_date_order_is_settled_by_a_day_over_twelve():
     assert date_order(["8/18/2024", "3/1/2024"]) == "mdy" and date_order(["18/8/2024", "3/1/2024"]) == "dmy"
     assert date_order(["1.2.2024"]) == "dmy"  # dots: day first, as in Germany
     assert date_order(["3/1/2024", "04-02-2024"]) == "either"  # no day over 12: never guessed
-    assert date_order(["13/1/2024", "1/13/2024"]) is None  # both orders: not one column of dates
+    assert date_order(["13/1/2024", "1/13/2024"]) == "mixed"  # both orders: refused, naming one of each
     assert date_order(["13/13/2024", "3/14/2024"]) == "mdy"  # a value that is no date settles nothing
     assert date_order(["2/30/2024", "x", "2024-03-01"]) is None
 
@@ -253,6 +253,13 @@ def test_spreadsheet_dates_are_planned_recorded_and_equal_the_pipeline(tmp_path)
     with pytest.raises(DataError, match=r"column 'when' looks like an identifier.*or --ignore when; or, since its values are dates that read as well "
                                          r"day-first as month-first \('01/01/2024'; no day is over 12\), write them as YYYY-MM-DD"):  # fmt: skip
         plan_table(read_csv_table(either), TableOptions(label_column="label", categorical="auto"))
+    mixed = write_csv(tmp_path / "m.csv", ["when", "label"], [["31/12/2024" if i == 3 else "12/31/2024" if i == 7 else "01/02/2024", "ab"[i % 2]]
+                                                            for i in range(30)])  # fmt: skip
+    with pytest.raises(DataError, match=r"column 'when' holds dates written day first \('31/12/2024', line 5\) and month first "
+                                         r"\('12/31/2024', line 9\); write them all one way, best as YYYY-MM-DD"):  # fmt: skip
+        plan_table(read_csv_table(mixed), TableOptions(label_column="label", categorical="auto"))
+    colours = write_csv(tmp_path / "c.csv", ["colour", "label"], [[("red", "blue", "01/02/2024")[i % 3], "ab"[i % 2]] for i in range(30)])
+    assert not any("day-first" in n for n in plan_table(read_csv_table(colours), TableOptions(label_column="label", categorical="auto")).notes)
     few = write_csv(tmp_path / "f.csv", ["visit", "label"], [[f"0{1 + i % 3}/02/2024", "ab"[i % 2]] for i in range(40)])
     p = plan_table(read_csv_table(few), TableOptions(label_column="label", categorical="auto"))
     assert p.columns[0].kind == "categorical" and p.columns[0].levels == ["01/02/2024", "02/02/2024", "03/02/2024"]  # as before: never guessed

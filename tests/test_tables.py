@@ -133,7 +133,7 @@ def test_empty_nameless_columns_are_left_out_and_a_nameless_value_is_refused(tmp
     trailing.write_text("a,b,label,,\n" + "".join(f"{i},{i % 3},{'xy'[i % 2]},,\n" for i in range(25)))
     p = plan(trailing)
     assert [c.name for c in p.columns] == ["a", "b"]
-    assert "left out 2 empty column(s) without a name (separators at the ends of the lines)" in p.notes
+    assert "left out 2 empty column(s) without a name (separators at the start or end of the lines)" in p.notes
     valued = tmp_path / "v.csv"
     valued.write_text("a,,label\n1,5,x\n2,,y\n")
     with pytest.raises(DataError, match=r"'.*v.csv': column 2 has values but no name in the header; name it"):
@@ -484,7 +484,7 @@ def test_row_names_beside_a_key_are_left_out_and_an_empty_first_column_is_no_row
     empty = read_csv_table(row_named(tmp_path / "e.csv", [""] * 30))  # a sheet that starts at column B
     assert empty.header == ["", "x", "label"] and not empty.row_names
     p = plan_table(empty, TableOptions(label_column="label"))
-    assert p.key_column is None and "left out 1 empty column(s) without a name (separators at the ends of the lines)" in p.notes
+    assert p.key_column is None and "left out 1 empty column(s) without a name (separators at the start or end of the lines)" in p.notes
     named = read_csv_table(row_named(tmp_path / "n.csv", [f"r{i}" for i in range(30)], header_first="row_names"))
     assert named.header == ["row_names", "x", "label"] and not named.row_names  # a column of that name is just a column
 
@@ -553,7 +553,7 @@ def test_numeric_columns_fitted_in_blocks_equal_one_fit_per_column(tmp_path, mon
 
     from activebayes.data import table_spec
 
-    monkeypatch.setattr(table_spec, "_BLOCK_ELEMENTS", block_elements)  # 200: two columns of 80 rows a block
+    monkeypatch.setattr(table_spec, "_BLOCK_ELEMENTS", block_elements)  # 200: five columns of 40 pool rows a block
     rng = np.random.default_rng(3)
     values = rng.normal(size=(120, 9)) * rng.uniform(0.01, 1e4, 9) + rng.uniform(-1e5, 1e5, 9)
     rows = [[("" if rng.random() < 0.1 else repr(float(v))) for v in row] + ["ab"[i % 2]] for i, row in enumerate(values)]
@@ -576,3 +576,40 @@ def test_excel_error_values_are_gaps_with_a_note(tmp_path):
     with pytest.raises(DataError, match=r"line 5: column 'ratio' is not a number \('-'\)"):
         plan(write_csv(tmp_path / "d.csv", ["id", "ratio", "label"], rows), missing="impute")
     assert plan(tmp_path / "d.csv", missing="impute", na_values=("-",)).columns[0].missing.sum() == 6
+
+
+def test_review_mends_row_names_formula_errors_and_recorded_specs(tmp_path):
+    """A column that is called row_names stays a column (only a nameless first column is row
+    names); an empty row name is refused with the way out; a spec fitted when #N/A was a category
+    (recorded na_values without the formula errors) is applied as it was fitted."""
+    named = read_csv_table(write_csv(tmp_path / "n.csv", ["a", "row_names", "label"], [[str(i), str(i % 7), "ab"[i % 2]] for i in range(30)]))
+    assert not named.row_names and [c.name for c in plan_table(named, TableOptions(label_column="label")).columns] == ["a", "row_names"]
+    assert key_column_of(["row_names", "x"]) is None and key_column_of(["row_names", "x"], row_names=True) == "row_names"
+    from activebayes.data.loaders import dataset_from_table
+
+    gap = read_csv_table(row_named(tmp_path / "g.csv", ["" if i == 4 else f"Car {i}" for i in range(30)]))
+    spec = fit_table_spec(plan_table(gap, TableOptions(label_column="label")), np.arange(30))
+    with pytest.raises(DataError, match=r"line 6: empty key in the key column 'row_names'; give every row a key \(or --ignore row_names"):
+        dataset_from_table(gap, spec, "label", "row_names")
+
+    rows = [[f"k{i}", ("a", "#N/A", "b")[i % 3], str(i), "xy"[i % 2]] for i in range(30)]
+    table = read_csv_table(write_csv(tmp_path / "c.csv", ["id", "c", "v", "label"], rows))
+    spec = fit_table_spec(plan_table(table, TableOptions(label_column="label", missing="impute", categorical="auto")), np.arange(30))
+    assert spec["columns"][0]["categories"] == ["a", "b"] and "#N/A" in spec["na_values"]  # a gap now, recorded as one
+    old = json.loads(json.dumps(spec))
+    old["na_values"] = []
+    old["columns"][0].update(categories=["#N/A", "a", "b"], indicator=False)
+    x, names = apply_table_spec(table, old)
+    assert names[:3] == ["c=#N/A", "c=a", "c=b"] and x[1, :3].tolist() == [1, 0, 0]  # row 1 holds #N/A, a category as before
+
+
+def test_formula_errors_in_the_label_column_are_no_labels(db):
+    """#N/A in the label column (a failed lookup) is no label, never a class: refused like an empty
+    label, naming it; with --labels-are-known those rows are the pool still to label."""
+    write_csv(Path("l.csv"), ["key", "x", "label"], [[f"k{i}", str(i), "#N/A" if i % 4 == 1 else "ab"[i % 2]] for i in range(20)])
+    before = db_dump(db)
+    assert_mistake(run("pool", "add", "l.csv"), "row 1 has no label but the formula error '#N/A' (line 3) (5 rows in all)", "--labels-are-known")
+    assert db_dump(db) == before
+    added = ok("--json", "pool", "add", "l.csv", "--labels-are-known")
+    assert json.loads(added.stdout)["classes"] == ["a", "b"]
+    assert (lambda s: (s["labelled"], s["unlabelled"]))(json.loads(ok("--json", "status").stdout)) == (15, 5)

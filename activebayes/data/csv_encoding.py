@@ -19,13 +19,15 @@ from activebayes.errors import DataError
 
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 WINDOWS_1252 = "cp1252"  # what Excel on Windows writes as "CSV (Comma delimited)"
-_EXAMPLE_STOP = re.compile(r'[,;\t"\r\n]')
+_UTF8_LETTER = re.compile(rb"[\xc2\xc3][\x80-\xbf]|\xe2[\x80-\x84][\x80-\xbf]")  # Latin-1 letters, punctuation and € in UTF-8
+_EXAMPLE_SIDE = 20  # characters quoted on each side of the first one that is not ASCII
 
 
 @dataclass(frozen=True)
 class Fallback:
-    """Where a file stopped being UTF-8 and was read as Windows-1252: its line, and the text
-    there as read (e.g. 'Größe'), for the note that lets a person check the reading."""
+    """Where a file stopped being UTF-8 and was read as Windows-1252: its line, and that line as
+    read (e.g. 'id;Größe;Stadt'; of a line over 60 characters, the 20 on each side of the first
+    that is not ASCII), for the note that lets a person check the reading."""
 
     line: int
     example: str
@@ -48,19 +50,29 @@ def decode_text(block: bytes, path: Path, what: str, *, head: bool, ascii_before
                         "save it as 'CSV UTF-8' and run the command again")  # fmt: skip
     text = windows_1252(block, path, what, offset=offset, line=line)
     at = bad  # one character a byte, and the bytes before it are ASCII
-    start = max((m.end() for m in _EXAMPLE_STOP.finditer(text, 0, at)), default=0)
-    stop = m.start() if (m := _EXAMPLE_STOP.search(text, at)) else len(text)
+    start = text.rfind("\n", 0, at) + 1
+    stop = min(len(text), *(i for i in (text.find("\n", at), text.find("\r", at)) if i >= 0))
+    if stop - start > 3 * _EXAMPLE_SIDE:  # a long line: the characters around the first that is not ASCII
+        start, stop = max(start, at - _EXAMPLE_SIDE), min(stop, at + _EXAMPLE_SIDE)
     return text, Fallback(line + block.count(b"\n", 0, bad), text[start:stop].strip())
 
 
 def windows_1252(block: bytes, path: Path, what: str, *, offset: int = 0, line: int = 1) -> str:
-    """`block` (starting `offset` bytes and `line` - 1 newlines into the file) as Windows-1252; a
-    byte that it does not define is a DataError naming it, its offset and line."""
+    """`block` (starting `offset` bytes and `line` - 1 newlines into the file) of a file that is
+    not UTF-8, as Windows-1252; a byte that it does not define, or a UTF-8 letter or sign among
+    the bytes (é written C3 A9, reads 'Ã©'; – written E2 80 93, reads 'â€“': a file that mixes the
+    two), is a DataError naming it, its offset and line."""
     try:
-        return block.decode(WINDOWS_1252)
+        text = block.decode(WINDOWS_1252)
     except UnicodeDecodeError as exc:
         raise DataError(f"{what} {str(path)!r} is neither UTF-8 nor Windows-1252 text ({_byte_at(block, exc.start, offset, line)}); "
                         "save it as 'CSV UTF-8' and run the command again") from None  # fmt: skip
+    utf8 = _UTF8_LETTER.search(block)
+    if utf8 is not None:
+        raise DataError(f"{what} {str(path)!r} mixes UTF-8 with other text ({_byte_at(block, utf8.start(), offset, line)}, "
+                        f"which with the next reads {block[utf8.start():utf8.end()].decode('utf-8')!r} in UTF-8); "
+                        "save it as 'CSV UTF-8' and run the command again")  # fmt: skip
+    return text
 
 
 def _byte_at(block: bytes, at: int, offset: int, line: int) -> str:

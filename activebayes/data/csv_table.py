@@ -197,10 +197,12 @@ def _is_blank(row: list[str]) -> bool:
     return not row or not (row[0].strip() or "".join(row).strip())
 
 
-def csv_header(path: Path, what: str = "data file") -> list[str]:
+def csv_header(path: Path, what: str = "data file", *, name_row_names: bool = True) -> list[str]:
     """The column names on the first non-blank line of a csv file (decoded and split as
-    `read_csv_table` does, row names named by `named_header`); only the head of a UTF-8 file is read."""
-    return next((named_header([h.strip() for h in row]) for _, row in _records(path) if not _is_blank(row)), [])
+    `read_csv_table` does, row names named by `named_header` unless `name_row_names` is False);
+    only the head of a UTF-8 file is read."""
+    written = next(([h.strip() for h in row] for _, row in _records(path) if not _is_blank(row)), [])
+    return named_header(written) if name_row_names else written
 
 
 ROW_NAMES = "row_names"

@@ -107,12 +107,12 @@ def check_labels(y: np.ndarray, classes: Sequence[Any] | None, path: Path, lines
         label = shown(value) if isinstance(value, str) else repr(value)
         if listed is None:
             raise DataError(f"{where} has label {label}{at}, not a finite number; a regression label is a number")
-        texts = {str(v).strip() for v in y.tolist()} - {""}
+        texts = {label_text(v) for v in y.tolist()} - {""}
         if not texts & allowed:  # no label is a class: the project's classes, not the labels, are wrong
-            named = ",".join(natural_sorted(texts)[:20])
+            exact = len(texts) <= 20 and not any("," in t or t != t.strip() for t in texts)
+            named = f"init --name NAME --classes {','.join(natural_sorted(texts))}" if exact else "init --name NAME --classes naming them"
             raise DataError(f"{where} has label {label}{at}{outside}, and no label of the file is one; add the file to a project "
-                            f"with those classes (init --name NAME --classes {named}), or to one made without --classes, "
-                            "which reads them from the labels")  # fmt: skip
+                            f"with those classes ({named}), or to one made without --classes, which reads them from the labels")  # fmt: skip
         raise DataError(f"{where} has label {label}{at}{outside}; correct the label")
 
 

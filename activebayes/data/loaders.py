@@ -123,12 +123,13 @@ def _csv_keys(table: Any, key_column: str) -> list[str]:
     """The key of every record: present and unique (DataError naming the line otherwise)."""
     keys = table.column(key_column)
     seen: dict[str, int] = {}
+    numbered = f" (or --ignore {ROW_NAMES}, and the rows are keyed by their number)" if key_column == ROW_NAMES else ""
     for key, line in zip(keys, table.lines):
         if not key:
-            raise DataError(f"{str(table.path)!r} line {line}: empty key in the key column {key_column!r}; give every row a key")
+            raise DataError(f"{str(table.path)!r} line {line}: empty key in the key column {key_column!r}; give every row a key{numbered}")
         if key in seen:
-            way_out = f"; keys must be unique (or --ignore {ROW_NAMES}, and the rows are keyed by their number)" if key_column == ROW_NAMES else "; keys must be unique"
-            raise DataError(f"{str(table.path)!r} line {line}: the key {shown(key)} of column {key_column!r} is also on line {seen[key]}{way_out}")
+            raise DataError(f"{str(table.path)!r} line {line}: the key {shown(key)} of column {key_column!r} is also on line {seen[key]}; "
+                            f"keys must be unique{numbered}")  # fmt: skip
         seen[key] = line
     return keys
 
@@ -164,6 +165,8 @@ def dataset_from_table(table: Any, features: dict[str, Any], label_column: str |
     columns = spec_columns(features, table.header, label_column, key_column)
     x, names = apply_table_spec(table, features, columns)
     y = np.asarray(table.column(label_column)) if label_column is not None else None
+    if y is not None and features.get("label_na"):  # a formula's error value (#N/A) in the label column: no label
+        y = np.where(np.isin(np.char.upper(np.char.strip(y.astype(str))), [v.upper() for v in features["label_na"]]), "", y.astype(str))
     if y is not None and features.get("label_written"):  # regression targets written as "$1,200" or "3,5"
         from activebayes.data.parsed_columns import written_numbers
 

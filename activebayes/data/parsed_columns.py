@@ -153,15 +153,16 @@ def _local_day(text: str, order: str) -> float:
 def date_order(texts: Sequence[str]) -> str | None:
     """How the dates among `texts` written 31/12/2024 or 12/31/2024 order day and month (module
     docstring): "dmy" or "mdy" when some value exists in that order alone, "either" when every
-    one that exists does in both, None when none exists in either or the values disagree. A text
-    that is no date in either order (a typo, a gap marker) settles nothing."""
+    one that exists does in both, "mixed" when some exist in one order alone and some in the
+    other, None when none exists in either. A text that is no date in either order (a typo, a
+    gap marker) settles nothing."""
     day_first = month_first = both = False
     for t in texts:
         dmy, mdy = math.isfinite(_local_day(t, "dmy")), math.isfinite(_local_day(t, "mdy"))
         day_first, month_first, both = day_first or (dmy and not mdy), month_first or (mdy and not dmy), both or (dmy and mdy)
     if day_first != month_first:
         return "dmy" if day_first else "mdy"
-    return "either" if both and not day_first else None
+    return "mixed" if day_first else ("either" if both else None)
 
 
 def written_days(texts: Sequence[str], order: str = "ymd") -> np.ndarray:

@@ -17,7 +17,8 @@ The pipeline is scikit-learn's `ColumnTransformer` (one transformer per column, 
 
 `pool add` adds "label_written" ("units" or "decimal comma") when a regression target is
 written so; `dataset_from_table` then reads the labels as plain numbers
-(`activebayes.data.parsed_columns.written_numbers`).
+(`activebayes.data.parsed_columns.written_numbers`); and "label_na" (a formula's error values,
+`tabular.EXCEL_ERRORS`), label cells read as no label.
 
 A column's features: numeric `z = (v − mean) / scale` (or v unscaled), v parsed from text as
 `written` says ("units": an amount such as $1,578.50; "decimal comma": 3,5); a date's F = 5 (7
@@ -40,7 +41,7 @@ import numpy as np
 from activebayes.data.csv_table import CsvTable, shown
 from activebayes.data.features import is_number, one_hot_codes, unseen_category
 from activebayes.data.parsed_columns import CALENDAR_PARTS, CLOCK_PARTS, DATE_ORDERS, calendar_features, decimal_comma_numbers, unit_numbers, written_days
-from activebayes.data.tabular import ColumnPlan, TablePlan, column_missing, first_true
+from activebayes.data.tabular import ColumnPlan, TablePlan, column_missing, first_true, gap_values
 from activebayes.errors import DataError
 
 SPEC_VERSION = 2
@@ -166,7 +167,7 @@ def fit_table_spec(
         "version": SPEC_VERSION,
         "standardize": bool(standardize),
         "missing": plan.options.missing,
-        "na_values": list(plan.options.na_values),
+        "na_values": list(gap_values(plan.options)),  # the user's and EXCEL_ERRORS: what was a gap when fitted
         "columns": columns,
     }
 

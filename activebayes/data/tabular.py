@@ -34,7 +34,7 @@ else none (items are keyed by row number): `key_column_of`. The label and key ar
   quantity.
 
 Gaps. A cell that is empty or one of NA_VALUES, EXCEL_ERRORS (a formula's #DIV/0!, #N/A, ...,
-with a note) or `na_values` (compared case-insensitively) is missing. `missing="impute"`: the
+with a note; `gap_values`) or `na_values` (compared case-insensitively) is missing. `missing="impute"`: the
 median of a number column, the most frequent level of a categorical one, and a 0/1 indicator
 feature after every column with a gap anywhere in the file; `"drop"`: rows with a gap are no
 items (`TablePlan.rows_with_gaps`); `"error"`: refused.
@@ -126,25 +126,33 @@ class TablePlan:
         return np.flatnonzero(np.any([c.missing for c in self.columns], axis=0))
 
 
-def key_column_of(header: Sequence[str], key_column: str | None = None, ignore: Sequence[str] = ()) -> str | None:
+def key_column_of(header: Sequence[str], key_column: str | None = None, ignore: Sequence[str] = (), row_names: bool = False) -> str | None:
     """The key column: `key_column` when given, else the first column named `key`, else `id`
-    (any case, not in `ignore`), else the row names (ROW_NAMES: a first column without a name,
-    as R and pandas write them), else None (rows are keyed by their number)."""
+    (any case, not in `ignore`), else with `row_names` the row names (ROW_NAMES: a first column
+    without a name, as R and pandas write them), else None (rows are keyed by their number)."""
     if key_column is not None:
         return key_column
     for wanted in KEY_NAMES:
         found = next((h for h in header if h.lower() == wanted and h not in ignore), None)
         if found is not None:
             return found
-    return ROW_NAMES if ROW_NAMES in header[:1] and ROW_NAMES not in ignore else None
+    return ROW_NAMES if row_names and ROW_NAMES in header[:1] and ROW_NAMES not in ignore else None
 
 
 def _tokens(na_values: Sequence[str]) -> set[str]:
-    return {v.strip().casefold() for v in (*NA_VALUES, *EXCEL_ERRORS, *na_values)}
+    return {v.strip().casefold() for v in (*NA_VALUES, *na_values)}
+
+
+def gap_values(options: TableOptions) -> tuple[str, ...]:
+    """The gap markers a table is planned with besides NA_VALUES: the user's `na_values` and
+    EXCEL_ERRORS (recorded in the spec as its "na_values", so a spec fitted before they were
+    gaps is applied as it was fitted)."""
+    return (*options.na_values, *(e for e in EXCEL_ERRORS if e not in options.na_values))
 
 
 def missing_mask(cells: Sequence[str], na_values: Sequence[str] = ()) -> np.ndarray:
-    """[N] bool: which cells are missing (empty, or in NA_VALUES + na_values, any case)."""
+    """[N] bool: which cells are missing (empty, or in NA_VALUES + na_values, any case; `gap_values`
+    gives a plan's na_values, the formula errors included)."""
     tokens = _tokens(na_values)
     return np.fromiter((c.casefold() in tokens for c in cells), dtype=bool, count=len(cells))
 
@@ -189,15 +197,15 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
     the way out) for an identifier-like or too-many-level column, a gap under `missing="error"`,
     an infinity, a column mixing numbers and text, or a column with no values at all."""
     _check_options(table, options)
-    key = key_column_of(table.header, options.key_column, options.ignore) if options.find_key else options.key_column
+    key = key_column_of(table.header, options.key_column, options.ignore, table.row_names) if options.find_key else options.key_column
     special = {options.label_column, key} - {None}
-    wanted = options.features if options.features is not None else [h for h in table.header if h != ROW_NAMES]  # row names are no feature
+    wanted = options.features if options.features is not None else table.header[table.row_names :]  # row names are no feature
     names = [h for h in table.header if h and h in wanted and h not in special and h not in options.ignore]
     if not names:
         raise DataError(f"data file {str(table.path)!r}: no feature columns besides the label/key columns")
     notes = [_encoding_note(table)] if table.fallback is not None else []
     if "" in table.header:  # read_csv_table refuses one with values
-        notes.append(f"left out {table.header.count('')} empty column(s) without a name (separators at the ends of the lines)")
+        notes.append(f"left out {table.header.count('')} empty column(s) without a name (separators at the start or end of the lines)")
     if table.row_names:
         notes.append(_row_names_note(table, key, options))
     elif key is not None and options.key_column is None:
@@ -265,6 +273,12 @@ def _encoding_note(table: CsvTable) -> str:
             f"{shown(where.example)} (if that reads wrong, save the file as 'CSV UTF-8')")  # fmt: skip
 
 
+def _ambiguous_dates(levels: list[str]) -> bool:
+    """Whether every level is a date written day first or month first, and none says which."""
+    readable = np.isfinite(written_days(levels, "dmy")) | np.isfinite(written_days(levels, "mdy"))
+    return bool(readable.all()) and date_order(levels) == "either"
+
+
 def _note_excel_errors(table: CsvTable, name: str, notes: list[str]) -> None:
     """A note for a column holding Excel's error values (#DIV/0!, #N/A, ...), which are read as gaps."""
     codes, texts = table.text_codes(name) if table.columns[name].cells is None else (None, [])
@@ -279,7 +293,7 @@ def _note_excel_errors(table: CsvTable, name: str, notes: list[str]) -> None:
 
 def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[str]) -> ColumnPlan:
     path, n, lines = str(table.path), len(table), table.lines
-    missing = column_missing(table, name, options.na_values)
+    missing = column_missing(table, name, gap_values(options))
     if options.missing == "error" and missing.any():
         at = first_true(missing)
         raise DataError(
@@ -349,7 +363,7 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
     if mixed is not None:
         notes.append(f"column {name!r} mixes text and numbers ({n_numbers} of {n_present} values are numbers); its numbers are read as categories")
     either = f"its values are dates that read as well day-first as month-first ({shown(levels[0])}; no day is over 12)"
-    either = either if date_order(levels[:AMBIGUOUS_DATES_CHECKED]) == "either" else None
+    either = either if _ambiguous_dates(levels[:AMBIGUOUS_DATES_CHECKED]) else None
     if either is not None:
         notes.append(f"column {name!r}: {either}, so they are taken as categories; write them as YYYY-MM-DD to read them as dates")
     if options.categorical != "force":
@@ -380,6 +394,12 @@ def _written_quantity(table: CsvTable, name: str, missing: np.ndarray, numeric: 
         order = date_order([texts[k] for k in used.tolist()]) or "ymd"
         if order == "either":  # never guessed: categories as before, with a word on it (`_plan_column`)
             return None
+        if order == "mixed":
+            dmy, mdy = (np.append(np.isfinite(written_days(texts, o)), False)[codes] for o in ("dmy", "mdy"))
+            at_day, at_month = first_true(dmy & ~mdy), first_true(mdy & ~dmy)
+            raise DataError(f"{str(table.path)!r}: column {name!r} holds dates written day first ({shown(table.cell(at_day, name))}, line "
+                            f"{table.lines[at_day]}) and month first ({shown(table.cell(at_month, name))}, line {table.lines[at_month]}); "
+                            "write them all one way, best as YYYY-MM-DD")  # fmt: skip
         days = written_days(texts, order)
     as_amount = numeric | np.isfinite(np.append(amounts, np.nan)[codes])
     as_date = ~numeric & np.isfinite(np.append(days, np.nan)[codes])
