@@ -125,7 +125,10 @@ def write_round_csv(path: Path, queries: list[Any], info: Any, data: Any) -> Pat
     round's prediction (`round_columns`: the most probable class and its probability, or the
     predictive mean and sd; empty in a cold-start round), then the item's features under their
     own names, or for an image pool the path (relative to the CSV) of a PNG of the item in
-    `images_folder(path)`. Returns that folder, or None."""
+    `images_folder(path)`. Returns that folder, or None. Written as the pool's csv came: with `;`
+    between the cells when it had them (as spreadsheets in most of Europe save "CSV"), and with a
+    UTF-8 byte-order mark when it was saved by a spreadsheet (Windows-1252, or its own mark), so
+    that Excel opens it as its user's own file."""
     shape = image_shape(info, data)
     originals = getattr(data, "folder", None)  # `pool add FOLDER`: the column names each original image file
     folder = images_folder(path) if shape is not None and originals is None else None
@@ -150,9 +153,10 @@ def write_round_csv(path: Path, queries: list[Any], info: Any, data: Any) -> Pat
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")  # renamed when whole: a kill leaves no torn file
     from activebayes.data.csv_encoding import WINDOWS_1252  # imported on use: the CLI starts without the data stack
 
-    excel = getattr(getattr(data, "raw", None), "encoding", "utf-8") == WINDOWS_1252  # a pool saved by Excel: a BOM tells Excel it is UTF-8
+    raw = getattr(data, "raw", None)
+    excel = getattr(raw, "encoding", "utf-8") in (WINDOWS_1252, "utf-8-sig")  # a pool saved by a spreadsheet: so is the round file
     with partial.open("w", newline="", encoding="utf-8-sig" if excel else "utf-8") as fh:
-        writer = csv.writer(fh)
+        writer = csv.writer(fh, delimiter=";" if getattr(raw, "delimiter", ",") == ";" else ",")
         writer.writerow(header)
         writer.writerows(rows)
     os.replace(partial, path)

@@ -103,17 +103,18 @@ def db(cli_db):
 
 def test_pool_add_a_round_and_labels_from_excel(db):
     """The whole path of a German Excel user: pool add of the sheet (a note, nothing refused), a
-    round whose file shows the cells as written, from the features cached at pool add, and the
-    round file filled in and saved by Excel as Windows-1252 again, whose labels are recorded."""
+    round whose file shows the cells as written (from the features cached at pool add), written
+    as the sheet came (';' between the cells, a byte-order mark so that Excel reads UTF-8), and
+    the round file filled in and saved by Excel as Windows-1252 again, whose labels are recorded."""
     write_lines(Path("sheet.csv"), german_rows())
     added = ok("--json", "pool", "add", "sheet.csv", "--label-column", "label", "--test-fraction", "0.25")
     assert json.loads(added.stdout)["features"] == [7]  # Größe, Preis, five towns
     assert "is not UTF-8: read as Windows-1252 (Excel's 'CSV'); line 1 holds 'id;Größe;Stadt;Preis;label'" in " ".join(added.stderr.split())
     ok("round", "--oracle", "truth", "--k", "4", "--device", "cpu")
     ok("round", "--k", "3", "--device", "cpu", "--samples", "2", "--epochs", "2")
-    assert Path("t-round-2.csv").read_bytes().startswith(b"\xef\xbb\xbfkey,")  # a BOM, so that Excel reads the round file as UTF-8
+    assert Path("t-round-2.csv").read_bytes().startswith(b"\xef\xbb\xbfkey;label;")  # as the pool came: a BOM for Excel, and ';'
     with Path("t-round-2.csv").open(newline="", encoding="utf-8-sig") as fh:
-        rows = list(csv.DictReader(fh))
+        rows = list(csv.DictReader(fh, delimiter=";"))
     by_key = {line.split(";")[0]: line.split(";") for line in german_rows()}
     assert [[r["Größe"], r["Stadt"], r["Preis"]] for r in rows] == [by_key[r["key"]][1:4] for r in rows]
     answered = ["key;label"] + [f"{r['key']};{'nein' if i else 'ja'}" for i, r in enumerate(rows)]
@@ -128,3 +129,24 @@ def test_pool_add_of_a_file_that_is_neither_writes_nothing(db):
     before = db_dump(db)
     assert_mistake(run("pool", "add", "sheet.csv", "--label-column", "label"), "neither UTF-8 nor Windows-1252", "byte 0x8f", "line 3")
     assert db_dump(db) == before
+
+
+def test_round_files_are_written_as_the_pool_came(db):
+    """Excel's "CSV UTF-8" of a German sheet (a byte-order mark, ';'): the round file has both, and
+    `label --from` reads it back filled in; a plain UTF-8 ',' pool gets a plain ',' round file."""
+    Path("bom.csv").write_bytes(("\ufeff" + "\r\n".join(german_rows(30)) + "\r\n").encode("utf-8"))
+    ok("pool", "add", "bom.csv", "--label-column", "label")
+    ok("round", "--k", "3", "--device", "cpu", "--samples", "2", "--epochs", "2")
+    text = Path("t-round-1.csv").read_bytes().decode("utf-8")
+    assert text.startswith("\ufeffkey;label;score;rank;") and any(city in text for city in CITIES)
+    lines = text.lstrip("\ufeff").splitlines()
+    filled = [lines[0]] + [";".join([line.split(";")[0], "ja", *line.split(";")[2:]]) for line in lines[1:]]
+    Path("t-round-1.csv").write_text("\ufeff" + "\r\n".join(filled) + "\r\n", encoding="utf-8")
+    ok("label", "--from", "t-round-1.csv")
+    assert json.loads(ok("--json", "status").stdout)["labelled"] == 3
+    ok("init", "--name", "plain")
+    with Path("plain.csv").open("w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows([c.replace(",", ".") for c in line.split(";")] for line in german_rows(30))
+    ok("--project", "plain", "pool", "add", "plain.csv", "--label-column", "label")
+    ok("--project", "plain", "round", "--k", "3", "--device", "cpu", "--samples", "2", "--epochs", "2")
+    assert Path("plain-round-1.csv").read_bytes().startswith(b"key,label,score,rank,")

@@ -123,8 +123,9 @@ class _Stream:
     def __init__(self, path: Path) -> None:
         self.path = path
         with path.open("rb") as fh:
-            self.utf16 = fh.read(2).startswith(UTF16_BOMS)
-        self.encoding = "utf-16" if self.utf16 else "utf-8"
+            head = fh.read(3)
+        self.utf16 = head.startswith(UTF16_BOMS)
+        self.encoding = "utf-16" if self.utf16 else "utf-8-sig" if head == b"\xef\xbb\xbf" else "utf-8"  # utf-8-sig: Excel's "CSV UTF-8"
         self.fallback: Fallback | None = None
         self._starts: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
         self._lone_cr = self.utf16
@@ -223,8 +224,9 @@ class CsvTable:
 
     header: the M column names; columns: name -> CsvColumn; lines: [N] the line each record starts
     on (blank records are skipped); offsets: [N] the byte offset where it starts (None for a file
-    read whole as text); delimiter: the separator found; encoding: "utf-8", "utf-16" or
-    WINDOWS_1252, with `fallback` saying where a file stopped being UTF-8; row_names: whether the
+    read whole as text); delimiter: the separator found; encoding: "utf-8", "utf-8-sig" (UTF-8
+    after a byte-order mark, as Excel saves "CSV UTF-8"), "utf-16" or WINDOWS_1252, with
+    `fallback` saying where a file stopped being UTF-8; row_names: whether the
     first column, ROW_NAMES, has no name in the file (`named_header`)."""
 
     path: Path
