@@ -258,6 +258,10 @@ def test_spreadsheet_dates_are_planned_recorded_and_equal_the_pipeline(tmp_path)
     with pytest.raises(DataError, match=r"column 'when' holds dates written day first \('31/12/2024', line 5\) and month first "
                                          r"\('12/31/2024', line 9\); write them all one way, best as YYYY-MM-DD"):  # fmt: skip
         plan_table(read_csv_table(mixed), TableOptions(label_column="label", categorical="auto"))
+    iso = write_csv(tmp_path / "i.csv", ["when", "label"], [["31/12/2024" if i == 4 else f"2024-01-{1 + i:02d}", "ab"[i % 2]] for i in range(30)])
+    with pytest.raises(DataError, match=r"line 6: column 'when' holds dates \('2024-01-01'\) but also '31/12/2024', a date written another "
+                                         r"way; write them all one way, best as YYYY-MM-DD$"):  # fmt: skip
+        plan_table(read_csv_table(iso), TableOptions(label_column="label", categorical="auto"))
     colours = write_csv(tmp_path / "c.csv", ["colour", "label"], [[("red", "blue", "01/02/2024")[i % 3], "ab"[i % 2]] for i in range(30)])
     assert not any("day-first" in n for n in plan_table(read_csv_table(colours), TableOptions(label_column="label", categorical="auto")).notes)
     few = write_csv(tmp_path / "f.csv", ["visit", "label"], [[f"0{1 + i % 3}/02/2024", "ab"[i % 2]] for i in range(40)])

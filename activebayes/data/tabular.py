@@ -57,7 +57,7 @@ import numpy as np
 
 from activebayes.data.csv_table import ROW_NAMES, CsvTable, finite_or_nan, shown
 from activebayes.data.features import is_number, natural_sorted
-from activebayes.data.parsed_columns import date_order, decimal_comma_numbers, has_times, iso_days, unit_numbers, written_days
+from activebayes.data.parsed_columns import DATE_ORDERS, date_order, decimal_comma_numbers, has_times, iso_days, unit_numbers, written_days
 from activebayes.errors import DataError
 
 NA_VALUES = ("", "NA", "N/A", "NaN", "null", "?")
@@ -407,9 +407,13 @@ def _written_quantity(table: CsvTable, name: str, missing: np.ndarray, numeric: 
         share = parsed[present].mean()
         if unit_seen and 0.5 <= share < 1:
             at = first_true(present & ~parsed)
+            stray = table.cell(at, name)
             shown_kind = f"{kind} ({shown(table.cell(first_true(present & parsed & ~numeric), name))})"
+            if kind == "dates" and any(np.isfinite(written_days([stray], o))[0] for o in DATE_ORDERS):  # a date, written another way
+                raise DataError(f"{str(table.path)!r} line {table.lines[at]}: column {name!r} holds {shown_kind} but also {shown(stray)}, "
+                                "a date written another way; write them all one way, best as YYYY-MM-DD")  # fmt: skip
             raise DataError(
-                f"{str(table.path)!r} line {table.lines[at]}: column {name!r} holds {shown_kind} but also {shown(table.cell(at, name))}, "
+                f"{str(table.path)!r} line {table.lines[at]}: column {name!r} holds {shown_kind} but also {shown(stray)}, "
                 f"which is not one ({int((present & ~parsed).sum())} of {int(present.sum())} values); correct it, or pass --na-values if it marks a gap"
             )
     if np.isfinite(amounts[used]).all():
