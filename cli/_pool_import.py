@@ -102,7 +102,7 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     from activebayes.data.parsed_columns import number_writing, written_numbers
     from activebayes.data.table_spec import fit_table_spec
     from activebayes.data.csv_table import shown
-    from activebayes.data.tabular import EXCEL_ERRORS, plan_table
+    from activebayes.data.tabular import EXCEL_ERRORS, formula_errors, plan_table
 
     file = table.path
     plan = plan_table(table, options)
@@ -118,7 +118,7 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
         plan.notes.append(f"the labels in {options.label_column!r} are {how}: read as numbers")
     written_labels = labels
     if labels is not None:  # a formula's error value (#N/A from a failed lookup) is no label, as an empty cell is not
-        failed = np.isin(np.char.upper(np.char.strip(labels.astype(str))), EXCEL_ERRORS)
+        failed = formula_errors(labels)
         labels = np.where(failed, "", labels.astype(str)) if failed.any() else labels
     unlabelled = np.char.str_len(np.char.strip(labels.astype(str))) == 0 if labels is not None else np.zeros(len(table), dtype=bool)
     if unlabelled.any() and not labels_are_known:

@@ -85,7 +85,7 @@ def test_what_is_neither_is_one_line_naming_the_byte(tmp_path, monkeypatch, raw,
     path.write_bytes(raw)
     with pytest.raises(DataError, match=message + r"; save it as 'CSV UTF-8'"):
         read_csv_table(path)
-    with pytest.raises(DataError, match=message.replace("data file", "labels file")):
+    with pytest.raises(DataError, match=r"^labels file '.*t.csv' (is )?" + message):
         csv_text(path, "labels file")
 
 

@@ -94,8 +94,13 @@ def csv_text(path: Path, what: str = "data file") -> str:
                             "save it as 'CSV UTF-8' and run the command again") from None  # fmt: skip
     else:
         text, _ = decode_text(raw, path, what, head=True, ascii_before=True)
+    check_no_nul(text, path)
+    return text
+
+
+def check_no_nul(text: str, path: Path, line: int = 1) -> None:
+    """DataError naming the line of a NUL byte in `text` (which starts on `line` of its file)."""
     nul = text.find("\x00")
     if nul >= 0:
-        line = text.count("\n", 0, nul) + 1
+        line += text.count("\n", 0, nul)
         raise DataError(f"{str(path)!r} line {line}: holds a NUL byte, so it is not CSV text; save the file as 'CSV UTF-8'")
-    return text

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from activebayes.data.csv_columns import ColumnBuilder, CsvColumn, finite_or_nan  # noqa: F401 (finite_or_nan re-exported)
-from activebayes.data.csv_encoding import UTF16_BOMS, WINDOWS_1252, Fallback, csv_text, decode_text, windows_1252
+from activebayes.data.csv_encoding import UTF16_BOMS, WINDOWS_1252, Fallback, check_no_nul, csv_text, decode_text, windows_1252
 from activebayes.errors import DataError
 
 CSV_DELIMITERS = (",", ";", "\t")
@@ -124,18 +124,18 @@ class _Stream:
         self.path = path
         with path.open("rb") as fh:
             head = fh.read(3)
-        self.utf16 = head.startswith(UTF16_BOMS)
-        self.encoding = "utf-16" if self.utf16 else "utf-8-sig" if head == b"\xef\xbb\xbf" else "utf-8"  # utf-8-sig: Excel's "CSV UTF-8"
+        utf16 = head.startswith(UTF16_BOMS)
+        self.encoding = "utf-16" if utf16 else "utf-8-sig" if head == b"\xef\xbb\xbf" else "utf-8"  # utf-8-sig: Excel's "CSV UTF-8"
         self.fallback: Fallback | None = None
         self._starts: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
-        self._lone_cr = self.utf16
+        self._lone_cr = utf16
 
     @property
     def line_starts(self) -> np.ndarray | None:
         return None if self._lone_cr else np.concatenate(self._starts)
 
     def lines(self) -> Iterator[str]:
-        if self.utf16:
+        if self.encoding == "utf-16":
             return iter(io.StringIO(csv_text(self.path), newline=""))
         return itertools.chain.from_iterable(self._blocks())
 
@@ -161,10 +161,7 @@ class _Stream:
                     if fallback is not None:
                         self.encoding, self.fallback = WINDOWS_1252, fallback
                     ascii_so_far = ascii_so_far and block.isascii()
-                if "\x00" in text:
-                    nul = text.find("\x00")
-                    line = newlines + text.count("\n", 0, nul) + 1
-                    raise DataError(f"{str(self.path)!r} line {line}: holds a NUL byte, so it is not CSV text; save the file as 'CSV UTF-8'")
+                check_no_nul(text, self.path, newlines + 1)
                 codes = np.frombuffer(block, dtype=np.uint8)
                 ends = np.flatnonzero(codes == 10)
                 self._starts.append(ends + (position + 1))

@@ -166,7 +166,9 @@ def dataset_from_table(table: Any, features: dict[str, Any], label_column: str |
     x, names = apply_table_spec(table, features, columns)
     y = np.asarray(table.column(label_column)) if label_column is not None else None
     if y is not None and features.get("label_na"):  # a formula's error value (#N/A) in the label column: no label
-        y = np.where(np.isin(np.char.upper(np.char.strip(y.astype(str))), [v.upper() for v in features["label_na"]]), "", y.astype(str))
+        from activebayes.data.tabular import formula_errors
+
+        y = np.where(formula_errors(y, features["label_na"]), "", y.astype(str))
     if y is not None and features.get("label_written"):  # regression targets written as "$1,200" or "3,5"
         from activebayes.data.parsed_columns import written_numbers
 

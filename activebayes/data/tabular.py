@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -141,6 +141,13 @@ def key_column_of(header: Sequence[str], key_column: str | None = None, ignore: 
 
 def _tokens(na_values: Sequence[str]) -> set[str]:
     return {v.strip().casefold() for v in (*NA_VALUES, *na_values)}
+
+
+def formula_errors(cells: Sequence[Any], markers: Sequence[str] = EXCEL_ERRORS) -> np.ndarray:
+    """[N] bool: which cells are a formula's error value (`markers`, EXCEL_ERRORS by default;
+    case and surrounding spaces ignored)."""
+    wanted = {m.strip().upper() for m in markers}
+    return np.fromiter((str(c).strip().upper() in wanted for c in cells), dtype=bool, count=len(cells))
 
 
 def gap_values(options: TableOptions) -> tuple[str, ...]:
@@ -282,8 +289,8 @@ def _ambiguous_dates(levels: list[str]) -> bool:
 def _note_excel_errors(table: CsvTable, name: str, notes: list[str]) -> None:
     """A note for a column holding Excel's error values (#DIV/0!, #N/A, ...), which are read as gaps."""
     codes, texts = table.text_codes(name) if table.columns[name].cells is None else (None, [])
-    errors = [k for k, t in enumerate(texts) if t.upper() in EXCEL_ERRORS]
-    if codes is None or not errors:
+    errors = np.flatnonzero(formula_errors(texts))
+    if codes is None or not errors.size:
         return
     where = np.isin(codes, errors)
     at = first_true(where)
