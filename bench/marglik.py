@@ -1,6 +1,6 @@
 """Whole-network Laplace and online marglik training benchmark: ours vs laplace-torch, same inputs.
 
-    .venv/bin/python bench/marglik.py [--cases mlp cnn] [--repeats 3] [--threads 1]
+    .venv/bin/python bench/marglik.py [--cases mlp cnn] [--repeats 3] [--threads 1] [--device cuda]
 
 Two networks, each on synthetic data in this one process:
     mlp: D_in=20 → 128 → 128 → C=10 (ReLU), N=2,000 training and 2,000 test points;
@@ -20,7 +20,10 @@ Part 2, online marglik training (KFAC, every epoch, 10 hyper-steps, Adam lr 1e-3
 128, the same mini-batches in the same order): our `train_marglik` against laplace-torch's
 `marglik_training`; both start from the same network, and the script prints both final evidences.
 
-Time: median of `--repeats` runs, ours and theirs interleaved; ratio = theirs / ours.
+Time: median of `--repeats` runs, ours and theirs interleaved; ratio = theirs / ours. With
+`--device cuda` both libraries get the network and the data on the GPU (the short pre-training
+stays on the CPU, so both start from the same weights), and each timing ends with
+`torch.cuda.synchronize()`; a first untimed round warms the GPU up.
 """
 
 from __future__ import annotations
@@ -89,8 +92,8 @@ class TrainOrder(torch.utils.data.Sampler):
         return self.steps
 
 
-def fit_ours(net, x, y, hessian):
-    la = Laplace(model=net, subset="all", hessian=hessian, prior_precision=1.0, seed=0, device="cpu").fit(x, y)
+def fit_ours(net, x, y, hessian, device):
+    la = Laplace(model=net, subset="all", hessian=hessian, prior_precision=1.0, seed=0, device=device).fit(x, y)
     return la, float(la.log_marginal_likelihood())
 
 
@@ -104,9 +107,9 @@ def predict_theirs(la, x_test, chunk):
     return torch.cat([la(inputs, pred_type="glm", link_approx="probit") for inputs in x_test.split(chunk)])
 
 
-def marglik_ours(net, x, y, epochs):
+def marglik_ours(net, x, y, epochs, device):
     config = TrainConfig(epochs=epochs, lr=1e-3, batch_size=128, marglik=MarglikConfig())
-    return train_marglik(copy.deepcopy(net), x, y, config, seed=0, device="cpu").log_evidence
+    return train_marglik(copy.deepcopy(net), x, y, config, seed=0, device=device).log_evidence
 
 
 def marglik_theirs(net, x, y, epochs):
@@ -117,14 +120,21 @@ def marglik_theirs(net, x, y, epochs):
     return float(la.log_marginal_likelihood())
 
 
-def timed(repeats: int, ours, theirs) -> tuple[float, float, object, object]:
+def timed(repeats: int, ours, theirs, device: str) -> tuple[float, float, object, object]:
+    """Median seconds of ours and theirs over `repeats` interleaved runs (on CUDA after one untimed
+    warm-up run of each), and each one's last result."""
     times: dict[str, list[float]] = {"ours": [], "theirs": []}
     results = {}
-    for _ in range(repeats):
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    for _ in range(repeats + (device == "cuda")):
         for name, fn in (("ours", ours), ("theirs", theirs)):
+            sync()
             start = time.perf_counter()
             results[name] = fn()
+            sync()
             times[name].append(time.perf_counter() - start)
+    if device == "cuda":
+        times = {name: t[1:] for name, t in times.items()}
     return statistics.median(times["ours"]), statistics.median(times["theirs"]), results["ours"], results["theirs"]
 
 
@@ -133,28 +143,32 @@ def main() -> None:
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--marglik-repeats", type=int, default=1)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     args = parse_and_set_threads(parser)
     warnings.filterwarnings("ignore")
-    print(f"torch {torch.__version__}, {args.threads} thread(s)")
+    dev = args.device
+    where = torch.cuda.get_device_name() if dev == "cuda" else f"{args.threads} CPU thread(s)"
+    print(f"torch {torch.__version__}, {where}")
     print(f"{'case':5} {'what':24} {'P':>8} {'ours s':>8} {'theirs s':>9} {'speed-up':>8}  agreement")
     for case in args.cases:
         factory, x, y, x_test = make_problem(case)
-        net = train(build_model(factory, 0), x, y, TrainConfig(epochs=3, lr=1e-3, batch_size=64), seed=0, device="cpu")
+        net = train(build_model(factory, 0), x, y, TrainConfig(epochs=3, lr=1e-3, batch_size=64), seed=0, device="cpu").to(dev)
+        x, y, x_test = x.to(dev), y.to(dev), x_test.to(dev)
         p = sum(q.numel() for q in net.parameters())
         for hessian in ("kron", "diag"):
             batch = 128 if hessian == "kron" else CASES[case]["chunk"]  # its diag GGN forms [batch, C, P] Jacobians
-            ours, theirs, (la_o, ev_o), (la_t, ev_t) = timed(args.repeats, lambda: fit_ours(net, x, y, hessian),
-                                                             lambda: fit_theirs(net, x, y, hessian, batch))  # fmt: skip
+            ours, theirs, (la_o, ev_o), (la_t, ev_t) = timed(args.repeats, lambda: fit_ours(net, x, y, hessian, dev),
+                                                             lambda: fit_theirs(net, x, y, hessian, batch), dev)  # fmt: skip
             agree = f"evidence {ev_o:.2f} vs {ev_t:.2f} (rel {abs(ev_o / ev_t - 1):.1e})"
             print(f"{case:5} {'fit+evidence ' + hessian:24} {p:8d} {ours:8.2f} {theirs:9.2f} {theirs / ours:7.1f}x  {agree}")
             ours, theirs, p_o, p_t = timed(args.repeats, lambda: la_o.predict_proba(x_test),
-                                           lambda: predict_theirs(la_t, x_test, CASES[case]["chunk"]))  # fmt: skip
-            agree = f"{len(x_test)} inputs, max |Δp| {float((p_o - p_t).abs().max()):.1e}"
+                                           lambda: predict_theirs(la_t, x_test, CASES[case]["chunk"]), dev)  # fmt: skip
+            agree = f"{len(x_test)} inputs, max |Δp| {float((p_o.to(p_t.device) - p_t).abs().max()):.1e}"
             print(f"{case:5} {'probit predictive ' + hessian:24} {p:8d} {ours:8.2f} {theirs:9.2f} {theirs / ours:7.1f}x  {agree}")
         epochs = CASES[case]["epochs"]
-        fresh = build_model(factory, 1)
-        ours, theirs, ev_o, ev_t = timed(args.marglik_repeats, lambda: marglik_ours(fresh, x, y, epochs),
-                                         lambda: marglik_theirs(fresh, x, y, epochs))  # fmt: skip
+        fresh = build_model(factory, 1).to(dev)
+        ours, theirs, ev_o, ev_t = timed(args.marglik_repeats, lambda: marglik_ours(fresh, x, y, epochs, dev),
+                                         lambda: marglik_theirs(fresh, x, y, epochs), dev)  # fmt: skip
         agree = f"final evidence {ev_o:.3f} vs {ev_t:.3f} (rel {abs(ev_o / ev_t - 1):.1e})"
         print(f"{case:5} {f'marglik {epochs} epochs kron':24} {p:8d} {ours:8.2f} {theirs:9.2f} {theirs / ours:7.1f}x  {agree}")
 

@@ -49,6 +49,14 @@ CLASSIFIERS = {
     "laplace-full": lambda device: Laplace(
         _NET, hessian="full", prior_precision=1.0, n_samples=8, **_TRAIN, seed=0, device=device
     ),
+    # whole-network Laplace (the linearised predictive's J Σ Jᵀ on the device), and online marglik training
+    "laplace-all-kron": lambda device: Laplace(_NET, subset="all", prior_precision=1.0, n_samples=8, **_TRAIN, seed=0, device=device),
+    "laplace-all-diag": lambda device: Laplace(_NET, subset="all", hessian="diag", prior_precision=1.0, n_samples=8, **_TRAIN,
+                                               seed=0, device=device),
+    "laplace-all-full": lambda device: Laplace(_NET, subset="all", hessian="full", prior_precision=1.0, n_samples=8, **_TRAIN,
+                                               seed=0, device=device),
+    "laplace-all-online": lambda device: Laplace(_NET, subset="all", prior_precision="online", n_samples=8, **_TRAIN, seed=0,
+                                                 device=device),
     "swag": lambda device: SWAG(_NET, rank=5, n_snapshots=10, snapshot_steps=None, swa_lr=0.01, n_samples=8, **_TRAIN, seed=0, device=device),
     "batch-ensemble": lambda device: BatchEnsemble(_NET, n_members=3, **_TRAIN, seed=0, device=device),
     "batch-ensemble-rank1": lambda device: BatchEnsemble(_NET, n_members=3, rank1="gaussian", n_samples=8, **_TRAIN, seed=0, device=device),

@@ -223,6 +223,29 @@ def test_a_trained_fit(subset):
         la.predict_proba(x[:5])
 
 
+@pytest.mark.parametrize("subset", ["last_layer", "all"])
+def test_fits_on_and_moves_to_the_device(subset, device):
+    """Fitted on `device` (CUDA on the GPU lane), its predictive lives there; fitted on the CPU and
+    moved there, it predicts what it did on the CPU."""
+    g = torch.Generator().manual_seed(9)
+    x = torch.rand(48, 1, generator=g) * 2 - 1
+    y = 50.0 + 5.0 * torch.exp(-0.75 * x[:, 0]) * torch.randn(48, generator=g)
+    make = lambda dev: Laplace(mlp(1, 2, hidden=(16,), dropout=0.0), subset=subset, likelihood="heteroscedastic",  # noqa: E731
+                               seed=0, device=dev, n_samples=7, train=TrainConfig(epochs=5, lr=1e-2))
+    on_device = make(device).fit(x, y)
+    mean, var = on_device.predict_mean_var(x[:5], observation_noise=True)
+    assert mean.device.type == device and var.device.type == device and on_device.predict(x[:5]).mean.device.type == device
+    la = make("cpu").fit(x, y)
+    before, (mean_before, var_before) = la.predict(x[:5]), la.predict_mean_var(x[:5], observation_noise=True)
+    assert la.to(device) is la
+    after, (mean_after, var_after) = la.predict(x[:5]), la.predict_mean_var(x[:5], observation_noise=True)
+    assert after.mean.device.type == device and mean_after.device.type == device
+    torch.testing.assert_close(after.mean.cpu(), before.mean, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(after.var.cpu(), before.var, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(mean_after.cpu(), mean_before, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(var_after.cpu(), var_before, atol=1e-4, rtol=1e-4)
+
+
 @pytest.mark.parametrize("kwargs, words", [
     ({"hessian": "full"}, "takes 'kron' or 'diag'"),
     ({"prior_precision": "online"}, "online marginal-likelihood"),

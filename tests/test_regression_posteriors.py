@@ -257,6 +257,9 @@ REGRESSORS = [
         lambda seed, device="cpu": SWAG(_NET, rank=5, n_snapshots=10, snapshot_steps=None, n_samples=16, **_TRAIN, seed=seed, device=device),
         id="swag",
     ),
+    # whole-network Laplace trained by online marglik (δ per tensor and the noise σ learnt)
+    pytest.param(lambda seed, device="cpu": Laplace(_NET, subset="all", prior_precision="online", n_samples=16, **_TRAIN, seed=seed,
+                                                    device=device), id="laplace-all-online"),
 ]
 
 
