@@ -125,10 +125,8 @@ def write_round_csv(path: Path, queries: list[Any], info: Any, data: Any) -> Pat
     round's prediction (`round_columns`: the most probable class and its probability, or the
     predictive mean and sd; empty in a cold-start round), then the item's features under their
     own names, or for an image pool the path (relative to the CSV) of a PNG of the item in
-    `images_folder(path)`. Returns that folder, or None. Written as the pool's csv came: with `;`
-    between the cells when it had them (as spreadsheets in most of Europe save "CSV"), and with a
-    UTF-8 byte-order mark when it was saved by a spreadsheet (Windows-1252, or its own mark), so
-    that Excel opens it as its user's own file."""
+    `images_folder(path)`. Returns that folder, or None. Written as the pool's csv came
+    (`write_csv_like_pool`)."""
     shape = image_shape(info, data)
     originals = getattr(data, "folder", None)  # `pool add FOLDER`: the column names each original image file
     folder = images_folder(path) if shape is not None and originals is None else None
@@ -150,17 +148,27 @@ def write_round_csv(path: Path, queries: list[Any], info: Any, data: Any) -> Pat
         shown = data.raw if getattr(data, "raw", None) is not None else data.x  # as in the file, not standardised
         for row, q in zip(rows, queries):
             row.extend(_text(v) for v in np.asarray(shown[q.row]).reshape(-1))
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")  # renamed when whole: a kill leaves no torn file
+    raw = getattr(data, "raw", None)
+    write_csv_like_pool(path, header, rows, getattr(raw, "encoding", "utf-8"), getattr(raw, "delimiter", ","))
+    return folder
+
+
+def write_csv_like_pool(path: Path, header: list[str], rows: list[list[Any]], encoding: str | None, delimiter: str | None) -> None:
+    """Write a csv as the pool's csv came (`encoding` and `delimiter` as read at `pool add`; None
+    for a pool that was no csv): with `;` between the cells when it had them (as spreadsheets in
+    most of Europe save "CSV", which a comma file opens there as one column), and with a UTF-8
+    byte-order mark when a spreadsheet saved it (Windows-1252, or its own mark), so that Excel
+    opens it as its user's own file and shows its accents. Written whole to a partial file, then
+    renamed: a kill leaves no torn file."""
     from activebayes.data.csv_encoding import WINDOWS_1252  # imported on use: the CLI starts without the data stack
 
-    raw = getattr(data, "raw", None)
-    excel = getattr(raw, "encoding", "utf-8") in (WINDOWS_1252, "utf-8-sig")  # a pool saved by a spreadsheet: so is the round file
+    excel = encoding in (WINDOWS_1252, "utf-8-sig")
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
     with partial.open("w", newline="", encoding="utf-8-sig" if excel else "utf-8") as fh:
-        writer = csv.writer(fh, delimiter=";" if getattr(raw, "delimiter", ",") == ";" else ",")
+        writer = csv.writer(fh, delimiter=";" if delimiter == ";" else ",")
         writer.writerow(header)
         writer.writerows(rows)
     os.replace(partial, path)
-    return folder
 
 
 def check_round_file(path: Path, info: Any, data: Any, force: bool) -> None:

@@ -17,7 +17,6 @@ set's estimate, and the stopping signal on the Next line (`activebayes_cli._esti
 
 from __future__ import annotations
 
-import csv
 import json
 from enum import Enum
 from pathlib import Path
@@ -292,7 +291,9 @@ def status(ctx: typer.Context) -> None:
 
 EXPORT_HELP = (
     "Write the labelled items with their labels and provenance (who, source, round, time), or with "
-    "--format label-studio a round's queries as Label Studio tasks.\n\n"
+    "--format label-studio a round's queries as Label Studio tasks. A csv is written as the pool's csv came: "
+    "with ';' between the cells when it had them, and with a UTF-8 byte-order mark when a spreadsheet saved it, "
+    "so that Excel opens it in columns with its accents.\n\n"
     "Label Studio: `export --format label-studio --out tasks.json --config config.xml`, import tasks.json "
     "into a Label Studio project whose labelling config is config.xml (an Image or Text object and a Choices "
     "control named \"label\" over the classes; printed when --config is left out), label, export from "
@@ -356,11 +357,11 @@ def export(
             )
     columns = ["key", "row", "split", "label", "who", "source", "round", "time"]
     if fmt == "csv":
-        with file.open("w", newline="", encoding="utf-8") as fh:
-            writer = csv.DictWriter(fh, fieldnames=columns)
-            writer.writeheader()
-            for record in records:
-                writer.writerow({k: ("" if record[k] is None else record[k]) for k in columns})
+        from activebayes_cli._round_file import write_csv_like_pool
+
+        table = (store.project(name).settings.get("feature_cache") or {}).get("table") or {}  # the pool's csv as read at `pool add`
+        rows = [["" if record[k] is None else record[k] for k in columns] for record in records]
+        write_csv_like_pool(file, columns, rows, table.get("encoding"), table.get("delimiter"))
     else:
         file.write_text(json.dumps({"project": name, "items": records}, indent=2) + "\n", encoding="utf-8")
     st.out.result(

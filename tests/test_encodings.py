@@ -122,6 +122,12 @@ def test_pool_add_a_round_and_labels_from_excel(db):
     ok("label", "--from", "answers.csv")
     labelled = json.loads(ok("--json", "status").stdout)
     assert labelled["labelled"] == 4 + 3
+    ok("export", "labels.csv")  # the labels as the sheet came too, so that Excel opens them in columns
+    assert Path("labels.csv").read_bytes().startswith(b"\xef\xbb\xbfkey;row;split;label;")
+    with Path("labels.csv").open(newline="", encoding="utf-8-sig") as fh:
+        exported = {r["key"]: r["label"] for r in csv.DictReader(fh, delimiter=";") if r["split"] == "pool"}
+    assert {r["key"]: ("nein" if i else "ja") for i, r in enumerate(rows)}.items() <= exported.items()
+    assert len(exported) == 7
 
 
 def test_pool_add_of_a_file_that_is_neither_writes_nothing(db):
