@@ -537,6 +537,29 @@ def test_a_title_above_the_header_is_named(tmp_path):
     assert read_csv_table(path).header == ["score"]
 
 
+@pytest.mark.parametrize("sep", [";", ",", "\t"])
+def test_excels_sep_line_names_the_separator(tmp_path, sep):
+    """Excel's `sep=;` first line (which Excel reads to split the file and never shows) names the
+    separator and is not the header; the rows are read back by their byte offsets (UTF-8) or by
+    reading the file through (UTF-16) as before."""
+    from activebayes.data.csv_table import csv_header, read_records
+
+    point = "." if sep == "," else ","
+    rows = [sep.join(cells) for cells in (["id", "x y", "label"], ["k1", f"1{point}5", "a"], [], ["k2", f"2{point}5", "b"])]
+    text = f"sep={sep}\r\n" + "\r\n".join(rows) + "\r\n"
+    for encoding in ("utf-8-sig", "utf-16"):
+        path = tmp_path / "s.csv"
+        path.write_bytes(text.encode(encoding))
+        table = read_csv_table(path)
+        assert (table.header, table.delimiter, table.lines.tolist()) == (["id", "x y", "label"], sep, [3, 5])
+        assert table.column("x y") == [f"1{point}5", f"2{point}5"] and csv_header(path) == table.header
+        assert read_records(path, table.offsets, [1], delimiter=sep, encoding=table.encoding)[0][0] == "k2"
+        assert read_records(path, None, None, delimiter=sep)[0][0] == "k1"
+    path.write_text("sep=\nid,label\nk1,a\n")  # no separator named: an ordinary (one-name) first line
+    with pytest.raises(DataError, match="looks like a title above the header"):
+        read_csv_table(path)
+
+
 def test_classes_that_differ_only_in_case_are_pointed_out(db):
     write_csv(Path("c.csv"), ["id", "x", "label"], [[f"k{i}", str(i), ("Yes", "yes", "No", "no ", "n o")[i % 5]] for i in range(20)])
     added = ok("--json", "pool", "add", "c.csv", "--label-column", "label")

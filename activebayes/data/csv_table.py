@@ -176,19 +176,37 @@ class _Stream:
 
 
 def _records(path: Path, delimiter: str | None = None) -> Iterator[tuple[int, list[str]]]:
-    """(line, fields) of every record of a csv file, the header and blank records included."""
+    """(line, fields) of every record of a csv file, the header and blank records included (and
+    Excel's `sep=` line left out)."""
     stream = _Stream(path)
-    return _numbered(csv.reader(stream.lines(), delimiter=delimiter or _head_delimiter(stream, path)), path)
+    return _without_sep_line(_numbered(csv.reader(stream.lines(), delimiter=delimiter or _head_delimiter(stream, path)), path))
+
+
+_SEP_LINE = re.compile(r"sep=([,;\t])\r?\n?")  # Excel's first line naming the separator, e.g. `sep=;`
 
 
 def _head_delimiter(stream: _Stream, path: Path) -> str:
-    """`csv_delimiter` of the file's text up to its first non-blank line (only that much read)."""
+    """The separator that Excel's `sep=` line names when the file's first non-blank line is one,
+    else `csv_delimiter` of the file's text up to that line (only that much read)."""
     head = []
     for line in stream.lines():
         head.append(line)
         if line.strip():
             break
-    return csv_delimiter("".join(head), path)
+    named = _SEP_LINE.fullmatch(head[-1]) if head else None
+    return named.group(1) if named else csv_delimiter("".join(head), path)
+
+
+def _without_sep_line(records: Iterator[tuple[int, list[str]]]) -> Iterator[tuple[int, list[str]]]:
+    """`records` less a first non-blank one that is Excel's `sep=` line (split at the separator it
+    names: ["sep=", ""]), which Excel reads to split the file and never shows."""
+    looking = True
+    for line, row in records:
+        if looking and not _is_blank(row):
+            looking = False
+            if row == ["sep=", ""]:
+                continue
+        yield line, row
 
 
 def _is_blank(row: list[str]) -> bool:
@@ -356,7 +374,7 @@ def _read(path: Path, text_columns: Sequence[str]) -> CsvTable:
     chunk: list[list[str]] = []
     chunk_lines: list[int] = []
     lines: list[np.ndarray] = []
-    for line_no, row in _numbered(csv.reader(stream.lines(), delimiter=delimiter), path):
+    for line_no, row in _without_sep_line(_numbered(csv.reader(stream.lines(), delimiter=delimiter), path)):
         if _is_blank(row):
             continue
         if header is None:
