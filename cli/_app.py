@@ -34,6 +34,7 @@ from typer.core import TyperGroup
 from activebayes.errors import ActiveBayesError, ConfigError, DataError, ShapeError, StoreError
 
 USER_ERROR = 2
+INTERRUPTED = 130  # the shell's code for a process stopped by Ctrl-C (128 + SIGINT)
 
 
 class CliError(ActiveBayesError):

@@ -103,9 +103,7 @@ class LibraryNotes(logging.Handler):
         self.out = out
 
     def emit(self, record: logging.LogRecord) -> None:
-        from rich.markup import escape
-
-        self.out.note(escape(record.getMessage()))
+        self.out.note(record.getMessage())
 
 
 @dataclass
@@ -115,6 +113,7 @@ class CliState:
     db: str = DEFAULT_DB
     project: str | None = None
     out: Output = field(default_factory=Output)
+    db_typed: bool = False  # --db was given on the command line: the hints repeat it, so that they work as typed
     _store: PoolStore | None = field(default=None, repr=False)
     _notes: LibraryNotes | None = field(default=None, repr=False)
 
@@ -188,11 +187,14 @@ class CliState:
     def next_command(self, *words: str, project: str | None = None) -> str:
         """The command line a hint suggests, e.g. next_command("round", "--oracle", "truth") ->
         "activebayes round --oracle truth", or "activebayes --project digits round --oracle truth"
-        when the database holds more than one project (so that the hint works as typed).
+        when the database holds more than one project, with `--db URL` first when the command
+        line gave it (so that the hint works as typed).
 
         `project`: the project the hint is about (default: --project, or the only one). Each word
         is shell-quoted; pass placeholders such as "FILE" as they are."""
         parts = ["activebayes"]
+        if self.db_typed:
+            parts += ["--db", shlex.quote(shown_url(self.db))]
         if len(self.store().projects()) > 1:
             parts += ["--project", shlex.quote(project if project is not None else self.project_name())]
         parts += [shlex.quote(word) for word in words]

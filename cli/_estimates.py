@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 ESTIMATE_FIGURES = {"classification": (("accuracy", "accuracy"), ("nll", "nll")), "regression": (("rmse", "rmse"), ("nll", "nll"))}
@@ -128,13 +127,13 @@ def render_estimates(console: Console, estimates: list[tuple[Any, Any]], task: s
             for column in columns:
                 table.add_column(column, justify="left" if column == "from" else "right", no_wrap=column != "from", overflow="fold")
             for row in rows:
-                table.add_row(*(escape(cell) for cell in row))
+                table.add_row(*(cell for cell in row))
             console.print(table)
         else:
             console.print(title + ":")
             for row in rows:
                 pairs = ", ".join(f"{c} {v}" for c, v in zip(columns[2:-1], row[2:-1]) if v != "-")
-                console.print(escape(f"  round {row[0]} ({row[1]} labelled): {pairs or 'no estimate'}; {row[-1]}"))
+                console.print(f"  round {row[0]} ({row[1]} labelled): {pairs or 'no estimate'}; {row[-1]}")
     if evaluation is not None:
         if evaluation.available:
             figure = evaluation.accuracy if task == "classification" else evaluation.rmse
@@ -142,7 +141,7 @@ def render_estimates(console: Console, estimates: list[tuple[Any, Any]], task: s
             console.print(f"evaluation set (active testing, {evaluation.labels} labels of a pool of {evaluation.pool}): "
                           f"{'accuracy' if task == 'classification' else 'RMSE'} {interval_text(figure)}, nll {interval_text(nll)}")  # fmt: skip
         else:
-            console.print(f"evaluation set: {escape(evaluation.reason or '')}")
+            console.print(f"evaluation set: {evaluation.reason or ''}")
 
 
 def estimates_data(estimates: list[tuple[Any, Any]], evaluation: Any | None, signal: Any) -> dict[str, Any]:

@@ -15,8 +15,21 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+
+
+def database_url(value: str | None) -> str | None:
+    """--db as given, or, for the path of a SQLite file (a name ending in .db, .sqlite or
+    .sqlite3, and no `://`: `labels.db`, `/data/x.sqlite`), its URL `sqlite:///labels.db`."""
+    if value is None or "://" in value or not value.lower().endswith(SQLITE_SUFFIXES):
+        return value
+    return f"sqlite:///{value}"
+
+
 DbUrl = Annotated[
-    str, typer.Option("--db", envvar="ACTIVEBAYES_DB", help="Database URL (sqlite:///file.db or postgresql+psycopg://…).")
+    str,
+    typer.Option("--db", envvar="ACTIVEBAYES_DB", callback=database_url,
+                 help="Database URL (sqlite:///file.db or postgresql+psycopg://…), or a SQLite file's path (file.db)."),
 ]
 ProjectName = Annotated[
     Optional[str],
@@ -25,12 +38,12 @@ ProjectName = Annotated[
 Json = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or notes.")]
 
-CommandDb = Annotated[Optional[str], typer.Option("--db", help="Database URL for this command (default: the global --db).")]
+CommandDb = Annotated[
+    Optional[str], typer.Option("--db", callback=database_url, help="Database URL or SQLite file for this command (default: the global --db).")
+]
 Device = Annotated[str, typer.Option("--device", help="auto (CUDA when present), cpu or cuda.")]
 Engine = Annotated[str, typer.Option("--engine", help="local (this machine) or ray (a Ray cluster; pip install 'activebayes[ray]').")]
 Address = Annotated[Optional[str], typer.Option("--address", help="With --engine ray: auto or ray://host:port of a running cluster (default: a local Ray).")]
-
-
 
 def given(ctx: Any, name: str) -> bool:
     """Whether the parameter `name` of `ctx`'s command was given (command line, environment,
@@ -40,4 +53,4 @@ def given(ctx: Any, name: str) -> bool:
     return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
 
 
-__all__ = ["Address", "CommandDb", "DbUrl", "Device", "Engine", "Json", "ProjectName", "Quiet", "given"]
+__all__ = ["Address", "CommandDb", "DbUrl", "database_url", "Device", "Engine", "Json", "ProjectName", "Quiet", "given"]

@@ -3,6 +3,10 @@ the learning-curve table the study and demo commands print (`curves_table`).
 
 With `--json`, stdout carries exactly one JSON document per command and nothing else; notes go
 to stderr. With `--quiet`, notes and progress bars are left out (results and errors remain).
+
+Both consoles print text as it is: rich's markup is off, so a cell, a column name or a class
+holding square brackets ('[draft]', 'B[/x]') is shown as written, never read as a style. The
+few styled lines ask for markup themselves (`print(..., markup=True)`, their data `escape`d).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -34,13 +39,13 @@ class Output:
     def console(self) -> Console:
         """stdout, for human-readable results (tables). Created lazily so tests capture it."""
         if self._stdout is None:
-            self._stdout = Console(file=sys.stdout, highlight=False, soft_wrap=False)
+            self._stdout = Console(file=sys.stdout, highlight=False, soft_wrap=False, markup=False)
         return self._stdout
 
     @property
     def err(self) -> Console:
         if self._stderr is None:
-            self._stderr = Console(file=sys.stderr, highlight=False)
+            self._stderr = Console(file=sys.stderr, highlight=False, markup=False)
         return self._stderr
 
     def note(self, message: str) -> None:
@@ -80,13 +85,13 @@ class Output:
             return
         bar = self.bar()
         with bar:
-            task = bar.add_task(description, total=total)
+            task = bar.add_task(escape(description), total=total)  # the bar's text column reads markup
 
             def advance(done: int, new_total: int | None = None, text: str | None = None) -> None:
                 if new_total is not None:
                     bar.update(task, total=new_total)
                 if text is not None:
-                    bar.update(task, description=f"{description}: {text}")
+                    bar.update(task, description=escape(f"{description}: {text}"))
                 bar.update(task, completed=done)
 
             yield advance

@@ -18,7 +18,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rich.markup import escape
 
 from activebayes_cli._app import CliError
 from activebayes_cli._context import sqlite_path
@@ -134,13 +133,13 @@ def add_folder(
     def render(console: Any) -> None:
         c, (h, w) = images["channels"], images["size"]
         console.print(
-            escape(
+            
                 f"Added {summary['pool_items']} pool items"
                 + (f" and {summary['test_items']} test items" if summary["test_items"] else "")
                 + f" from the images in {folder} ({'grey' if c == 1 else 'RGB'} {h}x{w}, features [{c}, {h}, {w}]; "
                 + f"{truth_text[summary['truth']]})."
-            )
+            
         )
-        console.print(f"Next: {escape(next_hint)}")
+        console.print(f"Next: {next_hint}")
 
     st.out.result(summary, render)

@@ -38,7 +38,7 @@ from activebayes_cli._options import Device
 from activebayes_cli._output import curves_table
 from activebayes_cli._threads import one_intra_op_thread
 
-app = typer.Typer()
+app = typer.Typer(rich_markup_mode=None)  # help texts as written: "activebayes[ray]" is no style
 
 # what the demo writes into the folder (an earlier demo's are replaced: every demo starts afresh;
 # study-config.json is an older demo's, which ran activebayes.study)

@@ -34,7 +34,7 @@ from activebayes_cli._context import state
 from activebayes_cli._memory_span import trial_line
 from activebayes_cli._options import CommandDb
 
-design_app = typer.Typer(help="Bayesian experimental design: choose the most informative trial next.", no_args_is_help=True)
+design_app = typer.Typer(help="Bayesian experimental design: choose the most informative trial next.", no_args_is_help=True, rich_markup_mode=None)
 
 _YES = {"y", "yes", "1", "true"}
 _NO = {"n", "no", "0", "false"}

@@ -34,13 +34,12 @@ from types import SimpleNamespace
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.markup import escape
 
 from activebayes_cli._app import CliError
 from activebayes_cli._context import check_device, state
 from activebayes_cli._options import Device
 
-app = typer.Typer()
+app = typer.Typer(rich_markup_mode=None)  # help texts as written: "activebayes[ray]" is no style
 
 
 def eval_csv_name(project: str, part: int = 1) -> str:
@@ -131,8 +130,8 @@ def _propose(ctx: typer.Context, budget: int, seed: int, device: str, csv_path: 
             f"{proposal.record['labelled']} labels, proposal ∝ its expected loss)")  # fmt: skip
     st.out.result(summary, lambda c: c.print(
         f"{drew}; they are kept apart from training.\n"
-        f"Label them in {escape(str(target))}, then: {escape(st.next_command('label', '--from', str(target)))} "
-        f"and {escape(st.next_command('evaluate'))}"))  # fmt: skip
+        f"Label them in {str(target)}, then: {st.next_command('label', '--from', str(target))} "
+        f"and {st.next_command('evaluate')}"))  # fmt: skip
 
 
 def _check_extension(store: Any, name: str, record: Any, st: Any) -> None:
@@ -167,10 +166,10 @@ def _show(ctx: typer.Context) -> None:
                                 **({f"test_{main}": latest.metrics[main]} if main in latest.metrics else {})}  # fmt: skip
 
     def render(console: Any) -> None:
-        console.print(f"evaluation set of {escape(name)}: {len(record['items'])} items drawn from a pool of {record['pool']} "
+        console.print(f"evaluation set of {name}: {len(record['items'])} items drawn from a pool of {record['pool']} "
                       f"by the model fitted on {record['labelled']} labels")  # fmt: skip
         if not estimate.available:
-            console.print(escape(estimate.reason or ""))
+            console.print(estimate.reason or "")
             return
         figure = estimate.accuracy if info.task == "classification" else estimate.rmse
         nll = estimate.class_nll if info.task == "classification" else estimate.normal_nll

@@ -40,16 +40,14 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.markup import escape
 
-from activebayes_cli._app import CliError
+from activebayes_cli._app import INTERRUPTED, CliError
 from activebayes_cli._context import state
 from activebayes_cli._parse import existing_file
 
-app = typer.Typer()
+app = typer.Typer(rich_markup_mode=None)  # help texts as written: "activebayes[ray]" is no style
 
 SHOWN = 5  # offending keys named in a refusal, then "and N more"
-INTERRUPTED = 130  # the shell's code for a process stopped by Ctrl-C (128 + SIGINT)
 REPEAT = "repeat"  # an answer the prompt gave that another session had given already
 
 
@@ -81,7 +79,11 @@ def _change(key: str, was: str | None, now: str, line: int, unit: str = "line") 
 
 
 def _open_queries(store: Any, name: str, target: int | None) -> int:
-    return sum(q.value is None for q in store.queries(name, target)) if target is not None else 0
+    """The queries of round `target` still waiting for an answer (none when it no longer waits:
+    closed, or discarded by `round --restart-round`)."""
+    if target is None or not any(r.number == target and r.status.waiting for r in store.rounds(name)):
+        return 0
+    return sum(q.value is None for q in store.queries(name, target))
 
 
 @app.command("label")
@@ -240,10 +242,10 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
 
 def _next(st: Any, console: Any, target: int | None, remaining: int) -> None:
     if target is not None and remaining:
-        console.print(escape(f"{_plural(remaining, 'query', 'queries')} of round {target} still open: "
-                             f"`{st.next_command('label')}` to continue."))
+        console.print(f"{_plural(remaining, 'query', 'queries')} of round {target} still open: "
+                             f"`{st.next_command('label')}` to continue.")
     else:
-        console.print(escape(f"Next: {st.next_command('round')}"))
+        console.print(f"Next: {st.next_command('round')}")
 
 
 # ---- the terminal prompt ----------------------------------------------------------------------
@@ -315,7 +317,7 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
 
     remaining = _open_queries(store, name, target)
     recorded = saved["answers"]
-    skipped = sum(a.value is None for a in answers)
+    skipped = len(oracle.skipped)  # items shown and skipped; those after a `q` were not shown
     summary = {"project": name, "round": target, "recorded": recorded, "skipped": skipped, "remaining": remaining,
                "not_saved": saved["not_saved"]}  # fmt: skip
 

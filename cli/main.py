@@ -36,6 +36,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help texts as written (each sub-app says so too): "activebayes[ray]" is no style
 )
 
 
@@ -57,7 +58,9 @@ def main(
     ] = None,
 ) -> None:
     """activebayes: choose what to label or measure next."""
-    cli_state = CliState(db=db, project=project, out=Output(json=json_output, quiet=quiet))
+    source = ctx.get_parameter_source("db")
+    typed = source is not None and source.name == "COMMANDLINE"
+    cli_state = CliState(db=db, project=project, out=Output(json=json_output, quiet=quiet), db_typed=typed)
     ctx.obj = cli_state
     ctx.call_on_close(cli_state.close)
 

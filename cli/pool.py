@@ -30,13 +30,12 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.markup import escape
 
 from activebayes_cli._context import state
 from activebayes_cli._parse import existing_file, fraction
 from activebayes_cli._pool_import import Categorical, ImageLayout, Missing, register_pool
 
-app = typer.Typer(no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
 
 @app.command("add")
@@ -103,8 +102,8 @@ def add(
             + f"; {truth_text[summary['truth']]})."
         )
         for line in table_lines(summary):
-            console.print(escape(line))
-        console.print(f"Next: {escape(next_hint)}")
+            console.print(line)
+        console.print(f"Next: {next_hint}")
 
     st.out.result(summary, render)
 

@@ -33,7 +33,7 @@ from activebayes_cli._context import CliState, check_db_url, shown_url, state
 from activebayes_cli._options import CommandDb
 from activebayes_cli._parse import parse_classes, writable_target
 
-app = typer.Typer()
+app = typer.Typer(rich_markup_mode=None)  # help texts as written: "activebayes[ray]" is no style
 
 
 class ExportFormat(str, Enum):
@@ -60,7 +60,7 @@ def init(
     """Create a project (and the database when it does not exist yet)."""
     st = state(ctx)
     if db is not None:
-        st.db = db
+        st.db, st.db_typed = db, True
     name = name.strip()
     if not name:
         raise CliError("--name: expected a non-empty project name", "pass e.g. --name digits")
@@ -79,7 +79,8 @@ def init(
             f"Created project [bold]{escape(info.name)}[/] ({info.task}"
             + (f", {len(info.classes)} classes" if info.classes else "")
             + (", classes read from the labels at `pool add`" if info.task == "classification" and not info.classes else "")
-            + f") in {escape(shown_url(st.db))}.\nNext: {escape(next_hint)}"
+            + f") in {escape(shown_url(st.db))}.\nNext: {escape(next_hint)}",
+            markup=True,
         ),
     )
 
@@ -187,7 +188,7 @@ def render_rounds(console: Console, rounds: list[Any]) -> None:
         else:
             table.add_column(column, overflow="fold")
     for fields in rows:
-        table.add_row(*(escape(text) for _, text, _ in fields))
+        table.add_row(*(text for _, text, _ in fields))
     if needed <= console.width:
         console.print(table)
         return
@@ -204,7 +205,7 @@ def render_rounds(console: Console, rounds: list[Any]) -> None:
                 words = pair.split()
                 tokens += [(words[0], True), *((word, False) for word in words[1:])]
         for i, line in enumerate(_pack(tokens, console.width - 2)):
-            console.print(("  " if i else "") + escape(line), overflow="fold")
+            console.print(("  " if i else "") + line, overflow="fold")
 
 
 def _pack(tokens: list[tuple[str, bool]], width: int) -> list[str]:
@@ -274,7 +275,7 @@ def status(ctx: typer.Context) -> None:
     }
 
     def render(console: Console) -> None:
-        console.print(f"[bold]{escape(name)}[/] ({info.task}) — data: {escape(info.data_path or 'none yet')}")
+        console.print(f"[bold]{escape(name)}[/] ({info.task}) — data: {escape(info.data_path or 'none yet')}", markup=True)
         counts = [f"pool items: {n_pool}", f"labelled: {labelled}", f"unlabelled: {n_pool - labelled}", f"test items: {n_test}"]
         line = "   ".join(counts)
         for text in [line] if len(line) <= console.width else counts:  # a count never splits
@@ -284,7 +285,7 @@ def status(ctx: typer.Context) -> None:
             render_estimates(console, estimates, info.task, evaluation)
         else:
             console.print("no rounds yet")
-        console.print(f"next: {escape(next_step)}")
+        console.print(f"next: {next_step}")
 
     st.out.result(data, render)
 
@@ -338,7 +339,7 @@ def export(
     for obs in store.observations(name):  # in recording order: the last one per key is the label
         latest[obs["key"]] = obs
     records = []
-    for split in ("pool", "test"):
+    for split in ("pool", "test", "eval"):  # eval: the evaluation set's items (`activebayes evaluate`)
         rows, keys, values = store.labels(name, split=split)
         for row, key, value in zip(rows.tolist(), keys, values):
             obs = latest.get(key, {})
@@ -441,14 +442,14 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
     def render(console: Console) -> None:
         predicted = summary["predictions"]
         notes = f"{predicted} pre-annotated with the round's prediction" if predicted else "no pre-annotations (a round without a fitted model)"
-        console.print(f"Wrote {len(tasks)} Label Studio tasks of round {number} of {escape(name)} to {escape(str(file))} "
+        console.print(f"Wrote {len(tasks)} Label Studio tasks of round {number} of {name} to {file} "
                       f"({open_queries} still open; {notes}).")  # fmt: skip
         if config is not None:
-            console.print(f"Labelling config written to {escape(str(config))}.")
+            console.print(f"Labelling config written to {config}.")
         else:
             console.print("Labelling config (Settings > Labeling Interface > Code):")
-            console.print(escape(xml.rstrip()), highlight=False)
-        console.print(escape(f"Then export from Label Studio as JSON and run: {st.next_command('label', '--from', 'EXPORT.json')}"))
+            console.print(xml.rstrip(), highlight=False)
+        console.print(f"Then export from Label Studio as JSON and run: {st.next_command('label', '--from', 'EXPORT.json')}")
 
     st.out.result(summary, render)
 
@@ -480,8 +481,8 @@ def migrate(ctx: typer.Context) -> None:
     st.out.result(
         {"db": shown_url(st.db), "from": before, "to": after, "upgraded": before != after},
         lambda c: c.print(
-            f"Upgraded the schema of {escape(shown_url(st.db))} from {before} to {after}."
+            f"Upgraded the schema of {shown_url(st.db)} from {before} to {after}."
             if before != after
-            else f"The schema of {escape(shown_url(st.db))} is up to date ({after})."
+            else f"The schema of {shown_url(st.db)} is up to date ({after})."
         ),
     )

@@ -21,7 +21,7 @@ import typer
 from activebayes_cli._app import CliError
 from activebayes_cli._context import state
 
-app = typer.Typer()
+app = typer.Typer(rich_markup_mode=None)  # help texts as written: "activebayes[ray]" is no style
 
 METRIC_PREFERENCE = ("accuracy", "test_accuracy", "nll", "test_nll")
 

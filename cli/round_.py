@@ -55,16 +55,16 @@ One call runs one round of `activebayes.loop.ActiveLearningLoop`:
 
 from __future__ import annotations
 
+import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import numpy as np
 import typer
-from rich.markup import escape
 from rich.table import Table
 
-from activebayes_cli._app import CliError
+from activebayes_cli._app import INTERRUPTED, CliError
 from activebayes_cli._context import check_device, state
 from activebayes_cli._model import DEFAULT_COVER_CLASSES
 from activebayes_cli._options import Address, Device, Engine
@@ -74,7 +74,7 @@ from activebayes_cli._round_options import RoundOptions, differences, recorded_o
 from activebayes_cli._targets import check_targets
 from activebayes_cli._round_file import check_round_file, prediction_text, write_round_csv
 
-app = typer.Typer()
+app = typer.Typer(rich_markup_mode=None)  # help texts as written: "activebayes[ray]" is no style
 
 
 def stage_texts() -> dict[str, str]:
@@ -119,7 +119,7 @@ def score_text(score: float) -> str:
 
 def queries_table(title: str, queries: list[Any], acquisition: str) -> Table:
     """rank, key, score, the round's prediction (when any query has one) and the label so far."""
-    table = Table(title=escape(title))
+    table = Table(title=title)
     table.add_column("rank", justify="right")
     table.add_column("key", overflow="fold")
     table.add_column("score", justify="right")
@@ -128,10 +128,10 @@ def queries_table(title: str, queries: list[Any], acquisition: str) -> Table:
         table.add_column("predicted")
     table.add_column("label")
     for q in queries:
-        cells = [str(q.rank + 1), escape(q.key), score_text(q.score)]
+        cells = [str(q.rank + 1), q.key, score_text(q.score)]
         if predicted:
-            cells.append(escape(prediction_text(q.prediction)))
-        table.add_row(*cells, escape(q.value) if q.value is not None else "")
+            cells.append(prediction_text(q.prediction))
+        table.add_row(*cells, q.value if q.value is not None else "")
     return table
 
 
@@ -237,7 +237,7 @@ def round_(
         what = str(exc).partition("; ")[0]
         raise CliError(what, f"wait for it to finish, then run `{command(st, 'round')}` again (a lock left by a killed process is taken over)") from exc
     if lock.taken_over is not None:
-        st.out.note(escape(f"took over the round lock of project {name!r} left by {lock.taken_over.text()} ({lock.stale_reason})"))
+        st.out.note(f"took over the round lock of project {name!r} left by {lock.taken_over.text()} ({lock.stale_reason})")
     posterior = posterior or default_posterior(info.task)
     acquisition_name = resolve_acquisition(acquisition or default_acquisition(info.task, option_values)).name
     check_posterior_name(posterior, info.task)
@@ -380,6 +380,11 @@ def round_(
                 tasks["line"] = bar.add_task(f"round of {options.posterior} + {options.acquisition}", total=None)
                 tasks["score"] = bar.add_task(f"scoring {n_candidates} candidates", total=n_candidates, visible=False)
                 result = loop.step()
+    except KeyboardInterrupt:  # Ctrl-C: nothing recorded is lost; the round resumes where it stopped
+        stage = stage_text.get(tasks["stage"] or "", "starting")
+        print(f"interrupted: round {number} stopped while {stage}; `{command(st, 'round')}` resumes it "
+              f"(`{command(st, 'round', '--restart-round')}` discards it)", file=sys.stderr, flush=True)  # fmt: skip
+        raise typer.Exit(INTERRUPTED) from None
     except Exception as exc:
         failed = store.latest_round(name)
         if failed is None or failed.number != number or failed.status is not RoundStatus.failed:
@@ -425,14 +430,14 @@ def round_(
             parts = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in scalars.items())
             console.print(f"fitted on {result.labelled} labels: {parts}")
         if choice_text(rnd.posterior_settings):
-            console.print(escape(choice_text(rnd.posterior_settings)))
+            console.print(choice_text(rnd.posterior_settings))
         if written:
             pictures = f" (the items' images are in {images})" if images else ""
-            console.print(escape(
+            console.print(
                 f"Wrote {written}{pictures}: fill in the labels, then `{command(st, 'label', '--from', str(written))}` "
                 f"(or `{command(st, 'label')}`)."
-            ))  # fmt: skip
+            )  # fmt: skip
         else:
-            console.print(escape(f"round {result.number} {result.status}: {result.recorded} answers recorded. Next: {command(st, 'round')}"))
+            console.print(f"round {result.number} {result.status}: {result.recorded} answers recorded. Next: {command(st, 'round')}")
 
     st.out.result(data_out, render)

@@ -28,12 +28,11 @@ from typing import Annotated, Any, Optional
 from urllib.parse import quote
 
 import typer
-from rich.markup import escape
 
 from activebayes_cli._app import CliError
 from activebayes_cli._context import state
 
-app = typer.Typer()
+app = typer.Typer(rich_markup_mode=None)  # help texts as written: "activebayes[ray]" is no style
 
 NEEDS = ("starlette", "uvicorn", "jinja2")
 INSTALL = "install them with pip install 'activebayes[serve]'"
@@ -149,11 +148,11 @@ def serve(
     urls = {g.labeller: f"http://{shown_host}:{bound}/p/{quote(project, safe='')}/label?token={g.token}" for g in grants}
 
     def render(console: Any) -> None:
-        console.print(escape(f"Labelling page of project {project!r}; one URL per labeller (each holds a secret token):"))
+        console.print(f"Labelling page of project {project!r}; one URL per labeller (each holds a secret token):")
         for name, url in urls.items():
-            console.print(escape(f"  {name}: {url}"), soft_wrap=True)
+            console.print(f"  {name}: {url}", soft_wrap=True)
         if host not in ("127.0.0.1", "localhost", "::1"):
-            console.print(escape(f"Listening on {host}: other machines can reach the page; anyone with a URL can label."))
+            console.print(f"Listening on {host}: other machines can reach the page; anyone with a URL can label.")
         console.print("Ctrl-C stops the server; every answer acknowledged on a page is saved.")
 
     st.out.result({"project": project, "host": host, "port": bound, "urls": urls}, render)

@@ -383,6 +383,12 @@ def test_status_export_report_after_rounds(pooled):
     pool = [i for i in exported["items"] if i["split"] == "pool"]
     assert len(pool) == 15 and {i["round"] for i in pool} == {1, 2, 3}
     assert {i["who"] for i in pool} == {"truth"} and {i["source"] for i in pool} == {"oracle"}
+    again = run("label", "--from", "out.json")  # export's own JSON reads back: every label is recorded already
+    assert again.exit_code == 0 and "repeated an item's current label" in " ".join(again.output.split())
+    Path("broken.json").write_text(json.dumps({"project": "p", "items": [pool[0], {"key": pool[1]["key"]}]}))
+    before = dump(pooled)
+    assert_mistake(run("label", "--from", "broken.json"), "broken.json' item 2", '"label"')
+    assert dump(pooled) == before
 
     result = run("--json", "report", "--out", "plots")
     assert result.exit_code == 0, result.output
@@ -392,6 +398,22 @@ def test_status_export_report_after_rounds(pooled):
         assert Path(f).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert run("report", "--all", "--out", "plots-all").exit_code == 0
     assert Path("plots-all/learning-curve.png").exists()
+
+
+def test_ctrl_c_in_a_round_says_how_to_resume(pooled, monkeypatch):
+    """Ctrl-C while a round fits: one line saying which round stopped and how to resume or discard
+    it, and the shell's exit code for Ctrl-C (130)."""
+    from activebayes.loop import ActiveLearningLoop
+
+    def interrupted(self):
+        self.hook("fit")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ActiveLearningLoop, "step", interrupted)
+    result = run("round", *TINY)
+    assert result.exit_code == 130
+    assert result.stderr.strip() == ("interrupted: round 1 stopped while fitting the posterior; `activebayes round` resumes it "
+                                     "(`activebayes round --restart-round` discards it)")
 
 
 def test_report_without_rounds(pooled):

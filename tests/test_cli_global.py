@@ -193,7 +193,7 @@ def test_library_create_false_never_writes(env, db_url):
         ("oracle://u:secret@h/x", ["'oracle://'"]),
         ("sqlite://", ["in-memory"]),
         ("sqlite:///:memory:", ["in-memory"]),
-        ("activebayes.db", ["not a database URL"]),
+        ("activebayes", ["not a database URL"]),  # a path is taken only when it ends in .db, .sqlite or .sqlite3
         ("not a url://", ["not a database URL"]),
     ],
 )
@@ -369,24 +369,38 @@ def test_status_never_breaks_a_number(rounds, columns):
 
 
 # ---- Next: hints name --project when there are several projects -----------------------------------
-def test_next_hints_with_one_project(blobs):
+def test_next_hints_with_one_project(blobs, monkeypatch):
     write_pool_csv(Path("pool.csv"))
+    typed = f"--db {shlex.quote(blobs)}"  # a --db given on the command line is repeated, so that the hint works as typed
     result = run("--db", blobs, "pool", "add", "pool.csv", "--key-column", "id")
-    assert "Next: activebayes round --oracle truth" in result.stdout
+    assert "".join(f"Next: activebayes {typed} round --oracle truth".split()) in "".join(result.stdout.split())  # a long URL wraps
     assert json.loads(run("--db", blobs, "--json", "status").stdout)["next"] == (
-        "run `activebayes round` to choose the next items to label"
+        f"run `activebayes {typed} round` to choose the next items to label"
     )
+    monkeypatch.setenv("ACTIVEBAYES_DB", blobs)  # from the environment: the hint needs no --db
+    assert json.loads(run("--json", "status").stdout)["next"] == "run `activebayes round` to choose the next items to label"
 
 
-def test_next_hints_with_several_projects(blobs):
-    result = run("--db", blobs, "init", "--name", "my proj", "--classes", "2")
+def test_db_takes_a_sqlite_files_path(env):
+    """`--db labels.db` (a name ending in .db, .sqlite or .sqlite3) is the SQLite file's URL."""
+    result = run("--db", "labels.db", "init", "--name", "p")
+    assert result.exit_code == 0 and Path("labels.db").is_file() and "sqlite:///labels.db" in result.stdout
+    assert "Next: activebayes --db sqlite:///labels.db pool add FILE" in " ".join(result.stdout.split())
+    assert json.loads(run("--db", "labels.db", "--json", "status").stdout)["project"] == "p"
+    assert run("init", "--name", "q", "--db", "other.sqlite").exit_code == 0 and Path("other.sqlite").is_file()
+    assert_mistake(run("--db", "labels", "status"), "--db: 'labels' is not a database URL")
+
+
+def test_next_hints_with_several_projects(blobs, monkeypatch):
+    monkeypatch.setenv("ACTIVEBAYES_DB", blobs)
+    result = run("init", "--name", "my proj", "--classes", "2")
     assert "Next: activebayes --project 'my proj' pool add FILE" in result.stdout
     write_pool_csv(Path("pool.csv"))
-    result = run("--db", blobs, "--project", "blobs", "pool", "add", "pool.csv", "--key-column", "id")
+    result = run("--project", "blobs", "pool", "add", "pool.csv", "--key-column", "id")
     assert "Next: activebayes --project blobs round --oracle truth" in result.stdout
-    data = json.loads(run("--db", blobs, "--project", "blobs", "--json", "status").stdout)
+    data = json.loads(run("--project", "blobs", "--json", "status").stdout)
     assert "`activebayes --project blobs round`" in data["next"]
-    data = json.loads(run("--db", blobs, "--project", "my proj", "--json", "status").stdout)
+    data = json.loads(run("--project", "my proj", "--json", "status").stdout)
     assert "`activebayes --project 'my proj' pool add FILE`" in data["next"]
     assert shlex.split("activebayes --project 'my proj' pool add FILE")[2] == "my proj"
 

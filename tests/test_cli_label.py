@@ -282,13 +282,27 @@ def test_other_label_mistakes_leave_the_database_unchanged(blobs):
     assert db_dump(blobs.db) == before
 
 
+def test_answers_to_a_discarded_round_say_no_queries_wait(blobs):
+    """`label --round 1 --from` after round 1 was discarded (`round --restart-round`): the answers
+    are pool labels, and the summary does not call the discarded round's queries open."""
+    from activebayes.store import RoundStatus
+
+    with PoolStore(blobs.db) as store:
+        store.advance_round("blobs", 1, RoundStatus.failed, failure_reason="discarded by `activebayes round --restart-round`")
+    Path("late.csv").write_text(f"key,label\n{blobs.queries[0]},a\n")
+    result = blobs.label("--round", "1", "--from", "late.csv")
+    assert result.exit_code == 0, result.output
+    assert "still open" not in result.stdout and "Next: activebayes" in result.stdout and " round" in result.stdout
+    assert blobs.labels()[blobs.queries[0]] == "a"
+
+
 # ---- the prompt without a terminal (stdin), on both backends ---------------------------------------
 def test_prompt_commits_each_answer_and_u_takes_one_back(blobs):
     q = blobs.queries
     result = blobs.label(input="a\nc\nu\nb\ns\nq\n")
     assert result.exit_code == 0, result.output
     assert f"undone: {q[1]} was 'c'" in result.stdout
-    assert "Recorded 2 answers for round 1, skipped 3." in result.stdout
+    assert "Recorded 2 answers for round 1, skipped 1." in result.stdout  # the two after `q` were not shown
     assert blobs.labels() == {q[0]: "a", q[1]: "b"}
     with PoolStore(blobs.db) as store:
         prompt = [o for o in store.observations("blobs") if o["source"] == "prompt"]

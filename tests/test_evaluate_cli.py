@@ -95,6 +95,11 @@ def test_evaluate_proposes_keeps_apart_and_estimates(project, tmp_path):
         assert latest.metrics["active_testing"]["labels"] == 9  # the new model, on the same set
         assert not set(proposed["keys"] + more["keys"]) & {q.key for q in store.queries("t", latest.number)}
     assert "evaluation set" in ok("status").stdout
+    ok("export", "labels.csv")  # the evaluation set's answers are labels a person gave too
+    with Path("labels.csv").open(newline="") as fh:
+        exported = {r["key"]: r for r in csv.DictReader(fh)}
+    assert {k: exported[k]["label"] for k in proposed["keys"] + more["keys"]} == {k: truth[k] for k in proposed["keys"] + more["keys"]}
+    assert {exported[k]["split"] for k in proposed["keys"]} == {"eval"}
     # the round labelled pool items: more draws would no longer come from the pool the set was drawn from
     before = db_dump(db)
     assert_mistake(run("evaluate", "--budget", "3", "--csv", "x.csv"), "cannot be drawn", "pool has changed")

@@ -234,6 +234,31 @@ BAD_POOL = [
 ]  # fmt: skip
 
 
+def test_square_brackets_are_shown_as_written(tmp_path, monkeypatch):
+    """Cells, column names and classes holding square brackets ('[urgent]', 'B[/x]') are printed
+    as written by every command that shows them (rich reads no markup in them), and one that
+    looks like a closing tag does not crash a command after it has written."""
+    _cli_on(f"sqlite:///{tmp_path / 'b.db'}", tmp_path, monkeypatch)
+    rows = [[str(i), f"0.{i}", ("[urgent]", "see [1]", "[/b]cold")[i % 3], ("B[/x]", "c")[i % 2]] for i in range(1, 9)]
+    write_rows("b.csv", ["id", "x", "[draft] note", "label"], rows)
+    added = run("--project", "b2", "init", "--name", "b2")
+    assert added.exit_code == 0, added.output
+    added = run("--project", "b2", "pool", "add", "b.csv")
+    assert added.exit_code == 0, added.output
+    said = " ".join(added.output.split())
+    assert "classes read from the labels: B[/x], c" in said and "one-hot: [draft] note" in said
+    asked = run("--project", "b2", "round", *TINY)
+    assert asked.exit_code == 0, asked.output
+    typed = run("--project", "b2", "label", input="s\nB[/x]\n")
+    assert typed.exit_code == 0, typed.output
+    assert "[draft] note" in typed.output and "label [B[/x], c]" in typed.output
+    assert any(cell in typed.output for cell in ("[urgent]", "see [1]", "[/b]cold"))
+    status = run("--project", "b2", "status")
+    assert status.exit_code == 0 and "Traceback" not in status.output
+    helped = run("round", "--help")
+    assert "pip install 'activebayes[ray]'" in " ".join(helped.output.split())
+
+
 def _refuse_bad_pool(case: str) -> None:
     data, args, words = _bad_pool(case)
     Path("bad.csv").write_bytes(data)

@@ -51,6 +51,18 @@ def shown(value: Any) -> str:
     return repr(text)
 
 
+def not_a_column(where: str, what: str, name: str, header: Sequence[str]) -> DataError:
+    """The refusal of a column `name` (given as `what`) that the table does not have: the one it
+    was likely meant as (same name in another case, else a close spelling), and the columns."""
+    import difflib
+
+    same = [h for h in header if h.lower() == name.lower()]
+    close = same or difflib.get_close_matches(name, list(header), n=1, cutoff=0.75)
+    meant = f"did you mean {shown(close[0])}? " if close else ""
+    listed = ", ".join(shown(h) for h in header[:20]) + (f" and {len(header) - 20} more" if len(header) > 20 else "")
+    return DataError(f"{where}: {what} {name!r} is not a column; {meant}the columns are {listed}")
+
+
 def delimiter_name(d: str) -> str:
     return "tab" if d == "\t" else repr(d)
 

@@ -25,6 +25,7 @@ from activebayes.data.csv_table import (  # noqa: F401 (re-exported: csv helpers
     csv_rows,
     csv_text,
     delimiter_name,
+    not_a_column,
     read_csv_table,
     shown,
 )
@@ -150,7 +151,7 @@ def _load_csv(
     table = read_csv_table(path)
     for name, what in ((label_column, "label_column"), (key_column, "key_column")):
         if name is not None and name not in table.header:
-            raise DataError(f"data file {str(path)!r}: {what} {name!r} is not a column; columns are {[shown(h) for h in table.header[:20]]}")
+            raise not_a_column(f"data file {str(path)!r}", what, name, table.header)
     if features is None:
         options = TableOptions(label_column=label_column, key_column=key_column, categorical=categorical, find_key=False)
         features = fit_table_spec(plan_table(table, options), np.arange(len(table)), standardize=False)
@@ -257,7 +258,7 @@ def load_labels(path: str | Path, *, format: str | None = None, label_column: st
         records = [(n, row) for n, row in csv_rows(text, path, csv_delimiter(text, path)) if row and any(f.strip() for f in row)]
         header = [h.strip() for h in (records[0][1] if records else [])]
         if label_column not in header:
-            raise DataError(f"labels file {str(path)!r}: no column {label_column!r}; columns are {[shown(h) for h in header[:20]]}")
+            raise not_a_column(f"labels file {str(path)!r}", "label_column", label_column, header)
         key_column = key_column if key_column is not None else ("key" if "key" in header else None)
         li, ki = header.index(label_column), (header.index(key_column) if key_column else None)
         for n, row in records[1:]:

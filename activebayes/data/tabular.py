@@ -55,7 +55,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from activebayes.data.csv_table import ROW_NAMES, CsvTable, finite_or_nan, shown
+from activebayes.data.csv_table import ROW_NAMES, CsvTable, finite_or_nan, not_a_column, shown
 from activebayes.data.features import is_number, natural_sorted
 from activebayes.data.parsed_columns import DATE_ORDERS, date_order, decimal_comma_numbers, has_times, iso_days, unit_numbers, written_days
 from activebayes.errors import DataError
@@ -192,7 +192,7 @@ def _check_options(table: CsvTable, options: TableOptions) -> None:
     for what, names in named:
         for name in names:
             if name is not None and name not in table.header:
-                raise DataError(f"{where}: {what} {name!r} is not a column; columns are {[shown(h) for h in table.header[:20]]}")
+                raise not_a_column(where, what, name, table.header)
     for what, names in named[2:]:
         special = {options.label_column, options.key_column} & set(names)
         if special and what != "ignore":

@@ -13,8 +13,9 @@ What a person's spreadsheet program writes is read as meant:
 Every message names the file and its line number, counted as a text editor does (the header is
 line 1).
 
-A Label Studio JSON export (a `.json` file, or any file whose text is a JSON list or object) is
-read as well: `activebayes.data.label_studio.answers_from_export` turns its tasks into the same
+`activebayes export`'s JSON ({"project", "items": [{"key", "label", ...}]}) is read as its
+items' key,label rows (messages name the item, counted from 1). A Label Studio JSON export (a
+`.json` file, or any file whose text is a JSON list or object) is read as well: `activebayes.data.label_studio.answers_from_export` turns its tasks into the same
 key,label rows, checked the same way; messages then name the task (counted from 1) instead of
 the line, and a task without a usable annotation is unanswered.
 """
@@ -25,7 +26,7 @@ import csv
 import io
 import json
 import re
-from collections.abc import Container, Iterator, Sequence
+from collections.abc import Container, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,20 @@ def _delimiter(text: str) -> str:
     counts = {d: first.count(d) for d in DELIMITERS}
     best = max(DELIMITERS, key=lambda d: counts[d])  # ties keep the earlier: "," first
     return best if counts[best] else ","
+
+
+def _own_export(exported: Any, source: str) -> list[tuple[int, str, str]] | None:
+    """(item number from 1, key, label) of each item of `activebayes export`'s JSON, {"project":
+    ..., "items": [{"key", "label", ...}]}; None for any other JSON (a Label Studio export).
+    DataError naming `source` and the item for an item without its key and label."""
+    if not (isinstance(exported, Mapping) and "project" in exported and isinstance(exported.get("items"), list)):
+        return None
+    rows = []
+    for number, item in enumerate(exported["items"], start=1):
+        if not isinstance(item, Mapping) or not isinstance(item.get("key"), (str, int)) or "label" not in item:
+            raise DataError(f"{source} item {number}: expected an object with a \"key\" and a \"label\", as `activebayes export` writes them")
+        rows.append((number, str(item["key"]), "" if item["label"] is None else str(item["label"])))
+    return rows
 
 
 def _json(text: str, path: Path) -> Any:
@@ -170,6 +185,10 @@ class FileOracle:
             raise DataError(f"labels file {str(self.path)!r} does not exist")
         text = csv_text(self.path, "labels file")
         exported = _json(text, self.path)
+        own = _own_export(exported, repr(str(self.path))) if exported is not None else None
+        if own is not None:
+            self.unit = "item"
+            return self._check(((n, self._key(k, known), self._label(v)) for n, k, v in own), known)
         if exported is not None:
             from activebayes.data.label_studio import answers_from_export
 

@@ -190,7 +190,7 @@ class PromptOracle:
             pad, right = max(len(n) for n in names) + 1, max(len(v) for v in values)
             return "".join(f"{n + ':':<{pad}} {v:>{right}}\n" for n, v in zip(names, values))
         buffer = io.StringIO()
-        console = Console(file=buffer, force_terminal=False, width=width, color_system=None, highlight=False)
+        console = Console(file=buffer, force_terminal=False, width=width, color_system=None, highlight=False, markup=False)  # cells as written
         table = Table(show_header=True)
         for name in names:
             table.add_column(name, no_wrap=True)
@@ -253,11 +253,13 @@ class PromptOracle:
             self._write(f"  {text!r} is not a label; type {expected}, or {k['?']} for help\n")
 
     def ask(self, keys: Sequence[str], candidates: Any = None) -> list[Answer]:
-        """Ask for each key in turn; skipped keys, undone ones and those after a stop get None."""
+        """Ask for each key in turn; skipped keys, undone ones and those after a stop get None.
+        `skipped` then holds the positions the person skipped (and did not answer later)."""
         keys = [str(k) for k in keys]
         answers = [Answer(k, None) for k in keys]
         given: list[tuple[int, Any]] = []  # (position, what on_answer returned) of this session's answers
         self.stop_requested = self.interrupted = False
+        self.skipped: set[int] = set()
         i = 0
         while i < len(keys):
             self._show(keys[i], None if candidates is None else candidates[i], i, len(keys))
@@ -273,8 +275,10 @@ class PromptOracle:
                             continue
                     answers[i] = Answer(keys[i], label)
                     given.append((i, token))
+                    self.skipped.discard(i)
                     i += 1
                 elif action == "skip":
+                    self.skipped.add(i)
                     i += 1
                 elif action == "undo":
                     if not given:
