@@ -244,6 +244,8 @@ def _next(st: Any, console: Any, target: int | None, remaining: int) -> None:
     if target is not None and remaining:
         console.print(f"{_plural(remaining, 'query', 'queries')} of round {target} still open: "
                              f"`{st.next_command('label')}` to continue.")
+    elif st.store().count_candidates(st.project_name()) == 0:
+        console.print(f"Every pool item is labelled now: `{st.next_command('export', 'labels.csv')}` writes them out.")
     else:
         console.print(f"Next: {st.next_command('round')}")
 

@@ -340,6 +340,8 @@ def round_(
         check_round_file(target, info, data, force)
 
     n_candidates = store.count_candidates(name)
+    if not resuming and options.k > n_candidates:
+        st.out.note(f"--k {options.k} is more than the {n_candidates} unlabelled pool items: this round asks for all of them")
     bar = st.out.bar()
     tasks: dict[str, Any] = {"stage": None}
     stage_text = stage_texts()
@@ -369,7 +371,10 @@ def round_(
         st.out.note(f"discarded round {latest.number} (it stopped while {latest.status.value!r}); starting round {number}")
     elif to_close:
         loop.step()  # every answer is in: close that round, then run a new one
-    if resuming:
+    if resuming and latest.status.waiting and pending:  # a person's round, answered now by the truth: nothing had stopped
+        st.out.note(f"answering round {number}'s {len(pending)} open queries from the truth (--oracle truth) and closing it; "
+                    f"`{command(st, 'round')}` then runs the next round")  # fmt: skip
+    elif resuming:
         st.out.note(f"resuming round {number} (it stopped while {latest.status.value!r}) with its recorded options: {options.text()}")
 
     try:
@@ -428,7 +433,7 @@ def round_(
         if result.metrics:
             scalars = {k: v for k, v in result.metrics.items() if isinstance(v, (int, float, str))}  # not the packed stop set
             parts = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in scalars.items())
-            console.print(f"fitted on {result.labelled} labels: {parts}")
+            console.print(f"fitted on {result.labelled} labels" + (f": {parts}" if parts else ""))
         if choice_text(rnd.posterior_settings):
             console.print(choice_text(rnd.posterior_settings))
         if written:
@@ -438,6 +443,8 @@ def round_(
                 f"(or `{command(st, 'label')}`)."
             )  # fmt: skip
         else:
-            console.print(f"round {result.number} {result.status}: {result.recorded} answers recorded. Next: {command(st, 'round')}")
+            after = (f"Next: {command(st, 'round')}" if store.count_candidates(name) else
+                     f"Every pool item is labelled now: `{command(st, 'export', 'labels.csv')}` writes them out")  # fmt: skip
+            console.print(f"round {result.number} {result.status}: {result.recorded} answers recorded. {after}")
 
     st.out.result(data_out, render)

@@ -400,6 +400,19 @@ def test_status_export_report_after_rounds(pooled):
     assert Path("plots-all/learning-curve.png").exists()
 
 
+def test_truth_answering_a_persons_round_says_so(pooled):
+    """`round --oracle truth` while a person's round waits: it answers that round's open queries
+    and closes it, and says so (nothing had stopped); a --k above the candidates is pointed out."""
+    assert run("round", *TINY, "--k", "5").exit_code == 0
+    result = run("round", *TINY, "--oracle", "truth")
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "answering round 1's 5 open queries from the truth (--oracle truth) and closing it" in said and "resuming" not in said
+    result = run("round", *TINY, "--k", "1000", "--oracle", "truth")
+    assert "--k 1000 is more than the 40 unlabelled pool items: this round asks for all of them" in " ".join(result.output.split())
+    assert "Every pool item is labelled now: `activebayes export labels.csv` writes them out" in " ".join(result.output.split())
+
+
 def test_ctrl_c_in_a_round_says_how_to_resume(pooled, monkeypatch):
     """Ctrl-C while a round fits: one line saying which round stopped and how to resume or discard
     it, and the shell's exit code for Ctrl-C (130)."""
