@@ -6,6 +6,8 @@ written once to the feature cache (`activebayes.data.feature_cache`), recorded w
 
 from __future__ import annotations
 
+import shlex
+
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -56,14 +58,15 @@ def ignored_columns(plan: Any, label_column: str | None, key_column: str | None)
     return [h for h in plan.table.header if h and h not in used]
 
 
-def look_alike_classes(classes: list[str]) -> list[str]:
+def look_alike_classes(classes: list[str], project: str) -> list[str]:
     """A note for each group of classes that differ only in case or spacing ('Yes', 'yes',
     'y es'): two spellings of one answer, more often than two classes."""
     groups: dict[str, list[str]] = {}
     for c in classes:
         groups.setdefault("".join(c.split()).casefold(), []).append(c)
+    again = f"`activebayes delete {shlex.quote(project)}`, `activebayes init --name {shlex.quote(project)}` and `pool add` again"
     return [f"the classes {', '.join(repr(c) for c in group)} differ only in case or spacing; if they are one class, "
-            "correct them in the file and import it into a new project" for group in groups.values() if len(group) > 1]  # fmt: skip
+            f"correct them in the file, then {again}" for group in groups.values() if len(group) > 1]  # fmt: skip
 
 
 class Missing(str, Enum):
@@ -265,7 +268,7 @@ def register_pool(
                 labels_seen = labels
             new_classes = infer_classes(labels_seen, file, truth)
             notes.append(f"classes read from the labels: {', '.join(new_classes[:20])}" + (" ..." if len(new_classes) > 20 else ""))
-            notes.extend(look_alike_classes(new_classes))
+            notes.extend(look_alike_classes(new_classes, name))
         if table is not None:
             pool_rows, test_rows, spec = table["pool_rows"], table["test_rows"], table["spec"]
         else:

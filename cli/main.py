@@ -23,7 +23,7 @@ from typing import Annotated, Optional
 import typer
 
 from activebayes import __version__
-from activebayes_cli import demo, design, evaluate, label, pool, project, report, round_, serve, study
+from activebayes_cli import delete, demo, design, evaluate, label, pool, project, report, round_, serve, study
 from activebayes_cli._app import ActiveBayesGroup
 from activebayes_cli._context import DEFAULT_DB, CliState
 from activebayes_cli._options import DbUrl, Json, ProjectName, Quiet
@@ -71,6 +71,7 @@ app.add_typer(round_.app)
 app.add_typer(label.app)
 app.add_typer(evaluate.app)
 app.add_typer(report.app)
+app.add_typer(delete.app)
 app.add_typer(demo.app)
 app.add_typer(design.design_app, name="design")
 app.add_typer(study.app, name="study")

@@ -1,0 +1,62 @@
+"""`activebayes delete NAME`: remove a project and everything recorded for it (its items, rounds,
+queries, answers and feature cache; the data file and round files are the user's and stay).
+
+The way out of an import that cannot be mended in place (classes that differ only in case, a
+changed data file): delete the project, correct the file, `init` and `pool add` again. A tool for
+saving labels must never cost them, so a project holding labels that people gave (in a round
+file, the terminal, the labelling page, Label Studio) is deleted only with `--yes`, and the
+refusal names `export` to keep them first; labels from the data file itself (the held-back truth,
+or `--labels-are-known`) are in that file already.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Annotated
+
+import typer
+
+from activebayes_cli._app import CliError
+from activebayes_cli._context import shown_url, state
+
+app = typer.Typer(rich_markup_mode=None)  # help texts as written
+
+FROM_THE_DATA_FILE = ("import",)  # observation sources whose labels the data file holds
+
+
+def people_labels(observations: list[dict]) -> int:
+    """How many recorded answers came from people: not the data file's own labels, nor the
+    simulated truth (`round --oracle truth`, recorded as the oracle "truth")."""
+    return sum(o["source"] not in FROM_THE_DATA_FILE and not (o["source"] == "oracle" and o["who"] == "truth") for o in observations)
+
+
+@app.command("delete")
+def delete(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The project to delete (as `status` names it).", show_default=False)],
+    yes: Annotated[bool, typer.Option("--yes", help="Delete even when people's labels would go with it (export them first).")] = False,
+) -> None:
+    """Delete a project: its items, rounds and answers (not the data file). Refused without --yes
+    while it holds labels that people gave."""
+    from activebayes.data.feature_cache import remove_feature_cache
+
+    st = state(ctx)
+    store = st.store(upgrade=True)
+    if name not in store.projects():
+        known = ", ".join(repr(p) for p in store.projects()) or "none"
+        raise CliError(f"no project {name!r} in {shown_url(st.db)} (projects: {known})", "pass one of them")
+    given = people_labels(store.observations(name))
+    if given and not yes:
+        export = st.next_command("export", f"{name}-labels.csv", project=name)
+        raise CliError(
+            f"project {name!r} holds {given} label{'s' if given != 1 else ''} that people gave, which deleting it would lose",
+            f"keep them with `{export}` (they go back in with `activebayes label --from` that file), then pass --yes",
+        )
+    cache = (store.project(name).settings or {}).get("feature_cache")
+    store.delete_project(name)
+    remove_feature_cache(cache)
+    again = " ".join(["activebayes", *(["--db", shlex.quote(shown_url(st.db))] if st.db_typed else []), "init", "--name", shlex.quote(name)])
+    st.out.result(
+        {"deleted": name, "labels_lost": given},
+        lambda c: c.print(f"Deleted project {name}" + (f" and the {given} labels people gave" if given else "") + f". A new one: {again}"),
+    )
