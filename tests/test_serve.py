@@ -191,6 +191,9 @@ def test_status_page_counts_labellers_and_learning_curve(blobs):
     assert re.search(r"<td>alice</td><td>3</td>", text)
     assert "No round has measured the model" in text
     with PoolStore(db) as store:  # round 1 closes with a test accuracy measured
+        others = sorted(store.item_keys("blobs") - set(keys))[:2]  # labels from the data file and the simulated truth: no labeller's
+        store.record_observations("blobs", [(others[0], "a")], who="ann", source="import")
+        store.record_observations("blobs", [(others[1], "b")], who="truth", source="oracle")
         for key in keys[3:]:
             store.record_labels("blobs", [(key, "b", 1)], who="bob", source="prompt", expected={key: None})
         store.advance_round("blobs", 1, "answered")
@@ -198,6 +201,7 @@ def test_status_page_counts_labellers_and_learning_curve(blobs):
     with app_for(db, alice) as client:
         text = Page(client, alice).get("status").text
     assert "<svg" in text and 'aria-label="accuracy against the number of labels"' in text and "<td>0.6250</td>" in text
+    assert "<td>bob</td><td>2</td>" in text and "<td>ann</td>" not in text and "<td>truth</td>" not in text
 
 
 # ---- security: every item of README.md's list --------------------------------------------------------

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import and_, delete, func, insert, not_, select
 from sqlalchemy.orm import Session
 
 from activebayes.data.dataset import label_text
@@ -278,11 +278,14 @@ def round_answers(session: Session, round_id: int) -> dict[str, list[tuple[str, 
 
 
 def answer_counts(session: Session, project_id: int) -> list[tuple[str, int, datetime, datetime]]:
-    """(who, answers, first, last) of each labeller of the project, most answers first."""
+    """(who, answers, first, last) of each labeller of the project, most answers first: the
+    people, not the labels that came with the data file (source "import") nor the simulated
+    truth's answers (`round --oracle truth`: source "oracle", who "truth")."""
+    simulated = and_(Observation.source == "oracle", Observation.who == "truth")
     stmt = (
         select(Observation.who, func.count(Observation.id), func.min(Observation.created_at), func.max(Observation.created_at))
         .join(Item, Item.id == Observation.item_id)
-        .where(Item.project_id == project_id)
+        .where(Item.project_id == project_id, Observation.source != "import", not_(simulated))
         .group_by(Observation.who)
         .order_by(func.count(Observation.id).desc(), Observation.who)
     )
