@@ -34,7 +34,7 @@ Shapes: N unlabelled candidates, B the budget, C classes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -135,7 +135,8 @@ def evaluation_estimate(
     predictions: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> PoolEstimate:  # fmt: skip
     """The estimate from the answered prefix of the evaluation draw (`labels`: key -> label), with
-    the predictions recorded at the draw, or `predictions` (key -> prediction) of a later model."""
+    the predictions recorded at the draw, or `predictions` (key -> prediction) of a later model;
+    `asked` is the set's size, and an estimate on fewer of its items carries a provisional `note`."""
     answered = []
     for item in record.get("items", []):
         value = labels.get(item["key"])
@@ -143,8 +144,10 @@ def evaluation_estimate(
         if value is None or not prediction:
             break
         answered.append((item, value, prediction))
+    total = len(record.get("items", []))
     if not answered:
-        total = len(record.get("items", []))
-        return PoolEstimate(reason=f"waiting for the labels of the {total} evaluation items", pool=int(record.get("pool", 0)))
+        return PoolEstimate(reason=f"waiting for the labels of the {total} evaluation items", pool=int(record.get("pool", 0)), asked=total)
     losses = item_losses([p for _, _, p in answered], [v for _, v, _ in answered], task, classes)
-    return pool_estimate(None, losses, [item["q"] for item, _, _ in answered], int(record["pool"]), len(answered))
+    estimate = pool_estimate(None, losses, [item["q"] for item, _, _ in answered], int(record["pool"]), len(answered))
+    note = f"provisional: the first {len(answered)} of the {total} evaluation items labelled" if len(answered) < total else None
+    return replace(estimate, asked=total, note=note)

@@ -20,12 +20,27 @@ sequential draw is itself one, so the estimate stays unbiased while answers come
 whose first D queries were chosen deterministically and the rest at random (auto: an arm's top-k
 then a random share) uses `stratified_estimate`. A round with no recorded probability (top-k,
 batch-bald, typical) has no estimate: the reason says "the acquisition is deterministic".
+
+An estimate on part of its round's draws (`PoolEstimate.partial`: the round still open with some
+answers in, or failed / discarded before the rest came in) is unbiased but rests on fewer labels
+than the round asked; its `note` says so ("provisional: round still open, 2 of its 10 answers
+in"). A round with no estimate says why in the words of its status: waiting for answers,
+interrupted while fitting or scoring (resumable), or failed with its failure reason
+(a round discarded by `round --restart-round` records "discarded by ...").
+
+The possible range of each figure (`RANGES`): accuracy in [0, 1], a categorical NLL and an RMSE
+in [0, ∞), a Gaussian NLL anywhere. R̂_LURE is unbiased but not bounded by it (a few wrong
+answers drawn with small q have weights v ≫ 1, so R̂ of the 0-1 loss can exceed 1 and the
+accuracy 1 − R̂ fall below 0). `nearest_possible` moves such a value to the nearest possible
+one, which only brings it closer to the truth; that is the estimate shown (`figures(in_range=
+True)`), the unbiased value kept beside it (`unbiased_values`). The intervals already lie in the
+range (Wilson's inside [0, 1], the Wald interval of a nonnegative loss clipped at 0).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -79,12 +94,39 @@ def item_losses(predictions: Sequence[dict[str, Any]], values: Sequence[str], ta
     return LossTable(zero_one=zero_one, class_nll=nll)
 
 
+RANGES: dict[str, tuple[float, float]] = {  # PoolEstimate attribute -> the values it can take
+    "accuracy": (0.0, 1.0),
+    "class_nll": (0.0, math.inf),
+    "rmse": (0.0, math.inf),
+    "normal_nll": (-math.inf, math.inf),
+}
+
+
+def figure_attribute(figure: str, task: str) -> str:
+    """The PoolEstimate attribute of a figure as output names it ("accuracy", "rmse", "nll")."""
+    if figure == "nll":
+        return "normal_nll" if task == "regression" else "class_nll"
+    return figure
+
+
+def nearest_possible(value: float, bounds: tuple[float, float]) -> float:
+    """`value` moved to the nearest point of [low, high] = `bounds` (itself when inside).
+
+    >>> nearest_possible(-7.35, (0.0, 1.0)), nearest_possible(0.8, (0.0, 1.0)), nearest_possible(-2.0, (-math.inf, math.inf))
+    (0.0, 0.8, -2.0)
+    """
+    low, high = bounds
+    return min(max(float(value), low), high)
+
+
 @dataclass(frozen=True)
 class PoolEstimate:
     """A model's estimated performance on a pool.
 
     accuracy, class_nll (classification) or rmse, normal_nll (regression): Estimates, None where
     unknown. labels: the answered draws they rest on. pool: N. reason: why there is none.
+    asked: the draws the estimate rests on once every answer is in (the round's queries; 0 where
+    not known). note: why an estimate on fewer (`partial`) is provisional or partial.
     """
 
     accuracy: Estimate | None = None
@@ -94,16 +136,32 @@ class PoolEstimate:
     labels: int = 0
     pool: int = 0
     reason: str | None = None
+    asked: int = 0
+    note: str | None = None
 
     @property
     def available(self) -> bool:
         return self.reason is None
 
-    def figures(self) -> dict[str, list[float]]:
-        """{"accuracy": [value, low, high], ...} of the estimates present (for JSON output)."""
-        named = {"accuracy": self.accuracy, "nll": self.class_nll, "rmse": self.rmse}
-        named["nll"] = named["nll"] if self.class_nll is not None else self.normal_nll
-        return {k: [e.value, e.low, e.high] for k, e in named.items() if e is not None}
+    @property
+    def partial(self) -> bool:
+        """Available, on fewer labels than its round asked (an open or a failed round)."""
+        return self.available and self.labels < self.asked
+
+    def named(self) -> dict[str, tuple[Estimate, tuple[float, float]]]:
+        """{"accuracy" | "nll" | "rmse": (Estimate, its possible range)} of the estimates present."""
+        named = {"accuracy": "accuracy", "nll": "class_nll" if self.class_nll is not None else "normal_nll", "rmse": "rmse"}
+        return {k: (getattr(self, a), RANGES[a]) for k, a in named.items() if getattr(self, a) is not None}
+
+    def figures(self, *, in_range: bool = False) -> dict[str, list[float]]:
+        """{"accuracy": [value, low, high], ...} of the estimates present (for JSON output): value
+        the unbiased R̂, or with `in_range` that value moved into the figure's possible range."""
+        return {k: [nearest_possible(e.value, bounds) if in_range else e.value, e.low, e.high]
+                for k, (e, bounds) in self.named().items()}  # fmt: skip
+
+    def unbiased_values(self) -> dict[str, float]:
+        """{"accuracy": R̂, ...}: the unbiased values themselves, possibly outside their range."""
+        return {k: e.value for k, (e, _) in self.named().items()}
 
 
 def pool_estimate(
@@ -130,40 +188,92 @@ def pool_estimate(
     )  # fmt: skip
 
 
+def round_state(rnd: Any) -> tuple[str, str]:
+    """(state, words) of a round from its status: ("open", "round still open") while it waits
+    for answers (queried), ("interrupted", "round interrupted while 'fitted'") when it stopped
+    before asking (started, fitted, scored: resuming it asks), ("failed", "round failed (its
+    failure reason)"), or ("closed", "") (answered, done, or a record without a status)."""
+    status = getattr(rnd, "status", None)
+    status = str(getattr(status, "value", status) or "")
+    if status == "queried":
+        return "open", "round still open"
+    if status in ("started", "fitted", "scored"):
+        return "interrupted", f"round interrupted while {status!r}"
+    if status == "failed":
+        reason = getattr(rnd, "failure_reason", None)
+        return "failed", "round failed" + (f" ({reason})" if reason else "")
+    return "closed", ""
+
+
+def _missing_reason(rnd: Any, asked: int, answered: int, first: str = "answers") -> str:
+    """Why a round with `asked` queries, `answered` of them answered, has no estimate: `first`
+    names the answers it needs first ("answers", "the answers to its top-ranked queries")."""
+    state, words = round_state(rnd)
+    if asked == 0:
+        if state == "interrupted":
+            return f"not available yet: {words}, before it asked anything; resuming it asks its queries"
+        return f"not available: {words} before it asked anything" if state == "failed" else "the round asked nothing"
+    count = f"{answered} of its {asked} answers in" if answered else f"none of its {asked} answers in"
+    if state == "failed":
+        return f"not available: {words} with {count}"
+    if state == "interrupted":
+        return f"not available yet: {words}, before asking its {asked} queries; resuming it asks them"
+    return f"waiting for {first} ({count})"
+
+
+def _partial_note(rnd: Any, asked: int, answered: int) -> str:
+    """How an estimate on part of a round's draws is to be read."""
+    state, words = round_state(rnd)
+    count = f"{answered} of its {asked} answers in"
+    if state == "open":
+        return f"provisional: {words}, {count}"
+    return f"partial: {words} with {count}" if state == "failed" else f"partial: {count}"
+
+
 def round_estimate(rnd: Any, queries: Sequence[Any], task: str, classes: Sequence[str] | None) -> PoolEstimate:
     """The round-t model's estimated performance on the pool it drew from (module docstring).
-    `rnd`: a RoundInfo; `queries`: its QueryInfos."""
+    `rnd`: a RoundInfo; `queries`: its QueryInfos. `asked` is the round's query count; an
+    estimate on fewer answers carries a `note` (provisional, partial)."""
     if task not in ("classification", "regression"):
         return PoolEstimate(reason=f"not available for a {task} project")
     ordered = sorted(queries, key=lambda q: q.rank)
+    asked, answered_count = len(ordered), sum(q.value is not None for q in ordered)
+
+    def none(reason: str) -> PoolEstimate:
+        return PoolEstimate(reason=reason, asked=asked)
+
     if not ordered:
-        return PoolEstimate(reason="the round asked nothing")
+        return none(_missing_reason(rnd, 0, 0))
     if not any(q.prediction for q in ordered):
-        return PoolEstimate(reason="no model yet (the first batch)")
+        return none("no model yet (the first batch)")
     pool = (rnd.acquisition_settings or {}).get("candidates")
     probabilities = [getattr(q, "probability", None) for q in ordered]
     if pool is None or all(p is None for p in probabilities):
         if pool is not None and (rnd.acquisition_settings or {}).get("typical"):
-            return PoolEstimate(reason=TYPICAL)
-        return PoolEstimate(reason=DETERMINISTIC if pool is not None else "not available: recorded before draws kept their probabilities")
+            return none(TYPICAL)
+        return none(DETERMINISTIC if pool is not None else "not available: recorded before draws kept their probabilities")
     n_fixed = next(i for i, p in enumerate(probabilities) if p is not None)
     if any(p is None for p in probabilities[n_fixed:]):
-        return PoolEstimate(reason="not available: deterministic queries follow random ones")
+        return none("not available: deterministic queries follow random ones")
     fixed, drawn = ordered[:n_fixed], ordered[n_fixed:]
     if any(q.value is None or not q.prediction for q in fixed):
-        return PoolEstimate(reason="waiting for the answers to the round's top-ranked queries")
+        return none(_missing_reason(rnd, asked, answered_count, "the answers to the round's top-ranked queries"))
     answered = []
     for q in drawn:  # the answered prefix of the draws
         if q.value is None or not q.prediction:
             break
         answered.append(q)
     if not answered:
-        return PoolEstimate(reason="waiting for answers")
+        return none(_missing_reason(rnd, asked, answered_count))
     fixed_losses = item_losses([q.prediction for q in fixed], [q.value for q in fixed], task, classes) if fixed else None
     drawn_losses = item_losses([q.prediction for q in answered], [q.value for q in answered], task, classes)
-    return pool_estimate(fixed_losses, drawn_losses, [float(q.probability) for q in answered], int(pool), len(fixed) + len(answered))
+    estimate = pool_estimate(fixed_losses, drawn_losses, [float(q.probability) for q in answered], int(pool), len(fixed) + len(answered))
+    note = _partial_note(rnd, asked, answered_count) if estimate.labels < asked else None
+    return replace(estimate, asked=asked, note=note)
 
 
 def latest_estimate(estimates: Sequence[tuple[int, PoolEstimate]]) -> tuple[int, PoolEstimate] | None:
-    """(round number, estimate) of the latest round with an estimate, or None."""
-    return next(((n, e) for n, e in reversed(list(estimates)) if e.available), None)
+    """(round number, estimate) of the latest round with an estimate on all its round's draws;
+    without one, of the latest round with a partial estimate (its `note` says so); or None."""
+    available = [(n, e) for n, e in estimates if e.available]
+    return next((item for item in reversed(available) if not item[1].partial), available[-1] if available else None)

@@ -4,22 +4,45 @@
 * every round's model, estimated from the labels its own round drew (LURE-weighted with the
   recorded draw probabilities): pool accuracy and NLL (regression: RMSE and Gaussian NLL) with
   95 % intervals, beside the test split's figures where there is one. A round whose acquisition
-  is deterministic (top-k) has no estimate, and says so;
+  is deterministic (top-k) has no estimate, and says so, as does a round waiting for answers,
+  stopped before asking (interrupted) or failed (discarded by `round --restart-round`). An
+  estimate on part of its round's answers (the round still open, or failed before the rest came
+  in) is marked "provisional: ..., 2 of its 10 answers in" / "partial: ...";
+* every value shown lies in its figure's possible range (`activebayes.round_estimates.RANGES`):
+  an unbiased LURE value outside it (an accuracy of -7.35 after two wrong answers drawn with
+  small probability) is shown at the nearest possible value, marked with the unbiased value.
+  `--json` gives each figure as [estimate, low, high] with the estimate in range, and the
+  unbiased values under "unbiased" ({"accuracy": -7.35, "nll": 46.2}); "labels" the answers it
+  rests on, "asked" its round's queries, "partial" and "note" as the text marks it;
 * the evaluation set of `activebayes evaluate`, when there is one: its active-testing estimate;
 * the stopping signal, appended to the Next line: the share of the stop set's predictions the
   latest round changed and the rounds' agreement (Bloodgood & Vijay-Shanker: stop once the mean
   kappa of the last 3 pairs of rounds reaches `activebayes.stopping.THRESHOLD`, 0.98 here against
   their 0.99, chosen in studies/estimates), the latest estimate's interval, and a plain sentence.
+  That estimate is the latest round's on all its round's answers (`latest_estimate`): an open
+  round's provisional one is named only while no round has a whole one, and marked then.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from rich.console import Console
 from rich.table import Table
 
 ESTIMATE_FIGURES = {"classification": (("accuracy", "accuracy"), ("nll", "nll")), "regression": (("rmse", "rmse"), ("nll", "nll"))}
+SHOWN = {"classification": ("accuracy", "class_nll"), "regression": ("rmse", "normal_nll")}  # PoolEstimate attributes status shows
+
+
+class Headline(NamedTuple):
+    """The estimate the Next line names: its figure ("accuracy" | "RMSE"), the Estimate, the
+    figure's possible range, its round, and its note (None unless partial)."""
+
+    figure: str
+    estimate: Any
+    bounds: tuple[float, float]
+    round: int
+    note: str | None
 
 
 def round_estimates(store: Any, name: str, info: Any, rounds: list[Any]) -> list[tuple[Any, Any]]:
@@ -56,7 +79,7 @@ def stop_reading(rounds: list[Any], task: str) -> Any:
     return stop_signal(agreements, changed, window)
 
 
-def stop_sentence(signal: Any, latest: Any | None) -> str:
+def stop_sentence(signal: Any, latest: Headline | None) -> str:
     """The stopping signal as the Next line's second half."""
     parts = []
     if signal.changed is not None:
@@ -65,8 +88,10 @@ def stop_sentence(signal: Any, latest: Any | None) -> str:
             text += f", {signal.changed_window:.1%} over the last {signal.window}"
         parts.append(text)
     if latest is not None:
-        figure, estimate = latest
-        parts.append(f"estimated {figure} {shown_value(estimate):.3f} (95 % interval {estimate.low:.3f} to {estimate.high:.3f})")
+        e = latest.estimate
+        note = f"; {latest.note}" if latest.note else ""
+        parts.append(f"round {latest.round}'s estimated {latest.figure} {shown_value(e, latest.bounds):.3f} "
+                     f"(95 % interval {e.low:.3f} to {e.high:.3f}{note})")  # fmt: skip
     if signal.mean_agreement is None:
         verdict = f"too few rounds to judge whether to stop ({signal.window} pairs of rounds needed)"
     elif signal.stop:
@@ -78,48 +103,61 @@ def stop_sentence(signal: Any, latest: Any | None) -> str:
     return "; ".join([*parts, verdict])
 
 
-def latest_figure(estimates: list[tuple[Any, Any]], task: str) -> tuple[str, Any] | None:
-    """("accuracy" | "rmse", Estimate) of the latest round with an estimate."""
-    for _, estimate in reversed(estimates):
-        figure = estimate.accuracy if task == "classification" else estimate.rmse
-        if estimate.available and figure is not None:
-            return ("accuracy" if task == "classification" else "RMSE"), figure
-    return None
+def latest_figure(estimates: list[tuple[Any, Any]], task: str) -> Headline | None:
+    """The Next line's estimate: accuracy (regression: RMSE) of the latest round with one on all
+    its round's answers, else of the latest round with a partial one (`latest_estimate`)."""
+    from activebayes.round_estimates import RANGES, latest_estimate
+
+    attribute = SHOWN.get(task, SHOWN["classification"])[0]
+    found = latest_estimate([(r.number, e) for r, e in estimates if getattr(e, attribute, None) is not None])
+    if found is None:
+        return None
+    number, e = found
+    return Headline("accuracy" if attribute == "accuracy" else "RMSE", getattr(e, attribute), RANGES[attribute], number, e.note)
 
 
-def shown_value(estimate: Any) -> float:
-    """The estimate as shown: inside the range the figure can take ([0, 1] for an accuracy or a
-    0-1 loss, whose interval is Wilson's; [0, ∞) for NLL, RMSE, MSE). The LURE estimate is
-    unbiased but not bounded (its weights can be negative), so after a few labels drawn with
-    high probability it can fall outside; moving it to the nearest possible value only brings it
-    closer to the truth. `--json` keeps the unbiased value."""
-    upper = 1.0 if estimate.interval == "wilson" else float("inf")
-    return min(max(estimate.value, 0.0), upper)
+def shown_value(estimate: Any, bounds: tuple[float, float]) -> float:
+    """The estimate as shown: inside `bounds`, the range the figure can take ([0, 1] for an
+    accuracy, [0, ∞) for a categorical NLL or an RMSE, anywhere for a Gaussian NLL:
+    `activebayes.round_estimates.RANGES`). The LURE estimate is unbiased but not bounded (a
+    few answers drawn with small probability weigh much more than 1), so after a few labels it
+    can fall outside; moving it to the nearest possible value only brings it closer to the
+    truth. `--json` keeps the unbiased value beside it ("unbiased")."""
+    from activebayes.round_estimates import nearest_possible
+
+    return nearest_possible(estimate.value, bounds)
 
 
-def interval_text(estimate: Any) -> str:
-    """"0.812 [0.701, 0.890]"; a value outside its possible range is shown at its edge, marked."""
-    if estimate is None:
-        return "-"
-    value = shown_value(estimate)
-    mark = f" (unbiased value {estimate.value:.3g}, outside the possible range)" if value != estimate.value else ""
-    return f"{value:.3f} [{estimate.low:.3f}, {estimate.high:.3f}]{mark}"
+def triple_text(value: float, low: float, high: float, bounds: tuple[float, float]) -> str:
+    """"0.812 [0.701, 0.890]" of an estimate and its interval; a value outside `bounds` is shown
+    at its edge, marked with the unbiased value."""
+    from activebayes.round_estimates import nearest_possible
+
+    shown = nearest_possible(value, bounds)
+    mark = f" (unbiased value {value:.3g}, outside the possible range)" if shown != value else ""
+    return f"{shown:.3f} [{low:.3f}, {high:.3f}]{mark}"
+
+
+def interval_text(estimate: Any, bounds: tuple[float, float]) -> str:
+    """`triple_text` of an Estimate; "-" for None."""
+    return "-" if estimate is None else triple_text(estimate.value, estimate.low, estimate.high, bounds)
 
 
 def render_estimates(console: Console, estimates: list[tuple[Any, Any]], task: str, evaluation: Any | None) -> None:
     """The estimates (one row per fitted round, the test split's figures beside them; one line
     per round when the table does not fit the console) and the evaluation set's line."""
+    from activebayes.round_estimates import RANGES
+
     if estimates:
         (main, main_key), (_, nll_key) = ESTIMATE_FIGURES.get(task, ESTIMATE_FIGURES["classification"])
         has_test = any(main_key in (r.metrics or {}) for r, _ in estimates)
         columns = ["round", "labelled", f"est. {main}", "est. nll", *((f"test {main}", "test nll") if has_test else ()), "from"]
         rows = []
         for r, e in estimates:
-            figure = e.accuracy if task == "classification" else e.rmse
-            nll = e.class_nll if task == "classification" else e.normal_nll
+            shown = [interval_text(getattr(e, a), RANGES[a]) for a in SHOWN.get(task, SHOWN["classification"])]
             test = [f"{r.metrics[k]:.3f}" if isinstance((r.metrics or {}).get(k), (int, float)) else "-" for k in (main_key, nll_key)]
-            source = f"{e.labels} labels of {e.pool}" if e.available else (e.reason or "")
-            rows.append([str(r.number), str(r.labelled_count), interval_text(figure), interval_text(nll), *(test if has_test else ()), source])
+            source = f"{e.labels} labels of {e.pool}" + (f"; {e.note}" if e.note else "") if e.available else (e.reason or "")
+            rows.append([str(r.number), str(r.labelled_count), *shown, *(test if has_test else ()), source])
         title = f"estimates from the chosen labels (LURE, 95 % intervals of the pool {'RMSE' if task == 'regression' else 'accuracy'} and NLL)"
         widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(columns[:-1])]
         if sum(widths) + 3 * len(widths) + 20 <= console.width:
@@ -136,20 +174,28 @@ def render_estimates(console: Console, estimates: list[tuple[Any, Any]], task: s
                 console.print(f"  round {row[0]} ({row[1]} labelled): {pairs or 'no estimate'}; {row[-1]}")
     if evaluation is not None:
         if evaluation.available:
-            figure = evaluation.accuracy if task == "classification" else evaluation.rmse
-            nll = evaluation.class_nll if task == "classification" else evaluation.normal_nll
-            console.print(f"evaluation set (active testing, {evaluation.labels} labels of a pool of {evaluation.pool}): "
-                          f"{'accuracy' if task == 'classification' else 'RMSE'} {interval_text(figure)}, nll {interval_text(nll)}")  # fmt: skip
+            figure, nll = (interval_text(getattr(evaluation, a), RANGES[a]) for a in SHOWN.get(task, SHOWN["classification"]))
+            note = f"; {evaluation.note}" if evaluation.note else ""
+            console.print(f"evaluation set (active testing, {evaluation.labels} labels of a pool of {evaluation.pool}{note}): "
+                                 f"{'accuracy' if task == 'classification' else 'RMSE'} {figure}, nll {nll}")  # fmt: skip
         else:
             console.print(f"evaluation set: {evaluation.reason or ''}")
+
+
+def estimate_fields(e: Any) -> dict[str, Any]:
+    """One PoolEstimate for `--json`: each figure as [estimate in its possible range, low, high],
+    "unbiased" the LURE values themselves, "labels" the answers it rests on, "asked" its round's
+    queries (or the evaluation set's items), "partial" and "note" (provisional or partial), "pool"
+    and "reason" (why there is none)."""
+    return {**e.figures(in_range=True), "unbiased": e.unbiased_values(), "labels": e.labels, "asked": e.asked,
+            "partial": e.partial, "note": e.note, "pool": e.pool, "reason": e.reason}  # fmt: skip
 
 
 def estimates_data(estimates: list[tuple[Any, Any]], evaluation: Any | None, signal: Any) -> dict[str, Any]:
     """The same for `--json`."""
     return {
-        "estimates": [{"round": r.number, "labelled": r.labelled_count, **e.figures(), "labels": e.labels, "pool": e.pool,
-                       "reason": e.reason} for r, e in estimates],  # fmt: skip
-        "evaluation": None if evaluation is None else {**evaluation.figures(), "labels": evaluation.labels, "pool": evaluation.pool, "reason": evaluation.reason},
+        "estimates": [{"round": r.number, "labelled": r.labelled_count, **estimate_fields(e)} for r, e in estimates],
+        "evaluation": None if evaluation is None else estimate_fields(evaluation),
         "stopping": {"changed": signal.changed, "changed_window": signal.changed_window, "agreements": list(signal.agreements),
                      "mean_agreement": signal.mean_agreement, "window": signal.window, "threshold": signal.threshold, "stop": signal.stop},  # fmt: skip
     }

@@ -147,7 +147,8 @@ def _check_extension(store: Any, name: str, record: Any, st: Any) -> None:
 
 def _show(ctx: typer.Context) -> None:
     from activebayes.active_testing import SETTINGS_KEY
-    from activebayes_cli._estimates import evaluation_estimate_of, interval_text
+    from activebayes.round_estimates import RANGES, figure_attribute, nearest_possible
+    from activebayes_cli._estimates import SHOWN, estimate_fields, evaluation_estimate_of, interval_text, triple_text
 
     st = state(ctx)
     store = st.store()
@@ -160,9 +161,15 @@ def _show(ctx: typer.Context) -> None:
     latest = next((r for r in reversed(store.rounds(name)) if isinstance((r.metrics or {}).get("active_testing"), dict)), None)
     main = "accuracy" if info.task == "classification" else "rmse"
     data: dict[str, Any] = {"project": name, "items": len(record["items"]), "pool": record["pool"], "drawn_with_labels": record["labelled"],
-                            "estimate": {**estimate.figures(), "labels": estimate.labels, "reason": estimate.reason}}  # fmt: skip
+                            "estimate": estimate_fields(estimate)}  # fmt: skip
+    recorded: dict[str, Any] = {}  # the latest round's recorded figures ([unbiased, low, high]), in range as status shows them
     if latest is not None:
-        data["latest_round"] = {"round": latest.number, "labelled": latest.labelled_count, **latest.metrics["active_testing"],
+        recorded = dict(latest.metrics["active_testing"])
+        triples = {k: v for k, v in recorded.items() if k in ("accuracy", "rmse", "nll") and isinstance(v, list) and len(v) == 3}
+        bounds = {k: RANGES[figure_attribute(k, info.task)] for k in triples}
+        data["latest_round"] = {"round": latest.number, "labelled": latest.labelled_count, **recorded,
+                                **{k: [nearest_possible(v[0], bounds[k]), v[1], v[2]] for k, v in triples.items()},
+                                "unbiased": {k: v[0] for k, v in triples.items()},
                                 **({f"test_{main}": latest.metrics[main]} if main in latest.metrics else {})}  # fmt: skip
 
     def render(console: Any) -> None:
@@ -171,14 +178,12 @@ def _show(ctx: typer.Context) -> None:
         if not estimate.available:
             console.print(estimate.reason or "")
             return
-        figure = estimate.accuracy if info.task == "classification" else estimate.rmse
-        nll = estimate.class_nll if info.task == "classification" else estimate.normal_nll
-        console.print(f"that model ({estimate.labels} labels answered): {main} {interval_text(figure)}, nll {interval_text(nll)} (95 % intervals)")
+        figure, nll = (interval_text(getattr(estimate, a), RANGES[a]) for a in SHOWN.get(info.task, SHOWN["classification"]))
+        note = f"; {estimate.note}" if estimate.note else ""
+        console.print(f"that model ({estimate.labels} labels answered{note}): {main} {figure}, nll {nll} (95 % intervals)")
         if latest is not None:
-            figures = latest.metrics["active_testing"]
-            shown = f"{main} " + " ".join(f"{v:.3f}" for v in figures.get(main, [])[:1])
-            if len(figures.get(main, [])) == 3:
-                shown = f"{main} {figures[main][0]:.3f} [{figures[main][1]:.3f}, {figures[main][2]:.3f}]"
+            triple = recorded.get(main, [])
+            shown = f"{main} {triple_text(*triple, RANGES[figure_attribute(main, info.task)]) if len(triple) == 3 else '-'}"
             test = f"; test split {main} {latest.metrics[main]:.3f}" if isinstance(latest.metrics.get(main), (int, float)) else ""
             console.print(f"round {latest.number}'s model ({latest.labelled_count} labels): {shown}{test}")
 

@@ -3,6 +3,8 @@
     learning-curve.png  the test metric against labelled items; one colour per posterior +
                         acquisition, each change marked (`activebayes.report.learning_figure`),
                         and the estimate from each round's chosen labels with its 95 % band
+                        (in the metric's possible range, as `status` shows it; a round still
+                        open, or failed before all its answers came in, is left out, noted)
     acquisition.png     one panel per acquisition function: the scores of every candidate of the
                         latest round that used it, on its own axis and unit, the queried items
                         marked (`activebayes.report.acquisition_figure`)
@@ -68,17 +70,30 @@ def histogram_panels(store: Any, name: str, rounds: list[Any], task: str) -> tup
     return panels, notes
 
 
-def estimate_band(store: Any, name: str, rounds: list[Any], metric: str | None) -> list[tuple[float, float, float, float]]:
-    """[(labelled, estimate, low, high)] of each round's estimate from its chosen labels
-    (`activebayes_cli._estimates`) of the plotted metric (accuracy or rmse; none for another)."""
+def estimate_band(store: Any, name: str, rounds: list[Any], metric: str | None) -> tuple[list[tuple[float, float, float, float]], list[str]]:
+    """([(labelled, estimate, low, high)] of each round's estimate from its chosen labels
+    (`activebayes_cli._estimates`) of the plotted metric (accuracy or rmse; none for another),
+    notes on the rounds left out). The estimate is drawn inside the metric's possible range, as
+    `status` shows it (`activebayes.round_estimates.nearest_possible`); an estimate on part of
+    its round's answers (the round still open, or failed before the rest came in) is left out,
+    with a note."""
+    from activebayes.round_estimates import RANGES, nearest_possible
     from activebayes_cli._estimates import round_estimates
 
     info = store.project(name)
     figure = "accuracy" if info.task == "classification" else "rmse"
     if metric not in (None, figure):
-        return []
-    return [(r.labelled_count, e.value, e.low, e.high) for r, estimate in round_estimates(store, name, info, rounds)
-            if (e := getattr(estimate, figure)) is not None]  # fmt: skip
+        return [], []
+    band, notes = [], []
+    for r, estimate in round_estimates(store, name, info, rounds):
+        e = getattr(estimate, figure)
+        if e is None:
+            continue
+        if estimate.partial:
+            notes.append(f"round {r.number}'s estimate is left out of the learning curve ({estimate.note})")
+            continue
+        band.append((r.labelled_count, nearest_possible(e.value, RANGES[figure]), e.low, e.high))
+    return band, notes
 
 
 @app.command()
@@ -99,7 +114,7 @@ def report(
     if not rounds:
         raise CliError(f"project {name!r} has no rounds yet", f"run `{st.next_command('round', project=name)}` first")
     metric = pick_metric(rounds)
-    band = estimate_band(store, name, rounds, metric)
+    band, band_notes = estimate_band(store, name, rounds, metric)
     metric = metric or (("accuracy" if store.project(name).task == "classification" else "rmse") if band else None)
     curves = {}
     if metric is not None:
@@ -121,7 +136,7 @@ def report(
         raise CliError(f"--out: cannot write {exc.filename or out}: {exc.strerror or exc}", "choose a writable folder") from exc
     if metric is None:
         st.out.note("no round recorded a test metric (add a test split with `pool add --test-fraction`); no learning curve")
-    for note in notes:
+    for note in [*band_notes, *notes] if metric is not None else notes:
         st.out.note(note)
     if not panels:
         st.out.note("no round stored its candidates' acquisition scores yet; no acquisition histogram")

@@ -120,6 +120,9 @@ def test_evaluation_estimate_uses_the_answered_prefix():
     estimate = evaluation_estimate(record, labels, "classification", CLASSES)
     expected = lure_estimate([0.0, 1.0], draw.probabilities[:2], 4, bounded=True)
     assert estimate.labels == 2 and estimate.accuracy.value == pytest.approx(1 - expected.value)
+    assert estimate.partial and estimate.note == "provisional: the first 2 of the 3 evaluation items labelled"
+    whole = evaluation_estimate(record, {**labels, keys[2]: "a"}, "classification", CLASSES)
+    assert not whole.partial and whole.note is None and whole.asked == 3
     later = {k: {"label": "b", "probability": 0.7, "probs": "0.3 0.7"} for k in keys}
     assert evaluation_estimate(record, labels, "classification", CLASSES, later).accuracy.value == pytest.approx(
         1 - lure_estimate([1.0, 0.0], draw.probabilities[:2], 4, bounded=True).value
@@ -261,15 +264,78 @@ def test_the_population_fingerprint_refuses_a_changed_pool():
 
 def test_status_shows_an_estimate_inside_its_possible_range():
     """LURE is unbiased but unbounded: status shows an accuracy of -6.61 at 0, marked, and
-    a value inside [0, 1] as it is; an NLL is only held at 0 from below."""
+    a value inside [0, 1] as it is; a categorical NLL is only held at 0 from below, and a
+    Gaussian NLL (a density above 1 gives a negative one) is never moved."""
     from activebayes.estimates import Estimate
+    from activebayes.round_estimates import RANGES
     from activebayes_cli._estimates import interval_text, shown_value
 
     outside = Estimate(-6.61, 0.0, 0.42, 10, 500, "wilson")
-    assert shown_value(outside) == 0.0
-    assert interval_text(outside) == "0.000 [0.000, 0.420] (unbiased value -6.61, outside the possible range)"
-    assert shown_value(Estimate(1.3, 0.8, 1.0, 10, 500, "wilson")) == 1.0
+    assert shown_value(outside, RANGES["accuracy"]) == 0.0
+    assert interval_text(outside, RANGES["accuracy"]) == "0.000 [0.000, 0.420] (unbiased value -6.61, outside the possible range)"
+    assert shown_value(Estimate(1.3, 0.8, 1.0, 10, 500, "wilson"), RANGES["accuracy"]) == 1.0
     inside = Estimate(0.8125, 0.7, 0.9, 10, 500, "wilson")
-    assert interval_text(inside) == "0.812 [0.700, 0.900]"
-    assert shown_value(Estimate(2.5, 1.0, 4.0, 10, 500, "wald")) == 2.5
-    assert shown_value(Estimate(-0.2, 0.0, 0.4, 10, 500, "wald")) == 0.0
+    assert interval_text(inside, RANGES["accuracy"]) == "0.812 [0.700, 0.900]"
+    assert shown_value(Estimate(2.5, 1.0, 4.0, 10, 500, "wald"), RANGES["class_nll"]) == 2.5
+    assert shown_value(Estimate(-0.2, 0.0, 0.4, 10, 500, "wald"), RANGES["class_nll"]) == 0.0
+    gaussian = Estimate(-0.75, -1.5, 0.25, 10, 500, "wald")
+    assert interval_text(gaussian, RANGES["normal_nll"]) == "-0.750 [-1.500, 0.250]"
+
+
+def test_pool_estimate_figures_keep_the_unbiased_value_apart():
+    """figures() gives the unbiased R̂ first (the studies read it); figures(in_range=True) moves it
+    into the figure's range, unbiased_values() keeps it."""
+    from activebayes.estimates import Estimate
+    from activebayes.round_estimates import PoolEstimate
+
+    e = PoolEstimate(accuracy=Estimate(-7.35, 0.0, 0.994, 2, 44920, "wilson"), class_nll=Estimate(46.161, 0.0, 628.946, 2, 44920, "wald"),
+                     labels=2, pool=44920, asked=10, note="provisional")  # fmt: skip
+    assert e.figures() == {"accuracy": [-7.35, 0.0, 0.994], "nll": [46.161, 0.0, 628.946]}
+    assert e.figures(in_range=True) == {"accuracy": [0.0, 0.0, 0.994], "nll": [46.161, 0.0, 628.946]}
+    assert e.unbiased_values() == {"accuracy": -7.35, "nll": 46.161}
+    assert e.partial and not PoolEstimate(labels=10, asked=10).partial and not PoolEstimate(reason="none", asked=10).partial
+
+
+def rnd_with(status, failure_reason=None, candidates=20):
+    return SimpleNamespace(**{**vars(round_info(candidates)), "status": status, "failure_reason": failure_reason})
+
+
+def test_a_partly_answered_round_is_provisional_and_says_how_many_answers_are_in():
+    queries = [query(0, "a", "a", 0.1), query(1, "a", "b", 0.3), query(2, "a", None, 0.05), query(3, "b", None, 0.2)]
+    estimate = round_estimate(rnd_with("queried"), queries, "classification", CLASSES)
+    assert estimate.available and estimate.partial and (estimate.labels, estimate.asked) == (2, 4)
+    assert estimate.note == "provisional: round still open, 2 of its 4 answers in"
+    assert estimate.accuracy.value == pytest.approx(1 - lure_estimate([0.0, 1.0], [0.1, 0.3], 20, bounded=True).value)
+    discarded = round_estimate(rnd_with("failed", "discarded by `activebayes round --restart-round`"), queries, "classification", CLASSES)
+    assert discarded.note == "partial: round failed (discarded by `activebayes round --restart-round`) with 2 of its 4 answers in"
+    answered = [query(0, "a", "a", 0.1), query(1, "a", "b", 0.3)]
+    whole = round_estimate(rnd_with("done"), answered, "classification", CLASSES)
+    assert not whole.partial and whole.note is None and whole.asked == 2
+
+
+@pytest.mark.parametrize(
+    "status, reason, asked, words",
+    [
+        ("queried", None, True, "waiting for answers (none of its 2 answers in)"),
+        ("failed", "discarded by `activebayes round --restart-round`", True,
+         "not available: round failed (discarded by `activebayes round --restart-round`) with none of its 2 answers in"),
+        ("failed", "discarded by `activebayes round --restart-round`", False,
+         "not available: round failed (discarded by `activebayes round --restart-round`) before it asked anything"),
+        ("fitted", None, False, "not available yet: round interrupted while 'fitted', before it asked anything; resuming it asks its queries"),
+        ("scored", None, True, "not available yet: round interrupted while 'scored', before asking its 2 queries; resuming it asks them"),
+        ("failed", "RuntimeError: out of memory", False, "not available: round failed (RuntimeError: out of memory) before it asked anything"),
+    ],
+)  # fmt: skip
+def test_a_round_without_answers_says_what_became_of_it(status, reason, asked, words):
+    queries = [query(0, "a", None, 0.1), query(1, "a", None, 0.3)] if asked else []
+    estimate = round_estimate(rnd_with(status, reason), queries, "classification", CLASSES)
+    assert not estimate.available and estimate.reason == words
+
+
+def test_the_headline_is_the_latest_whole_estimate():
+    from activebayes.round_estimates import PoolEstimate, latest_estimate
+
+    whole, partial, none = PoolEstimate(labels=4, asked=4), PoolEstimate(labels=2, asked=4, note="provisional"), PoolEstimate(reason="x")
+    assert latest_estimate([(2, whole), (3, partial), (4, none)]) == (2, whole)
+    assert latest_estimate([(3, partial), (4, none)]) == (3, partial)  # no whole one: the partial one, with its note
+    assert latest_estimate([(4, none)]) is None

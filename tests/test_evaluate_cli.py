@@ -76,6 +76,7 @@ def test_evaluate_proposes_keeps_apart_and_estimates(project, tmp_path):
     assert "6 evaluation items" in labelled and "pool item" not in labelled
     shown = json.loads(ok("--json", "evaluate").stdout)
     assert shown["estimate"]["labels"] == 6 and len(shown["estimate"]["accuracy"]) == 3
+    assert (shown["estimate"]["asked"], shown["estimate"]["partial"], set(shown["estimate"]["unbiased"])) == (6, False, {"accuracy", "nll"})
     # a second --budget continues the same draw while the pool is unchanged
     more = json.loads(ok("--json", "evaluate", "--budget", "3", "--seed", "2").stdout)
     assert more["extended"] and more["items"] == 9 and Path(more["file"]).name == "t-eval-2.csv"
@@ -100,6 +101,9 @@ def test_evaluate_proposes_keeps_apart_and_estimates(project, tmp_path):
         exported = {r["key"]: r for r in csv.DictReader(fh)}
     assert {k: exported[k]["label"] for k in proposed["keys"] + more["keys"]} == {k: truth[k] for k in proposed["keys"] + more["keys"]}
     assert {exported[k]["split"] for k in proposed["keys"]} == {"eval"}
+    recorded = json.loads(ok("--json", "evaluate").stdout)["latest_round"]  # [estimate in range, low, high], the unbiased value apart
+    assert recorded["labels"] == 9 and 0.0 <= recorded["accuracy"][1] <= recorded["accuracy"][0] <= recorded["accuracy"][2] <= 1.0
+    assert set(recorded["unbiased"]) == {"accuracy", "nll"}
     # the round labelled pool items: more draws would no longer come from the pool the set was drawn from
     before = db_dump(db)
     assert_mistake(run("evaluate", "--budget", "3", "--csv", "x.csv"), "cannot be drawn", "pool has changed")
