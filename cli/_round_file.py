@@ -28,24 +28,31 @@ def round_columns(task: str) -> tuple[str, ...]:
     return (*QUERY_COLUMNS, *PREDICTION_COLUMNS.get(task, ()))
 
 
-def prediction_cells(prediction: dict[str, Any] | None, task: str) -> list[str]:
+def prediction_cells(prediction: dict[str, Any] | None, task: str, writing: str = "plain") -> list[str]:
     """The prediction columns' cells of one query: the class and its probability (4 decimals),
-    or the predictive mean and sd; empty cells without a prediction (a cold-start round)."""
+    or the predictive mean and sd (`activebayes.data.number_style.written_number`: 6 significant
+    digits), with the project's decimal mark (`writing`, `project_writing`); empty cells without
+    a prediction (a cold-start round)."""
+    from activebayes.data.number_style import fixed_number, written_number  # imported on use: the CLI starts without the data stack
+
     names = PREDICTION_COLUMNS.get(task, ())
     if not prediction:
         return [""] * len(names)
     if task == "classification":
-        return [str(prediction["label"]), f"{prediction['probability']:.4f}"]
-    return [repr(float(prediction["mean"])), repr(float(prediction["sd"]))]
+        return [str(prediction["label"]), fixed_number(prediction["probability"], 4, writing)]
+    return [written_number(prediction["mean"], writing), written_number(prediction["sd"], writing)]
 
 
-def prediction_text(prediction: dict[str, Any] | None) -> str:
-    """"7 (0.62)" for a class and its probability, "3.1 ± 0.4" for a mean and sd, "" for none."""
+def prediction_text(prediction: dict[str, Any] | None, writing: str = "plain") -> str:
+    """"7 (0.62)" for a class and its probability, "3.1 ± 0.4" for a mean and sd, "" for none;
+    with decimal commas ("7 (0,62)", "3,1 ± 0,4") in a project written so (`writing`)."""
+    from activebayes.data.number_style import marked
+
     if not prediction:
         return ""
     if "label" in prediction:
-        return f"{prediction['label']} ({prediction['probability']:.2f})"
-    return f"{prediction['mean']:.4g} ± {prediction['sd']:.2g}"
+        return f"{prediction['label']} ({marked(format(prediction['probability'], '.2f'), writing)})"
+    return marked(f"{prediction['mean']:.4g} ± {prediction['sd']:.2g}", writing)
 
 
 def images_folder(csv_path: Path) -> Path:
@@ -126,12 +133,17 @@ def write_round_csv(path: Path, queries: list[Any], info: Any, data: Any) -> Pat
     predictive mean and sd; empty in a cold-start round), then the item's features under their
     own names, or for an image pool the path (relative to the CSV) of a PNG of the item in
     `images_folder(path)`. Returns that folder, or None. Written as the pool's csv came
-    (`write_csv_like_pool`)."""
+    (`write_csv_like_pool`), its score, mean and sd with 6 significant digits and, like its
+    probability, with a decimal comma where the pool's numbers had one (`project_writing`)."""
+    from activebayes.data.number_style import project_writing, written_number
+
     shape = image_shape(info, data)
     originals = getattr(data, "folder", None)  # `pool add FOLDER`: the column names each original image file
     folder = images_folder(path) if shape is not None and originals is None else None
+    writing = project_writing(getattr(info, "settings", None))  # decimal commas where the pool had them
     leading = list(round_columns(info.task))
-    rows = [[q.key, "", repr(float(q.score)), str(q.rank + 1), *prediction_cells(q.prediction, info.task)] for q in queries]
+    rows = [[q.key, "", written_number(q.score, writing), str(q.rank + 1), *prediction_cells(q.prediction, info.task, writing)]
+            for q in queries]  # fmt: skip
     if originals is not None:
         header = [*leading, "image"]
         for row, q in zip(rows, queries):

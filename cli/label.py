@@ -28,12 +28,16 @@ and exits 130. `u` deletes the observation this session just wrote (see `PoolSto
 retract_observation`): the item is back to what it was, and export, status and the next round
 never see the withdrawn answer.
 
+A regression project's answer, from a file or the prompt, is read as the project writes its
+numbers (`activebayes.data.number_style.answer_number`): `151,5` and `151.5` alike; `1,500`
+(`1.500` where the pool had decimal commas), which could be 1500 or 1.5, is refused naming both
+ways to write it.
+
 `activebayes round` then closes a round whose queries are all answered and starts the next.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from pathlib import Path
@@ -130,15 +134,16 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
             raise CliError(f"--from: {path} holds no annotated task ({_plural(len(oracle.unanswered), 'task')} without an annotation)",
                            "annotate the tasks in Label Studio (skipped or cancelled ones do not count) and export again")  # fmt: skip
         raise CliError(f"--from: {path} holds no answers", "fill in the label column (rows of key,label)")
-    if info.task == "regression":
+    if info.task == "regression":  # 151,5 and 151.5 alike, as the project writes its numbers
+        from activebayes.data.number_style import AnswerError, answer_number, project_writing
+
+        writing = project_writing(settings)
         for key, value in answers.items():
             try:
-                number = float(value)
-            except ValueError:
-                number = math.nan
-            if not math.isfinite(number):
-                raise CliError(f"--from: {path} {oracle.unit} {oracle.lines[key]}: label {value!r} of {key!r} is not a finite number",
-                               "a regression project's labels are numbers; correct that " + oracle.unit) from None  # fmt: skip
+                number = answer_number(value, writing)
+            except AnswerError as exc:
+                raise CliError(f"--from: {path} {oracle.unit} {oracle.lines[key]}: label {value!r} of {key!r} {exc.what}",
+                               f"{exc.fix}; correct that {oracle.unit}") from None  # fmt: skip
             answers[key] = repr(number)  # as the store keeps it, to compare with the current label
 
     states = store.label_states(name, list(answers))
@@ -255,6 +260,7 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
     from activebayes.errors import StoreError
     from activebayes.data import load_project_data
     from activebayes.oracles import PromptOracle
+    from activebayes.data.number_style import AnswerError, answer_number, project_writing
     from activebayes_cli._round_file import prediction_text
 
     if target is None:
@@ -273,9 +279,17 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
     stream = sys.stderr if st.out.json else sys.stdout
     saved = {"answers": 0, "not_saved": 0}
 
+    writing = project_writing(info.settings)  # decimal commas where the pool had them
+
     def on_answer(key: str, value: str) -> int | str | None:
         """Commit one answer now (its own transaction); the observation's id, for `u` (REPEAT:
-        another session gave the same label meanwhile, so nothing was written)."""
+        another session gave the same label meanwhile, so nothing was written). A regression
+        answer is read as the project writes its numbers (ValueError: asked again)."""
+        if info.task == "regression":
+            try:
+                value = repr(answer_number(value, writing))
+            except AnswerError as exc:
+                raise ValueError(f"{value!r} {exc}") from None
         ids, conflicts = store.record_labels(
             name, [(key, value, target)], who=who, source="prompt", expected={key: states[key]["label"]}
         )
@@ -307,7 +321,7 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
         return True
 
     classes = info.classes if info.task == "classification" else None
-    hints = {q.key: prediction_text(q.prediction) for q in pending if q.prediction}  # the round's predictions
+    hints = {q.key: prediction_text(q.prediction, writing) for q in pending if q.prediction}  # the round's predictions
     oracle = PromptOracle(classes=classes, feature_names=data.raw_columns if getattr(data, "raw_columns", None) is not None else data.feature_names, output=stream, on_answer=on_answer, on_undo=on_undo,
                           hints=hints)  # fmt: skip
     try:

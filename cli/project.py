@@ -358,10 +358,13 @@ def export(
             )
     columns = ["key", "row", "split", "label", "who", "source", "round", "time"]
     if fmt == "csv":
+        from activebayes.data.number_style import marked, project_writing
         from activebayes_cli._round_file import write_csv_like_pool
 
-        table = (store.project(name).settings.get("feature_cache") or {}).get("table") or {}  # the pool's csv as read at `pool add`
-        rows = [["" if record[k] is None else record[k] for k in columns] for record in records]
+        info = store.project(name)
+        table = (info.settings.get("feature_cache") or {}).get("table") or {}  # the pool's csv as read at `pool add`
+        writing = project_writing(info.settings) if info.task == "regression" else "plain"  # 151,5 where the pool wrote numbers so
+        rows = [["" if record[k] is None else marked(record[k], writing) if k == "label" else record[k] for k in columns] for record in records]
         write_csv_like_pool(file, columns, rows, table.get("encoding"), table.get("delimiter"))
     else:
         file.write_text(json.dumps({"project": name, "items": records}, indent=2) + "\n", encoding="utf-8")

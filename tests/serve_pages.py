@@ -71,11 +71,12 @@ def image_project(db: str, folder: Path, *, name: str = "digits", k: int = 6) ->
     return _round_of(db, name, k, predict=True)
 
 
-def _csv_project(db: str, folder: Path, name: str, rows: list[list[str]], init: tuple[str, ...], add: tuple[str, ...], k: int) -> list[str]:
+def _csv_project(db: str, folder: Path, name: str, rows: list[list[str]], init: tuple[str, ...], add: tuple[str, ...], k: int,
+                 delimiter: str = ",") -> list[str]:  # fmt: skip
     """Project `name` over a csv of `rows` (a header first, keys in column "id")."""
     path = folder / f"{name}.csv"
     with path.open("w", newline="") as fh:
-        csv.writer(fh).writerows(rows)
+        csv.writer(fh, delimiter=delimiter).writerows(rows)
     ok("--db", db, "init", "--name", name, *init)
     ok("--db", db, "--project", name, "pool", "add", str(path), "--key-column", "id", *add)
     return _round_of(db, name, k, predict=True)
@@ -91,13 +92,18 @@ def text_project(db: str, folder: Path, *, name: str = "reviews", k: int = 4) ->
     return _csv_project(db, folder, name, rows, ("--classes", "bad,good"), ("--text-column", "review"), k)
 
 
-def regression_project(db: str, folder: Path, *, name: str = "yield", k: int = 4) -> list[str]:
-    """A table of two features and a number to predict."""
+def regression_project(db: str, folder: Path, *, name: str = "yield", k: int = 4, comma: bool = False) -> list[str]:
+    """A table of two features and a number to predict; with `comma` written with decimal commas
+    between `;`, as a spreadsheet in most of Europe saves it."""
     rng = np.random.default_rng(1)
     rain, sun = rng.uniform(0, 50, size=30), rng.uniform(0, 12, size=30)
+
+    def num(text: str) -> str:
+        return text.replace(".", ",") if comma else text
+
     rows = [["id", "rain_mm", "sun_h", "label"]] + [
-        [f"plot-{i:02d}", f"{r:.1f}", f"{h:.1f}", f"{0.1 * r + 0.3 * h:.2f}"] for i, (r, h) in enumerate(zip(rain, sun))]
-    return _csv_project(db, folder, name, rows, ("--task", "regression"), (), k)
+        [f"plot-{i:02d}", num(f"{r:.1f}"), num(f"{h:.1f}"), num(f"{0.1 * r + 0.3 * h:.2f}")] for i, (r, h) in enumerate(zip(rain, sun))]
+    return _csv_project(db, folder, name, rows, ("--task", "regression"), (), k, delimiter=";" if comma else ",")
 
 
 @contextmanager

@@ -387,7 +387,7 @@ def test_regression_labels_are_numbers(tmp_path, monkeypatch, db_url):
     open_round(db_url, "r", ["5", "6"])  # at the prompt a non-number is refused and asked again
     result = run("--db", db_url, "label", input="abc\n0.25\nq\n")
     assert result.exit_code == 0, result.output
-    assert "expected a number" in result.stdout and "Recorded 1 answer for round 1" in result.stdout
+    assert "'abc' is not a finite number" in result.stdout and "Recorded 1 answer for round 1" in result.stdout
     with PoolStore(db_url) as store:
         _, keys, values = store.labels("r")
     assert dict(zip(keys, values)) == {"3": "1.5", "4": "2.0", "5": "0.25"}

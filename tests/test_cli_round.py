@@ -116,7 +116,7 @@ def test_round_file_columns_hold_score_rank_and_features(pooled):
     assert [r[0] for r in rows] == [q["key"] for q in data["queries"]]
     for row, query in zip(rows, data["queries"]):
         assert row[1] == ""
-        assert float(row[2]) == pytest.approx(query["score"]) and int(row[3]) == query["rank"]
+        assert float(row[2]) == pytest.approx(query["score"], rel=5e-6) and int(row[3]) == query["rank"]  # 6 significant digits
         # the round's prediction for the item: its most probable class and that probability
         assert row[4] == query["prediction"]["label"] and row[4] in ("a", "b", "c")
         assert row[5] == f"{query['prediction']['probability']:.4f}" and 1 / 3 <= float(row[5]) <= 1

@@ -167,14 +167,38 @@ def test_image_text_and_regression_pages(db_url, tmp_path, monkeypatch):
 
         page = Page(client, grants["yield"])
         card = page.next()["card"]
-        assert 'data-kind="table"' in card and 'type="number"' in card and "model: <strong>2.5</strong> ± 0.4" in card
+        assert 'data-kind="table"' in card and 'inputmode="decimal"' in card and "model: <strong>2.5</strong> ± 0.4" in card
+        assert 'placeholder="2.5"' in card
         assert page.answer(plots[0], "3.25")["value"] == "3.25"
         before = db_dump(db_url)
-        for bad in ("nan", "inf", "three"):
+        for bad in ("nan", "inf", "three", "1,500"):  # 1,500: 1500 or 1.5 where numbers are written with points
             response = page.post("answer", round=1, key=plots[1], value=bad)
             assert response.status_code == 400 and "number" in response.json()["message"]
+        assert "write 1500 or 1.5" in response.json()["message"]
         assert db_dump(db_url) == before
+        assert page.answer(plots[1], "0,75")["value"] == "0,75"  # a decimal comma reads one way only
     del digits, reviews
+    with PoolStore(db_url) as store:
+        states = store.label_states("yield", plots[:2])
+    assert {k: s["label"] for k, s in states.items()} == {plots[0]: "3.25", plots[1]: "0.75"}
+
+
+def test_a_regression_page_of_a_pool_written_with_decimal_commas(db_url, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    plots = regression_project(db_url, tmp_path, name="ernte", comma=True)
+    grant = Grant.new("ann", "ernte")
+    with app_for(db_url, grant) as client:
+        page = Page(client, grant)
+        card = page.next()["card"]
+        assert "model: <strong>2,5</strong> ± 0,4" in card and 'placeholder="2,5"' in card  # as the pool writes numbers
+        before = db_dump(db_url)
+        response = page.post("answer", round=1, key=plots[0], value="1.500")
+        assert response.status_code == 400 and response.json()["message"].startswith("'1.500' could be 1500 or 1,5")
+        assert db_dump(db_url) == before
+        assert page.answer(plots[0], "3,25")["value"] == "3,25" and page.answer(plots[1], "4.5")["value"] == "4.5"
+    with PoolStore(db_url) as store:
+        states = store.label_states("ernte", plots[:2])
+    assert {k: s["label"] for k, s in states.items()} == {plots[0]: "3.25", plots[1]: "4.5"}
 
 
 def test_status_page_counts_labellers_and_learning_curve(blobs):

@@ -112,7 +112,7 @@ def create_app(config: ServeConfig) -> Any:
 
     def card_json(page: Labelling, card: Card, grant: Grant) -> dict[str, Any]:
         html = templates.get_template("_card.html").render(card=card, info=page.info, token=grant.token, project=page.project,
-                                                           rounds=worker.available)  # fmt: skip
+                                                           rounds=worker.available, comma=page.writing == "decimal comma")  # fmt: skip
         query = card.query
         return {"card": html, "round": card.round, "shown": query.key if query is not None else None,
                 "unlabelled": card.unlabelled, "held": card.held, "open": card.open}  # fmt: skip

@@ -22,6 +22,8 @@ prompt uses, checked against the label the item had when it was shown (none): an
 answer that another labeller committed meanwhile is a repeat and records nothing; a different
 one stays, and this answer is refused (`--relabel` is for files). With several answers per item
 each labeller's answer is their own: it is recorded unless the same labeller gave it already.
+A regression answer is read as the project writes its numbers, as at the prompt
+(`activebayes.data.number_style.answer_number`: `151,5` and `151.5` alike).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from activebayes.data.number_style import AnswerError, answer_number, project_writing
 from activebayes.errors import DataError, StoreError
 from activebayes.web.items import ItemView, item_view, text_columns
 
@@ -83,6 +86,7 @@ class Labelling:
         self.answers_per_item = answers_per_item
         self.lease_seconds = float(lease_seconds)
         self._texts = text_columns(self.info.settings)
+        self.writing = project_writing(self.info.settings)  # decimal commas where the pool had them
         self._labellers: dict[str, _Labeller] = {}
         self._asked_round: tuple[int, dict[str, Any]] | None = None
         self._lock = threading.Lock()
@@ -174,9 +178,15 @@ class Labelling:
         """Commit `labeller`'s answer `value` to query `key` of round `number` (one transaction)."""
         query = self._query(number, key)
         several = self.answers_per_item > 1
+        stored = value
+        if self.info.task == "regression":
+            try:
+                stored = repr(answer_number(value, self.writing))
+            except AnswerError as exc:
+                raise BadAnswer(f"{str(value).strip()!r} {exc}") from None
         try:
             ids, conflicts = self.store.record_labels(
-                self.project, [(query.key, value, number)], who=labeller, source=SOURCE, expected={query.key: None},
+                self.project, [(query.key, stored, number)], who=labeller, source=SOURCE, expected={query.key: None},
                 relabel=several, per_labeller=several,
             )  # fmt: skip
         except DataError as exc:

@@ -19,7 +19,11 @@
     const text = await response.text();
     let data = null;
     try { data = JSON.parse(text); } catch (_) { data = { message: text }; }
-    if (!response.ok) throw new Error(data.message || `the server answered ${response.status}`);
+    if (!response.ok) {
+      const error = new Error(data.message || `the server answered ${response.status}`);
+      error.bad = data.status === "bad";  // refused as it was written (a number that is none): correct it and send it again
+      throw error;
+    }
     return data;
   }
 
@@ -73,7 +77,7 @@
       }
       if ("card" in data) show(data);
     } catch (err) {
-      ack(`${what || action} not saved: ${err.message}. Reload the page once the server is back.`, false);
+      ack(`${what || action} not saved: ${err.message}` + (err.bad ? "" : ". Reload the page once the server is back."), false);
       document.querySelectorAll("#card button").forEach((b) => { b.disabled = false; });
     } finally {
       busy = false;
