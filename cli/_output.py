@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 import json
+import math
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -55,9 +56,10 @@ class Output:
         (self.err if self.json else self.console).print(message)
 
     def result(self, data: Any, render: Callable[[Console], None] | None = None) -> None:
-        """The command's result: `data` as JSON under --json, else `render(console)`."""
+        """The command's result: `data` as JSON under --json (strict JSON: an infinite or NaN
+        figure, such as an interval's open end, is null), else `render(console)`."""
         if self.json:
-            sys.stdout.write(json.dumps(data, indent=2, default=str, sort_keys=False) + "\n")
+            sys.stdout.write(json.dumps(strict_json(data), indent=2, default=str, sort_keys=False, allow_nan=False) + "\n")
             sys.stdout.flush()
         elif render is not None:
             render(self.console)
@@ -95,6 +97,18 @@ class Output:
                 bar.update(task, completed=done)
 
             yield advance
+
+
+def strict_json(value: Any) -> Any:
+    """`value` with every float that JSON cannot hold (inf, -inf, NaN) as None, through dicts,
+    lists and tuples."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {k: strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v) for v in value]
+    return value
 
 
 def curves_table(title: str, curves: dict[str, list[dict[str, Any]]], repeats: int) -> Table:

@@ -1,0 +1,27 @@
+"""The CLI's output helpers (cli/_output.py): --json writes strict JSON, and text is printed as
+written (no rich markup read in it)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from activebayes_cli._output import Output, strict_json
+
+
+def test_json_results_are_strict_json(capsys):
+    """An interval's open end (inf) or a NaN figure is null: `json.loads` of Python reads
+    `Infinity`, but a strict parser (JavaScript's JSON.parse, jq) refuses it."""
+    data = {"nll": [1.5, 0.2, math.inf], "rmse": (math.nan, -math.inf), "n": 3, "rows": [{"x": 1.0}], "name": "inf"}
+    assert strict_json(data) == {"nll": [1.5, 0.2, None], "rmse": [None, None], "n": 3, "rows": [{"x": 1.0}], "name": "inf"}
+    Output(json=True).result(data)
+    written = capsys.readouterr().out
+    assert "Infinity" not in written and "NaN" not in written
+    assert json.loads(written, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))["nll"] == [1.5, 0.2, None]
+
+
+def test_text_is_printed_as_written(capsys):
+    out = Output()
+    out.note("class B[/x] and [bold]not bold[/bold]")
+    out.result({}, lambda c: c.print("cell [urgent]"))
+    assert capsys.readouterr().out.splitlines() == ["class B[/x] and [bold]not bold[/bold]", "cell [urgent]"]
