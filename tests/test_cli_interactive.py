@@ -113,7 +113,7 @@ def test_label_prompt_in_a_terminal(tmp_path, db_url):
         child.expect(f"item 3/3: {keys[2]}")
         child.expect(PROMPT)
         child.sendline("q")
-        child.expect("Recorded 1 answer for round 1, skipped 2")
+        child.expect("Recorded 1 answer for round 1, skipped 1")  # item 3 was left by `q`, not skipped
         child.expect("2 queries of round 1 still open")
         child.expect(pexpect.EOF)
     finally:
