@@ -381,6 +381,38 @@ def test_a_real_server_on_loopback(blobs, tmp_path):
 
 
 @pytest.mark.slow
+def test_the_next_round_button_refuses_while_queries_wait(blobs):
+    """Round 1 still waits for answers: the page starts no round (which would only fail), and says
+    why in one line; nothing is written."""
+    db, keys = blobs
+    alice = Grant.new("alice", "blobs")
+    before = db_dump(db)
+    started = []
+    with app_for(db, alice, run_round=started.append) as client:
+        refused = Page(client, alice).post("round")
+    assert refused.status_code == 409 and refused.text.startswith("round 1 still waits for 5 answers; answer or skip them")
+    assert started == [] and db_dump(db) == before
+
+
+def test_progress_names_the_next_round_before_it_records_itself(blobs):
+    """Every query answered and the page's round running, but not yet recorded: the progress is
+    the next round starting, not the last one 'waiting for answers'."""
+    import threading
+
+    db, keys = blobs
+    alice = Grant.new("alice", "blobs")
+    release = threading.Event()
+    with app_for(db, alice, run_round=lambda project: release.wait(30)) as client:
+        page = Page(client, alice)
+        for key in keys:
+            page.answer(key, "a")
+        assert page.post("round").json()["started"] is True
+        try:
+            assert page.get("progress").json() == {"running": True, "error": None, "round": 2, "stage": "starting"}
+        finally:
+            release.set()
+
+
 def test_the_next_round_button_refuses_in_one_line_while_a_round_runs(blobs, tmp_path):
     """The page's round takes the same lock as `activebayes round`: held elsewhere, the page says
     so in one line and nothing is written."""

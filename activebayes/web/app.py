@@ -167,13 +167,25 @@ def create_app(config: ServeConfig) -> Any:
         content, media_type = await run_in_threadpool(image_bytes, grant.project, params.get("round", ""), params.get("key"))
         return Response(content, media_type=media_type)
 
+    def open_queries(project: str) -> tuple[int, int] | None:
+        """(round number, open queries) of the round that waits for answers, or None."""
+        latest = store.latest_round(project)
+        if latest is None or not latest.status.waiting:
+            return None
+        count = sum(q.value is None for q in store.queries(project, latest.number))
+        return (latest.number, count) if count else None
+
     async def progress(request: Request) -> Response:
         grant = grant_of(request)
         run = worker.last(grant.project)
+        running = bool(run and run.running)
         latest = await run_in_threadpool(store.latest_round, grant.project)
+        number = latest.number if latest is not None else None
         stage = STAGES.get(latest.status.value, latest.status.value) if latest is not None else None
-        return JSONResponse({"running": bool(run and run.running), "error": run.error if run else None,
-                             "round": latest.number if latest is not None else None, "stage": stage})  # fmt: skip
+        answered = latest is not None and latest.status.waiting and await run_in_threadpool(open_queries, grant.project) is None
+        if running and (latest is None or latest.status.finished or answered):  # the page's round has not recorded itself yet
+            number, stage = (number or 0) + 1, "starting"
+        return JSONResponse({"running": running, "error": run.error if run else None, "round": number, "stage": stage})
 
     async def next_item(request: Request) -> Response:
         grant = grant_of(request)
@@ -209,6 +221,11 @@ def create_app(config: ServeConfig) -> Any:
         await body_of(request, grant)
         if not worker.available:
             raise _Refused(400, "this server runs no rounds; run `activebayes round` in a terminal")
+        waiting = await run_in_threadpool(open_queries, grant.project)
+        if waiting:
+            number, count = waiting
+            raise _Refused(409, f"round {number} still waits for {count} answer{'s' if count != 1 else ''}; "
+                                "answer or skip them here first (a round starts once every query is answered)")  # fmt: skip
         run = worker.start(grant.project)
         if run is None:
             return JSONResponse({"started": False, "message": "a round started from this page is still running"})
