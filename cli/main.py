@@ -23,7 +23,7 @@ from typing import Annotated, Optional
 import typer
 
 from activebayes import __version__
-from activebayes_cli import delete, demo, design, evaluate, label, pool, project, report, round_, serve, study
+from activebayes_cli import delete, demo, design, evaluate, export, label, pool, project, report, round_, serve, study
 from activebayes_cli._app import ActiveBayesGroup
 from activebayes_cli._context import DEFAULT_DB, CliState
 from activebayes_cli._options import DbUrl, Json, ProjectName, Quiet
@@ -66,6 +66,7 @@ def main(
 
 
 app.add_typer(project.app)
+app.add_typer(export.app)
 app.add_typer(pool.app, name="pool", help="Register data files as the pool of candidates.")
 app.add_typer(round_.app)
 app.add_typer(label.app)

@@ -1,12 +1,8 @@
-"""`activebayes init`, `status`, `export` and `migrate`: create a project, see where it stands, take
-the labels out, bring an older database's schema up to date.
+"""`activebayes init`, `status` and `migrate`: create a project, see where it stands, bring an older
+database's schema up to date (`export` is `activebayes_cli.export`).
 
-`status` and `export` only read: they open the store read-only (`CliState.store()`), so an empty
-or missing database is a one-line mistake and nothing, not even the schema, is written.
-
-`export --format label-studio` writes a round's queries (default: the round waiting for answers)
-as Label Studio tasks (see `activebayes.data.label_studio`) and the matching labelling config;
-`activebayes label --from` reads Label Studio's JSON export back.
+`status` only reads: it opens the store read-only (`CliState.store()`), so an empty or missing
+database is a one-line mistake and nothing, not even the schema, is written.
 
 `status` shows one column per metric recorded by any round (numbers right-aligned and never
 wrapped); when that table does not fit the terminal, each round is listed as a block instead.
@@ -17,9 +13,7 @@ set's estimate, and the stopping signal on the Next line (`activebayes_cli._esti
 
 from __future__ import annotations
 
-import json
 from enum import Enum
-from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
@@ -31,15 +25,9 @@ from rich.table import Table
 from activebayes_cli._app import CliError
 from activebayes_cli._context import CliState, check_db_url, shown_url, state
 from activebayes_cli._options import CommandDb
-from activebayes_cli._parse import parse_classes, writable_target
+from activebayes_cli._parse import parse_classes
 
 app = typer.Typer(rich_markup_mode=None)  # help texts as written: "activebayes[ray]" is no style
-
-
-class ExportFormat(str, Enum):
-    csv = "csv"
-    json = "json"
-    label_studio = "label-studio"
 
 
 class TaskName(str, Enum):
@@ -288,180 +276,6 @@ def status(ctx: typer.Context) -> None:
         console.print(f"next: {next_step}")
 
     st.out.result(data, render)
-
-
-EXPORT_HELP = (
-    "Write the labelled items with their labels and provenance (who, source, round, time), or with "
-    "--format label-studio a round's queries as Label Studio tasks. A csv is written as the pool's csv came: "
-    "with ';' between the cells when it had them, and with a UTF-8 byte-order mark when a spreadsheet saved it, "
-    "so that Excel opens it in columns with its accents.\n\n"
-    "Label Studio: `export --format label-studio --out tasks.json --config config.xml`, import tasks.json "
-    "into a Label Studio project whose labelling config is config.xml (an Image or Text object and a Choices "
-    "control named \"label\" over the classes; printed when --config is left out), label, export from "
-    "Label Studio as JSON, and `activebayes label --from` that file."
-)
-
-
-@app.command(help=EXPORT_HELP)
-def export(
-    ctx: typer.Context,
-    file: Annotated[Optional[Path], typer.Argument(help="Output file: .csv or .json (by suffix); or give --out.", show_default=False)] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Output file (instead of FILE).")] = None,
-    fmt_option: Annotated[
-        Optional[ExportFormat],
-        typer.Option("--format", help="csv or json (default: by the file's suffix): the labels; label-studio: a round's queries as Label Studio tasks (.json)."),
-    ] = None,
-    round_number: Annotated[Optional[int], typer.Option("--round", help="With --format label-studio: the round (default: the one waiting for answers).")] = None,
-    config: Annotated[
-        Optional[Path], typer.Option("--config", help="With --format label-studio: also write Label Studio's labelling config (.xml) here.")
-    ] = None,
-) -> None:
-    """Write the labelled items (CSV or JSON), or a round's queries as Label Studio tasks (see EXPORT_HELP)."""
-    if file is not None and out is not None:
-        raise CliError(f"FILE and --out both name an output file ({file}, {out})", "pass one of them")
-    file = file if file is not None else out
-    if file is None:
-        raise CliError("export: expected an output file", "pass FILE, e.g. `activebayes export labels.csv`, or --out FILE")
-    if fmt_option is ExportFormat.label_studio:
-        _export_label_studio(ctx, file, round_number, config)
-        return
-    for flag, given in (("--round", round_number is not None), ("--config", config is not None)):
-        if given:
-            raise CliError(f"{flag}: only applies to --format label-studio", f"add --format label-studio or leave {flag} out")
-    if fmt_option is not None and file.suffix.lower() != f".{fmt_option.value}":
-        raise CliError(f"--format {fmt_option.value}: {file} does not end in .{fmt_option.value}", f"name a .{fmt_option.value} file")
-    st = state(ctx)
-    fmt = writable_target(file, "FILE", (".csv", ".json"))
-    store = st.store()
-    name = st.project_name()
-    round_numbers = {r.id: r.number for r in store.rounds(name)}
-    latest: dict[str, dict[str, Any]] = {}
-    for obs in store.observations(name):  # in recording order: the last one per key is the label
-        latest[obs["key"]] = obs
-    records = []
-    for split in ("pool", "test", "eval"):  # eval: the evaluation set's items (`activebayes evaluate`)
-        rows, keys, values = store.labels(name, split=split)
-        for row, key, value in zip(rows.tolist(), keys, values):
-            obs = latest.get(key, {})
-            created = obs.get("created_at")
-            records.append(
-                {
-                    "key": key,
-                    "row": int(row),
-                    "split": split,
-                    "label": value,
-                    "who": obs.get("who", ""),
-                    "source": obs.get("source", ""),
-                    "round": round_numbers.get(obs.get("round_id")) if obs.get("round_id") is not None else None,
-                    "time": created.isoformat() if created is not None else None,
-                }
-            )
-    columns = ["key", "row", "split", "label", "who", "source", "round", "time"]
-    if fmt == "csv":
-        from activebayes.data.number_style import marked, project_writing
-        from activebayes_cli._round_file import write_csv_like_pool
-
-        info = store.project(name)
-        table = (info.settings.get("feature_cache") or {}).get("table") or {}  # the pool's csv as read at `pool add`
-        writing = project_writing(info.settings) if info.task == "regression" else "plain"  # 151,5 where the pool wrote numbers so
-        rows = [["" if record[k] is None else marked(record[k], writing) if k == "label" else record[k] for k in columns] for record in records]
-        write_csv_like_pool(file, columns, rows, table.get("encoding"), table.get("delimiter"))
-    else:
-        file.write_text(json.dumps({"project": name, "items": records}, indent=2) + "\n", encoding="utf-8")
-    st.out.result(
-        {"project": name, "file": str(file), "items": len(records)},
-        lambda c: c.print(f"Wrote {len(records)} labelled items of {name} to {file}"),
-    )
-
-
-def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | None, config: Path | None) -> None:
-    """`export --format label-studio`: the round's queries as Label Studio tasks (JSON), and the
-    labelling config (written to --config, else shown). An image-folder pool's tasks name the
-    original files; an image array's get PNGs in `<out stem>-images/` (as the round file does);
-    a table's rows are `name: value` lines of text."""
-    import numpy as np
-
-    from activebayes.data.images import source_path
-    from activebayes.data.label_studio import labelling_config, tasks_from_queries
-    from activebayes.data import load_project_data
-    from activebayes_cli._output import safe_name
-    from activebayes_cli._round_file import feature_columns, image_shape, images_folder, write_png
-
-    st = state(ctx)
-    writable_target(file, "--out", (".json",))
-    if config is not None:
-        writable_target(config, "--config", (".xml",))
-    store = st.store()
-    name = st.project_name()
-    info = store.project(name)
-    rounds = store.rounds(name)
-    if round_number is not None:
-        if not any(r.number == round_number for r in rounds):
-            known = ", ".join(str(r.number) for r in rounds) or "none yet"
-            raise CliError(f"--round: project {name!r} has no round {round_number} (rounds: {known})", "pass one of them or leave --round out")
-        number = round_number
-    elif rounds and rounds[-1].status.waiting:
-        number = rounds[-1].number
-    else:
-        raise CliError(f"no round of project {name!r} waits for answers", "run `activebayes round` first, or pass --round N")
-    queries = store.queries(name, number)
-    if not queries:
-        raise CliError(f"round {number} of project {name!r} asked no queries", "pass --round N of a round that asked some")
-    data = load_project_data(store, name)  # checked against its sha256 (an image folder: every image)
-    images = texts = None
-    shape = image_shape(info, data)
-    if getattr(data, "folder", None) is not None:  # `pool add FOLDER`: the original files
-        images = {q.key: str(source_path(data, q.key)) for q in queries}
-    elif shape is not None:  # an image array (IDX, .npy/.npz): one PNG per query next to the tasks
-        folder = images_folder(file)
-        folder.mkdir(exist_ok=True)
-        images = {}
-        for q in queries:
-            png = folder / f"{q.rank + 1:03d}-{safe_name(q.key)}.png"
-            write_png(png, np.asarray(data.x[q.row]).reshape(shape))
-            images[q.key] = str(png.resolve())
-    else:
-        columns = feature_columns(info, data)
-        shown = data.raw if getattr(data, "raw", None) is not None else data.x  # as in the file, not standardised
-        texts = {
-            q.key: "\n".join(f"{c}: {_feature_text(v)}" for c, v in zip(columns, np.asarray(shown[q.row]).reshape(-1)))
-            for q in queries
-        }
-    posterior = next((r.posterior for r in rounds if r.number == number), "")
-    model_version = " ".join(filter(None, ["activebayes", posterior, f"round {number}"]))  # names the pre-annotations
-    tasks = tasks_from_queries(queries, project=name, round_number=number, images=images, texts=texts, model_version=model_version)
-    classes = info.classes if info.task == "classification" else None
-    xml = labelling_config(classes, kind="image" if images is not None else "text")
-    file.write_text(json.dumps(tasks, indent=2) + "\n", encoding="utf-8")
-    if config is not None:
-        config.write_text(xml, encoding="utf-8")
-    open_queries = sum(q.value is None for q in queries)
-    summary = {
-        "project": name, "round": number, "file": str(file), "tasks": len(tasks), "open": open_queries,
-        "config": str(config) if config is not None else None, "labelling_config": xml,
-        "predictions": sum("predictions" in t for t in tasks),  # tasks pre-annotated with the round's prediction
-    }  # fmt: skip
-
-    def render(console: Console) -> None:
-        predicted = summary["predictions"]
-        notes = f"{predicted} pre-annotated with the round's prediction" if predicted else "no pre-annotations (a round without a fitted model)"
-        console.print(f"Wrote {len(tasks)} Label Studio tasks of round {number} of {name} to {file} "
-                      f"({open_queries} still open; {notes}).")  # fmt: skip
-        if config is not None:
-            console.print(f"Labelling config written to {config}.")
-        else:
-            console.print("Labelling config (Settings > Labeling Interface > Code):")
-            console.print(xml.rstrip(), highlight=False)
-        console.print(f"Then export from Label Studio as JSON and run: {st.next_command('label', '--from', 'EXPORT.json')}")
-
-    st.out.result(summary, render)
-
-
-def _feature_text(value: Any) -> str:
-    """A feature as its shortest exact text (float32 keeps its own short repr), as in the round file."""
-    import numpy as np
-
-    return str(value.item()) if isinstance(value, np.integer) else str(value)
 
 
 @app.command()

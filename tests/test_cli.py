@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import io
 import json
 import sqlite3
 from pathlib import Path
@@ -427,6 +428,22 @@ def test_ctrl_c_in_a_round_says_how_to_resume(pooled, monkeypatch):
     assert result.exit_code == 130
     assert result.stderr.strip() == ("interrupted: round 1 stopped while fitting the posterior; `activebayes round` resumes it "
                                      "(`activebayes round --restart-round` discards it)")
+
+
+def test_export_to_stdout(pooled):
+    """`export -` writes the labels alone on stdout (csv, or --format json) and says so on
+    stderr; with --json, or as Label Studio tasks, it is refused in one line."""
+    assert run("round", *TINY, "--k", "3", "--oracle", "truth").exit_code == 0
+    written = run("export", "-")
+    assert written.exit_code == 0 and written.stderr.strip() == "Wrote 18 labelled items of blobs to stdout"  # 3 answered, 15 test items
+    rows = list(csv.DictReader(io.StringIO(written.stdout)))
+    assert len(rows) == 18 and {r["split"] for r in rows} == {"pool", "test"} and list(rows[0])[:4] == ["key", "row", "split", "label"]
+    assert len(json.loads(run("export", "-", "--format", "json").stdout)["items"]) == 18
+    before = dump(pooled)
+    refused = run("--json", "export", "-")
+    assert refused.exit_code == 2 and refused.stdout == "" and "leave --json out" in json.loads(refused.stderr)["error"]
+    assert_mistake(run("export", "-", "--format", "label-studio"), "export -", "name a .json file")
+    assert dump(pooled) == before
 
 
 def test_report_without_rounds(pooled):
