@@ -28,6 +28,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+import typer
 from typer import Abort, TyperException
 from typer.core import TyperGroup
 
@@ -35,6 +36,13 @@ from activebayes.errors import ActiveBayesError, ConfigError, DataError, ShapeEr
 
 USER_ERROR = 2
 INTERRUPTED = 130  # the shell's code for a process stopped by Ctrl-C (128 + SIGINT)
+
+
+def command_group(**settings: Any) -> typer.Typer:
+    """A Typer app of commands whose help texts are printed as written (rich_markup_mode=None):
+    rich's markup would read `pip install 'activebayes[ray]'` as a style and drop `[ray]`, and
+    its panels cut option names at 80 columns."""
+    return typer.Typer(rich_markup_mode=None, **settings)
 
 
 class CliError(ActiveBayesError):

@@ -165,7 +165,7 @@ def render_estimates(console: Console, estimates: list[tuple[Any, Any]], task: s
             for column in columns:
                 table.add_column(column, justify="left" if column == "from" else "right", no_wrap=column != "from", overflow="fold")
             for row in rows:
-                table.add_row(*(cell for cell in row))
+                table.add_row(*row)
             console.print(table)
         else:
             console.print(title + ":")
@@ -177,7 +177,7 @@ def render_estimates(console: Console, estimates: list[tuple[Any, Any]], task: s
             figure, nll = (interval_text(getattr(evaluation, a), RANGES[a]) for a in SHOWN.get(task, SHOWN["classification"]))
             note = f"; {evaluation.note}" if evaluation.note else ""
             console.print(f"evaluation set (active testing, {evaluation.labels} labels of a pool of {evaluation.pool}{note}): "
-                                 f"{'accuracy' if task == 'classification' else 'RMSE'} {figure}, nll {nll}")  # fmt: skip
+                          f"{'accuracy' if task == 'classification' else 'RMSE'} {figure}, nll {nll}")  # fmt: skip
         else:
             console.print(f"evaluation set: {evaluation.reason or ''}")
 

@@ -45,6 +45,7 @@ Device = Annotated[str, typer.Option("--device", help="auto (CUDA when present),
 Engine = Annotated[str, typer.Option("--engine", help="local (this machine) or ray (a Ray cluster; pip install 'activebayes[ray]').")]
 Address = Annotated[Optional[str], typer.Option("--address", help="With --engine ray: auto or ray://host:port of a running cluster (default: a local Ray).")]
 
+
 def given(ctx: Any, name: str) -> bool:
     """Whether the parameter `name` of `ctx`'s command was given (command line, environment,
     prompt) rather than left at its default. Reads the parameter source by its enum member's

@@ -16,18 +16,10 @@ from typing import Annotated
 
 import typer
 
-from activebayes_cli._app import CliError
+from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import shown_url, state
 
-app = typer.Typer(rich_markup_mode=None)  # help texts as written
-
-FROM_THE_DATA_FILE = ("import",)  # observation sources whose labels the data file holds
-
-
-def people_labels(observations: list[dict]) -> int:
-    """How many recorded answers came from people: not the data file's own labels, nor the
-    simulated truth (`round --oracle truth`, recorded as the oracle "truth")."""
-    return sum(o["source"] not in FROM_THE_DATA_FILE and not (o["source"] == "oracle" and o["who"] == "truth") for o in observations)
+app = command_group()
 
 
 @app.command("delete")
@@ -45,7 +37,7 @@ def delete(
     if name not in store.projects():
         known = ", ".join(repr(p) for p in store.projects()) or "none"
         raise CliError(f"no project {name!r} in {shown_url(st.db)} (projects: {known})", "pass one of them")
-    given = people_labels(store.observations(name))
+    given = sum(count for _, count, _, _ in store.answer_counts(name))  # people's answers: not the data file's, nor the truth's
     if given and not yes:
         export = st.next_command("export", f"{name}-labels.csv", project=name)
         raise CliError(

@@ -31,14 +31,14 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.console import Console
 
-from activebayes_cli._app import CliError
+from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import check_device, state
 from activebayes_cli._memory_span import memory_span_demo
 from activebayes_cli._options import Device
 from activebayes_cli._output import curves_table
 from activebayes_cli._threads import one_intra_op_thread
 
-app = typer.Typer(rich_markup_mode=None)  # help texts as written: "activebayes[ray]" is no style
+app = command_group()
 
 # what the demo writes into the folder (an earlier demo's are replaced: every demo starts afresh;
 # study-config.json is an older demo's, which ran activebayes.study)

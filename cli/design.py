@@ -29,12 +29,12 @@ from activebayes.design import (
     run_design_session,
     summarise_posterior,
 )
-from activebayes_cli._app import CliError
+from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import state
 from activebayes_cli._memory_span import trial_line
 from activebayes_cli._options import CommandDb
 
-design_app = typer.Typer(help="Bayesian experimental design: choose the most informative trial next.", no_args_is_help=True, rich_markup_mode=None)
+design_app = command_group(help="Bayesian experimental design: choose the most informative trial next.", no_args_is_help=True)
 
 _YES = {"y", "yes", "1", "true"}
 _NO = {"n", "no", "0", "false"}

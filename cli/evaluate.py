@@ -35,11 +35,11 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from activebayes_cli._app import CliError
+from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import check_device, state
 from activebayes_cli._options import Device
 
-app = typer.Typer(rich_markup_mode=None)  # help texts as written: "activebayes[ray]" is no style
+app = command_group()
 
 
 def eval_csv_name(project: str, part: int = 1) -> str:
@@ -130,7 +130,7 @@ def _propose(ctx: typer.Context, budget: int, seed: int, device: str, csv_path: 
             f"{proposal.record['labelled']} labels, proposal ∝ its expected loss)")  # fmt: skip
     st.out.result(summary, lambda c: c.print(
         f"{drew}; they are kept apart from training.\n"
-        f"Label them in {str(target)}, then: {st.next_command('label', '--from', str(target))} "
+        f"Label them in {target}, then: {st.next_command('label', '--from', str(target))} "
         f"and {st.next_command('evaluate')}"))  # fmt: skip
 
 

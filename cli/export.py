@@ -22,11 +22,11 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.console import Console
 
-from activebayes_cli._app import CliError
+from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import state
 from activebayes_cli._parse import writable_target
 
-app = typer.Typer(rich_markup_mode=None)  # help texts as written
+app = command_group()
 
 
 class ExportFormat(str, Enum):

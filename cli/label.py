@@ -45,11 +45,11 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from activebayes_cli._app import INTERRUPTED, CliError
+from activebayes_cli._app import INTERRUPTED, CliError, command_group
 from activebayes_cli._context import state
 from activebayes_cli._parse import existing_file
 
-app = typer.Typer(rich_markup_mode=None)  # help texts as written: "activebayes[ray]" is no style
+app = command_group()
 
 SHOWN = 5  # offending keys named in a refusal, then "and N more"
 REPEAT = "repeat"  # an answer the prompt gave that another session had given already
@@ -248,7 +248,7 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
 def _next(st: Any, console: Any, target: int | None, remaining: int) -> None:
     if target is not None and remaining:
         console.print(f"{_plural(remaining, 'query', 'queries')} of round {target} still open: "
-                             f"`{st.next_command('label')}` to continue.")
+                      f"`{st.next_command('label')}` to continue.")
     elif st.store().count_candidates(st.project_name()) == 0:
         console.print(f"Every pool item is labelled now: `{st.next_command('export', 'labels.csv')}` writes them out.")
     else:

@@ -24,19 +24,18 @@ import typer
 
 from activebayes import __version__
 from activebayes_cli import delete, demo, design, evaluate, export, label, pool, project, report, round_, serve, study
-from activebayes_cli._app import ActiveBayesGroup
+from activebayes_cli._app import ActiveBayesGroup, command_group
 from activebayes_cli._context import DEFAULT_DB, CliState
 from activebayes_cli._options import DbUrl, Json, ProjectName, Quiet
 from activebayes_cli._output import Output
 
-app = typer.Typer(
+app = command_group(
     name="activebayes",
     cls=ActiveBayesGroup,
     help="Bayesian active learning and experimental design: choose what to label or measure next.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    rich_markup_mode=None,  # help texts as written (each sub-app says so too): "activebayes[ray]" is no style
 )
 
 

@@ -31,11 +31,12 @@ from typing import Annotated, Optional
 
 import typer
 
+from activebayes_cli._app import command_group
 from activebayes_cli._context import state
 from activebayes_cli._parse import existing_file, fraction
 from activebayes_cli._pool_import import Categorical, ImageLayout, Missing, register_pool
 
-app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
+app = command_group(no_args_is_help=True)
 
 
 @app.command("add")

@@ -22,12 +22,12 @@ from rich.cells import cell_len
 from rich.markup import escape
 from rich.table import Table
 
-from activebayes_cli._app import CliError
+from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import CliState, check_db_url, shown_url, state
 from activebayes_cli._options import CommandDb
 from activebayes_cli._parse import parse_classes
 
-app = typer.Typer(rich_markup_mode=None)  # help texts as written: "activebayes[ray]" is no style
+app = command_group()
 
 
 class TaskName(str, Enum):

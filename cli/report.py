@@ -20,10 +20,10 @@ from typing import Annotated, Any
 
 import typer
 
-from activebayes_cli._app import CliError
+from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import state
 
-app = typer.Typer(rich_markup_mode=None)  # help texts as written: "activebayes[ray]" is no style
+app = command_group()
 
 METRIC_PREFERENCE = ("accuracy", "test_accuracy", "nll", "test_nll")
 
@@ -136,7 +136,7 @@ def report(
         raise CliError(f"--out: cannot write {exc.filename or out}: {exc.strerror or exc}", "choose a writable folder") from exc
     if metric is None:
         st.out.note("no round recorded a test metric (add a test split with `pool add --test-fraction`); no learning curve")
-    for note in [*band_notes, *notes] if metric is not None else notes:
+    for note in [*band_notes, *notes] if metric is not None else notes:  # no curve: nothing was left out of it
         st.out.note(note)
     if not panels:
         st.out.note("no round stored its candidates' acquisition scores yet; no acquisition histogram")

@@ -64,7 +64,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from activebayes_cli._app import INTERRUPTED, CliError
+from activebayes_cli._app import INTERRUPTED, CliError, command_group
 from activebayes_cli._context import check_device, state
 from activebayes_cli._model import DEFAULT_COVER_CLASSES
 from activebayes_cli._options import Address, Device, Engine
@@ -74,7 +74,7 @@ from activebayes_cli._round_options import RoundOptions, differences, recorded_o
 from activebayes_cli._targets import check_targets
 from activebayes_cli._round_file import check_round_file, prediction_text, write_round_csv
 
-app = typer.Typer(rich_markup_mode=None)  # help texts as written: "activebayes[ray]" is no style
+app = command_group()
 
 
 def stage_texts() -> dict[str, str]:

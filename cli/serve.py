@@ -29,10 +29,10 @@ from urllib.parse import quote
 
 import typer
 
-from activebayes_cli._app import CliError
+from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import state
 
-app = typer.Typer(rich_markup_mode=None)  # help texts as written: "activebayes[ray]" is no style
+app = command_group()
 
 NEEDS = ("starlette", "uvicorn", "jinja2")
 INSTALL = "install them with pip install 'activebayes[serve]'"

@@ -20,12 +20,13 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from activebayes_cli._app import command_group
 from activebayes_cli._context import check_device, state
 from activebayes_cli._options import Address, Device, Engine
 from activebayes_cli._output import curves_table
 from activebayes_cli._threads import one_intra_op_thread
 
-app = typer.Typer(help="Simulated active-learning studies from a TOML config.", no_args_is_help=True, rich_markup_mode=None)
+app = command_group(help="Simulated active-learning studies from a TOML config.", no_args_is_help=True)
 
 
 @app.command("run")

@@ -15,7 +15,8 @@ line 1).
 
 `activebayes export`'s JSON ({"project", "items": [{"key", "label", ...}]}) is read as its
 items' key,label rows (messages name the item, counted from 1). A Label Studio JSON export (a
-`.json` file, or any file whose text is a JSON list or object) is read as well: `activebayes.data.label_studio.answers_from_export` turns its tasks into the same
+`.json` file, or any file whose text is a JSON list or object) is read as well:
+`activebayes.data.label_studio.answers_from_export` turns its tasks into the same
 key,label rows, checked the same way; messages then name the task (counted from 1) instead of
 the line, and a task without a usable annotation is unanswered.
 """

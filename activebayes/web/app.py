@@ -35,7 +35,7 @@ from activebayes.web.access import SECURITY_HEADERS, AccessKeys, Grant
 from activebayes.web.items import image_pixels, image_png, original_image
 from activebayes.web.labelling import BadAnswer, Card, Labelling, Outcome
 from activebayes.web.rounds import STAGES, RoundWorker
-from activebayes.web.status import project_status
+from activebayes.web.status import open_queries, project_status
 
 HERE = Path(__file__).resolve().parent
 MAX_BODY = 64 * 1024  # an answer is a few hundred bytes
@@ -167,14 +167,6 @@ def create_app(config: ServeConfig) -> Any:
         content, media_type = await run_in_threadpool(image_bytes, grant.project, params.get("round", ""), params.get("key"))
         return Response(content, media_type=media_type)
 
-    def open_queries(project: str) -> tuple[int, int] | None:
-        """(round number, open queries) of the round that waits for answers, or None."""
-        latest = store.latest_round(project)
-        if latest is None or not latest.status.waiting:
-            return None
-        count = sum(q.value is None for q in store.queries(project, latest.number))
-        return (latest.number, count) if count else None
-
     async def progress(request: Request) -> Response:
         grant = grant_of(request)
         run = worker.last(grant.project)
@@ -182,7 +174,7 @@ def create_app(config: ServeConfig) -> Any:
         latest = await run_in_threadpool(store.latest_round, grant.project)
         number = latest.number if latest is not None else None
         stage = STAGES.get(latest.status.value, latest.status.value) if latest is not None else None
-        answered = latest is not None and latest.status.waiting and await run_in_threadpool(open_queries, grant.project) is None
+        answered = latest is not None and latest.status.waiting and await run_in_threadpool(open_queries, store, grant.project, latest) == 0
         if running and (latest is None or latest.status.finished or answered):  # the page's round has not recorded itself yet
             number, stage = (number or 0) + 1, "starting"
         return JSONResponse({"running": running, "error": run.error if run else None, "round": number, "stage": stage})
@@ -221,10 +213,10 @@ def create_app(config: ServeConfig) -> Any:
         await body_of(request, grant)
         if not worker.available:
             raise _Refused(400, "this server runs no rounds; run `activebayes round` in a terminal")
-        waiting = await run_in_threadpool(open_queries, grant.project)
-        if waiting:
-            number, count = waiting
-            raise _Refused(409, f"round {number} still waits for {count} answer{'s' if count != 1 else ''}; "
+        latest = await run_in_threadpool(store.latest_round, grant.project)
+        count = await run_in_threadpool(open_queries, store, grant.project, latest)
+        if count:
+            raise _Refused(409, f"round {latest.number} still waits for {count} answer{'s' if count != 1 else ''}; "
                                 "answer or skip them here first (a round starts once every query is answered)")  # fmt: skip
         run = worker.start(grant.project)
         if run is None:

@@ -89,13 +89,20 @@ def disagreements(answers: dict[str, list[tuple[str, str]]]) -> list[tuple[str, 
     return [(key, given) for key, given in answers.items() if len({v for _, v in given}) > 1]
 
 
+def open_queries(store: Any, project: str, latest: Any) -> int:
+    """How many queries of `latest` (the project's latest RoundInfo, or None) wait for an answer:
+    none unless it is the round waiting for answers."""
+    if latest is None or not latest.status.waiting:
+        return 0
+    return sum(q.value is None for q in store.queries(project, latest.number))
+
+
 def project_status(store: Any, project: str) -> dict[str, Any]:
     """Counts, rounds, labellers' paces and the learning curve of `project`."""
     rounds = store.rounds(project)
     metric, points = curve_points(rounds)
     latest = rounds[-1] if rounds else None
-    waiting = latest is not None and latest.status.waiting
-    open_queries = sum(q.value is None for q in store.queries(project, latest.number)) if waiting else 0
+    waiting = open_queries(store, project, latest)
     return {
         "pool": store.count_items(project, split="pool"),
         "test": store.count_items(project, split="test"),
@@ -103,8 +110,8 @@ def project_status(store: Any, project: str) -> dict[str, Any]:
         "candidates": store.count_candidates(project),
         "rounds": rounds,
         "latest": latest,
-        "open": open_queries,
-        "can_run": open_queries == 0,  # no round waits for answers, or every answer is in
+        "open": waiting,
+        "can_run": waiting == 0,  # no round waits for answers, or every answer is in
         "labellers": [LabellerPace(*row) for row in store.answer_counts(project)],
         "metric": metric,
         "curve": curve_svg(points, metric) if metric else "",
