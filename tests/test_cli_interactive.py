@@ -207,6 +207,7 @@ def wide_pool(path: Path, columns: int, n: int = 20) -> list[str]:
         (8, (24, 160), "table"),  # 8 named columns fit 160 characters
         (8, (24, 60), "lines"),  # ... but not 60: one `name: value` line each
         (30, (40, 160), "lines"),  # 30 columns never fit: before, every cell was drawn as "…"
+        (3000, (24, 120), "cut"),  # 3,000 columns: packed, cut to the screen, `a` shows the rest
     ],
 )
 def test_prompt_uses_column_names_and_the_terminals_width(tmp_path, columns, size, layout):
@@ -219,11 +220,21 @@ def test_prompt_uses_column_names_and_the_terminals_width(tmp_path, columns, siz
     try:
         child.expect(PROMPT)
         shown = child.before
+        if layout == "cut":
+            child.sendline("a")
+            child.expect(PROMPT)
+            every = child.before
         child.sendline("q")
         child.expect(pexpect.EOF)
     finally:
         child.close()
-    assert "…" not in shown and "x0" not in shown
+    assert "x0" not in shown
+    if layout == "cut":
+        item = shown.replace("\r", "")[shown.replace("\r", "").index("item 1/"):]
+        assert len(item.splitlines()) <= size[0] - 6 and "more columns: type a to show every one" in item
+        assert all(f"{name}:" in every for name in names)
+        return
+    assert "…" not in shown
     if layout == "table":
         header = next(line for line in shown.splitlines() if "feature_0" in line)
         assert all(name in header for name in names)  # every name in one header row

@@ -10,6 +10,7 @@ import pytest
 
 from activebayes.errors import DataError
 from activebayes.oracles import Answer, FileOracle, Oracle, PromptOracle, SimulatedOracle, image_art
+from activebayes.oracles.prompt import name_value_cells
 from activebayes.store import PoolStore
 
 
@@ -326,6 +327,54 @@ def test_prompt_layout_follows_the_width():
     narrow = PromptOracle(feature_names=names, width=60).render_row(row)
     assert narrow.splitlines() == [f"{n}: {v:>4}" for n, v in zip(names, ["0", "1.5", "3", "4.5", "6", "7.5", "9", "10.5"])]
     assert PromptOracle(width=160).render_row(np.zeros(30)).startswith("x0:")  # 30 columns: never all "…"
+
+
+def test_a_row_of_thousands_of_columns_is_cut_to_the_screen_and_a_shows_it_whole():
+    names = [f"gene_{j:04d}" for j in range(3000)]
+    row = np.round(np.linspace(-1, 1, 3000), 3)
+    out = io.StringIO()
+    oracle = PromptOracle(classes=["x", "y"], feature_names=names, width=100, height=24, output=out,
+                          input=io.StringIO("a\ny\n"))  # fmt: skip
+    assert oracle.ask(["k"], row[None, :]) == [Answer("k", "y")]
+    drawn, rest = out.getvalue().split("label [x, y]", 1)
+    cells = drawn.splitlines()[1:]  # after "item 1/1: k"
+    assert len(cells) == 16  # height 24 less 8 lines for the prompt and its context
+    per_line = cells[0].count("gene_")
+    assert per_line == 100 // len("gene_0000: -0.999   ") and cells[1].lstrip().startswith("gene_0001:")  # down, then across
+    shown = per_line * 15
+    assert cells[-1] == f"… {3000 - shown:,} more columns: type a to show every one"
+    assert all(max(len(line) for line in cells[:-1]) <= 100 for line in cells)
+    assert sum(line.count("gene_") for line in cells) == shown
+    assert all(f"{n}:" in rest for n in names)  # `a` drew every cell, then the prompt came back
+    assert rest.count("label [x, y]") == 1
+
+
+def test_a_short_row_keeps_one_line_a_cell_and_a_long_text_its_own_line():
+    names = [f"f{j}" for j in range(10)] + ["review"]
+    values = [str(j) for j in range(10)] + ["a very long review " * 10]
+    text, left_out = name_value_cells(names, values, width=80, max_lines=16)
+    lines = text.splitlines()
+    assert left_out == 0 and lines[:10] == [f"f{j}: {j}" for j in range(10)]
+    assert lines[10] == "review: " + values[-1]  # whole, however wide
+    packed, left_out = name_value_cells(names, values, width=24, max_lines=6)  # too many lines: packed
+    assert left_out == 0 and packed.splitlines() == ["f0: 0   f4: 4   f8: 8", "f1: 1   f5: 5   f9: 9", "f2: 2   f6: 6",
+                                                     "f3: 3   f7: 7", "review: " + values[-1]]  # fmt: skip
+
+
+def test_the_show_all_key_gives_way_to_a_class_named_a():
+    out = io.StringIO()
+    oracle = PromptOracle(classes=["a", "b"], feature_names=[f"c{j}" for j in range(500)], width=60, height=20,
+                          input=io.StringIO("a\n"), output=out)  # fmt: skip
+    assert oracle.ask(["k"], np.zeros((1, 500))) == [Answer("k", "a")]
+    assert "type :a to show every one" in out.getvalue()
+    assert PromptOracle(input=io.StringIO(":a\nq\n"), output=(out := io.StringIO())).ask(["k"]) == [Answer("k", None)]
+    assert "every column of this item is shown already" in out.getvalue()
+
+
+def test_prompt_height_from_the_environment(monkeypatch):
+    monkeypatch.setenv("LINES", "50")
+    assert PromptOracle().terminal_height() == 50
+    assert PromptOracle(height=30).terminal_height() == 30
 
 
 def test_prompt_width_from_the_environment(monkeypatch):

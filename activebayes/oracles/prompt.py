@@ -4,13 +4,17 @@ Images (8x8, 28x28, or any square [D] row, [H, W], [1, H, W], or colour [3, H, W
 luminance) are drawn as terminal art: small images with two shade characters per pixel, larger
 ones with Unicode half blocks (one character holds two vertical pixels), shrunk by block averages
 to fit the terminal's width. Table rows are drawn as a `rich` table under their column names, or,
-when that table is wider than the terminal, one `name: value` line per feature.
+when that table is wider than the terminal, as `name: value` cells: one a line while they fit the
+terminal's height, else packed into columns down the page (as `ls` packs file names), and a row
+still too long for the screen (thousands of columns) is cut there, with `a` to show every cell.
+A cell too long to share a line (a text column) always gets a line of its own, whole.
 
 At the prompt the person types a label, or
 
     s   skip this item (it stays open)
     u   undo the last answer given in this session and ask that item again
     q   stop; the answers given so far are kept
+    a   show every column of a row that was cut to fit the screen
     ?   show these keys and the classes
 
 (a class named like a key wins; the key is then typed with a colon, `:s`). Ctrl-C and the end
@@ -75,6 +79,30 @@ def _one_line(value: Any) -> str:
     return " ".join(str(value).split())
 
 
+def name_value_cells(names: Sequence[str], values: Sequence[str], width: int, max_lines: int | None) -> tuple[str, int]:
+    """`name: value` cells of a row too wide for a table; returns (text, number of cells left out).
+
+    A cell longer than half the width (a text column) gets a line of its own, whole, after the
+    others. The others are one a line when they fit in `max_lines`; else they are packed
+    column-major into as many equal columns as `width` holds (names left-aligned, values
+    right-aligned, three spaces apart) and cut to `max_lines - 1` lines with the long ones, leaving
+    one for the caller's note. `max_lines=None` packs them and never cuts.
+    """
+    short = [(n, v) for n, v in zip(names, values) if len(n) + 2 + len(v) <= width // 2]
+    long = "".join(f"{n}: {v}\n" for n, v in zip(names, values) if len(n) + 2 + len(v) > width // 2)
+    if not short:
+        return long, 0
+    pad, right = max(len(n) for n, _ in short) + 1, max(len(v) for _, v in short)
+    lines = [f"{n + ':':<{pad}} {v:>{right}}" for n, v in short]
+    if max_lines is not None and len(lines) + long.count("\n") <= max_lines:
+        return "".join(line + "\n" for line in lines) + long, 0
+    columns = max(1, (width + 3) // (pad + 1 + right + 3))
+    shown = len(lines) if max_lines is None else min(len(lines), columns * max(1, max_lines - 1 - long.count("\n")))
+    rows = -(-shown // columns)
+    grid = ("   ".join(lines[c * rows + r] for c in range(columns) if c * rows + r < shown) for r in range(rows))
+    return "".join(line + "\n" for line in grid) + long, len(lines) - shown
+
+
 def _as_image(candidate: np.ndarray) -> np.ndarray | None:
     arr = np.asarray(candidate)
     if arr.dtype.kind not in "fiub":  # a table row as text, never a picture
@@ -102,6 +130,8 @@ class PromptOracle:
         image: "auto" (square 64/784 rows, [1, H, W] and [3, H, W] are drawn as images), True or False.
         width: the terminal's width in characters; None asks the terminal each time an item is
             drawn ($COLUMNS, else the size of `output`, else of stdout, else 120).
+        height: the terminal's height in lines, asked the same way ($LINES, else 24); a table row
+            is cut to about this many lines, and `a` shows the rest.
         on_answer: called as `on_answer(key, label)` as soon as a label is typed; what it returns
             is kept and handed back to `on_undo`. A ValueError (e.g. DataError) it raises is shown
             and the same item asked again.
@@ -114,7 +144,7 @@ class PromptOracle:
     the last item, `interrupted` when that was Ctrl-C.
     """
 
-    COMMANDS = {"s": "skip", "u": "undo", "q": "quit", "?": "help"}
+    COMMANDS = {"s": "skip", "u": "undo", "q": "quit", "a": "all", "?": "help"}
 
     def __init__(
         self,
@@ -125,6 +155,7 @@ class PromptOracle:
         output: TextIO | None = None,
         image: bool | str = "auto",
         width: int | None = None,
+        height: int | None = None,
         on_answer: Callable[[str, str], Any] | None = None,
         on_undo: Callable[[str, Any], bool | None] | None = None,
         hints: Mapping[str, str] | None = None,
@@ -136,6 +167,9 @@ class PromptOracle:
         self.output = output if output is not None else sys.stdout
         self.image = image
         self.width = width
+        self.height = height
+        self._last_row: np.ndarray | None = None  # the row drawn last, for `a`
+        self._cut = False  # whether that row was cut to fit the screen
         self.on_answer = on_answer
         self.on_undo = on_undo
         self.stop_requested = False
@@ -147,15 +181,23 @@ class PromptOracle:
     # ---- drawing ------------------------------------------------------------------------
     def terminal_width(self) -> int:
         """`width`, else $COLUMNS, else the size of the output's terminal, else stdout's, else 120."""
-        if self.width:
-            return int(self.width)
-        columns = os.environ.get("COLUMNS", "")
-        if columns.isdigit() and int(columns) > 0:
-            return int(columns)
+        return self._terminal_size(self.width, "COLUMNS", 0)
+
+    def terminal_height(self) -> int:
+        """`height`, else $LINES, else the size of the output's terminal, else stdout's, else 24."""
+        return self._terminal_size(self.height, "LINES", 1)
+
+    def _terminal_size(self, given: int | None, variable: str, axis: int) -> int:
+        """One axis of the terminal (0: columns, 1: lines): `given`, else $variable, else ..."""
+        if given:
+            return int(given)
+        value = os.environ.get(variable, "")
+        if value.isdigit() and int(value) > 0:
+            return int(value)
         try:
-            return os.get_terminal_size(self.output.fileno()).columns
+            return os.get_terminal_size(self.output.fileno())[axis]
         except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
-            return shutil.get_terminal_size((120, 24)).columns
+            return shutil.get_terminal_size((120, 24))[axis]
 
     def _write(self, text: str) -> None:
         self.output.write(text)
@@ -171,11 +213,12 @@ class PromptOracle:
         if image is not None and (self.image is True or self.image == "auto"):
             self._write(image_art(image, max_width=self.terminal_width()) + "\n")
             return
-        self._write(self.render_row(np.asarray(candidate).reshape(-1)))
+        self._last_row = np.asarray(candidate).reshape(-1)
+        self._write(self.render_row(self._last_row))
 
-    def render_row(self, row: np.ndarray) -> str:
-        """A table row under its column names, or `name: value` lines when the table would be
-        wider than the terminal."""
+    def render_row(self, row: np.ndarray, *, whole: bool = False) -> str:
+        """A table row under its column names, or `name: value` cells when the table would be
+        wider than the terminal (see the module docstring); `whole` never cuts the row."""
         from rich.console import Console
         from rich.table import Table
 
@@ -186,9 +229,14 @@ class PromptOracle:
         width = self.terminal_width()
         # rich's default box: one space of padding either side of a cell, one border between cells
         table_width = sum(max(len(n), len(v)) + 3 for n, v in zip(names, values)) + 1
+        self._cut = False
         if table_width > width:
-            pad, right = max(len(n) for n in names) + 1, max(len(v) for v in values)
-            return "".join(f"{n + ':':<{pad}} {v:>{right}}\n" for n, v in zip(names, values))
+            max_lines = None if whole else max(12, self.terminal_height() - 8)
+            text, left_out = name_value_cells(names, values, width, max_lines)
+            if left_out:
+                self._cut = True
+                text += f"… {left_out:,} more columns: type {self.keys['a']} to show every one\n"
+            return text
         buffer = io.StringIO()
         console = Console(file=buffer, force_terminal=False, width=width, color_system=None, highlight=False, markup=False)  # cells as written
         table = Table(show_header=True)
@@ -209,6 +257,7 @@ class PromptOracle:
             + f"  {k['s']:<8}  skip this item (it stays open)\n"
             + f"  {k['u']:<8}  undo the last answer of this session and ask that item again\n"
             + f"  {k['q']:<8}  stop here; the answers given so far are kept\n"
+            + f"  {k['a']:<8}  show every column of a row cut to fit the screen\n"
             + f"  {k['?']:<8}  this help\n"
             + "  Ctrl-C    stop at once; the answers given so far are kept\n"
         )
@@ -243,6 +292,12 @@ class PromptOracle:
             action = commands.get(text)
             if action == "help":
                 self._write(self.help_text())
+                continue
+            if action == "all":
+                if self._cut and self._last_row is not None:
+                    self._write(self.render_row(self._last_row, whole=True))
+                else:
+                    self._write("  every column of this item is shown already\n")
                 continue
             if action is not None:
                 return action, None
@@ -299,4 +354,4 @@ class PromptOracle:
         return answers
 
 
-__all__ = ["PromptOracle", "image_art"]
+__all__ = ["PromptOracle", "image_art", "name_value_cells"]
