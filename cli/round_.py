@@ -117,8 +117,11 @@ def score_text(score: float) -> str:
     return f"{score:.4f}" if score == 0 or 1e-3 <= abs(score) < 1e4 else f"{score:.3e}"
 
 
-def queries_table(title: str, queries: list[Any], acquisition: str) -> Table:
-    """rank, key, score, the round's prediction (when any query has one) and the label so far."""
+def queries_table(title: str, queries: list[Any], task: str = "classification", writing: str = "plain") -> Table:
+    """rank, key, score, the round's prediction (when any query has one) and the label so far,
+    numbers with the project's decimal mark (`writing`), as in its round file."""
+    from activebayes.data.number_style import marked
+
     table = Table(title=title)
     table.add_column("rank", justify="right")
     table.add_column("key", overflow="fold")
@@ -128,10 +131,11 @@ def queries_table(title: str, queries: list[Any], acquisition: str) -> Table:
         table.add_column("predicted")
     table.add_column("label")
     for q in queries:
-        cells = [str(q.rank + 1), q.key, score_text(q.score)]
+        cells = [str(q.rank + 1), q.key, marked(score_text(q.score), writing)]
         if predicted:
-            cells.append(prediction_text(q.prediction))
-        table.add_row(*cells, q.value if q.value is not None else "")
+            cells.append(prediction_text(q.prediction, writing))
+        label = "" if q.value is None else marked(q.value, writing) if task == "regression" else q.value
+        table.add_row(*cells, label)
     return table
 
 
@@ -427,9 +431,11 @@ def round_(
         "recorded": result.recorded,
     }
 
+    from activebayes.data.number_style import project_writing
+
     def render(console) -> None:
         title = f"round {result.number}: {len(queries)} queries by {rnd.acquisition}{early_round_note(rnd.acquisition_settings)}"
-        console.print(queries_table(title, queries, rnd.acquisition))
+        console.print(queries_table(title, queries, info.task, project_writing(info.settings)))
         if result.metrics:
             scalars = {k: v for k, v in result.metrics.items() if isinstance(v, (int, float, str))}  # not the packed stop set
             parts = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in scalars.items())

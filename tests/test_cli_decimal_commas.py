@@ -59,7 +59,9 @@ def significant(cell: str) -> int:
 # ---- the round file -----------------------------------------------------------------------------
 def test_a_regression_round_file_writes_its_numbers_with_decimal_commas(cli_db):
     regression_project("eu")
-    ok("round", "--oracle", "truth", "--k", "6")  # the GP's first batch, answered from the file's target
+    shown = ok("round", "--oracle", "truth", "--k", "6").stdout  # the GP's first batch, answered from the file's target
+    labels = [line.split("│")[-2].strip() for line in shown.splitlines() if line.count("│") >= 4]  # the header has ┃
+    assert len(labels) == 6 and all("," in label and "." not in label for label in labels), shown  # as the file wrote them
     out = json.loads(ok("--json", "round", "--k", "3").stdout)
     with Path(out["csv"]).open(newline="", encoding="utf-8") as fh:
         header, *rows = list(csv.reader(fh, delimiter=";"))

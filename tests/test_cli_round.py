@@ -477,9 +477,9 @@ def test_queries_table_shows_the_round_s_predictions():
 
     from activebayes_cli.round_ import queries_table
 
-    def shown(queries) -> str:
+    def shown(queries, *how) -> str:
         console = Console(width=120, record=True)
-        console.print(queries_table("t", queries, "bald"))
+        console.print(queries_table("t", queries, *how))
         return console.export_text()
 
     q = SimpleNamespace
@@ -487,6 +487,9 @@ def test_queries_table_shows_the_round_s_predictions():
                   q(rank=1, key="k2", score=0.25, value="dog", prediction={"mean": 3.14159, "sd": 0.4321})])  # fmt: skip
     assert "predicted" in text and "cat (0.62)" in text and "3.142 ± 0.43" in text
     assert "predicted" not in shown([q(rank=0, key="k1", score=0.0, value=None, prediction=None)])  # a cold start
+    europe = shown([q(rank=0, key="k1", score=0.5, value="151.5", prediction={"mean": 3.14159, "sd": 0.4321})],
+                   "regression", "decimal comma")  # fmt: skip
+    assert "0,5000" in europe and "3,142 ± 0,43" in europe and "151,5" in europe  # as the round file writes them
 
 
 def test_queries_table_shows_tiny_and_huge_scores_in_significant_digits():
