@@ -29,6 +29,43 @@ def test_top_k_picks_largest_best_first():
     assert len(top_k(SCORES, 0)) == 0
 
 
+class Scores:
+    """A posterior whose one sample's p(class 0 | x) is x: scores passed through `score_pool`."""
+
+    def predict(self, x, n_samples=None):
+        return Predictive(torch.stack([x, 1 - x], -1)[None])
+
+
+def test_top_k_breaks_ties_by_position_as_score_pool_does():
+    from activebayes.scoring import score_pool
+
+    assert top_k(torch.zeros(10), 3).indices.tolist() == [0, 1, 2]  # torch.topk gave [8, 6, 7]
+    assert top_k(torch.tensor([0.5, 0.9, 0.9, 0.1, 0.9]), 2).indices.tolist() == [1, 2]
+    coarse = torch.randint(0, 4, (3000,), generator=torch.Generator().manual_seed(0)).float() / 4  # 4 values: ties everywhere
+    expected = top_k(coarse, 25).indices.tolist()
+    for batch_size in (7, 256, 3000):
+        streamed = score_pool(Scores(), coarse, lambda p: p.probs[0, :, 0], batch_size=batch_size, top_k=25, device="cpu")
+        assert streamed.indices.tolist() == expected
+
+
+@pytest.mark.parametrize("select", [lambda s: top_k(s, 1), lambda s: stochastic_batch(s, 1)])
+def test_a_nan_score_is_refused_not_ranked_first(select):
+    with pytest.raises(ShapeError, match=r"1 of 3 are NaN \(the first at position 1\)"):
+        select(torch.tensor([0.1, float("nan"), 0.5]))
+
+
+def test_draw_probabilities_of_a_cold_draw_are_numbers():
+    """β = 1,000 on power: the weights are s^1000, exp(−1,504) beside 1 (0 in float64), and the
+    second draw took 0/0 = NaN before the sums were taken in log space."""
+    scores = torch.tensor([0.1, 0.2, 0.9])
+    cold = stochastic_batch(scores, 2, beta=1e3, generator=torch.Generator().manual_seed(0))
+    assert cold.indices.tolist() == [2, 1]
+    torch.testing.assert_close(cold.probabilities, torch.tensor([1.0, 1.0], dtype=torch.float64))
+    frozen = stochastic_batch(scores, 2, beta=float("inf"))  # the limit itself: top_k, drawn with certainty
+    assert frozen.indices.tolist() == [2, 1] and frozen.probabilities.tolist() == [1.0, 1.0]
+    assert stochastic_batch(torch.zeros(4), 2, mode="softmax", beta=float("inf")).indices.tolist() == [0, 1]
+
+
 @pytest.mark.parametrize("k", [-1, 5, 1.5, True])
 def test_bad_k_raises(k):
     with pytest.raises(ShapeError, match="k"):

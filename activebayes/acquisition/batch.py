@@ -53,9 +53,14 @@ class StochasticMode(StrEnum):
 
 
 def check_scores(scores: Tensor) -> None:
+    """scores: a tensor [N] without NaN (a NaN would be ranked first by `torch.topk`)."""
     if not isinstance(scores, Tensor) or scores.dim() != 1:
         got = f"shape {tuple(scores.shape)}" if isinstance(scores, Tensor) else type(scores).__name__
         raise ShapeError(f"scores: expected a tensor [N] of per-candidate scores, got {got}")
+    if scores.is_floating_point() and bool(torch.isnan(scores).any()):
+        first = int(torch.isnan(scores).nonzero()[0, 0])
+        raise ShapeError(f"scores: {int(torch.isnan(scores).sum())} of {scores.shape[0]} are NaN (the first at position {first}); "
+                         "an acquisition score must be a number for every candidate")  # fmt: skip
 
 
 def check_k(k: int, n: int) -> None:
@@ -64,11 +69,14 @@ def check_k(k: int, n: int) -> None:
 
 
 def top_k(scores: Tensor, k: int) -> BatchSelection:
-    """The k largest scores, best first: scores [N] -> BatchSelection of K = k."""
+    """The k largest scores, best first, ties by position (the lower index first, as
+    `activebayes.scoring.score_pool` breaks them across batches): scores [N] -> BatchSelection
+    of K = k. Variation ratios and other coarse scores tie often, and `torch.topk` orders ties
+    as its kernel happens to, which differs with N and the device."""
     check_scores(scores)
     check_k(k, scores.shape[0])
-    values, indices = torch.topk(scores, k, sorted=True)
-    return BatchSelection(indices, values)
+    indices = torch.sort(scores, descending=True, stable=True).indices[:k]
+    return BatchSelection(indices, scores[indices])
 
 
 def draw_probabilities(log_weights: Tensor, chosen: Tensor) -> Tensor:
@@ -79,19 +87,20 @@ def draw_probabilities(log_weights: Tensor, chosen: Tensor) -> Tensor:
     log_weights: [N] (any scale: −inf for an item that cannot be drawn). chosen: [K] long, in
     the order drawn. Returns [K] float64 (on log_weights' device). The mass still left at draw m
     is summed as (mass of the items never chosen) + (mass of i_m .. i_K), sums of positive terms
-    only, so a batch that takes most of the mass loses no precision to a subtraction.
+    only, so a batch that takes most of the mass loses no precision to a subtraction; the sums
+    are log-sum-exps, so weights that differ by more than float64's range (exp(−1,500) beside 1,
+    as a large β gives) still give each draw its probability instead of 0/0.
 
     >>> draw_probabilities(torch.log(torch.tensor([1.0, 2.0, 1.0])), torch.tensor([1, 0]))
     tensor([0.5000, 0.5000], dtype=torch.float64)
     """
     lw = log_weights.double()
-    w = torch.exp(lw - lw.max())  # [N], the largest weight 1
-    chosen_w = w[chosen]  # [K]
-    never = torch.ones_like(w, dtype=torch.bool)
+    chosen_lw = lw[chosen]  # [K]
+    never = torch.ones_like(lw, dtype=torch.bool)
     never[chosen] = False
-    unchosen = w[never].sum()
-    left = unchosen + torch.flip(torch.cumsum(torch.flip(chosen_w, [0]), 0), [0])  # [K]: mass left at draw m
-    return chosen_w / left
+    unchosen = torch.logsumexp(lw[never], 0) if bool(never.any()) else lw.new_tensor(-torch.inf)
+    later = torch.flip(torch.logcumsumexp(torch.flip(chosen_lw, [0]), 0), [0])  # [K]: log mass of i_m .. i_K
+    return torch.exp(chosen_lw - torch.logaddexp(unchosen, later))  # in log space: no 0/0 at a large β
 
 
 def uniform_draw_probabilities(n: int, k: int) -> Tensor:
@@ -124,7 +133,8 @@ def stochastic_batch(
     i.e. β·log s_i + g_i, β·s_i + g_i and −β·log r_i + g_i (the paper's Gumbel noise of scale
     1/β, rescaled). "power" needs s_i >= 0: scores are clamped at the dtype's smallest positive
     number (BALD can come out at −1e−7 from rounding), so zero scores are drawn last. β = 0 gives
-    a uniformly random batch; β -> ∞ gives `top_k`. The noise is drawn on `generator`'s device.
+    a uniformly random batch; β -> ∞ gives `top_k`, and β = inf is that limit (ties by position,
+    each draw's probability 1, no noise drawn). The noise is drawn on `generator`'s device.
 
     The k largest perturbed logits, in descending order, are distributed as k sequential draws
     without replacement with p_i ∝ exp(logits_i) (the Gumbel-top-k trick), so the selection's
@@ -135,6 +145,9 @@ def stochastic_batch(
     mode = parse_option(StochasticMode, mode, "mode")
     if not beta >= 0.0:
         raise ConfigError(f"beta: expected a coldness >= 0, got {beta!r}")
+    if beta == float("inf"):  # the limit: every logit ±inf, so the draw is top_k's choice with certainty
+        chosen = top_k(scores, k)
+        return BatchSelection(chosen.indices, chosen.scores, torch.ones(k, dtype=torch.float64, device=scores.device))
     work = scores if scores.dtype in (torch.float32, torch.float64) else scores.float()
     if mode == StochasticMode.POWER:
         logits = beta * torch.log(work.clamp_min(torch.finfo(work.dtype).tiny))
