@@ -241,16 +241,20 @@ def network_outputs(model: nn.Module, x: Tensor) -> Tensor:
     return torch.cat([regression_output(model(chunk.to(device)), 0) for chunk in x.split(_OUTPUT_CHUNK)])
 
 
+def target_scale(y: Tensor) -> float:
+    """s_y² = Var(y) of regression targets [N] (population variance), 1 when it is 0 or N = 1."""
+    y64 = y.detach().to(torch.float64)
+    scale = float(y64.var(correction=0)) if y64.numel() > 1 else 0.0
+    return scale if scale > 0 else 1.0
+
+
 def fit_noise_variance(residuals: Tensor, y: Tensor) -> float:
     """MAP noise variance from training residuals r [N] (the comment block above `resolve_likelihood`):
 
         σ² = max((Σ_n r_n² + ν s0²) / (N + ν), NOISE_FLOOR_FRACTION · s_y²),
         ν = NOISE_PRIOR_COUNT, s0² = NOISE_PRIOR_FRACTION · s_y², s_y² = Var(y) (1 when 0 or N = 1).
     """
-    y64 = y.detach().to(torch.float64)
-    scale = float(y64.var(correction=0)) if y64.numel() > 1 else 0.0
-    if not scale > 0:
-        scale = 1.0
+    scale = target_scale(y)
     sse = float(residuals.detach().to(torch.float64).square().sum())
     nu = NOISE_PRIOR_COUNT
     return max((sse + nu * NOISE_PRIOR_FRACTION * scale) / (residuals.numel() + nu), NOISE_FLOOR_FRACTION * scale)

@@ -24,8 +24,20 @@ W [out, in], b [out], never samples W but its pre-activations, independently per
 which is exactly the distribution of x Wᵀ + b for W, b ~ q (a sum of independent Gaussians),
 with a gradient variance that falls as 1/|B| (inputs with more leading dimensions, [N, ..., in],
 get independent noise at every position). The data term is the cross-entropy (classification)
-or, for regression, the Gaussian negative log-likelihood at unit noise, ½ (y − f(x; θ))² (up to
-a constant; standardise the targets so that the prior and the KL weight keep their meaning).
+or, for regression, the Gaussian negative log-likelihood with a noise variance σ² learnt in the
+same objective (standardise the targets so that the prior and the KL weight keep their meaning):
+
+    −(1/|B|) Σ log N(y_n | f(x_n; θ_n), σ²) + (ν/N) (½ log σ² + s0²/(2σ²))
+        = ½ mean_B (y − f)²/σ² + ½ (1 + ν/N) log σ² + ν s0²/(2Nσ²)  + const,
+
+the second term the share per item of the inverse-χ² prior on σ² that
+`training.fit_noise_variance` puts on the other posteriors' noise (ν pseudo-observations at
+s0² = 1 % of the targets' variance s_y²), σ² = exp(λ) floored at 1e-6 s_y², λ starting at
+log s_y². At the optimum σ² is the mean of E_q (y − f)² over the training items, the residuals
+of the weight samples and not of the mean network. Before, σ² was fixed at 1 in training: with
+standardised targets the whole signal has variance 1, so the KL term won and q stayed near the
+prior (an epistemic sd of 0.79 inside the data of a sine with noise sd 0.14), and the σ² fitted
+afterwards from the mean network's residuals was not the one q had been trained with.
 
 Training follows `activebayes.training.train` step for step, which has no hook for another loss:
 the same seeded data order (`epoch_order`), ⌈N/B⌉ equal-sized batches a step (`epoch_steps`),
@@ -41,8 +53,7 @@ they run as one vectorised call (torch.func.functional_call + vmap), in eval mod
     classification:  logits [S, N, C] -> Predictive(softmax)
     regression:      f(x_n; θ_s) [S, N] -> GaussianPredictive(mean [S, N], var [S, N] = σ²)
 
-with σ² fitted after training from the training residuals of the mean network (θ = μ) by
-`training.fit_noise_variance`, as the other network posteriors do. `mean_std()` gives the
+with σ² the one learnt with q (above). `mean_std()` gives the
 fitted diagonal Gaussian (μ, σ) of each dense layer, for an analytic predictive.
 
 `predictive="analytic"` predicts without sampling weights: the mean-field q is propagated
@@ -86,9 +97,11 @@ from activebayes.training import (
     TrainConfig,
     as_tensor,
     check_non_negative_int,
+    NOISE_FLOOR_FRACTION,
+    NOISE_PRIOR_COUNT,
+    NOISE_PRIOR_FRACTION,
     exempt_from_weight_decay,
-    fit_noise_variance,
-    network_outputs,
+    target_scale,
     train,
     training_items,
 )
@@ -251,7 +264,8 @@ class MFVI(AnalyticPredictive, NetworkPosterior):
         x = inputs_for(net, x)
         init_std = self.init_std
         variational = _replace_modules(net, nn.Linear, lambda m: VariationalLinear(m, init_std))
-        variational = self._train(variational, x, y, self.train_config, seed=train_seed)
+        log_noise = self._log_noise(y) if self.likelihood_ == "gaussian" else None
+        variational = self._train(variational, x, y, self.train_config, seed=train_seed, log_noise=log_noise)
         self.std_ = {}
         for name, module in variational.named_modules():
             if isinstance(module, VariationalLinear):
@@ -261,28 +275,44 @@ class MFVI(AnalyticPredictive, NetworkPosterior):
                     self.std_[prefix + "bias"] = module.bias_std().detach()  # type: ignore[union-attr]
         self.model_ = _replace_modules(variational, VariationalLinear, VariationalLinear.to_linear).eval()
         self._cache: dict[int, dict[str, Tensor]] = {}
-        if self.likelihood_ == "gaussian":
-            outputs = network_outputs(self.model_, x)
-            self.noise_ = fit_noise_variance(outputs - y.to(outputs.device), y)
+        if log_noise is not None:
+            self.noise_ = float(self._noise_variance(log_noise.detach(), target_scale(y)))
 
     def kl_divergence(self, net: nn.Module) -> Tensor:
         """KL(q ‖ p) of every VariationalLinear in `net` (a scalar)."""
         return torch.stack([m.kl(self.prior_std) for m in net.modules() if isinstance(m, VariationalLinear)]).sum()
 
-    def _data_loss(self, output: Tensor, y: Tensor) -> Tensor:
-        """−(1/|B|) Σ log p(y_n | x_n, θ_n) up to a constant: cross-entropy, or ½ (y − f)² (unit noise)."""
+    def _log_noise(self, y: Tensor) -> Tensor:
+        """λ = log σ², a trainable scalar on the training device, starting at log s_y²."""
+        return torch.tensor(math.log(target_scale(y)), dtype=torch.float32, device=self.device_, requires_grad=True)
+
+    @staticmethod
+    def _noise_variance(log_noise: Tensor, scale: float) -> Tensor:
+        """σ² = exp(λ), floored at NOISE_FLOOR_FRACTION · s_y² (`scale`)."""
+        return torch.exp(log_noise).clamp_min(NOISE_FLOOR_FRACTION * scale)
+
+    def _data_loss(self, output: Tensor, y: Tensor, noise: Tensor | None = None, prior_share: float = 0.0, s0: float = 0.0) -> Tensor:
+        """−(1/|B|) Σ log p(y_n | x_n, θ_n) up to a constant: the cross-entropy, or with the noise
+        variance σ² = `noise` the Gaussian NLL and the noise prior's share per item (module
+        docstring; `prior_share` = ν/N, `s0` = s0²)."""
         if self.likelihood_ == "categorical":
             return F.cross_entropy(output, y.long())
         if output.numel() != y.numel():
             raise ShapeError(f"{self._network_argument}: for regression expected one output per item, got [N, ...] = {tuple(output.shape[1:])}")
-        return 0.5 * F.mse_loss(output.reshape(y.shape), y)
+        mse = F.mse_loss(output.reshape(y.shape), y)
+        if noise is None:
+            return 0.5 * mse
+        return 0.5 * mse / noise + 0.5 * (1 + prior_share) * torch.log(noise) + prior_share * s0 / (2 * noise)
 
-    def _train(self, model: nn.Module, x: Tensor, y: Tensor, config: TrainConfig, *, seed: int) -> nn.Module:
+    def _train(self, model: nn.Module, x: Tensor, y: Tensor, config: TrainConfig, *, seed: int, log_noise: Tensor | None = None) -> nn.Module:
         """Minimise −ELBO/N (module docstring) with `training.train`: its split, data order,
         batches, optimiser, schedule and early stopping, the KL term added to each mini-batch's
         loss with weight β_e for epoch e (set at the end of the epoch before) and no weight decay
-        on the variational parameters."""
+        on the variational parameters or on λ = log σ² (regression), which is trained with them
+        (early stopping restores the network's best weights, not λ)."""
         n = training_items(x.shape[0], config)
+        scale = target_scale(y)
+        prior_share, s0 = NOISE_PRIOR_COUNT / n, NOISE_PRIOR_FRACTION * scale
 
         def beta(epoch: int) -> float:
             return self.kl_weight * (min(1.0, (epoch + 1) / self.kl_anneal_epochs) if self.kl_anneal_epochs else 1.0)
@@ -290,13 +320,15 @@ class MFVI(AnalyticPredictive, NetworkPosterior):
         weight = [beta(0)]
 
         def loss(output: Tensor, target: Tensor) -> Tensor:
-            data = self._data_loss(output, target)
+            noise = None if log_noise is None else self._noise_variance(log_noise, scale)
+            data = self._data_loss(output, target, noise, prior_share, s0)
             return data + weight[0] * self.kl_divergence(model) / n if weight[0] > 0 else data
 
         def next_epoch(epoch: int, _: nn.Module) -> None:
             weight[0] = beta(epoch + 1)
 
         variational = [p for m in model.modules() if isinstance(m, VariationalLinear) for p in m.parameters(recurse=False)]
+        variational += [log_noise] if log_noise is not None else []
         return train(model, x, y, config, seed=seed, device=self.device_, loss_fn=loss, on_epoch_end=next_epoch,
                      param_groups=exempt_from_weight_decay(model, variational))  # fmt: skip
 
