@@ -76,7 +76,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -86,6 +86,7 @@ from activebayes._device import resolve_device
 from activebayes._evaluation import RoundEvaluation
 from activebayes._selection import PoolSelection
 from activebayes.errors import ConfigError, StoreError
+from activebayes.oracles.base import checked_answers
 from activebayes.posteriors.base import clone
 from activebayes.store import RoundStatus, RoundStep
 
@@ -96,7 +97,6 @@ EVALUATIONS = ("predictive", "deterministic")
 _S = RoundStatus
 #: the stages a round passes, as the `hook` sees them: its statuses and the work between them
 STAGES = (_S.started.value, "fit", _S.fitted.value, "score", _S.scored.value, "ask", _S.answered.value, _S.done.value)
-
 
 FIRST_BATCHES = ("typical", "random", "auto")  # a cold start's batch: typical points, uniform, or by the budget
 
@@ -129,6 +129,11 @@ class RoundResult:
     @property
     def waiting(self) -> bool:
         return RoundStatus(self.status).waiting
+
+    def __repr__(self) -> str:  # the packed stop set (about 1 KB of text) as its size
+        metrics = {k: (f"<{v.get('n')} predictions>" if k == "stop_set" and isinstance(v, dict) else v) for k, v in self.metrics.items()}
+        shown = ", ".join(f"{f.name}={metrics if f.name == 'metrics' else getattr(self, f.name)!r}" for f in fields(self))
+        return f"RoundResult({shown})"
 
 
 class ActiveLearningLoop(PoolSelection, RoundEvaluation):
@@ -428,7 +433,8 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
         self._stage("ask")
         t0 = time.perf_counter()
         candidates = self._features(np.asarray([q.row for q in pending])).numpy()
-        answers = self.oracle.ask([q.key for q in pending], candidates)
+        keys = [q.key for q in pending]
+        answers = checked_answers(self.oracle.ask(keys, candidates), keys)
         stop = bool(getattr(self.oracle, "stop_requested", False))
         pairs = [(a.key, a.value) for a in answers]
         recorded = self.store.record_answers(

@@ -29,6 +29,13 @@ _ROW_TOLERANCE = 1e-3  # float32 softmax rows sum to 1 within ~1e-6; users' tabl
 _WEIGHT_TOLERANCE = 1e-4
 
 
+def _check_not_empty(name: str, tensor: Tensor, axes: dict[int, str]) -> None:
+    """Each axis in `axes` (position: what it counts) has at least one entry; N may be 0."""
+    for axis, what in axes.items():
+        if tensor.shape[axis] == 0:
+            raise ShapeError(f"{name}: expected at least one of {what} (axis {axis}), got shape {tuple(tensor.shape)}")
+
+
 def _check_rank(name: str, tensor: Tensor, rank: int, layout: str) -> None:
     if not isinstance(tensor, Tensor):
         raise ShapeError(f"{name}: expected a torch.Tensor {layout}, got {type(tensor).__name__}")
@@ -79,6 +86,7 @@ class Predictive:
         if not self.check:
             return
         _check_rank("probs", self.probs, 3, "[S, N, C]")
+        _check_not_empty("probs", self.probs, {0: "S, posterior samples", 2: "C, outcome classes"})
         _check_finite("probs", self.probs)
         if bool((self.probs < 0).any()):
             raise ShapeError("probs: expected probabilities >= 0, got a negative entry")
@@ -148,6 +156,7 @@ class GaussianPredictive:
         if not self.check:
             return
         _check_rank("mean", self.mean, 2, "[S, N]")
+        _check_not_empty("mean", self.mean, {0: "S, posterior samples"})
         _check_rank("var", self.var, 2, "[S, N]")
         if self.mean.shape != self.var.shape:
             raise ShapeError(f"var: expected the shape of mean {tuple(self.mean.shape)}, got {tuple(self.var.shape)}")

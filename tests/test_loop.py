@@ -16,7 +16,7 @@ import torch
 from activebayes.data import write_digits
 from activebayes.errors import ConfigError, DataError, StoreError
 from activebayes.loop import ActiveLearningLoop, round_seed
-from activebayes.oracles import PromptOracle, SimulatedOracle
+from activebayes.oracles import Answer, PromptOracle, SimulatedOracle
 from activebayes.predictive import Predictive
 from activebayes.store import PoolStore
 
@@ -187,6 +187,38 @@ def test_prompt_oracle_quit_leaves_round_queried(store, tmp_path):
     oracle2 = PromptOracle(classes=range(10), input=io.StringIO("1\n2\n4\n"), output=io.StringIO())
     done = ActiveLearningLoop(tiny_factory, "bald", store, "digits", oracle2, batch_size=4, who="ann").step()
     assert done.number == 1 and done.status == "done" and done.recorded == 3
+
+
+class ProtocolBreaker:
+    """An oracle whose ask() returns what `answer(keys)` makes of the keys."""
+
+    stop_requested = False
+
+    def __init__(self, answer):
+        self.answer = answer
+
+    def ask(self, keys, candidates=None):
+        return self.answer(list(keys))
+
+
+@pytest.mark.parametrize(
+    "answer, message",
+    [
+        (lambda keys: [Answer(keys[0], 1)], r"answered 1 items for 4 keys asked \(3 keys unanswered"),
+        (lambda keys: [(k, 1) for k in keys], r"returned tuple; it must return a list of Answer"),
+        (lambda keys: {k: 1 for k in keys}, r"returned dict; it must return a list of Answer"),
+        (lambda keys: [Answer(k, 1) for k in keys[:3]] + [Answer("nope", 1)], r"keys not asked \(e.g. 'nope'\)"),
+    ],
+)
+def test_an_oracle_that_breaks_the_protocol_is_named_and_nothing_is_recorded(store, tmp_path, answer, message):
+    """One Answer per key asked (value None to skip): an oracle that answers only some keys
+    used to close the round as done with the rest never asked again."""
+    make_project(store, tmp_path)
+    loop = ActiveLearningLoop(tiny_factory, "bald", store, "digits", ProtocolBreaker(answer), batch_size=4)
+    with pytest.raises(DataError, match=message):
+        loop.step()
+    assert all(q.value is None for q in store.queries("digits", 1)) and store.count_labelled("digits") == 0
+    assert store.latest_round("digits").status != "done"
 
 
 def test_changed_data_file_refused_by_the_loop(tmp_path):
@@ -387,3 +419,11 @@ def test_regression_queries_keep_the_predictive_mean_and_sd(store, tmp_path):
     assert len(queried) == 4
     for q in queried:
         assert q.prediction == pytest.approx({"mean": float(data["x"][q.row, 0]) + 0.5, "sd": 0.5**0.5})
+
+
+def test_a_round_result_shows_its_stop_set_by_size():
+    from activebayes.loop import RoundResult
+
+    packed = {"ids": "f00d", "n": 500, "predictions": "A" * 1300}
+    shown = repr(RoundResult(1, "done", 20, ["k"], [0.5], 1, {"accuracy": 0.8, "stop_set": packed}))
+    assert "'stop_set': '<500 predictions>'" in shown and "AAAA" not in shown and "'accuracy': 0.8" in shown

@@ -241,6 +241,7 @@ def test_an_already_trained_network_is_used_as_model(case, trained, moons):
             type(factory(0))(**(params | {"model": trained[0]}))
         with pytest.raises(ConfigError, match="^n_samples: "):
             type(factory(0))(**(params | {"n_samples": 3}))
+        assert type(factory(0))(model=trained).n_samples == 2  # the members given count themselves
     else:
         params |= {"model": trained[0]}
     posterior = type(factory(0))(**params).fit(*moons)

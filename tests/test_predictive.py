@@ -23,6 +23,8 @@ def test_mean_is_weighted_average_of_samples():
         (torch.full((2, 1, 2), 0.5), torch.tensor([1.0]), "S=2"),
         (torch.full((2, 1, 2), 0.5), torch.tensor([1.5, -0.5]), "non-negative"),
         (torch.ones(1, 1, 2, dtype=torch.long), None, "floating-point"),
+        (torch.empty(0, 3, 2), None, r"at least one of S, posterior samples"),  # bald of it divided by S = 0
+        (torch.empty(2, 3, 0), None, r"at least one of C, outcome classes"),
     ],
 )
 def test_invalid_input_raises_clear_error(probs, weights, message):
@@ -38,6 +40,17 @@ def test_gaussian_validation():
         GaussianPredictive(torch.zeros(1, 1), -torch.ones(1, 1))
     with pytest.raises(ShapeError, match="NaN"):
         GaussianPredictive(torch.zeros(1, 1), torch.full((1, 1), float("inf")))
+    with pytest.raises(ShapeError, match="at least one of S"):
+        GaussianPredictive(torch.zeros(0, 4), torch.ones(0, 4))
+    assert Predictive(torch.empty(3, 0, 2)).n_candidates == 0  # an empty pool batch is fine
+
+
+def test_empty_pools_and_k_0_give_empty_selections():
+    from activebayes.acquisition import bald, batch_bald
+
+    assert len(batch_bald(torch.empty(4, 0, 3), 0)) == 0  # was torch.cat's "expected a non-empty list"
+    assert len(batch_bald(torch.full((4, 5, 3), 1 / 3), 0)) == 0
+    assert bald(torch.empty(2, 0, 3)).shape == (0,)
 
 
 def test_bare_tensor_becomes_equal_weight_predictive():

@@ -225,6 +225,8 @@ def batch_bald(
     _check_positive("num_samples", num_samples)
     _check_positive("max_joint_configs", max_joint_configs)
     _check_positive("chunk_size", chunk_size, allow_none=True)
+    if k == 0:  # nothing to choose (an empty pool included)
+        return BatchSelection(torch.zeros(0, dtype=torch.long, device=probs.device), probs.new_zeros(0))
     weights = pred.sample_weights()
     per_chunk = max(1, _BUFFER_ELEMENTS // (S * C))
     cond = torch.cat([expected_entropy(probs[:, i : i + per_chunk], weights) for i in range(0, N, per_chunk)])

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from activebayes.errors import DataError
+
 
 @dataclass(frozen=True)
 class Answer:
@@ -25,6 +27,30 @@ class Answer:
     @property
     def skipped(self) -> bool:
         return self.value is None
+
+
+def checked_answers(answers: Any, keys: Sequence[str]) -> list[Answer]:
+    """`answers` as the protocol has them (a list of Answer, one per key of `keys`, in any order),
+    else DataError naming what came back: a dict, (key, value) tuples, a count that is not the
+    keys' or keys that were not asked."""
+    answers = list(answers) if isinstance(answers, (list, tuple)) else answers
+    if not isinstance(answers, list) or not all(isinstance(a, Answer) for a in answers):
+        got = type(answers).__name__ if not isinstance(answers, list) else next(type(a).__name__ for a in answers if not isinstance(a, Answer))
+        raise DataError(f"oracle: ask() returned {got}; it must return a list of Answer(key, value), "
+                        "one per key asked (value None to skip an item)")  # fmt: skip
+    asked, answered = [str(k) for k in keys], [str(a.key) for a in answers]
+    if sorted(answered) != sorted(asked):
+        missing = sorted(set(asked) - set(answered))
+        extra = sorted(set(answered) - set(asked))
+        repeated = sorted({k for k in answered if answered.count(k) > 1})
+        what = "; ".join(part for part in (
+            f"{len(missing)} keys unanswered (e.g. {missing[0]!r})" if missing else "",
+            f"keys not asked (e.g. {extra[0]!r})" if extra else "",
+            f"keys answered twice (e.g. {repeated[0]!r})" if repeated else "",
+        ) if part)  # fmt: skip
+        raise DataError(f"oracle: ask() answered {len(answers)} items for {len(asked)} keys asked ({what}); "
+                        "return one Answer per key, with value None to skip an item")  # fmt: skip
+    return answers
 
 
 @runtime_checkable

@@ -162,9 +162,10 @@ class DeepEnsemble(_StackedEnsemble):
     """M networks trained independently, differing by initialisation and data order.
 
     Args (beyond `NetworkPosterior`'s shared ones):
-        n_samples: M, the members; `predict(x, n_samples=S)` uses the first S <= M.
-        model: instead of `model_fn`, a sequence of M = n_samples trained networks, used as the
-            members as they are (copied; `fit` only fits a regression's noise σ_m²).
+        n_samples: M, the members (default: as many as `model` holds, else 5);
+            `predict(x, n_samples=S)` uses the first S <= M.
+        model: instead of `model_fn`, a sequence of M trained networks, used as the members as
+            they are (copied; `fit` only fits a regression's noise σ_m²).
         seed: member m is initialised and shuffled with the m-th seed drawn from a generator
             seeded with `seed`; None draws one at `fit`.
         engine: "local" trains the members one after the other here; "ray" trains each as a
@@ -179,11 +180,14 @@ class DeepEnsemble(_StackedEnsemble):
     options = ("engine", "address")
 
     def __init__(
-        self, model_fn: ModelFn | None = None, *, n_samples: int = 5, engine: str = "local", address: str | None = None,
+        self, model_fn: ModelFn | None = None, *, n_samples: int | None = None, engine: str = "local", address: str | None = None,
         **shared: Unpack[NetworkArgs],
     ) -> None:  # fmt: skip
         from activebayes.distributed import check_engine
 
+        if n_samples is None:
+            given = shared.get("model")
+            n_samples = len(given) if isinstance(given, Sequence) and not isinstance(given, nn.Module) else 5
         super().__init__(model_fn, n_samples=n_samples, **shared)
         check_engine(engine, address)
         self.engine, self.address = engine, address
