@@ -342,7 +342,7 @@ def test_independent_masks_reproducible_and_unlike_shared():
 
 def test_protocol_study_end_to_end(tmp_path):
     text = BASE.replace("max_labels = 40", "max_labels = 100").replace("batch_size = 10", "batch_size = 40")
-    text = text.replace("epochs = 30", "epochs = 5\nweight_decay = \"gal\"\nmasks = \"independent\"")
+    text = text.replace("epochs = 200", "epochs = 5\nweight_decay = \"gal\"\nmasks = \"independent\"")
     text = text.replace("pool_size = 400", "pool_size = 400\nvalidation_size = 100")
     text = text.replace("[model]", "acquisition_subset = 60\n\n[model]") + '\n[report]\npaper = "gal2017"\n'
     (tmp_path / "p.toml").write_text(text)
@@ -377,7 +377,7 @@ def test_early_stopping_on_the_validation_split_with_fixed_length_epochs(tmp_pat
     from activebayes.study import validation_set
 
     text = BASE.replace("pool_size = 400", "pool_size = 400\nvalidation_size = 100")
-    text = text.replace("epochs = 30", "epochs = 30\nepoch_samples = 256\npatience = 2\nvalidation_metric = \"accuracy\"")
+    text = text.replace("epochs = 200", "epochs = 30\nepoch_samples = 256\npatience = 2\nvalidation_metric = \"accuracy\"")
     (tmp_path / "p.toml").write_text(text)
     config = StudyConfig.from_toml(tmp_path / "p.toml")
     seen = []

@@ -42,13 +42,13 @@ def serial(tmp_path_factory):
 @pytest.fixture(scope="module")
 def slow(tmp_path_factory):
     """(config, its --jobs 1 results): the digits study training 300 epochs a round instead of
-    30, so that a study stopped after its second round is still seconds short of its twelfth
+    200, so that a study stopped after its second round is still seconds short of its twelfth
     however slowly the machine polls; same rounds, same seeds."""
     folder = tmp_path_factory.mktemp("slow")
     config = folder / "digits-slow.toml"
     text = DIGITS_TOML.read_text()
-    assert "\nepochs = 30\n" in text
-    config.write_text(text.replace("\nepochs = 30\n", "\nepochs = 300\n"))
+    assert "\nepochs = 200\n" in text
+    config.write_text(text.replace("\nepochs = 200\n", "\nepochs = 300\n"))
     run_study(StudyConfig.from_toml(config), folder / "serial")
     return config, json.loads((folder / "serial" / "results.json").read_text())
 
