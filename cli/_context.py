@@ -114,6 +114,7 @@ class CliState:
     project: str | None = None
     out: Output = field(default_factory=Output)
     db_typed: bool = False  # --db was given on the command line: the hints repeat it, so that they work as typed
+    db_given: bool = False  # --db or ACTIVEBAYES_DB was given (not the default file): a simulation records there
     _store: PoolStore | None = field(default=None, repr=False)
     _notes: LibraryNotes | None = field(default=None, repr=False)
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from activebayes_cli._app import CliError
 from activebayes_cli._context import sqlite_path
+from activebayes_cli._design_project import refuse_design
 from activebayes_cli._parse import existing_file, fraction
 
 CACHE_FOLDER = "activebayes-cache"
@@ -87,6 +88,7 @@ def add_folder(
     store = st.store(upgrade=True)
     name = st.project_name()
     info = store.project(name)
+    refuse_design(st, name, info, "pool add")
     if info.data_path is not None and store.count_items(name) > 0:
         raise CliError(
             f"project {name!r} already has a pool from {info.data_path}",

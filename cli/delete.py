@@ -18,6 +18,7 @@ import typer
 
 from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import shown_url, state
+from activebayes_cli._design_project import design_command
 
 app = command_group()
 
@@ -38,17 +39,24 @@ def delete(
         known = ", ".join(repr(p) for p in store.projects()) or "none"
         raise CliError(f"no project {name!r} in {shown_url(st.db)} (projects: {known})", "pass one of them")
     given = sum(count for _, count, _, _ in store.answer_counts(name))  # people's answers: not the data file's, nor the truth's
+    design = store.project(name).task == "design"  # its answers are participants' trials
+    what, people = ("trial", "participants") if design else ("label", "people")
     if given and not yes:
-        export = st.next_command("export", f"{name}-labels.csv", project=name)
+        export = st.next_command("export", f"{name}-{what}s.csv", project=name)
+        back = "" if design else " (they go back in with `activebayes label --from` that file)"
         raise CliError(
-            f"project {name!r} holds {given} label{'s' if given != 1 else ''} that people gave, which deleting it would lose",
-            f"keep them with `{export}` (they go back in with `activebayes label --from` that file), then pass --yes",
+            f"project {name!r} holds {given} {what}{'s' if given != 1 else ''} that {people} gave, which deleting it would lose",
+            f"keep them with `{export}`{back}, then pass --yes",
         )
     cache = (store.project(name).settings or {}).get("feature_cache")
     store.delete_project(name)
     remove_feature_cache(cache)
-    again = " ".join(["activebayes", *(["--db", shlex.quote(shown_url(st.db))] if st.db_typed else []), "init", "--name", shlex.quote(name)])
+    if design:
+        again = design_command(st, name)
+    else:
+        again = " ".join(["activebayes", *(["--db", shlex.quote(shown_url(st.db))] if st.db_typed else []), "init", "--name", shlex.quote(name)])
+    lost = f" and the {given} {what}s {people} gave" if given else ""
     st.out.result(
         {"deleted": name, "labels_lost": given},
-        lambda c: c.print(f"Deleted project {name}" + (f" and the {given} labels people gave" if given else "") + f". A new one: {again}"),
+        lambda c: c.print(f"Deleted project {name}{lost}. A new one: {again}"),
     )

@@ -3,8 +3,12 @@
     activebayes design memory-span                         ask a person at the terminal
     activebayes design memory-span --simulate-span 6.5     a simulated participant
 
-Trials are recorded in a database with --db URL (or the global --db, for a person; a simulated
-session records nothing unless --db is given). --json prints one JSON object on stdout.
+Trials are recorded in the database of the command's --db, else of the global --db or
+ACTIVEBAYES_DB; without any of them a person's go to the default activebayes.db and a simulated
+session's nowhere (the output says which). A participant recorded before is resumed: --trials
+counts the trials to run now, after the recorded ones, and a simulated participant's answer to
+trial n is drawn from (--seed, participant, n), so a session resumed after k trials answers as one
+run straight through. --json prints one JSON object on stdout.
 """
 
 from __future__ import annotations
@@ -20,17 +24,10 @@ import typer
 from rich.console import Console
 from typer import Abort
 
-from activebayes.design import (
-    GridPosterior,
-    MemorySpanModel,
-    SessionTrace,
-    SimulatedParticipant,
-    Trial,
-    run_design_session,
-    summarise_posterior,
-)
+from activebayes.design import SessionTrace, SimulatedParticipant, Trial, run_design_session, summarise_posterior
 from activebayes_cli._app import CliError, command_group
-from activebayes_cli._context import state
+from activebayes_cli._context import shown_url, state
+from activebayes_cli._design_project import DEFAULT_PROJECT, session_posterior
 from activebayes_cli._memory_span import trial_line
 from activebayes_cli._options import CommandDb
 
@@ -77,18 +74,20 @@ def _check(ok: bool, what: str, fix: str) -> None:
 def memory_span(
     ctx: typer.Context,
     participant: Annotated[Optional[str], typer.Option("--participant", help="Participant id (recorded with --db; resumes their earlier trials).")] = None,
-    trials: Annotated[int, typer.Option("--trials", help="Most trials to run.")] = 20,
+    trials: Annotated[int, typer.Option("--trials", help="Most trials to run now; when resuming a participant, this many MORE after their recorded trials (not a total).")] = 20,
     max_digits: Annotated[int, typer.Option("--max-digits", help="Longest list offered (designs 1..max).")] = 15,
     learn_slope: Annotated[bool, typer.Option("--learn-slope", help="Learn the slope too: joint (span, slope) grid; EIG stays about the span.")] = False,
     simulate_span: Annotated[Optional[float], typer.Option("--simulate-span", help="Answer with a simulated participant of this span.")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated participant and the digits shown.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated participant (trial n's answer is drawn from seed, participant and n) and of the digits shown.")] = 0,
     target_sd: Annotated[Optional[float], typer.Option("--target-sd", help="Stop once the posterior sd of the span is at most this.")] = None,
     db: CommandDb = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write a PNG of the posterior and the designs.")] = None,
 ) -> None:
     """Estimate a memory span: each trial shows the list length with the largest expected information gain.
 
-    Trials are recorded in --db: by default a person's in the global --db, a simulation's nowhere.
+    Trials are recorded in --db (the command's, else the global --db or ACTIVEBAYES_DB); with none
+    of them, a person's in activebayes.db and a simulation's nowhere. --trials counts the trials
+    to run now: a resumed participant gets this many more.
     """
     cli = state(ctx)
     json_output = cli.out.json
@@ -102,29 +101,28 @@ def memory_span(
            f"--plot: expected a .png path in an existing folder, got {str(plot)!r}", "pass e.g. --plot span.png")  # fmt: skip
     console = Console(stderr=json_output, highlight=False)
     who = participant or ("simulated" if simulate_span is not None else "anonymous")
-    model = MemorySpanModel()
-    posterior = GridPosterior(model, learn_slope=True, n_theta=201, n_slope=40) if learn_slope else GridPosterior(model)
+    posterior = session_posterior(learn_slope)
     designs = torch.arange(1.0, max_digits + 1.0, dtype=torch.float64)
 
-    record, offset = None, 0
-    url = db if db is not None else (None if simulate_span is not None else cli.db)
-    if url is not None:
+    if db is not None:  # the command's own --db: as the global one, given on the command line
+        cli.db, cli.db_typed, cli.db_given = db, True, True
+    record, offset, project = None, 0, cli.project or DEFAULT_PROJECT
+    if cli.db_given or simulate_span is None:  # a simulation records only where a --db / ACTIVEBAYES_DB says
         from activebayes.design.record import DesignRecord
-        from activebayes.store import PoolStore
 
-        settings: dict[str, Any] = {"model": repr(model), "prior": "theta ~ N(7, 2^2)", "learn_slope": learn_slope}
-        if db is None:
-            store = cli.store(create=True)
-        else:
-            _check("://" in db, f"--db: {db!r} is not a database URL", "use e.g. sqlite:///span.db")
-            store = PoolStore(db)
-        record = DesignRecord(store, designs, participant=who, project=cli.project or "memory-span", settings=settings)
+        settings: dict[str, Any] = {"model": repr(posterior.model), "prior": "theta ~ N(7, 2^2)", "learn_slope": learn_slope}
+        store = cli.store(create=True)
+        if project in store.projects() and store.project(project).task != "design":
+            raise CliError(f"project {project!r} in {shown_url(cli.db)} is a {store.project(project).task} project, not a design project",
+                           "name another with the global --project NAME (before `design`), e.g. `activebayes --project span design memory-span`")  # fmt: skip
+        record = DesignRecord(store, designs, participant=who, project=project, settings=settings)
         offset = record.replay(posterior)
         if offset:
-            console.print(f"resumed {who!r}: {offset} earlier trials, span {posterior.mean:.2f} ± {posterior.sd:.2f}")
+            console.print(f"resumed {who!r}: {offset} earlier trials, span {posterior.mean:.2f} ± {posterior.sd:.2f}; "
+                          f"running up to {trials} more (trials {offset + 1}-{offset + trials})", markup=False, soft_wrap=True)  # fmt: skip
 
     if simulate_span is not None:
-        responder: Any = SimulatedParticipant(simulate_span, seed=seed)
+        responder: Any = SimulatedParticipant(simulate_span, seed=seed, participant=who, first_trial=offset)
     else:
         responder = _PromptParticipant(console, seed * 1_000_003 + offset)  # new digits when resuming
     done: list[Trial] = []
@@ -149,11 +147,22 @@ def memory_span(
 
         plot_session(trace, plot, true_span=simulate_span)
     summary = summarise_posterior(posterior)
+    where = shown_url(cli.db) if record is not None else None
     if json_output:
-        out = {"trials": [{"design": t.design, "outcome": t.outcome, "eig": t.eig} for t in trace.trials], "posterior": summary}
+        out = {
+            "participant": who, "earlier_trials": offset, "db": where, "project": project if record is not None else None,
+            "trials": [{"trial": t.index + 1 + offset, "design": t.design, "outcome": t.outcome, "eig": t.eig} for t in trace.trials],
+            "posterior": summary,
+        }  # fmt: skip
         typer.echo(json.dumps(out))
         return
     lo, hi = summary["interval"]
-    console.print(f"span estimate: {summary['mean']:.2f} ± {summary['sd']:.2f} digits, 90% interval [{lo:.2f}, {hi:.2f}]")
+    total = offset + len(trace.trials)
+    after = f"after {total} trial{'s' if total != 1 else ''}" + (f" ({len(trace.trials)} now, {offset} before)" if offset else "")
+    console.print(f"span estimate {after}: {summary['mean']:.2f} ± {summary['sd']:.2f} digits, 90% interval [{lo:.2f}, {hi:.2f}]", soft_wrap=True)
+    if record is not None:
+        console.print(f"recorded {who!r} in {where} (project {project!r}); the same --participant resumes", markup=False, soft_wrap=True)
+    else:
+        console.print("not recorded (a simulated session is recorded only with --db FILE or ACTIVEBAYES_DB)", markup=False, soft_wrap=True)
     if plot is not None:
         console.print(f"wrote {plot}")

@@ -24,6 +24,7 @@ from rich.console import Console
 
 from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import state
+from activebayes_cli._design_project import refuse_design
 from activebayes_cli._parse import writable_target
 
 app = command_group()
@@ -36,7 +37,8 @@ class ExportFormat(str, Enum):
 
 
 EXPORT_HELP = (
-    "Write the labelled items with their labels and provenance (who, source, round, time), or with "
+    "Write the labelled items with their labels and provenance (who, source, round, time), or, for a design "
+    "project, every trial (participant, trial, digits, outcome, EIG, source, time); or with "
     "--format label-studio a round's queries as Label Studio tasks. A csv is written as the pool's csv came: "
     "with ';' between the cells when it had them, and with a UTF-8 byte-order mark when a spreadsheet saved it, "
     "so that Excel opens it in columns with its accents.\n\n"
@@ -84,6 +86,10 @@ def export(
     fmt = (fmt_option.value if fmt_option is not None else "csv") if to_stdout else writable_target(file, "FILE", (".csv", ".json"))
     store = st.store()
     name = st.project_name()
+    if store.project(name).task == "design":  # its trials, one row each (not one "label" per list length)
+        from activebayes_cli._design_project import export_trials
+
+        return export_trials(st, store, name, file, fmt, to_stdout)
     round_numbers = {r.id: r.number for r in store.rounds(name)}
     latest: dict[str, dict[str, Any]] = {}
     for obs in store.observations(name):  # in recording order: the last one per key is the label
@@ -153,6 +159,7 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
     store = st.store()
     name = st.project_name()
     info = store.project(name)
+    refuse_design(st, name, info, "export --format label-studio")
     rounds = store.rounds(name)
     if round_number is not None:
         if not any(r.number == round_number for r in rounds):

@@ -48,6 +48,7 @@ import typer
 
 from activebayes_cli._app import INTERRUPTED, CliError, command_group
 from activebayes_cli._context import state
+from activebayes_cli._design_project import refuse_design
 from activebayes_cli._parse import existing_file
 
 app = command_group()
@@ -111,6 +112,7 @@ def label(
     store = st.store(upgrade=True)  # writes: an older schema is upgraded first
     name = st.project_name()
     info = store.project(name)
+    refuse_design(st, name, info, "label")
     target = _target_round(store, name, round_number)
     if from_csv is not None:
         _from_file(st, store, name, info, target, from_csv, who, allow_test=test, allow_relabel=relabel)

@@ -59,7 +59,8 @@ def main(
     """activebayes: choose what to label or measure next."""
     source = ctx.get_parameter_source("db")
     typed = source is not None and source.name == "COMMANDLINE"
-    cli_state = CliState(db=db, project=project, out=Output(json=json_output, quiet=quiet), db_typed=typed)
+    given = typed or (source is not None and source.name == "ENVIRONMENT")
+    cli_state = CliState(db=db, project=project, out=Output(json=json_output, quiet=quiet), db_typed=typed, db_given=given)
     ctx.obj = cli_state
     ctx.call_on_close(cli_state.close)
 

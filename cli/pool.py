@@ -33,6 +33,7 @@ import typer
 
 from activebayes_cli._app import command_group
 from activebayes_cli._context import state
+from activebayes_cli._design_project import refuse_design
 from activebayes_cli._parse import existing_file, fraction
 from activebayes_cli._pool_import import Categorical, ImageLayout, Missing, register_pool
 
@@ -77,6 +78,7 @@ def add(
     fraction(test_fraction, "--test-fraction")
     store = st.store(upgrade=True)  # writes: an older schema is upgraded first
     name = st.project_name()
+    refuse_design(st, name, store.project(name), "pool add")
     from activebayes_cli._pool_folder import cache_folder
 
     summary = register_pool(

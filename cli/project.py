@@ -212,11 +212,16 @@ def _pack(tokens: list[tuple[str, bool]], width: int) -> list[str]:
 
 @app.command()
 def status(ctx: typer.Context) -> None:
-    """Rounds, labelled and unlabelled counts, metrics per round, and the next step."""
+    """Rounds, labelled and unlabelled counts, metrics per round, and the next step (a design
+    project: its participants, trials and span estimates)."""
     st = state(ctx)
     store = st.store()
     name = st.project_name()
     info = store.project(name)
+    if info.task == "design":  # trials of participants, not a pool
+        from activebayes_cli._design_project import design_status
+
+        return design_status(st, store, name, info)
     n_pool = store.count_items(name, split="pool")
     n_test = store.count_items(name, split="test")
     labelled = store.count_labelled(name, split="pool")

@@ -66,6 +66,7 @@ from rich.table import Table
 
 from activebayes_cli._app import INTERRUPTED, CliError, command_group
 from activebayes_cli._context import check_device, state
+from activebayes_cli._design_project import refuse_design
 from activebayes_cli._model import DEFAULT_COVER_CLASSES
 from activebayes_cli._options import Address, Device, Engine
 from activebayes_cli._options import given as option_given
@@ -231,10 +232,9 @@ def round_(
     store = st.store(upgrade=True)  # writes: an older schema is upgraded first
     name = st.project_name()
     info = store.project(name)
+    refuse_design(st, name, info, "round")
     if info.data_path is None or store.count_items(name, split="pool") == 0:
         raise CliError(f"project {name!r} has no data yet", "add a pool first with `activebayes pool add FILE`")
-    if info.task not in ("classification", "regression"):
-        raise CliError(f"project {name!r} is a {info.task} project", "`activebayes round` runs classification and regression projects")
     try:  # held until this command exits (released by its context), before the latest round is read
         lock = ctx.with_resource(store.round_lock(name))
     except RoundBusyError as exc:

@@ -19,7 +19,8 @@ def test_simulated_json_session_is_reproducible_and_well_formed():
     assert first.exit_code == 0, first.output
     out = json.loads(first.stdout)
     assert len(out["trials"]) == 12
-    assert set(out["trials"][0]) == {"design", "outcome", "eig"}
+    assert set(out["trials"][0]) == {"trial", "design", "outcome", "eig"} and out["trials"][-1]["trial"] == 12
+    assert out["db"] is None and out["earlier_trials"] == 0  # a simulation without any --db records nothing
     assert out["trials"][0]["design"] == 7.0 and abs(out["trials"][0]["eig"] - 0.2311) < 1e-3
     assert all(t["outcome"] in (0, 1) and 1 <= t["design"] <= 15 for t in out["trials"])
     post = out["posterior"]

@@ -8,6 +8,10 @@ Given a list of ξ digits the participant recalls it (answer 1) with probability
 drawn as a Bernoulli from its own seeded generator, or, with `deterministic=True`, answers
 1 exactly when p > 1/2 (so with γ = λ = 0: recall iff ξ < span, Pyro's tutorial participant).
 
+With `participant=ID` the draw of trial n comes from a generator seeded by (seed, ID, n) alone
+(`trial_seed`), not from one stream that starts at the first answer: a session resumed after k
+recorded trials (`first_trial=k`) answers exactly as one session run straight through would.
+
 >>> who = SimulatedParticipant(6.0, deterministic=True)
 >>> [who.answer(n) for n in (4, 5, 6, 7)]
 [1, 1, 0, 0]
@@ -15,6 +19,7 @@ drawn as a Bernoulli from its own seeded generator, or, with `deterministic=True
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,6 +42,13 @@ def parse_design_key(key: str) -> list[float]:
     return values
 
 
+def trial_seed(seed: int | None, participant: str, trial: int) -> int:
+    """The seed of trial `trial` (0-based) of `participant` in the stream `seed` (None → 0): the
+    first 63 bits of SHA-256 of the three, the same on every machine and Python run."""
+    text = f"{0 if seed is None else int(seed)}\x00{participant}\x00{int(trial)}".encode()
+    return int.from_bytes(hashlib.sha256(text).digest()[:8], "little") >> 1
+
+
 class SimulatedParticipant:
     """Answers memory-span trials from a known span.
 
@@ -45,6 +57,10 @@ class SimulatedParticipant:
         slope, lapse, guess, link: the participant's psychometric function (see MemorySpanModel).
         seed: seeds the participant's own generator (None → 0); the same seed, the same answers.
         deterministic: answer 1 iff p(y=1) > 1/2 instead of drawing.
+        participant: draw each trial's answer from `trial_seed(seed, participant, n)` (n counts
+            the answers from `first_trial`), so a resumed session continues the same stream.
+        first_trial: the number of the first trial this object answers (the trials recorded
+            before it); only with `participant`.
     """
 
     stop_requested = False
@@ -59,6 +75,8 @@ class SimulatedParticipant:
         guess: float = 0.0,
         link: Link | str = Link.LOGIT,
         deterministic: bool = False,
+        participant: str | None = None,
+        first_trial: int = 0,
     ) -> None:
         try:
             self.span = float(span)
@@ -68,6 +86,10 @@ class SimulatedParticipant:
         self.seed = seed
         self.deterministic = bool(deterministic)
         self._generator = torch.Generator().manual_seed(0 if seed is None else int(seed))
+        if first_trial < 0 or (first_trial and participant is None):
+            raise ConfigError(f"first_trial: expected a trial count >= 0 with a participant id, got {first_trial!r}")
+        self.participant = participant
+        self.next_trial = int(first_trial)
 
     def __repr__(self) -> str:
         return f"SimulatedParticipant(span={self.span}, {self.model!r}, deterministic={self.deterministic})"
@@ -83,7 +105,11 @@ class SimulatedParticipant:
         p = self.prob_recall(design)
         if self.deterministic:
             return int(p > 0.5)
-        return int(float(torch.rand((), generator=self._generator, dtype=torch.float64)) < p)
+        generator = self._generator
+        if self.participant is not None:
+            generator = torch.Generator().manual_seed(trial_seed(self.seed, self.participant, self.next_trial))
+            self.next_trial += 1
+        return int(float(torch.rand((), generator=generator, dtype=torch.float64)) < p)
 
     def ask(self, keys: Sequence[str], candidates: Any = None) -> list[Answer]:
         """The oracle protocol: one `Answer(key, 0 | 1)` per key, in order. The design of each

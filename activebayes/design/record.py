@@ -10,7 +10,8 @@ for 2-D designs; `consumable=False`, row = the design's index); one observation 
 The trial number keeps repeated (design, outcome) pairs distinct (the store does not record an
 answer again when it equals the same person's latest answer to the same item), and resubmitting
 the latest trial is harmless. `replay` rebuilds a participant's posterior from their trials, so a
-session resumes where the last one stopped.
+session resumes where the last one stopped. `recorded_trials` reads every participant's trials
+of a project (status, export).
 """
 
 from __future__ import annotations
@@ -32,6 +33,24 @@ def design_key(design: float | list[float] | Tensor) -> str:
     values = torch.as_tensor(design, dtype=torch.float64).reshape(-1).tolist()
     names = ("digits", "rate")
     return ",".join(f"{names[i]}={v:g}" for i, v in enumerate(values))
+
+
+def recorded_trials(store: PoolStore, project: str, participant: str | None = None) -> list[dict[str, Any]]:
+    """The recorded trials of a design project (of one `participant`, or of all), in recording
+    order: dicts with participant, trial (0-based, per participant), design, outcome, eig,
+    source ("design:<strategy>") and time (when it was recorded). DataError for an observation
+    that is no JSON trial record."""
+    out = []
+    for obs in store.observations(project):
+        if participant is not None and obs["who"] != participant:
+            continue
+        try:
+            value = json.loads(obs["value"])
+            trial = {k: value[k] for k in ("trial", "design", "outcome", "eig")}
+        except (ValueError, KeyError, TypeError) as exc:
+            raise DataError(f"observation {obs['id']}: expected a JSON trial record, got {obs['value']!r}") from exc
+        out.append({"participant": obs["who"], **trial, "source": obs["source"], "time": obs["created_at"]})
+    return out
 
 
 class DesignRecord:
@@ -69,16 +88,8 @@ class DesignRecord:
 
     def trials(self) -> list[dict[str, Any]]:
         """This participant's recorded trials, in order: dicts with trial, design, outcome, eig."""
-        out = []
-        for obs in self.store.observations(self.project):
-            if obs["who"] != self.participant:
-                continue
-            try:
-                value = json.loads(obs["value"])
-                out.append({k: value[k] for k in ("trial", "design", "outcome", "eig")})
-            except (ValueError, KeyError, TypeError) as exc:
-                raise DataError(f"observation {obs['id']}: expected a JSON trial record, got {obs['value']!r}") from exc
-        return out
+        trials = recorded_trials(self.store, self.project, self.participant)
+        return [{k: t[k] for k in ("trial", "design", "outcome", "eig")} for t in trials]
 
     def add(self, trial: Trial, *, offset: int = 0, strategy: str = "eig") -> None:
         """Record one trial (its number shifted by `offset`, the trials recorded before)."""
@@ -89,7 +100,11 @@ class DesignRecord:
 
     def replay(self, posterior: GridPosterior) -> int:
         """Condition `posterior` on this participant's recorded trials; returns how many."""
-        trials = self.trials()
-        for t in trials:
-            posterior.update(t["design"], int(t["outcome"]))
-        return len(trials)
+        return replay(posterior, self.trials())
+
+
+def replay(posterior: GridPosterior, trials: list[dict[str, Any]]) -> int:
+    """Condition `posterior` on recorded trials (dicts with design and outcome); returns how many."""
+    for t in trials:
+        posterior.update(t["design"], int(t["outcome"]))
+    return len(trials)
