@@ -140,7 +140,9 @@ class PoolSelection:
 
     def _select_auto(self, posterior: Any, rows: np.ndarray, k: int, gen: torch.Generator, auto: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
         """auto: the round's arm chooses k − r candidates, r more are drawn uniformly from the rest
-        (each with q = 1/(n_rest − j) at its j-th draw, j = 0 .. r − 1)."""
+        (each with q = 1/(n_rest − j) at its j-th draw, j = 0 .. r − 1). Every query keeps the
+        arm's score of its item (a random draw's from the pool's scores, as the round's table,
+        its file and `report`'s acquisition.png show it; 0 where the arm scored no pool)."""
         from activebayes.acquisition import resolve_acquisition
 
         from activebayes.acquisition.batch import uniform_draw_probabilities
@@ -151,7 +153,9 @@ class PoolSelection:
         rest = torch.from_numpy(np.setdiff1d(np.arange(len(rows)), chosen.numpy()))
         extra = rest[torch.randperm(len(rest), generator=gen)[:n_random]]
         self._draw_probabilities = [*arm_probabilities, *uniform_draw_probabilities(len(rest), len(extra)).tolist()]
-        return torch.cat([chosen, extra]), torch.cat([scores, torch.zeros(len(extra))])
+        pool = getattr(self, "_pool_scores", None)  # the arm's score of every candidate, when it scored them all
+        extra_scores = pool[extra].float() if pool is not None and len(pool) == len(rows) else torch.zeros(len(extra))
+        return torch.cat([chosen, extra]), torch.cat([scores, extra_scores])
 
     def _select(self, posterior: Any, rows: np.ndarray, k: int, gen: torch.Generator, acq: Any = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(positions [k] into `rows`, their scores [k]) chosen by `acq` (an Acquisition entry;

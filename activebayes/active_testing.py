@@ -8,7 +8,7 @@ without bias from far fewer of them than a random test split needs.
     R̂        = R̂_LURE(losses of the B labelled items, q, N)         (`activebayes.estimates`)
 
 and its 95 % interval is `lure_estimate`'s (Student's t on B − 1 degrees of freedom for the
-normal quantile).
+normal quantile; a regression's MSE, Satterthwaite's scaled χ² on at most B degrees of freedom).
 
 The items drawn become an evaluation set kept apart from training: they move to the "eval" split
 (neither candidates nor training labels; a test split that carries draw probabilities), and the

@@ -13,7 +13,9 @@ unlabelled pool then; an acquisition subset is itself a uniform sample of it). A
 1 − R̂ of the 0-1 loss; NLL needs every class's probability (the query's "probs"); regression
 gives RMSE = √R̂ of the squared error and the Gaussian NLL. The estimate rests on the round's own
 k labels, so its interval is wide for a small batch (Student's t on M − 1 degrees of freedom for
-its M drawn labels, `lure_estimate`); `activebayes evaluate --budget N` buys a tighter one.
+its M drawn labels, `lure_estimate`; an MSE, Satterthwaite's scaled χ² on at most M degrees of
+freedom, so that the RMSE's upper end is not too short at a few labels); `activebayes evaluate
+--budget N` buys a tighter one.
 
 Which draws count: the answered prefix of the round's draws in rank order (a prefix of a
 sequential draw is itself one, so the estimate stays unbiased while answers come in). A round
@@ -178,7 +180,7 @@ def pool_estimate(
         return stratified_estimate(known, rest, probabilities, pool_size, **kw)
 
     error = one("zero_one", bounded=True)
-    mse = one("squared")
+    mse = one("squared", squares=True)
     return PoolEstimate(
         accuracy=error.map(lambda r: 1.0 - r, increasing=False) if error is not None else None,
         class_nll=one("class_nll"),

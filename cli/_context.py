@@ -201,6 +201,13 @@ class CliState:
         parts += [shlex.quote(word) for word in words]
         return " ".join(parts)
 
+    def answer_commands(self, project: str, number: int) -> str:
+        """The two ways to answer round `number`'s open queries, as a hint: "`activebayes label
+        --from <project>-round-N.csv` or `activebayes label`" (the file `activebayes round` wrote)."""
+        from activebayes_cli._output import round_csv_name
+
+        return f"`{self.next_command('label', '--from', round_csv_name(project, number))}` or `{self.next_command('label')}`"
+
     def close(self) -> None:
         if self._notes is not None:
             logging.getLogger("activebayes").removeHandler(self._notes)

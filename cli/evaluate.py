@@ -91,8 +91,7 @@ def _propose(ctx: typer.Context, budget: int, seed: int, device: str, csv_path: 
     fitted = [r for r in rounds if r.labelled_count > 0]
     if store.count_labelled(name) == 0 or not fitted:
         raise CliError(f"project {name!r} has no fitted model to evaluate yet", f"run `{st.next_command('round')}` and label its queries first")
-    if rounds[-1].status.waiting:
-        raise CliError(f"round {rounds[-1].number} waits for answers", f"label its queries first (`{st.next_command('label')}`)")
+    _check_latest_round(store, name, st)
     n_candidates = store.count_candidates(name)
     if budget > n_candidates:
         raise CliError(f"--budget: {budget} is more than the {n_candidates} unlabelled pool items", f"pass --budget {n_candidates} or fewer")
@@ -132,6 +131,24 @@ def _propose(ctx: typer.Context, budget: int, seed: int, device: str, csv_path: 
         f"{drew}; they are kept apart from training.\n"
         f"Label them in {target}, then: {st.next_command('label', '--from', str(target))} "
         f"and {st.next_command('evaluate')}"))  # fmt: skip
+
+
+def _check_latest_round(store: Any, name: str, st: Any) -> None:
+    """Refuse while the latest round is unfinished: asking (its open queries are pool items a draw
+    could take) or stopped before asking (its resume asks items it chose already). A round with
+    every answer in is fine: the next round only closes it (`RoundStatus.next_step`)."""
+    from activebayes.store.latest_round import latest_round_state
+
+    latest = latest_round_state(store, name)
+    if latest.asking:
+        number = latest.round.number
+        raise CliError(f"round {number} still waits for {latest.open} of its {len(store.queries(name, number))} answers, "
+                       "and its open queries are pool items an evaluation draw could take",
+                       f"answer them with {st.answer_commands(name, number)}, then run evaluate again")  # fmt: skip
+    if latest.stopped:
+        raise CliError(f"round {latest.round.number} stopped while {latest.round.status.value!r} and has not asked its queries yet",
+                       f"run `{st.next_command('round')}` to resume it (or `{st.next_command('round', '--restart-round')}` "
+                       "to discard it), then run evaluate again")  # fmt: skip
 
 
 def _check_extension(store: Any, name: str, record: Any, st: Any) -> None:

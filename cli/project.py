@@ -73,23 +73,19 @@ def init(
     )
 
 
-def _next_step(st: CliState, name: str, has_data: bool, latest: Any, unlabelled: int, pending: int) -> str:
+def _next_step(st: CliState, name: str, has_data: bool, latest: Any, unlabelled: int) -> str:
+    """The next step of project `name`, given its LatestRound `latest`."""
     if not has_data:
         return f"add data with `{st.next_command('pool', 'add', 'FILE')}`"
-    from activebayes.store import RoundStatus, RoundStep
-
-    resumes = latest is not None and RoundStatus.next_step(latest.status, pending) is RoundStep.resume
-    if resumes and latest.status.waiting:
-        from activebayes_cli._output import round_csv_name  # the file `activebayes round` wrote
-
-        return (
-            f"answer the {pending} open queries of round {latest.number}: "
-            f"`{st.next_command('label', '--from', round_csv_name(name, latest.number))}` or `{st.next_command('label')}`"
-        )
-    if resumes:
-        return f"round {latest.number} stopped while {latest.status.value!r}: `{st.next_command('round')}` resumes it"
+    if latest.asking:
+        return f"answer the {latest.open} open queries of round {latest.round.number}: {st.answer_commands(name, latest.round.number)}"
+    if latest.stopped:
+        return f"round {latest.round.number} stopped while {latest.round.status.value!r}: `{st.next_command('round')}` resumes it"
     if unlabelled == 0:
         return f"every pool item is labelled: `{st.next_command('export', 'FILE')}`"
+    if latest.answered:
+        return (f"round {latest.round.number} has all its answers: `{st.next_command('round')}` closes it and "
+                "chooses the next items to label")  # fmt: skip
     return f"run `{st.next_command('round')}` to choose the next items to label"
 
 
@@ -141,9 +137,10 @@ def posterior_text(r: Any) -> str:
     return f"{r.posterior}, auto: {choice['model']}" if choice else r.posterior
 
 
-def _round_fields(r: Any, metrics: list[str]) -> list[tuple[str, str, bool]]:
-    """(column, text, numeric) of one round, metrics last; '-' where a round lacks a metric."""
-    status_text = r.status + (f" ({r.failure_reason})" if r.failure_reason else "")
+def _round_fields(r: Any, metrics: list[str], answered: bool = False) -> list[tuple[str, str, bool]]:
+    """(column, text, numeric) of one round, metrics last; '-' where a round lacks a metric.
+    answered: a queried round with every answer in (its status says so: the next round closes it)."""
+    status_text = r.status + (f" ({r.failure_reason})" if r.failure_reason else "") + (", all answered" if answered else "")
     fields = [
         ("round", str(r.number), True),
         ("status", status_text, False),
@@ -160,12 +157,12 @@ def _round_fields(r: Any, metrics: list[str]) -> list[tuple[str, str, bool]]:
 TEXT_COLUMN_MIN = 8  # a text column (status, posterior, ...) may be folded down to this width
 
 
-def render_rounds(console: Console, rounds: list[Any]) -> None:
+def render_rounds(console: Console, rounds: list[Any], answered: int | None = None) -> None:
     """The rounds as a table with one column per metric; numbers never wrap. When the table does
     not fit the console with every number whole (text columns may fold down to TEXT_COLUMN_MIN),
-    one block per round instead."""
+    one block per round instead. answered: the number of a queried round with every answer in."""
     metrics = metric_columns(rounds)
-    rows = [_round_fields(r, metrics) for r in rounds]
+    rows = [_round_fields(r, metrics, r.number == answered) for r in rounds]
     table = Table(title="rounds")
     needed = len(rows[0]) + 1  # the vertical rules
     for i, (column, _, numeric) in enumerate(rows[0]):
@@ -226,11 +223,11 @@ def status(ctx: typer.Context) -> None:
     n_test = store.count_items(name, split="test")
     labelled = store.count_labelled(name, split="pool")
     rounds = store.rounds(name)
-    latest = rounds[-1] if rounds else None
-    pending = 0
-    if latest is not None and latest.status.waiting:
-        pending = sum(q.value is None for q in store.queries(name, latest.number))
-    next_step = _next_step(st, name, info.data_path is not None and n_pool > 0, latest, n_pool - labelled, pending)
+    from activebayes.store.latest_round import LatestRound, open_queries
+
+    last = rounds[-1] if rounds else None
+    latest = LatestRound(last, open_queries(store, name, last))
+    next_step = _next_step(st, name, info.data_path is not None and n_pool > 0, latest, n_pool - labelled)
     from activebayes_cli._estimates import (
         estimates_data, evaluation_estimate_of, latest_figure, render_estimates, round_estimates, stop_reading, stop_sentence)
 
@@ -248,7 +245,7 @@ def status(ctx: typer.Context) -> None:
         "test_items": n_test,
         "labelled": labelled,
         "unlabelled": n_pool - labelled,
-        "open_queries": pending,
+        "open_queries": latest.open,
         "rounds": [
             {
                 "number": r.number,
@@ -274,7 +271,7 @@ def status(ctx: typer.Context) -> None:
         for text in [line] if len(line) <= console.width else counts:  # a count never splits
             console.print(text, no_wrap=True, overflow="ignore")
         if rounds:
-            render_rounds(console, rounds)
+            render_rounds(console, rounds, latest.round.number if latest.answered else None)
             render_estimates(console, estimates, info.task, evaluation)
         else:
             console.print("no rounds yet")

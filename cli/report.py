@@ -1,10 +1,11 @@
 """`activebayes report`: the learning curve and the acquisition scores of a project, as PNG files.
 
-    learning-curve.png  the test metric against labelled items; one colour per posterior +
-                        acquisition, each change marked (`activebayes.report.learning_figure`),
-                        and the estimate from each round's chosen labels with its 95 % band
-                        (in the metric's possible range, as `status` shows it; a round still
-                        open, or failed before all its answers came in, is left out, noted)
+    learning-curve.png  the test metric (accuracy; regression: RMSE) against labelled items;
+                        one colour per posterior + acquisition, each change marked
+                        (`activebayes.report.learning_figure`), and the estimate from each
+                        round's chosen labels with its 95 % band (in the metric's possible
+                        range, as `status` shows it; a round still open, or failed before all
+                        its answers came in, is left out, noted; no band at all, noted why)
     acquisition.png     one panel per acquisition function: the scores of every candidate of the
                         latest round that used it, on its own axis and unit, the queried items
                         marked (`activebayes.report.acquisition_figure`)
@@ -25,11 +26,14 @@ from activebayes_cli._context import state
 
 app = command_group()
 
-METRIC_PREFERENCE = ("accuracy", "test_accuracy", "nll", "test_nll")
+METRIC_PREFERENCE = ("accuracy", "test_accuracy", "rmse", "test_rmse", "nll", "test_nll")
 
 
 def pick_metric(rounds) -> str | None:
-    """The metric a learning curve shows: test accuracy when the rounds recorded it."""
+    """The metric a learning curve shows: test accuracy (regression: test RMSE) when the rounds
+    recorded it, as the estimate from the chosen labels is of it; NLL only for rounds that
+    recorded neither. One figure on one axis, as `--all` overlays projects: the NLL stays in
+    `status`."""
     recorded = {key for r in rounds for key, value in r.metrics.items() if isinstance(value, (int, float))}
     return next((m for m in METRIC_PREFERENCE if m in recorded), None)
 
@@ -85,7 +89,8 @@ def estimate_band(store: Any, name: str, rounds: list[Any], metric: str | None) 
     if metric not in (None, figure):
         return [], []
     band, notes = [], []
-    for r, estimate in round_estimates(store, name, info, rounds):
+    estimates = round_estimates(store, name, info, rounds)
+    for r, estimate in estimates:
         e = getattr(estimate, figure)
         if e is None:
             continue
@@ -93,6 +98,12 @@ def estimate_band(store: Any, name: str, rounds: list[Any], metric: str | None) 
             notes.append(f"round {r.number}'s estimate is left out of the learning curve ({estimate.note})")
             continue
         band.append((r.labelled_count, nearest_possible(e.value, RANGES[figure]), e.low, e.high))
+    if not band and not notes:  # say why there is no band at all
+        why = "no round fitted a model yet"
+        if estimates:
+            r, estimate = estimates[-1]
+            why = f"no round has an estimate from its chosen labels (round {r.number}: {estimate.reason or 'none'})"
+        notes.append(f"no estimate band in the learning curve: {why}")
     return band, notes
 
 

@@ -143,3 +143,46 @@ def test_round_debias_is_recorded(project):
     with PoolStore(db, create=False) as store:
         rounds = store.rounds("t")
         assert rounds[-1].acquisition_settings["debias"] is True and "debias" not in rounds[-2].acquisition_settings
+
+
+def _answer_round_file(path: Path, truth: dict[str, str], keep: int | None = None) -> Path:
+    """A key,label CSV answering the first `keep` (all) rows of a round file from the truth."""
+    with path.open(newline="") as fh:
+        keys = [row["key"] for row in csv.DictReader(fh)][:keep]
+    answers = path.with_name(f"answers-{path.stem}.csv")
+    with answers.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["key", "label"])
+        writer.writerows([k, truth[k]] for k in keys)
+    return answers
+
+
+def test_evaluate_after_labelling_by_hand(cli_db, tmp_path):
+    """A person's rounds answered with `label --from` leave the round `queried` until the next
+    round closes it; evaluate accepts it once every answer is in, and while some are open it
+    counts them and names commands that answer them."""
+    truth = write_table(tmp_path / "t.csv")
+    ok("init", "--name", "t")
+    ok("pool", "add", "t.csv", "--key-column", "id", "--label-column", "label", "--test-fraction", "0.2", "--seed", "0")
+    ok("round", "--k", "4", "--epochs", "2", "--first", "random")
+    ok("label", "--from", str(_answer_round_file(Path("t-round-1.csv"), truth)))
+    ok("round", "--k", "4", "--epochs", "2", "--acquisition", "power-bald")  # closes round 1, asks round 2
+    ok("label", "--from", str(_answer_round_file(Path("t-round-2.csv"), truth, keep=1)))
+    before = db_dump(cli_db)
+    assert_mistake(run("evaluate", "--budget", "5"), "round 2 still waits for 3 of its 4 answers",
+                   "`activebayes label --from t-round-2.csv` or `activebayes label`")
+    assert db_dump(cli_db) == before
+    assert "answer the 3 open queries of round 2" in json.loads(ok("--json", "status").stdout)["next"]
+    ok("label", "--from", str(_answer_round_file(Path("t-round-2.csv"), truth)))
+    data = json.loads(ok("--json", "status").stdout)
+    assert data["open_queries"] == 0 and data["rounds"][-1]["status"] == "queried"  # closed by the next round
+    assert data["next"].startswith("round 2 has all its answers: `activebayes round` closes it")
+    assert "queried, all answered" in ok("status").stdout
+    proposed = json.loads(ok("--json", "evaluate", "--budget", "5").stdout)
+    assert proposed["items"] == 5 and proposed["labelled"] == 8
+    ok("label", "--from", str(_answer_round_file(Path("t-eval.csv"), truth)))
+    ok("round", "--k", "4", "--epochs", "2", "--acquisition", "power-bald")  # closes round 2 beside the evaluation set
+    rounds = json.loads(ok("--json", "status").stdout)["rounds"]
+    assert [r["status"] for r in rounds] == ["done", "done", "queried"]
+    with Path("t-round-3.csv").open(newline="") as fh:
+        assert not {row["key"] for row in csv.DictReader(fh)} & set(proposed["keys"])  # the evaluation set stays apart

@@ -104,7 +104,9 @@ def test_replay_credits_each_reward_to_the_previous_arm():
 # ---- in the loop ---------------------------------------------------------------------------------
 
 
-def _run(tmp_path, name: str, **loop_options) -> list:
+def _run(tmp_path, name: str, pool_scores: dict | None = None, **loop_options) -> list:
+    """[(acquisition settings, [(key, rank, score)])] of 4 rounds; `pool_scores` (when given)
+    receives {round number: {key: the stored pool score of each query's item}} of scored rounds."""
     from test_loop import make_project, tiny_factory
 
     from activebayes.loop import ActiveLearningLoop
@@ -115,6 +117,12 @@ def _run(tmp_path, name: str, **loop_options) -> list:
         truth = make_project(store, tmp_path, name)
         loop = ActiveLearningLoop(tiny_factory, store=store, project=name, oracle=SimulatedOracle(truth), batch_size=10, seed=7, **loop_options)
         loop.run(4)
+        for r in store.rounds(name) if pool_scores is not None else []:
+            if r.number not in set(store.scored_rounds(name)):
+                continue
+            ids, scores = store.round_scores(name, r.number)
+            by_id = dict(zip(ids.tolist(), scores.tolist()))
+            pool_scores[r.number] = {q.key: by_id[q.item_id] for q in store.queries(name, r.number) if q.item_id in by_id}
         return [(r.acquisition_settings, [(q.key, q.rank, q.score) for q in store.queries(name, r.number)]) for r in store.rounds(name)]
 
 
@@ -132,7 +140,8 @@ def test_the_loop_starts_with_typical_points(tmp_path):
 
 
 def test_auto_records_its_choice_and_random_share_and_repeats(tmp_path):
-    rounds = _run(tmp_path, "auto1", acquisition="auto", auto_arms=["bald", "random"])
+    pool_scores: dict = {}
+    rounds = _run(tmp_path, "auto1", pool_scores, acquisition="auto", auto_arms=["bald", "random"])
     again = _run(tmp_path, "auto2", acquisition="auto", auto_arms=["bald", "random"])
     assert [q for _, q in rounds] == [q for _, q in again]  # the same seed, the same queries
     assert "auto" not in rounds[0][0] and rounds[0][0]["first"] == "random"  # no model, no arm
@@ -141,8 +150,9 @@ def test_auto_records_its_choice_and_random_share_and_repeats(tmp_path):
         assert auto["arm"] in ("bald", "random") and auto["random"] == 2 and sum(auto["probabilities"]) == pytest.approx(1)
     later = [s["auto"] for s, _ in rounds[1:]]
     assert later[-1]["rewards"] == [[later[0]["arm"], pytest.approx(later[-1]["rewards"][0][1])]]  # round 3's reward, to round 2's arm
-    for settings, queries in rounds[1:]:
-        assert [score for _, rank, score in queries if rank >= 8] == [0.0, 0.0]  # the random share
+    for number, (settings, queries) in enumerate(rounds[1:], start=2):  # the random share: the arm's pool scores (0: none)
+        expected = [pool_scores.get(number, {}).get(key, 0.0) for key, rank, _ in queries if rank >= 8]
+        assert [score for _, rank, score in queries if rank >= 8] == pytest.approx(expected, rel=1e-6)
 
 
 def test_cli_auto_and_first_are_shown_by_status(cli_db, tmp_path):

@@ -14,6 +14,8 @@ from datetime import datetime
 from html import escape
 from typing import Any
 
+from activebayes.store.latest_round import open_queries
+
 CURVE_METRICS = ("accuracy", "rmse")  # the test-split metric a round records, by task
 WIDTH, HEIGHT, MARGIN = 480, 220, 44
 
@@ -87,14 +89,6 @@ def curve_svg(points: list[tuple[float, float]], metric: str) -> str:
 def disagreements(answers: dict[str, list[tuple[str, str]]]) -> list[tuple[str, list[tuple[str, str]]]]:
     """The keys whose answers (who, value) in one round name more than one label."""
     return [(key, given) for key, given in answers.items() if len({v for _, v in given}) > 1]
-
-
-def open_queries(store: Any, project: str, latest: Any) -> int:
-    """How many queries of `latest` (the project's latest RoundInfo, or None) wait for an answer:
-    none unless it is the round waiting for answers."""
-    if latest is None or not latest.status.waiting:
-        return 0
-    return sum(q.value is None for q in store.queries(project, latest.number))
 
 
 def project_status(store: Any, project: str) -> dict[str, Any]:
