@@ -102,7 +102,7 @@ def design_status(st: CliState, store: Any, name: str, info: Any) -> None:
             for p in participants:
                 span, (lo, hi) = p["span"], p["span"]["interval"]
                 last = by_participant[p["participant"]][-1]["time"]
-                table.add_row(escape(p["participant"]), str(p["trials"]), f"{last:%Y-%m-%d %H:%M}" if last else "-",
+                table.add_row(p["participant"], str(p["trials"]), f"{last:%Y-%m-%d %H:%M}" if last else "-",
                               f"{span['mean']:.2f} ± {span['sd']:.2f}", f"[{lo:.2f}, {hi:.2f}]")  # fmt: skip
             console.print(table)
         else:

@@ -23,6 +23,7 @@ import typer
 
 from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import state
+from activebayes_cli._design_project import refuse_design
 
 app = command_group()
 
@@ -121,6 +122,7 @@ def report(
     _check_out(out)
     store = st.store()
     name = st.project_name()
+    refuse_design(st, name, store.project(name), "report")
     rounds = store.rounds(name)
     if not rounds:
         raise CliError(f"project {name!r} has no rounds yet", f"run `{st.next_command('round', project=name)}` first")

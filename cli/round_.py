@@ -297,6 +297,13 @@ def round_(
                 "leave those options out to resume it, or pass --restart-round to discard it and start a new round",
             )
     elif store.count_candidates(name) == 0:
+        if to_close:  # its answers are all in: closed as the loop closes one before a new round
+            store.advance_round(name, latest.number, RoundStatus.answered)
+            store.advance_round(name, latest.number, RoundStatus.done)
+            st.out.result({"project": name, "round": latest.number, "status": "done", "closed": True, "candidates": 0},
+                          lambda console: console.print(f"round {latest.number} is closed with all its answers; every pool item is "
+                                                        f"labelled, so no new round starts. Next: {command(st, 'export', 'FILE')}"))  # fmt: skip
+            return
         raise CliError(f"every pool item of project {name!r} is labelled; nothing is left to ask", "export them with `activebayes export FILE`")
 
     try:

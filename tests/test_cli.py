@@ -480,6 +480,21 @@ def test_every_item_labelled_stops_rounds(project):
     assert dump(project) == before
 
 
+def test_a_person_s_last_round_is_closed_when_nothing_is_left_to_ask(project):
+    """A person answers the round that took the last items: `round` closes it (it stayed
+    `queried` for good before, since the refusal came first) and says so, then refuses."""
+    write_pool_csv(Path("pool.csv"), n=12)
+    assert run("pool", "add", "pool.csv", "--key-column", "id").exit_code == 0
+    asked = json.loads(run("--json", "round", *TINY, "--k", "12").stdout)
+    truth = {row.split(",")[0]: row.split(",")[-1] for row in Path("pool.csv").read_text().splitlines()[1:]}
+    Path("answers.csv").write_text("key,label\n" + "".join(f"{q['key']},{truth[q['key']]}\n" for q in asked["queries"]))
+    assert run("label", "--from", "answers.csv").exit_code == 0
+    closed = run("round", *TINY)
+    assert closed.exit_code == 0 and "round 1 is closed with all its answers" in " ".join(closed.stdout.split())
+    assert json.loads(run("--json", "status").stdout)["rounds"][-1]["status"] == "done"
+    assert_mistake(run("round", *TINY), "every pool item", "export")
+
+
 def test_quiet_and_json_keep_stdout_clean(project):
     write_pool_csv(Path("pool.csv"), n=30)
     Path("pool2.csv").write_text(Path("pool.csv").read_text().replace("id,", "key,", 1))
