@@ -71,6 +71,22 @@ def image_project(db: str, folder: Path, *, name: str = "digits", k: int = 6) ->
     return _round_of(db, name, k, predict=True)
 
 
+def image_folder_project(db: str, folder: Path, *, name: str = "shapes", k: int = 3, side: int = 16) -> list[str]:
+    """A folder of small PNG files (side x side, classes dark and light in sub-folders), added as
+    `pool add FOLDER --labels-from-folders`: the page serves the files themselves."""
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for label, level in (("dark", 40), ("light", 215)):
+        (folder / "images" / label).mkdir(parents=True, exist_ok=True)
+        for i in range(6):
+            pixels = np.clip(level + rng.normal(scale=20, size=(side, side)), 0, 255).astype(np.uint8)
+            Image.fromarray(pixels).save(folder / "images" / label / f"{label}{i}.png")
+    ok("--db", db, "init", "--name", name, "--classes", "dark,light")
+    ok("--db", db, "--project", name, "pool", "add", str(folder / "images"), "--labels-from-folders")
+    return _round_of(db, name, k, predict=False)
+
+
 def _csv_project(db: str, folder: Path, name: str, rows: list[list[str]], init: tuple[str, ...], add: tuple[str, ...], k: int,
                  delimiter: str = ",") -> list[str]:  # fmt: skip
     """Project `name` over a csv of `rows` (a header first, keys in column "id")."""

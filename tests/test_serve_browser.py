@@ -36,7 +36,7 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 from activebayes.store import PoolStore  # noqa: E402
-from serve_pages import image_project, regression_project, served, table_project, text_project  # noqa: E402
+from serve_pages import image_folder_project, image_project, regression_project, served, table_project, text_project  # noqa: E402
 
 WAIT_S = 20
 
@@ -143,6 +143,22 @@ def test_an_image_round_by_keyboard_with_skip_and_undo(sqlite_db, tmp_path, brow
         wait(driver, lambda d: "Every query of round 1 has its answer" in d.find_element(By.ID, "card").text, "the round done")
         assert logged(driver) == {keys[0]: "2", keys[1]: "7", keys[3]: "0", keys[4]: "1", keys[5]: "2", keys[2]: "9"}
     assert sorted(web_answers(sqlite_db, "digits")) == sorted((k, v, "ann") for k, v in logged(driver).items())
+
+
+def test_a_small_image_file_is_enlarged_with_square_pixels(sqlite_db, tmp_path, browser):
+    """An image folder's 16 x 16 PNGs are served as the files are; the page draws them 160 pixels
+    wide (a whole factor, 10), as the server enlarges an array's image; they were a 16-pixel speck."""
+    keys = image_folder_project(sqlite_db, tmp_path)
+    with served(sqlite_db, "shapes", "ann", folder=tmp_path) as (_, urls):
+        driver = browser()
+        driver.get(urls["ann"])
+        wait_for_item(driver, keys[0])
+        size = "const i = document.querySelector('img.item'); return [i.naturalWidth, i.offsetWidth, i.offsetHeight, i.className];"
+        wait(driver, lambda d: d.execute_script(size)[0] > 0, "the image loaded")
+        wait(driver, lambda d: d.execute_script(size)[1] == 160, "the image enlarged")  # its border included
+        natural, width, height, classes = driver.execute_script(size)
+        assert natural == 16 and width == height == 160 and "enlarged" in classes
+        screenshot(driver, "image-file", tmp_path)
 
 
 def test_a_table_round_by_keyboard_and_the_status_page(sqlite_db, tmp_path, browser):

@@ -51,8 +51,26 @@
 
   let finding = false;  // the last answer came from the find field: the next card's field gets the focus
 
+  // An image file smaller than this is enlarged by a whole factor, pixels kept square, as the
+  // server enlarges an array's image (web/items.py IMAGE_MIN_SIDE); a 16 x 16 PNG was a speck.
+  const IMAGE_MIN_SIDE = 160;
+
+  function enlargeSmallImage() {
+    const img = $("#card img.item");
+    if (!img) return;
+    const fit = () => {
+      const side = Math.max(img.naturalWidth, img.naturalHeight);
+      if (side > 0 && side < IMAGE_MIN_SIDE) {
+        img.style.width = `${img.naturalWidth * Math.ceil(IMAGE_MIN_SIDE / side)}px`;
+        img.classList.add("enlarged");
+      }
+    };
+    if (img.complete) fit(); else img.addEventListener("load", fit, { once: true });
+  }
+
   function show(data) {
     $("#card").innerHTML = data.card;
+    enlargeSmallImage();
     const input = $("#number") || (finding ? $("#find") : null);
     if (input) input.focus();
     if ($("#card [data-wait]")) setTimeout(() => act("next", {}), 3000);
