@@ -62,6 +62,13 @@ def export(
     config: Annotated[
         Optional[Path], typer.Option("--config", help="With --format label-studio: also write Label Studio's labelling config (.xml) here.")
     ] = None,
+    image_url: Annotated[
+        Optional[str],
+        typer.Option("--image-url", help="With --format label-studio: how Label Studio reaches the images, a prefix to which each image's path "
+                     "relative to its folder is added: e.g. http://localhost:8081/ for the folder served over HTTP, or "
+                     "/data/local-files/?d=shapes/ for Label Studio's local files (the folder's path under LOCAL_FILES_DOCUMENT_ROOT). "
+                     "Without it tasks name the files' paths, which a browser cannot load."),
+    ] = None,
 ) -> None:
     """Write the labelled items (CSV or JSON), or a round's queries as Label Studio tasks (see EXPORT_HELP)."""
     if file is not None and out is not None:
@@ -73,9 +80,9 @@ def export(
     if to_stdout and fmt_option is ExportFormat.label_studio:
         raise CliError("export -: Label Studio tasks go to a file (their images sit beside it)", "name a .json file")
     if fmt_option is ExportFormat.label_studio:
-        _export_label_studio(ctx, file, round_number, config)
+        _export_label_studio(ctx, file, round_number, config, image_url)
         return
-    for flag, given in (("--round", round_number is not None), ("--config", config is not None)):
+    for flag, given in (("--round", round_number is not None), ("--config", config is not None), ("--image-url", image_url is not None)):
         if given:
             raise CliError(f"{flag}: only applies to --format label-studio", f"add --format label-studio or leave {flag} out")
     if fmt_option is not None and not to_stdout and file.suffix.lower() != f".{fmt_option.value}":
@@ -139,10 +146,11 @@ def export(
     )
 
 
-def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | None, config: Path | None) -> None:
+def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | None, config: Path | None, image_url: str | None) -> None:
     """`export --format label-studio`: the round's queries as Label Studio tasks (JSON), and the
     labelling config (written to --config, else shown). An image-folder pool's tasks name the
     original files; an image array's get PNGs in `<out stem>-images/` (as the round file does);
+    with `image_url` each image is that prefix and its path relative to its folder (URL-quoted);
     a table's rows are `name: value` lines of text."""
     import numpy as np
 
@@ -156,6 +164,9 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
     writable_target(file, "--out", (".json",))
     if config is not None:
         writable_target(config, "--config", (".xml",))
+    if image_url is not None and not image_url.endswith(("/", "=")):
+        raise CliError(f"--image-url {image_url!r}: expected a prefix ending in / or = (each image's path is added to it)",
+                       "e.g. --image-url http://localhost:8081/ or --image-url '/data/local-files/?d=shapes/'")  # fmt: skip
     store = st.store()
     name = st.project_name()
     info = store.project(name)
@@ -177,7 +188,7 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
     images = texts = None
     shape = image_shape(info, data)
     if getattr(data, "folder", None) is not None:  # `pool add FOLDER`: the original files
-        images = {q.key: str(source_path(data, q.key)) for q in queries}
+        images = {q.key: image_address(source_path(data, q.key), Path(data.folder), image_url) for q in queries}
     elif shape is not None:  # an image array (IDX, .npy/.npz): one PNG per query next to the tasks
         folder = images_folder(file)
         folder.mkdir(exist_ok=True)
@@ -185,7 +196,7 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
         for q in queries:
             png = folder / f"{q.rank + 1:03d}-{safe_name(q.key)}.png"
             write_png(png, np.asarray(data.x[q.row]).reshape(shape))
-            images[q.key] = str(png.resolve())
+            images[q.key] = image_address(png, folder, image_url)
     else:
         columns = feature_columns(info, data)
         shown = data.raw if getattr(data, "raw", None) is not None else data.x  # as in the file, not standardised
@@ -213,6 +224,9 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
         notes = f"{predicted} pre-annotated with the round's prediction" if predicted else "no pre-annotations (a round without a fitted model)"
         console.print(f"Wrote {len(tasks)} Label Studio tasks of round {number} of {name} to {file} "
                       f"({open_queries} still open; {notes}).")  # fmt: skip
+        if images is not None and image_url is None:
+            console.print("The tasks name the images by their paths on this machine, which Label Studio's page cannot load: "
+                          "serve the folder and pass --image-url (see --help).")  # fmt: skip
         if config is not None:
             console.print(f"Labelling config written to {config}.")
         else:
@@ -221,6 +235,16 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
         console.print(f"Then export from Label Studio as JSON and run: {st.next_command('label', '--from', 'EXPORT.json')}")
 
     st.out.result(summary, render)
+
+
+def image_address(path: Path, folder: Path, prefix: str | None) -> str:
+    """Where a Label Studio task finds an image: `prefix` + its path relative to `folder`
+    (POSIX separators, URL-quoted), or its absolute path without a prefix."""
+    from urllib.parse import quote
+
+    if prefix is None:
+        return str(Path(path).resolve())
+    return prefix + quote(Path(path).resolve().relative_to(folder.resolve()).as_posix(), safe="/")
 
 
 def _to_stdout(write: Any) -> None:

@@ -153,6 +153,15 @@ def test_image_folder_tasks_carry_image_paths(cli_db, tmp_path):
         assert "text" not in data
     printed = ok("export", "--format", "label-studio", "--out", "tasks.json").stdout
     assert '<Image name="image" value="$image"/>' in printed and '<Choice value="crosses"/>' in printed
+    assert "--image-url" in " ".join(printed.split())  # bare paths: the way to reach the files is named
+    served = ok("export", "--format", "label-studio", "--out", "served.json", "--image-url", "/data/local-files/?d=imgs/").stdout
+    for task in json.loads(Path("served.json").read_text()):
+        assert task["data"]["image"] == "/data/local-files/?d=imgs/" + task["data"]["activebayes_key"]  # key: class/file.png
+    assert "--image-url" not in served
+    before = Path("served.json").read_text()
+    assert_mistake(run("export", "--format", "label-studio", "--out", "served.json", "--image-url", "http://host:8081"), "ending in / or =")
+    assert_mistake(run("export", "labels.csv", "--image-url", "http://host/"), "--image-url", "label-studio")
+    assert Path("served.json").read_text() == before
 
 
 def test_image_array_tasks_get_pngs(cli_db):
@@ -166,6 +175,9 @@ def test_image_array_tasks_get_pngs(cli_db):
     assert [Path(t["data"]["image"]) for t in tasks] == [Path("tasks-images/001-5.png").resolve(), Path("tasks-images/002-2.png").resolve()]
     assert all(Path(t["data"]["image"]).is_file() for t in tasks)
     assert '<Choice value="1"/>' in Path("c.xml").read_text()
+    ok("export", "--format", "label-studio", "--out", "tasks.json", "--image-url", "http://localhost:8081/")
+    assert [t["data"]["image"] for t in json.loads(Path("tasks.json").read_text())] == [
+        "http://localhost:8081/001-5.png", "http://localhost:8081/002-2.png"]  # within tasks-images/, which is served
 
 
 # ---- the pure functions --------------------------------------------------------------------------
