@@ -22,8 +22,8 @@ records it all:
 With no file, the open queries of the waiting round are shown one by one (digit images drawn in
 the terminal, table rows under the data file's column names, or `name: value` cells when the
 row is wider than the terminal, cut to the screen's height for a table of thousands of columns).
-Type a label, `s` to skip, `u` to undo the last answer, `q` to stop, `a` to see every column of a
-cut row, `?` for help. Each answer is committed as it is given (one transaction each), so
+Type a label (or a class's number in the list shown), `s` to skip, `u` to undo the last answer, `q`
+to stop, `a` to see every column of a cut row, `?` for help. Each answer is committed as it is given (one transaction each), so
 Ctrl-C or a killed terminal loses nothing already typed: Ctrl-C says how many answers were saved
 and exits 130. `u` deletes the observation this session just wrote (see `PoolStore.
 retract_observation`): the item is back to what it was, and export, status and the next round

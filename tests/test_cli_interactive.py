@@ -95,18 +95,18 @@ def test_label_prompt_in_a_terminal(tmp_path, db_url):
     child = spawn(tmp_path, db_url)
     try:
         child.expect(f"item 1/3: {keys[0]}")
-        child.expect(r"label \[a, b, c\] " + PROMPT)
+        child.expect(r"label \[1 a, 2 b, 3 c\] " + PROMPT)
         child.sendline("zebra")  # not a class: asked again
         child.expect("'zebra' is not a label")
         child.expect(PROMPT)
         child.sendline("?")  # the keys
-        for text in ("one of: a, b, c", "skip this item", "undo the last answer", "stop here", "Ctrl-C"):
+        for text in ("one of: a, b, c, or its number (1 for a)", "skip this item", "undo the last answer", "stop here", "Ctrl-C"):
             child.expect_exact(text)
         child.expect(PROMPT)
         child.sendline("u")  # nothing to undo yet
         child.expect("nothing to undo")
         child.expect(PROMPT)
-        child.sendline("b")
+        child.sendline("2")  # b, by its number
         child.expect(f"item 2/3: {keys[1]}")
         child.expect(PROMPT)
         child.sendline("s")

@@ -313,6 +313,19 @@ def test_prompt_help_and_keys_that_clash_with_classes():
     assert "one of: q, s, x" in text and "Ctrl-C" in text
 
 
+def test_a_class_may_be_typed_as_its_number_unless_classes_are_numbers():
+    """1 for the first class, as the labelling page's number keys; classes named by numbers
+    (digits 0-9, ratings 1-5) are typed as named, and a number past the list is no label."""
+    out = io.StringIO()
+    oracle = PromptOracle(classes=["cat", "dog", "owl"], input=io.StringIO("2\n4\nowl\n?\n3\n"), output=out)
+    assert oracle.ask(["k1", "k2", "k3"]) == [Answer("k1", "dog"), Answer("k2", "owl"), Answer("k3", "owl")]
+    text = out.getvalue()
+    assert "label [1 cat, 2 dog, 3 owl]" in text and "'4' is not a label" in text and "or its number (1 for cat)" in text
+    assert "show every column" not in text  # `a` is listed only for a row that was cut
+    ratings = PromptOracle(classes=["1", "2", "5"], input=io.StringIO("3\n5\n"), output=(out := io.StringIO()))
+    assert ratings.ask(["k"]) == [Answer("k", "5")] and "label [1, 2, 5]" in out.getvalue() and "'3' is not a label" in out.getvalue()
+
+
 def test_prompt_takes_3_0_for_class_3():
     oracle = PromptOracle(classes=range(5), input=io.StringIO("3.0\n"), output=io.StringIO())
     assert oracle.ask(["k"]) == [Answer("k", "3")]
@@ -336,7 +349,7 @@ def test_a_row_of_thousands_of_columns_is_cut_to_the_screen_and_a_shows_it_whole
     oracle = PromptOracle(classes=["x", "y"], feature_names=names, width=100, height=24, output=out,
                           input=io.StringIO("a\ny\n"))  # fmt: skip
     assert oracle.ask(["k"], row[None, :]) == [Answer("k", "y")]
-    drawn, rest = out.getvalue().split("label [x, y]", 1)
+    drawn, rest = out.getvalue().split("label [1 x, 2 y]", 1)
     cells = drawn.splitlines()[1:]  # after "item 1/1: k"
     assert len(cells) == 16  # height 24 less 8 lines for the prompt and its context
     per_line = cells[0].count("gene_")
@@ -346,7 +359,7 @@ def test_a_row_of_thousands_of_columns_is_cut_to_the_screen_and_a_shows_it_whole
     assert all(max(len(line) for line in cells[:-1]) <= 100 for line in cells)
     assert sum(line.count("gene_") for line in cells) == shown
     assert all(f"{n}:" in rest for n in names)  # `a` drew every cell, then the prompt came back
-    assert rest.count("label [x, y]") == 1
+    assert rest.count("label [1 x, 2 y]") == 1
 
 
 def test_a_short_row_keeps_one_line_a_cell_and_a_long_text_its_own_line():
@@ -381,3 +394,41 @@ def test_prompt_width_from_the_environment(monkeypatch):
     monkeypatch.setenv("COLUMNS", "77")
     assert PromptOracle().terminal_width() == 77
     assert PromptOracle(width=50).terminal_width() == 50
+
+
+def test_colour_art_draws_two_pixels_a_cell_in_their_own_colours():
+    from activebayes.oracles.terminal_art import colour_art, picture
+
+    red_over_blue = np.zeros((3, 2, 1))  # channels first, as a colour pool stores it: [3, H, W]
+    red_over_blue[0, 0, 0] = red_over_blue[2, 1, 0] = 1.0
+    image = picture(red_over_blue)
+    assert image.shape == (2, 1, 3)
+    assert colour_art(image) == "\x1b[38;2;255;0;0m\x1b[48;2;0;0;255m▀\x1b[0m"
+    grey = colour_art(np.asarray([[0.0, 1.0], [0.5, 0.25]]))  # grey levels, not a threshold
+    assert grey == "\x1b[38;2;0;0;0m\x1b[48;2;128;128;128m▀\x1b[38;2;255;255;255m\x1b[48;2;64;64;64m▀\x1b[0m"
+    shrunk = colour_art(np.random.default_rng(0).uniform(size=(6, 300, 3)), max_width=100)  # 3 x 3 blocks: aspect kept
+    assert shrunk.count("▀") == 100 and shrunk.count("\n") == 0
+
+
+def test_colour_only_where_the_terminal_shows_it(monkeypatch):
+    from activebayes.oracles.terminal_art import shows_colour
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setenv("COLORTERM", "truecolor")
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert shows_colour(Tty()) and not shows_colour(io.StringIO())
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not shows_colour(Tty())
+    monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setenv("COLORTERM", "")
+    assert not shows_colour(Tty())
+    out = io.StringIO()
+    PromptOracle(classes=["r", "b"], colour=True, input=io.StringIO("r\n"), output=out).ask(["k"], np.ones((1, 3, 4, 4)))
+    assert "\x1b[38;2;" in out.getvalue()
+    out = io.StringIO()
+    PromptOracle(classes=["r", "b"], input=io.StringIO("r\n"), output=out).ask(["k"], np.ones((1, 3, 4, 4)))
+    assert "\x1b[" not in out.getvalue()  # not a terminal: plain characters

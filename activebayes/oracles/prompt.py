@@ -1,15 +1,17 @@
 """`PromptOracle`: asks a human in the terminal, one item at a time.
 
-Images (8x8, 28x28, or any square [D] row, [H, W], [1, H, W], or colour [3, H, W] drawn by its
-luminance) are drawn as terminal art: small images with two shade characters per pixel, larger
-ones with Unicode half blocks (one character holds two vertical pixels), shrunk by block averages
+Images (8x8, 28x28, or any square [D] row, [H, W], [1, H, W], or colour [3, H, W]) are drawn as
+terminal art (`terminal_art`): in 24-bit colour where the terminal shows it, else small images
+with two shade characters per pixel and larger ones with Unicode half blocks (one character holds
+two vertical pixels; a colour image by its luminance), shrunk by block averages
 to fit the terminal's width. Table rows are drawn as a `rich` table under their column names, or,
 when that table is wider than the terminal, as `name: value` cells: one a line while they fit the
 terminal's height, else packed into columns down the page (as `ls` packs file names), and a row
 still too long for the screen (thousands of columns) is cut there, with `a` to show every cell.
 A cell too long to share a line (a text column) always gets a line of its own, whole.
 
-At the prompt the person types a label, or
+At the prompt the person types a label, or a class's number in the list shown (1 for the first,
+as the labelling page's number keys; only where no class is itself named by a number), or
 
     s   skip this item (it stays open)
     u   undo the last answer given in this session and ask that item again
@@ -26,7 +28,6 @@ loses nothing already typed), and `on_undo` takes one back.
 from __future__ import annotations
 
 import io
-import math
 import os
 import shutil
 import sys
@@ -37,42 +38,7 @@ import numpy as np
 
 from activebayes.oracles.base import Answer
 from activebayes.oracles.file import integral_text
-
-SHADES = " ░▒▓█"
-
-
-def _shrink(img: np.ndarray, factor: int) -> np.ndarray:
-    """`img` [H, W] averaged over factor x factor blocks (edges padded by repetition)."""
-    h, w = (-(-n // factor) * factor for n in img.shape)
-    padded = np.pad(img, ((0, h - img.shape[0]), (0, w - img.shape[1])), mode="edge")
-    return padded.reshape(h // factor, factor, w // factor, factor).mean(axis=(1, 3))
-
-
-def image_art(pixels: np.ndarray, max_width: int | None = None) -> str:
-    """Terminal art of a 2-D grey image (any range; scaled to [0, 1]).
-
-    Side <= 16: each pixel is two shade characters from " ░▒▓█" (dark to bright).
-    Larger: each character is a top/bottom pixel pair thresholded at 0.5: " ▀▄█".
-    max_width: at most this many characters a line; a wider image is shrunk by block averages.
-    """
-    img = np.asarray(pixels, dtype=np.float64)
-    small = max(img.shape) <= 16
-    per_pixel = 2 if small else 1
-    if max_width is not None and max_width > 0 and img.shape[1] * per_pixel > max_width:
-        img = _shrink(img, -(-img.shape[1] * per_pixel // max_width))
-    lo, hi = float(img.min()), float(img.max())
-    img = (img - lo) / (hi - lo) if hi > lo else np.zeros_like(img)
-    if small:
-        levels = np.clip((img * (len(SHADES) - 1)).round().astype(int), 0, len(SHADES) - 1)
-        return "\n".join("".join(SHADES[v] * 2 for v in row) for row in levels)
-    if img.shape[0] % 2:
-        img = np.vstack([img, np.zeros((1, img.shape[1]))])
-    on = img >= 0.5
-    blocks = {(False, False): " ", (True, False): "▀", (False, True): "▄", (True, True): "█"}
-    return "\n".join(
-        "".join(blocks[(bool(t), bool(b))] for t, b in zip(on[r], on[r + 1])) for r in range(0, on.shape[0], 2)
-    )
-
+from activebayes.oracles.terminal_art import colour_art, image_art, picture, shows_colour
 
 def _one_line(value: Any) -> str:
     """A table cell as one line of text (runs of whitespace, newlines included, become a space)."""
@@ -103,20 +69,12 @@ def name_value_cells(names: Sequence[str], values: Sequence[str], width: int, ma
     return "".join(line + "\n" for line in grid) + long, len(lines) - shown
 
 
-def _as_image(candidate: np.ndarray) -> np.ndarray | None:
-    arr = np.asarray(candidate)
-    if arr.dtype.kind not in "fiub":  # a table row as text, never a picture
-        return None
-    if arr.ndim == 3 and arr.shape[0] == 1:
-        return arr[0]
-    if arr.ndim == 3 and arr.shape[0] == 3:  # colour: drawn by its luminance (ITU-R BT.601)
-        return np.tensordot(np.asarray([0.299, 0.587, 0.114]), arr.astype(np.float64), axes=1)
-    if arr.ndim == 2:
-        return arr
-    if arr.ndim == 1 and arr.size in (64, 784):
-        side = math.isqrt(arr.size)
-        return arr.reshape(side, side)
-    return None
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 class PromptOracle:
@@ -128,6 +86,8 @@ class PromptOracle:
         feature_names: column names for table rows (default x0, x1, ...).
         input, output: text streams (default stdin/stdout); tests pass io.StringIO.
         image: "auto" (square 64/784 rows, [1, H, W] and [3, H, W] are drawn as images), True or False.
+        colour: draw images in 24-bit colour: "auto" (where `output` is a terminal that shows it,
+            `terminal_art.shows_colour`), True or False.
         width: the terminal's width in characters; None asks the terminal each time an item is
             drawn ($COLUMNS, else the size of `output`, else of stdout, else 120).
         height: the terminal's height in lines, asked the same way ($LINES, else 24); a table row
@@ -154,6 +114,7 @@ class PromptOracle:
         input: TextIO | None = None,
         output: TextIO | None = None,
         image: bool | str = "auto",
+        colour: bool | str = "auto",
         width: int | None = None,
         height: int | None = None,
         on_answer: Callable[[str, str], Any] | None = None,
@@ -166,6 +127,7 @@ class PromptOracle:
         self.input = input if input is not None else sys.stdin
         self.output = output if output is not None else sys.stdout
         self.image = image
+        self.colour = colour
         self.width = width
         self.height = height
         self._last_row: np.ndarray | None = None  # the row drawn last, for `a`
@@ -209,9 +171,11 @@ class PromptOracle:
             self._write(f"model: {self.hints[key]}\n")
         if candidate is None:
             return
-        image = _as_image(candidate) if self.image is not False else None
+        image = picture(candidate) if self.image is not False else None
         if image is not None and (self.image is True or self.image == "auto"):
-            self._write(image_art(image, max_width=self.terminal_width()) + "\n")
+            colour = shows_colour(self.output) if self.colour == "auto" else bool(self.colour)
+            draw = colour_art if colour else image_art
+            self._write(draw(image, max_width=self.terminal_width()) + "\n")
             return
         self._last_row = np.asarray(candidate).reshape(-1)
         self._write(self.render_row(self._last_row))
@@ -250,6 +214,8 @@ class PromptOracle:
         k = self.keys
         if self.classes is None:
             label = "  a label   any text: the item's label\n"
+        elif self.numbered:
+            label = f"  a class   one of: {', '.join(self.classes)}, or its number (1 for {self.classes[0]})\n"
         else:
             label = f"  a class   one of: {', '.join(self.classes)}\n"
         return (
@@ -257,25 +223,33 @@ class PromptOracle:
             + f"  {k['s']:<8}  skip this item (it stays open)\n"
             + f"  {k['u']:<8}  undo the last answer of this session and ask that item again\n"
             + f"  {k['q']:<8}  stop here; the answers given so far are kept\n"
-            + f"  {k['a']:<8}  show every column of a row cut to fit the screen\n"
+            + (f"  {k['a']:<8}  show every column of a row cut to fit the screen\n" if self._cut else "")
             + f"  {k['?']:<8}  this help\n"
             + "  Ctrl-C    stop at once; the answers given so far are kept\n"
         )
 
     # ---- reading ------------------------------------------------------------------------
+    @property
+    def numbered(self) -> bool:
+        """Whether a class may be typed as its number (1 = the first): no class is named by a number."""
+        return self.classes is not None and not any(_is_number(c) for c in self.classes)
+
     def _label(self, text: str) -> str | None:
         """The class (or free text) `text` stands for, or None when it is not a label."""
         if not text:
             return None
         if self.classes is None or text in self.classes:
             return text
+        if self.numbered and text.isdigit() and 1 <= int(text) <= len(self.classes):
+            return self.classes[int(text) - 1]
         whole = integral_text(text)
         return whole if whole is not None and whole in self.classes else None
 
     def _read(self) -> tuple[str, str | None]:
         """The person's next action: ("label", text), ("skip"|"undo"|"quit"|"interrupt", None)."""
         k = self.keys
-        choices = f" [{', '.join(self.classes)}]" if self.classes is not None and len(self.classes) <= 20 else ""
+        shown = [f"{i} {c}" for i, c in enumerate(self.classes, start=1)] if self.numbered else self.classes
+        choices = f" [{', '.join(shown)}]" if shown is not None and len(shown) <= 20 else ""
         commands = {typed: action for action, typed in ((self.COMMANDS[c], k[c]) for c in self.COMMANDS)}
         commands.update({f":{c}": self.COMMANDS[c] for c in self.COMMANDS})
         while True:
@@ -354,4 +328,4 @@ class PromptOracle:
         return answers
 
 
-__all__ = ["PromptOracle", "image_art", "name_value_cells"]
+__all__ = ["PromptOracle", "image_art", "name_value_cells"]  # image_art: from terminal_art
