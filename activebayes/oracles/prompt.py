@@ -36,6 +36,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from activebayes.data.features import is_number
 from activebayes.oracles.base import Answer
 from activebayes.oracles.file import integral_text
 from activebayes.oracles.terminal_art import colour_art, image_art, picture, shows_colour
@@ -67,14 +68,6 @@ def name_value_cells(names: Sequence[str], values: Sequence[str], width: int, ma
     rows = -(-shown // columns)
     grid = ("   ".join(lines[c * rows + r] for c in range(columns) if c * rows + r < shown) for r in range(rows))
     return "".join(line + "\n" for line in grid) + long, len(lines) - shown
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 class PromptOracle:
@@ -232,7 +225,7 @@ class PromptOracle:
     @property
     def numbered(self) -> bool:
         """Whether a class may be typed as its number (1 = the first): no class is named by a number."""
-        return self.classes is not None and not any(_is_number(c) for c in self.classes)
+        return self.classes is not None and not any(is_number(c) for c in self.classes)
 
     def _label(self, text: str) -> str | None:
         """The class (or free text) `text` stands for, or None when it is not a label."""
