@@ -140,9 +140,9 @@ class CliState:
         try:
             self._store = PoolStore(self.db, create=create, upgrade=create or upgrade)
         except SchemaMissingError:
-            raise CliError(
-                f"no activebayes database at {shown}", "run `activebayes init --name NAME` first, or pass --db / ACTIVEBAYES_DB"
-            ) from None
+            init = " ".join(["activebayes", *self.db_words(), "init", "--name", "NAME"])
+            other = "or check the --db you gave" if self.db_typed else "or pass --db / ACTIVEBAYES_DB"
+            raise CliError(f"no activebayes database at {shown}", f"run `{init}` first, {other}") from None
         except SchemaVersionError as exc:
             if exc.newer:
                 raise CliError(
@@ -185,6 +185,10 @@ class CliState:
             "choose one with --project NAME or ACTIVEBAYES_PROJECT",
         )
 
+    def db_words(self) -> list[str]:
+        """["--db", URL] when the command line gave --db (a hint repeats it so as to work as typed), else []."""
+        return ["--db", shlex.quote(shown_url(self.db))] if self.db_typed else []
+
     def next_command(self, *words: str, project: str | None = None) -> str:
         """The command line a hint suggests, e.g. next_command("round", "--oracle", "truth") ->
         "activebayes round --oracle truth", or "activebayes --project digits round --oracle truth"
@@ -193,9 +197,7 @@ class CliState:
 
         `project`: the project the hint is about (default: --project, or the only one). Each word
         is shell-quoted; pass placeholders such as "FILE" as they are."""
-        parts = ["activebayes"]
-        if self.db_typed:
-            parts += ["--db", shlex.quote(shown_url(self.db))]
+        parts = ["activebayes", *self.db_words()]
         if len(self.store().projects()) > 1:
             parts += ["--project", shlex.quote(project if project is not None else self.project_name())]
         parts += [shlex.quote(word) for word in words]

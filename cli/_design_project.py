@@ -37,16 +37,11 @@ def session_posterior(learn_slope: bool) -> Any:
     return GridPosterior(model, learn_slope=True, n_theta=201, n_slope=40) if learn_slope else GridPosterior(model)
 
 
-def _db_words(st: CliState) -> list[str]:
-    """`--db URL` when the command line gave it (a hint then works as typed), else nothing."""
-    return ["--db", shlex.quote(shown_url(st.db))] if st.db_typed else []
-
-
 def design_command(st: CliState, name: str, participant: str = "ID") -> str:
     """The command that adds trials to design project `name`: `activebayes [--db URL] [--project
     NAME] design memory-span --participant ID` (it resumes a participant already recorded)."""
     project = ["--project", shlex.quote(name)] if name != DEFAULT_PROJECT else []
-    words = ["activebayes", *_db_words(st), *project, "design", "memory-span", "--participant", shlex.quote(participant)]
+    words = ["activebayes", *st.db_words(), *project, "design", "memory-span", "--participant", shlex.quote(participant)]
     return " ".join(words)
 
 
@@ -55,7 +50,7 @@ def refuse_design(st: CliState, name: str, info: Any, command: str) -> None:
     round, label) does not work on; nothing has been written when it is raised."""
     if info.task != "design":
         return
-    init = " ".join(["activebayes", *_db_words(st), "init", "--name", "NAME"])
+    init = " ".join(["activebayes", *st.db_words(), "init", "--name", "NAME"])
     raise CliError(
         f"project {name!r} is a design project: `activebayes design memory-span` chooses and records its trials, "
         f"and `{command}` works on a pool of items to label",

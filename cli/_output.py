@@ -26,6 +26,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from activebayes_cli._app import CliError
+
 
 @dataclass
 class Output:
@@ -153,3 +155,34 @@ def early_round_note(settings: Mapping[str, Any] | None) -> str:
     if cover:
         return f" (a uniform draw: {cover['classes'] - cover['seen']} of {cover['classes']} classes have no label yet)"
     return ""
+
+
+TRUTH_TEXT = {"none": "no labels", "known": "labels imported", "held-back": "labels held back as the truth"}
+
+
+def after_pool_add(st: Any, truth: str) -> str:
+    """`pool add`'s Next line: a round a person answers, and where labels are held back the
+    simulated round they answer too (before, only that one was named, to a person who meant to
+    label)."""
+    person = st.next_command("round")
+    if truth != "held-back":
+        return person
+    return f"{person} (you label what it asks), or {st.next_command('round', '--oracle', 'truth')} (the held-back labels answer it)"
+
+
+def shown_data(path: str | None) -> str:
+    """A project's data file as the user knows it: the image folder for a converted folder's
+    cache file (`*.image-folder.npz`), else the path; "none yet" without one."""
+    if path is None:
+        return "none yet"
+    from activebayes.data.images import source_folder
+
+    folder = source_folder(path)
+    return f"{folder} (images)" if folder is not None else path
+
+
+def refuse_second_pool(store: Any, name: str, info: Any) -> None:
+    """A CliError when project `name` has a pool already (one data file a project)."""
+    if info.data_path is not None and store.count_items(name) > 0:
+        raise CliError(f"project {name!r} already has a pool from {shown_data(info.data_path)}",
+                       "create another project with `activebayes init --name NAME` for a second data file")  # fmt: skip

@@ -22,6 +22,7 @@ from typing import Any
 from activebayes_cli._app import CliError
 from activebayes_cli._context import sqlite_path
 from activebayes_cli._design_project import refuse_design
+from activebayes_cli._output import TRUTH_TEXT, after_pool_add, refuse_second_pool
 from activebayes_cli._parse import existing_file, fraction
 
 CACHE_FOLDER = "activebayes-cache"
@@ -89,11 +90,7 @@ def add_folder(
     name = st.project_name()
     info = store.project(name)
     refuse_design(st, name, info, "pool add")
-    if info.data_path is not None and store.count_items(name) > 0:
-        raise CliError(
-            f"project {name!r} already has a pool from {info.data_path}",
-            "create another project with `activebayes init --name NAME` for a second data file",
-        )
+    refuse_second_pool(store, name, info)
     classes = info.classes if info.task == "classification" and info.classes else None
     try:
         npz, images = convert_folder(
@@ -129,18 +126,15 @@ def add_folder(
     summary["unreadable"] = [rel for rel, _ in images["unreadable"]]
     for note in summary["notes"]:
         st.out.note(note)
-    truth_text = {"none": "no labels", "known": "labels imported", "held-back": "labels held back as the truth"}
-    next_hint = st.next_command("round", *(("--oracle", "truth") if summary["truth"] == "held-back" else ()))
+    next_hint = after_pool_add(st, summary["truth"])
 
     def render(console: Any) -> None:
         c, (h, w) = images["channels"], images["size"]
         console.print(
-            
-                f"Added {summary['pool_items']} pool items"
-                + (f" and {summary['test_items']} test items" if summary["test_items"] else "")
-                + f" from the images in {folder} ({'grey' if c == 1 else 'RGB'} {h}x{w}, features [{c}, {h}, {w}]; "
-                + f"{truth_text[summary['truth']]})."
-            
+            f"Added {summary['pool_items']} pool items"
+            + (f" and {summary['test_items']} test items" if summary["test_items"] else "")
+            + f" from the images in {folder} ({'grey' if c == 1 else 'RGB'} {h}x{w}, features [{c}, {h}, {w}]; "
+            + f"{TRUTH_TEXT[summary['truth']]})."
         )
         console.print(f"Next: {next_hint}")
 

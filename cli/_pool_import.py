@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from activebayes_cli._app import CliError
+from activebayes_cli._output import refuse_second_pool
 
 
 TARGET_NAMES = ("class", "target", "y", "outcome", "labels")  # a column named so is likely the labels: `pool add` says so
@@ -203,11 +204,7 @@ def register_pool(
     folder = text_folder if text_folder is not None else cache_folder(str(store.url))
 
     info = store.project(name)
-    if info.data_path is not None and store.count_items(name) > 0:
-        raise CliError(
-            f"project {name!r} already has a pool from {info.data_path}",
-            "create another project with `activebayes init --name NAME` for a second data file",
-        )
+    refuse_second_pool(store, name, info)
     fmt = detect_format(file)
     notes: list[str] = []
     classes = info.classes if info.task == "classification" else None

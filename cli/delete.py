@@ -54,7 +54,7 @@ def delete(
     if design:
         again = design_command(st, name)
     else:
-        again = " ".join(["activebayes", *(["--db", shlex.quote(shown_url(st.db))] if st.db_typed else []), "init", "--name", shlex.quote(name)])
+        again = " ".join(["activebayes", *st.db_words(), "init", "--name", shlex.quote(name)])
     lost = f" and the {given} {what}s {people} gave" if given else ""
     st.out.result(
         {"deleted": name, "labels_lost": given},

@@ -34,6 +34,7 @@ import typer
 from activebayes_cli._app import command_group
 from activebayes_cli._context import state
 from activebayes_cli._design_project import refuse_design
+from activebayes_cli._output import TRUTH_TEXT, after_pool_add
 from activebayes_cli._parse import existing_file, fraction
 from activebayes_cli._pool_import import Categorical, ImageLayout, Missing, register_pool
 
@@ -91,8 +92,7 @@ def add(
     )  # fmt: skip
     for note in summary["notes"]:
         st.out.note(note)
-    truth_text = {"none": "no labels", "known": "labels imported", "held-back": "labels held back as the truth"}
-    next_hint = st.next_command("round", *(("--oracle", "truth") if summary["truth"] == "held-back" else ()))
+    next_hint = after_pool_add(st, summary["truth"])
 
     def render(console) -> None:
         console.print(
@@ -102,7 +102,7 @@ def add(
             + ("; standardised" if summary["standardized"] else "")
             + (f"; one-hot: {', '.join(summary['categorical'])}" if summary["categorical"] else "")
             + (f"; text: {', '.join(summary['text_columns'])}" if summary["text_columns"] else "")
-            + f"; {truth_text[summary['truth']]})."
+            + f"; {TRUTH_TEXT[summary['truth']]})."
         )
         for line in table_lines(summary):
             console.print(line)

@@ -26,6 +26,7 @@ from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import CliState, check_db_url, shown_url, state
 from activebayes_cli._options import CommandDb
 from activebayes_cli._parse import parse_classes
+from activebayes_cli._output import shown_data
 
 app = command_group()
 
@@ -265,7 +266,7 @@ def status(ctx: typer.Context) -> None:
     }
 
     def render(console: Console) -> None:
-        console.print(f"[bold]{escape(name)}[/] ({info.task}) — data: {escape(info.data_path or 'none yet')}", markup=True)
+        console.print(f"[bold]{escape(name)}[/] ({info.task}) — data: {escape(shown_data(info.data_path))}", markup=True)
         counts = [f"pool items: {n_pool}", f"labelled: {labelled}", f"unlabelled: {n_pool - labelled}", f"test items: {n_test}"]
         line = "   ".join(counts)
         for text in [line] if len(line) <= console.width else counts:  # a count never splits

@@ -161,11 +161,14 @@ def test_class_not_in_project(db, tmp_path):
 
 
 def test_second_pool_refused(db, tmp_path):
+    """Named by the folder the user added, not by its converted copy in activebayes-cache/."""
     folder = write_images(tmp_path / "imgs", n=2)
     ok("pool", "add", str(folder), "--labels-from-folders")
     before = db_dump(db)
-    assert_mistake(run("pool", "add", str(folder)), "already has a pool")
+    assert_mistake(run("pool", "add", str(folder)), f"already has a pool from {folder} (images)")
     assert db_dump(db) == before
+    shown = " ".join(ok("status").stdout.split())
+    assert f"data: {folder} (images)" in shown and "image-folder.npz" not in shown
 
 
 def test_one_unreadable_image_is_refused_or_skipped(db, tmp_path):

@@ -66,6 +66,18 @@ def is_image_pool(path: str | Path) -> bool:
     return Path(path).name.lower().endswith(SUFFIX)
 
 
+def source_folder(path: str | Path) -> Path | None:
+    """The image folder a converted pool (`*.image-folder.npz`) was made from, read from its
+    archive without loading the images; None for any other file or one that cannot be read."""
+    if not is_image_pool(path):
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            return Path(str(archive["folder"]))
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 def source_path(data: Any, key: str) -> Path | None:
     """The original file of item `key` of an image-folder pool, or None for other pools."""
     folder = getattr(data, "folder", None)
