@@ -23,11 +23,12 @@ from activebayes.errors import (
     StoreError,
     WorkerError,
 )
-from activebayes.predictive import GaussianPredictive, Predictive
 
 __version__ = "0.1.0"
 
 _LAZY = {
+    "Predictive": "activebayes.predictive",
+    "GaussianPredictive": "activebayes.predictive",
     "MCDropout": "activebayes.posteriors.mc_dropout",
     "DeepEnsemble": "activebayes.posteriors.ensembles",
     "SnapshotEnsemble": "activebayes.posteriors.ensembles",

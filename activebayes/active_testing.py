@@ -38,9 +38,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-import torch
 
-from activebayes.acquisition import stochastic_batch
 from activebayes.errors import ConfigError
 from activebayes.estimates import UNIFORM_SHARE, proposal_weights
 from activebayes.round_estimates import PoolEstimate, item_losses, pool_estimate
@@ -66,6 +64,10 @@ def draw_evaluation_set(expected: np.ndarray, budget: int, seed: int, *, uniform
     n = len(expected)
     if isinstance(budget, bool) or not isinstance(budget, int) or not 1 <= budget <= n:
         raise ConfigError(f"budget: expected 1 <= B <= N = {n} unlabelled items, got {budget!r}")
+    import torch  # here, not at the top: `status` reads an evaluation set's estimate without loading torch
+
+    from activebayes.acquisition import stochastic_batch
+
     weights = torch.from_numpy(proposal_weights(np.asarray(expected, dtype=np.float64), uniform_share))
     selection = stochastic_batch(weights, budget, mode="power", beta=1.0, generator=torch.Generator().manual_seed(int(seed)))
     return EvaluationDraw(selection.indices.numpy(), selection.probabilities.numpy(), n)

@@ -3,12 +3,13 @@ and the short simulated session that `design memory-span` and `demo` both print.
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.table import Table
 
-from activebayes.design import GridPosterior, MemorySpanModel, SessionTrace, SimulatedParticipant, Trial
-from activebayes.design import run_design_session, summarise_posterior
+if TYPE_CHECKING:  # the design stack (torch) loads when a session runs, not when the CLI starts
+    from activebayes.design import SessionTrace, Trial
 
 
 def trial_line(trial: Trial, offset: int = 0) -> str:
@@ -34,6 +35,10 @@ def trials_table(trace: SessionTrace, title: str) -> Table:
 
 def memory_span_demo(console: Console, seed: int = 0, *, span: float = 6.5, trials: int = 12) -> SessionTrace:
     """A short simulated memory-span session (EIG designs, 1..15 digits), printed as a table."""
+    import torch
+
+    from activebayes.design import GridPosterior, MemorySpanModel, SimulatedParticipant, run_design_session, summarise_posterior
+
     posterior = GridPosterior(MemorySpanModel())
     designs = torch.arange(1.0, 16.0, dtype=torch.float64)
     trace = run_design_session(posterior, designs, SimulatedParticipant(span, seed=seed), trials, seed=seed)

@@ -19,12 +19,10 @@ import random
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
-import torch
 import typer
 from rich.console import Console
 from typer import Abort
 
-from activebayes.design import SessionTrace, SimulatedParticipant, Trial, run_design_session, summarise_posterior
 from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import shown_url, state
 from activebayes_cli._design_project import DEFAULT_PROJECT, session_posterior
@@ -101,6 +99,10 @@ def memory_span(
            f"--plot: expected a .png path in an existing folder, got {str(plot)!r}", "pass e.g. --plot span.png")  # fmt: skip
     console = Console(stderr=json_output, highlight=False)
     who = participant or ("simulated" if simulate_span is not None else "anonymous")
+    import torch  # the design stack loads when a session runs, not when the CLI starts
+
+    from activebayes.design import SessionTrace, SimulatedParticipant, Trial, run_design_session, summarise_posterior
+
     posterior = session_posterior(learn_slope)
     designs = torch.arange(1.0, max_digits + 1.0, dtype=torch.float64)
 
