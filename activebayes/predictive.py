@@ -74,8 +74,9 @@ class Predictive:
     Args:
         probs: [S, N, C] with each probs[s, n] a distribution over C outcomes.
         weights: [S] non-negative, summing to 1, or None for equal weights 1/S.
-        check: validate on construction (rank, finiteness, rows summing to 1). Posteriors that
-            build probabilities with a softmax pass False to stay free of host syncs.
+        check: validate on construction (rank, at least one sample and one class, finiteness,
+            rows summing to 1 within 1e-3, as rounded tables do; rows are not renormalised).
+            Posteriors that build probabilities with a softmax pass False to stay free of host syncs.
     """
 
     probs: Tensor

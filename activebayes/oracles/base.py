@@ -55,6 +55,11 @@ def checked_answers(answers: Any, keys: Sequence[str]) -> list[Answer]:
 
 @runtime_checkable
 class Oracle(Protocol):
+    """Who answers the loop's queries (module docstring); `stop_requested` pauses the study."""
+
     stop_requested: bool
 
-    def ask(self, keys: Sequence[str], candidates: Any = None) -> list[Answer]: ...
+    def ask(self, keys: Sequence[str], candidates: Any = None) -> list[Answer]:
+        """One Answer per key of `keys` [K] (any order; value None to skip), given the items
+        `candidates` [K, ...] (features or images) or None; `checked_answers` holds it to that."""
+        ...

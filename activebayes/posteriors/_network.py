@@ -290,6 +290,8 @@ class NetworkPosterior:
         return Predictive(torch.softmax(logits, dim=-1), check=False)
 
     def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive | GaussianPredictive:
+        """S seeded, pool-consistent posterior samples for x [N, ...]: a Predictive [S, N, C], or
+        for regression a GaussianPredictive (mean, var [S, N]); each approximator implements it."""
         raise NotImplementedError
 
     def predict_proba(self, x: Tensor) -> Tensor:

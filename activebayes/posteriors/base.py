@@ -27,15 +27,28 @@ from activebayes.predictive import Predictive
 
 @runtime_checkable
 class Posterior(Protocol):
-    def fit(self, x: Tensor, y: Tensor) -> Posterior: ...
+    """What the loop, the scorer and the acquisitions need of a posterior (module docstring)."""
 
-    def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive: ...
+    def fit(self, x: Tensor, y: Tensor) -> Posterior:
+        """Fit on items x [N, ...] and labels y [N] (class indices, or targets for regression); returns self."""
+        ...
 
-    def predict_proba(self, x: Tensor) -> Tensor: ...
+    def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive:
+        """S posterior samples of the predictive for x [N, ...]: probs [S, N, C] (a
+        GaussianPredictive for regression); S = n_samples, or the posterior's default."""
+        ...
 
-    def to(self, device: str | torch.device) -> Posterior: ...
+    def predict_proba(self, x: Tensor) -> Tensor:
+        """The posterior predictive mean [N, C] (closed form where one exists, e.g. Laplace's probit)."""
+        ...
 
-    def get_params(self) -> dict[str, Any]: ...
+    def to(self, device: str | torch.device) -> Posterior:
+        """The fitted posterior moved to `device` ("auto", "cpu", "cuda[:i]"); returns self."""
+        ...
+
+    def get_params(self) -> dict[str, Any]:
+        """The constructor arguments, so that type(p)(**p.get_params()) is an unfitted copy."""
+        ...
 
 
 P = TypeVar("P")
