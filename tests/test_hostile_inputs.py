@@ -251,7 +251,7 @@ def test_square_brackets_are_shown_as_written(tmp_path, monkeypatch):
     assert asked.exit_code == 0, asked.output
     typed = run("--project", "b2", "label", input="s\nB[/x]\n")
     assert typed.exit_code == 0, typed.output
-    assert "[draft] note" in typed.output and "label [B[/x], c]" in typed.output
+    assert "[draft] note" in typed.output and "label [1 B[/x], 2 c]" in typed.output
     assert any(cell in typed.output for cell in ("[urgent]", "see [1]", "[/b]cold"))
     status = run("--project", "b2", "status")
     assert status.exit_code == 0 and "Traceback" not in status.output
