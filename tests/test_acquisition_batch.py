@@ -176,3 +176,11 @@ def test_registry_semantics():
 def test_registry_rejects_unknown_names(name):
     with pytest.raises(ConfigError, match="choose one of random, variance.*power-entropy"):
         resolve_acquisition(name)
+
+
+def test_the_design_names_are_importable():
+    """DESIGN.md names `random` and `nipv` among the acquisition functions."""
+    import activebayes.acquisition as acquisition
+
+    assert acquisition.random is acquisition.random_scores and "random" not in acquisition.__all__  # a star import keeps stdlib random
+    assert callable(acquisition.nipv) and callable(acquisition.nipv_select)

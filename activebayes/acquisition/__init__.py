@@ -16,6 +16,7 @@ from activebayes.acquisition._entropy import MixtureEntropy
 from activebayes.acquisition.batch import BatchSelection, StochasticMode, bald_prefilter, stochastic_batch, top_k
 from activebayes.acquisition.batch_bald import batch_bald, joint_mutual_information
 from activebayes.acquisition.epig import epig
+from activebayes.acquisition.nipv import nipv, nipv_select
 from activebayes.acquisition.registry import ACQUISITIONS, Acquisition, resolve_acquisition
 from activebayes.acquisition.scores import (
     VariancePart,
@@ -29,6 +30,10 @@ from activebayes.acquisition.scores import (
     variance,
     variation_ratio,
 )
+
+# DESIGN's name for it (the CLI's `random`); left out of __all__ so that a star import does not
+# hide the standard library's `random`
+random = random_scores
 
 __all__ = [
     "ACQUISITIONS",
@@ -47,6 +52,8 @@ __all__ = [
     "least_confidence",
     "margin",
     "mean_std",
+    "nipv",
+    "nipv_select",
     "random_scores",
     "resolve_acquisition",
     "stochastic_batch",
