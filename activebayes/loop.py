@@ -76,7 +76,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -88,6 +87,8 @@ from activebayes._selection import PoolSelection
 from activebayes.errors import ConfigError, StoreError
 from activebayes.oracles.base import checked_answers
 from activebayes.posteriors.base import clone
+from activebayes.posteriors.standardised import standardised, unwrapped
+from activebayes.round_result import RoundResult
 from activebayes.store import RoundStatus, RoundStep
 
 HookFn = Callable[[str], None]
@@ -104,36 +105,6 @@ FIRST_BATCHES = ("typical", "random", "auto")  # a cold start's batch: typical p
 def round_seed(seed: int, number: int) -> int:
     """The seed of round `number`: a 31-bit hash of (seed, number) via numpy's SeedSequence."""
     return int(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, int(number)]).generate_state(1)[0] & 0x7FFFFFFF)
-
-
-@dataclass(frozen=True)
-class RoundResult:
-    """What one `step()` did.
-
-    status: "done", or "queried" when the round waits for answers (no oracle, or the oracle
-    asked to stop). labelled: labelled pool items the round's posterior was fitted on.
-    queried/scores: the round's queries by rank. recorded: observations recorded by this call.
-    resumed: the round had been started by an earlier (possibly killed) run.
-    """
-
-    number: int
-    status: RoundStatus
-    labelled: int
-    queried: list[str]
-    scores: list[float]
-    recorded: int
-    metrics: dict[str, Any] = field(default_factory=dict)
-    timings: dict[str, float] = field(default_factory=dict)
-    resumed: bool = False
-
-    @property
-    def waiting(self) -> bool:
-        return RoundStatus(self.status).waiting
-
-    def __repr__(self) -> str:  # the packed stop set (about 1 KB of text) as its size
-        metrics = {k: (f"<{v.get('n')} predictions>" if k == "stop_set" and isinstance(v, dict) else v) for k, v in self.metrics.items()}
-        shown = ", ".join(f"{f.name}={metrics if f.name == 'metrics' else getattr(self, f.name)!r}" for f in fields(self))
-        return f"RoundResult({shown})"
 
 
 class ActiveLearningLoop(PoolSelection, RoundEvaluation):
@@ -281,12 +252,13 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
 
     def _new_posterior(self, seed: int) -> Any:
         """The round's unfitted posterior: the factory's for `seed`, or a `clone` of the given
-        instance (its class rebuilt from `get_params()`). Built once per round: when step()
-        builds it to record its class name, the round's fit takes that same one."""
+        instance (its class rebuilt from `get_params()`), in `StandardisedTargets` (regression
+        targets in any units). Built once per round: when step() builds it to record its class
+        name, the round's fit takes that same one."""
         if self._unfitted is not None and self._unfitted[0] == seed:
             posterior, self._unfitted = self._unfitted[1], None
             return posterior
-        return clone(self.posterior) if hasattr(self.posterior, "fit") else self.posterior(seed=seed)
+        return standardised(clone(self.posterior) if hasattr(self.posterior, "fit") else self.posterior(seed=seed))
 
     # ---- the round ----------------------------------------------------------------------
     def _round_lock(self) -> AbstractContextManager[Any]:
@@ -325,7 +297,7 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
             seed = round_seed(self.seed, number)
             if not self.posterior_name:  # the class name, of the posterior this round fits
                 self._unfitted = (seed, self._new_posterior(seed))
-            name = self.posterior_name or type(self._unfitted[1]).__name__
+            name = self.posterior_name or type(unwrapped(self._unfitted[1])).__name__
             labelled = self.store.count_labelled(self.project)
             cold, typical = labelled == 0, self._low_budget(labelled)  # cold: the first batch, no model yet
             cover = None if typical else self._uncovered(labelled)

@@ -77,8 +77,9 @@ def round_model(
     if info.task == "classification":
         index = {c: i for i, c in enumerate(info.classes or [])}
         y = np.asarray([index[v] for v in values], dtype=np.int64)
-    else:
-        y = np.asarray([float(v) for v in values], dtype=np.float32)
+    else:  # in units of their spread, as the round fits them (activebayes.posteriors.standardised)
+        y = np.asarray([float(v) for v in values], dtype=np.float64)
+        y = ((y - y.mean()) / (y.std() if y.std() > 0 else 1.0)).astype(np.float32)
     outputs = network_outputs(info.task, len(info.classes or []), options.options)
     chosen, record = choose_model(options.posterior, x, y, outputs, epochs=options.epochs, seed=seed, device=device)
     return chosen, {CHOICE_KEY: record}
