@@ -25,6 +25,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 from rich.console import Console
@@ -90,8 +91,8 @@ def stop_sentence(signal: Any, latest: Headline | None) -> str:
     if latest is not None:
         e = latest.estimate
         note = f"; {latest.note}" if latest.note else ""
-        parts.append(f"round {latest.round}'s estimated {latest.figure} {shown_value(e, latest.bounds):.3f} "
-                     f"(95 % interval {e.low:.3f} to {e.high:.3f}{note})")  # fmt: skip
+        parts.append(f"round {latest.round}'s estimated {latest.figure} {figure_text(shown_value(e, latest.bounds))} "
+                     f"(95 % interval {figure_text(e.low)} to {figure_text(e.high)}{note})")  # fmt: skip
     if signal.mean_agreement is None:
         verdict = f"too few rounds to judge whether to stop ({signal.window} pairs of rounds needed)"
     elif signal.stop:
@@ -128,6 +129,13 @@ def shown_value(estimate: Any, bounds: tuple[float, float]) -> float:
     return nearest_possible(estimate.value, bounds)
 
 
+def figure_text(value: float) -> str:
+    """An estimate or a test figure: three decimals where they say something (0.812, 64.230), else
+    four significant digits (6.247e-07, 4.128e+13), where three decimals showed 0.000 or
+    41278518701947.039 for a regression's RMSE in small or large units."""
+    return f"{value:.3f}" if value == 0 or 1e-2 <= abs(value) < 1e5 or not math.isfinite(value) else f"{value:.4g}"
+
+
 def triple_text(value: float, low: float, high: float, bounds: tuple[float, float]) -> str:
     """"0.812 [0.701, 0.890]" of an estimate and its interval; a value outside `bounds` is shown
     at its edge, marked with the unbiased value."""
@@ -135,7 +143,7 @@ def triple_text(value: float, low: float, high: float, bounds: tuple[float, floa
 
     shown = nearest_possible(value, bounds)
     mark = f" (unbiased value {value:.3g}, outside the possible range)" if shown != value else ""
-    return f"{shown:.3f} [{low:.3f}, {high:.3f}]{mark}"
+    return f"{figure_text(shown)} [{figure_text(low)}, {figure_text(high)}]{mark}"
 
 
 def interval_text(estimate: Any, bounds: tuple[float, float]) -> str:
@@ -155,7 +163,7 @@ def render_estimates(console: Console, estimates: list[tuple[Any, Any]], task: s
         rows = []
         for r, e in estimates:
             shown = [interval_text(getattr(e, a), RANGES[a]) for a in SHOWN.get(task, SHOWN["classification"])]
-            test = [f"{r.metrics[k]:.3f}" if isinstance((r.metrics or {}).get(k), (int, float)) else "-" for k in (main_key, nll_key)]
+            test = [figure_text(r.metrics[k]) if isinstance((r.metrics or {}).get(k), (int, float)) else "-" for k in (main_key, nll_key)]
             source = f"{e.labels} labels of {e.pool}" + (f"; {e.note}" if e.note else "") if e.available else (e.reason or "")
             rows.append([str(r.number), str(r.labelled_count), *shown, *(test if has_test else ()), source])
         title = f"estimates from the chosen labels (LURE, 95 % intervals of the pool {'RMSE' if task == 'regression' else 'accuracy'} and NLL)"

@@ -165,7 +165,7 @@ def _check_extension(store: Any, name: str, record: Any, st: Any) -> None:
 def _show(ctx: typer.Context) -> None:
     from activebayes.active_testing import SETTINGS_KEY
     from activebayes.round_estimates import RANGES, figure_attribute, nearest_possible
-    from activebayes_cli._estimates import SHOWN, estimate_fields, evaluation_estimate_of, interval_text, triple_text
+    from activebayes_cli._estimates import SHOWN, estimate_fields, evaluation_estimate_of, figure_text, interval_text, triple_text
 
     st = state(ctx)
     store = st.store()
@@ -201,7 +201,7 @@ def _show(ctx: typer.Context) -> None:
         if latest is not None:
             triple = recorded.get(main, [])
             shown = f"{main} {triple_text(*triple, RANGES[figure_attribute(main, info.task)]) if len(triple) == 3 else '-'}"
-            test = f"; test split {main} {latest.metrics[main]:.3f}" if isinstance(latest.metrics.get(main), (int, float)) else ""
+            test = f"; test split {main} {figure_text(latest.metrics[main])}" if isinstance(latest.metrics.get(main), (int, float)) else ""
             console.print(f"round {latest.number}'s model ({latest.labelled_count} labels): {shown}{test}")
 
     st.out.result(data, render)

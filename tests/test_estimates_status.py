@@ -189,3 +189,13 @@ def test_report_leaves_an_open_rounds_estimate_out_and_says_so(project, tmp_path
         rounds = store.rounds("t")
         band, notes = estimate_band(store, "t", rounds, "accuracy")
     assert [x for x, *_ in band] == [rounds[1].labelled_count] and notes == [note]
+
+
+def test_figures_keep_their_digits_in_small_and_large_units():
+    """A regression's RMSE in small or large units: four significant digits, where three decimals
+    showed 0.000 [0.000, 0.000] or 41278518701947.039; ordinary figures keep three decimals."""
+    from activebayes_cli._estimates import figure_text, triple_text
+
+    assert [figure_text(v) for v in (0.812, 64.23, 0.0, 6.247e-07, 41278518701947.04, -0.5)] == [
+        "0.812", "64.230", "0.000", "6.247e-07", "4.128e+13", "-0.500"]
+    assert triple_text(6.2e-07, 5e-07, 9e-07, (0.0, float("inf"))) == "6.2e-07 [5e-07, 9e-07]"

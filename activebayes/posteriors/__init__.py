@@ -11,6 +11,7 @@ import importlib
 from activebayes.errors import ConfigError
 from activebayes.posteriors._network import NetworkPosterior
 from activebayes.posteriors.base import Posterior, check_fitted, clone
+from activebayes.posteriors.standardised import StandardisedTargets
 
 POSTERIORS: dict[str, str] = {
     "mc-dropout": "activebayes.posteriors.mc_dropout:MCDropout",
@@ -42,4 +43,4 @@ def __getattr__(name: str):  # lazy access: activebayes.posteriors.MCDropout
     raise AttributeError(name)
 
 
-__all__ = ["POSTERIORS", "NetworkPosterior", "Posterior", "check_fitted", "clone", "resolve_posterior"]
+__all__ = ["POSTERIORS", "NetworkPosterior", "Posterior", "StandardisedTargets", "check_fitted", "clone", "resolve_posterior"]
