@@ -200,6 +200,7 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
         written = {key for key, _, _ in rows}
         changes = [(k, was) for k, was in changes if k in written]
 
+    far = _far_outside(store, name, info.task, {key: value for key, value, _ in rows})
     in_round = sum(r is not None for _, _, r in rows)
     in_test = sum(states[k]["split"] == "test" for k, _, _ in rows)
     in_eval = sum(states[k]["split"] == "eval" for k, _, _ in rows)
@@ -218,6 +219,7 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
         "unchanged": unchanged,
         "skipped": len(oracle.unanswered),
         "remaining": remaining,
+        **({"far_outside": far} if far else {}),  # {"answers": {key: value}, "others": [lowest, highest]}
     }
 
     def render(console: Any) -> None:
@@ -243,9 +245,30 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
             console.print(f"{_plural(len(oracle.unanswered), 'task')} without an annotation (none, or cancelled) skipped.")
         elif oracle.unanswered:
             console.print(f"{_plural(len(oracle.unanswered), 'row')} without a label skipped.")
+        if far:
+            console.print(_far_note(st, far))
         _next(st, console, target, remaining)
 
     st.out.result(summary, render)
+
+
+def _far_outside(store: Any, name: str, task: str, answers: dict[str, str]) -> dict[str, Any]:
+    """A regression project's answers far outside its other labels (`data.plausible`):
+    {"answers": {key: value}, "others": [lowest, highest]}, or {}."""
+    if task != "regression" or not answers:
+        return {}
+    from activebayes.data.plausible import far_outside
+
+    others = [float(v) for split in ("pool", "test") for k, v in zip(*store.labels(name, split=split)[1:]) if k not in answers]
+    far = far_outside({k: float(v) for k, v in answers.items()}, others)
+    return {"answers": far, "others": [min(others), max(others)]} if far else {}
+
+
+def _far_note(st: Any, far: dict[str, Any]) -> str:
+    (low, high), named = far["others"], list(far["answers"].items())
+    shown = ", ".join(f"{k} {v:.6g}" for k, v in named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+    return (f"note: {_plural(len(named), 'answer')} far outside the other labels ({low:.6g} to {high:.6g}): {shown}; "
+            f"a typo can be corrected with `{st.next_command('label', '--from', 'FILE', '--relabel')}`")
 
 
 def _next(st: Any, console: Any, target: int | None, remaining: int) -> None:
@@ -304,6 +327,10 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
             stream.write(f"  {key} was labelled the same by another session meanwhile: recorded once\n")
             return REPEAT
         saved["answers"] += 1
+        far = _far_outside(store, name, info.task, {key: value})
+        if far:
+            low, high = far["others"]
+            stream.write(f"  note: {float(value):.6g} is far outside the other labels ({low:.6g} to {high:.6g}); `u` takes it back\n")
         return ids[0]
 
     def on_undo(key: str, observation_id: int | str | None) -> bool:

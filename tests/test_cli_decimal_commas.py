@@ -156,3 +156,37 @@ def test_the_prompt_reads_a_decimal_comma_and_asks_again_for_an_ambiguous_answer
     assert "'1.500' could be 1500 or 1,5" in result.stdout and "write 1500 or 1,5" in result.stdout
     assert "Recorded 2 answers for round 1." in result.stdout
     assert {k: labels(cli_db, "eu")[k] for k in keys} == {keys[0]: "151.5", keys[1]: "12.5"}
+
+
+def test_an_answer_far_outside_the_other_labels_is_recorded_with_a_note(cli_db):
+    """A typo (26462 for 264.62, a sign) is recorded like any answer, with a note naming it and
+    the way to correct it; ordinary answers get none (`activebayes.data.plausible`)."""
+    regression_project("typo", comma=False, target=False)
+    Path("first.csv").write_text("key,label\n" + "".join(f"r{i:02d},{150 + i}.5\n" for i in range(8)), encoding="utf-8")
+    assert "far outside" not in ok("label", "--from", "first.csv").stdout
+    Path("typos.csv").write_text("key,label\nr10,26462\nr11,160.25\nr12,-1e30\n", encoding="utf-8")
+    said = " ".join(ok("label", "--from", "typos.csv").stdout.split())
+    assert "note: 2 answers far outside the other labels (150.5 to 157.5): r10 26462, r12 -1e+30" in said
+    assert "label --from FILE --relabel" in said and labels(cli_db, "typo")["r10"] == "26462.0"
+    typo = json.loads(run("--json", "label", "--from", write_again("again.csv", "r14,-5e6")).stdout)
+    assert typo["far_outside"] == {"answers": {"r14": -5e6}, "others": [-1e30, 26462.0]}  # the quartiles still 150-160
+    plain = json.loads(run("--json", "label", "--from", write_again("plain.csv", "r15,155")).stdout)
+    assert "far_outside" not in plain
+    open_round(cli_db, "typo", ["r20", "r21"])
+    typed = run("label", "--who", "ann", input="99999\n156\nq\n")  # the prompt: a note under the answer, `u` to take it back
+    assert typed.exit_code == 0 and typed.stdout.count("far outside") == 1, typed.output
+    assert "note: 99999 is far outside the other labels (-1e+30 to 26462); `u` takes it back" in typed.stdout
+
+
+def write_again(name: str, row: str) -> str:
+    Path(name).write_text(f"key,label\n{row}\n", encoding="utf-8")
+    return name
+
+
+def test_far_outside_by_hand():
+    from activebayes.data.plausible import far_outside
+
+    labels = [10, 12, 14, 16, 18]  # quartiles 12 and 16: fences at -28 and 56
+    assert far_outside({"a": 56.0, "b": 56.5, "c": -28.0, "d": -29.0}, labels) == {"b": 56.5, "d": -29.0}
+    assert far_outside({"a": 1e9}, labels[:4]) == {}  # too few labels to judge
+    assert far_outside({"a": 54.0, "b": 56.0}, [5.0] * 6) == {"b": 56.0}  # equal labels: 10 times their size from them
