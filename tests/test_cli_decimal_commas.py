@@ -190,3 +190,12 @@ def test_far_outside_by_hand():
     assert far_outside({"a": 56.0, "b": 56.5, "c": -28.0, "d": -29.0}, labels) == {"b": 56.5, "d": -29.0}
     assert far_outside({"a": 1e9}, labels[:4]) == {}  # too few labels to judge
     assert far_outside({"a": 54.0, "b": 56.0}, [5.0] * 6) == {"b": 56.0}  # equal labels: 10 times their size from them
+
+
+def test_a_decimal_comma_target_in_a_comma_file_says_how_to_save_it(cli_db):
+    Path("d.csv").write_text('id,a,price\nr1,2,"166,54"\nr2,3,"170,10"\nr3,1,180\n', encoding="utf-8")
+    ok("init", "--name", "dc", "--task", "regression")
+    before = db_dump(cli_db)
+    assert_mistake(run("pool", "add", "d.csv", "--label-column", "price"), "label '166,54' (line 2), not a finite number",
+                   "separated by ';' or tabs")  # fmt: skip
+    assert db_dump(cli_db) == before

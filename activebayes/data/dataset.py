@@ -106,7 +106,10 @@ def check_labels(y: np.ndarray, classes: Sequence[Any] | None, path: Path, lines
             raise DataError(f"{where} has an empty label{at}{outside}; fill it in or drop the row")
         label = shown(value) if isinstance(value, str) else repr(value)
         if listed is None:
-            raise DataError(f"{where} has label {label}{at}, not a finite number; a regression label is a number")
+            comma = isinstance(value, str) and _finite_number(value.strip().replace(".", "").replace(",", ".", 1))
+            why = ("; a decimal comma is read only in a file whose cells are separated by ';' or tabs (save it so, "
+                   "as spreadsheets in comma-decimal locales do), or write the number with a point") if comma else ""
+            raise DataError(f"{where} has label {label}{at}, not a finite number; a regression label is a number{why}")
         texts = {label_text(v) for v in y.tolist()} - {""}
         if not texts & allowed:  # no label is a class: the project's classes, not the labels, are wrong
             exact = len(texts) <= 20 and not any("," in t or t != t.strip() for t in texts)
