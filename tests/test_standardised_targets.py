@@ -119,3 +119,17 @@ def test_the_loop_fits_a_regression_round_in_target_units(tmp_path):
     assert rmse_prices == pytest.approx(A * rmse_unit, rel=1e-3)
     for u, p in zip(unit, prices):
         assert p["mean"] == pytest.approx(A * u["mean"] + B, rel=1e-4) and p["sd"] == pytest.approx(A * u["sd"], rel=1e-3)
+
+
+def test_the_cli_s_sized_fit_fits_in_target_units():
+    """`round`'s posteriors come from SizedFit (training sized to the labels): it fits them in
+    StandardisedTargets too (house prices gave MC dropout a test RMSE of 4.4e5 on diabetes x 1000
+    + 3e5, against 6.5e4 now, 1,000 times its RMSE on diabetes itself)."""
+    from activebayes_cli._model import SizedFit
+
+    x, y = data()
+    kwargs = {"n_samples": 4, "device": "cpu"}
+    small = SizedFit(MCDropout, net, kwargs, seed=0, epochs=20).fit(x, y)
+    big = SizedFit(MCDropout, net, kwargs, seed=0, epochs=20).fit(x, A * y + B)
+    assert isinstance(big, StandardisedTargets)
+    torch.testing.assert_close(big.predict(x[:5]).mean.double(), A * small.predict(x[:5]).mean.double() + B, rtol=1e-4, atol=1e-4 * A)
