@@ -378,9 +378,9 @@ class SizedFit:
         self.training = training_record(self.cls, len(x), self.epochs)
         epochs = self.training["epochs"] if self.training["rule"] == "min-steps" else self.epochs
         train = TrainConfig(weight_decay=self.training["weight_decay"], **({"epochs": epochs} if epochs is not None else {}))
-        from activebayes.posteriors import StandardisedTargets  # regression targets in any units
+        from activebayes.posteriors.standardised import standardised  # regression targets in any units, as the loop's
 
-        return StandardisedTargets(self.cls(self.model_fn, seed=self.seed, train=train, **self.kwargs)).fit(x, y)
+        return standardised(self.cls(self.model_fn, seed=self.seed, train=train, **self.kwargs)).fit(x, y)
 
 
 def training_record(cls: Any, labelled: int, epochs: int | None) -> dict[str, Any]:

@@ -78,8 +78,11 @@ def round_model(
         index = {c: i for i, c in enumerate(info.classes or [])}
         y = np.asarray([index[v] for v in values], dtype=np.int64)
     else:  # in units of their spread, as the round fits them (activebayes.posteriors.standardised)
-        y = np.asarray([float(v) for v in values], dtype=np.float64)
-        y = ((y - y.mean()) / (y.std() if y.std() > 0 else 1.0)).astype(np.float32)
+        import torch
+
+        from activebayes.training import standardise_targets
+
+        y = standardise_targets(torch.tensor([float(v) for v in values], dtype=torch.float64))[0].float().numpy()
     outputs = network_outputs(info.task, len(info.classes or []), options.options)
     chosen, record = choose_model(options.posterior, x, y, outputs, epochs=options.epochs, seed=seed, device=device)
     return chosen, {CHOICE_KEY: record}

@@ -87,9 +87,9 @@ def _change(key: str, was: str | None, now: str, line: int, unit: str = "line") 
 def _open_queries(store: Any, name: str, target: int | None) -> int:
     """The queries of round `target` still waiting for an answer (none when it no longer waits:
     closed, or discarded by `round --restart-round`)."""
-    if target is None or not any(r.number == target and r.status.waiting for r in store.rounds(name)):
-        return 0
-    return sum(q.value is None for q in store.queries(name, target))
+    from activebayes.store.latest_round import open_queries
+
+    return open_queries(store, name, next((r for r in store.rounds(name) if r.number == target), None))
 
 
 @app.command("label")
@@ -200,7 +200,7 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
         written = {key for key, _, _ in rows}
         changes = [(k, was) for k, was in changes if k in written]
 
-    far = _far_outside(store, name, info.task, {key: value for key, value, _ in rows})
+    far = _far_outside(_known_labels(store, name, info.task), {key: value for key, value, _ in rows})
     in_round = sum(r is not None for _, _, r in rows)
     in_test = sum(states[k]["split"] == "test" for k, _, _ in rows)
     in_eval = sum(states[k]["split"] == "eval" for k, _, _ in rows)
@@ -252,15 +252,20 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
     st.out.result(summary, render)
 
 
-def _far_outside(store: Any, name: str, task: str, answers: dict[str, str]) -> dict[str, Any]:
-    """A regression project's answers far outside its other labels (`data.plausible`):
-    {"answers": {key: value}, "others": [lowest, highest]}, or {}."""
-    if task != "regression" or not answers:
+def _known_labels(store: Any, name: str, task: str) -> dict[str, float]:
+    """{key: label} of a regression project's labelled pool and test items ({} otherwise)."""
+    if task != "regression":
         return {}
+    return {k: float(v) for split in ("pool", "test") for k, v in zip(*store.labels(name, split=split)[1:])}
+
+
+def _far_outside(known: dict[str, float], answers: dict[str, str]) -> dict[str, Any]:
+    """The answers far outside the `known` labels of other items (`data.plausible`):
+    {"answers": {key: value}, "others": [lowest, highest]}, or {}."""
     from activebayes.data.plausible import far_outside
 
-    others = [float(v) for split in ("pool", "test") for k, v in zip(*store.labels(name, split=split)[1:]) if k not in answers]
-    far = far_outside({k: float(v) for k, v in answers.items()}, others)
+    others = [v for k, v in known.items() if k not in answers]
+    far = far_outside({k: float(v) for k, v in answers.items()}, others) if known and answers else {}
     return {"answers": far, "others": [min(others), max(others)]} if far else {}
 
 
@@ -307,6 +312,8 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
 
     writing = project_writing(info.settings)  # decimal commas where the pool had them
 
+    known = _known_labels(store, name, info.task)  # read once: a typed answer is checked against the labels before the session
+
     def on_answer(key: str, value: str) -> int | str | None:
         """Commit one answer now (its own transaction); the observation's id, for `u` (REPEAT:
         another session gave the same label meanwhile, so nothing was written). A regression
@@ -327,7 +334,7 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
             stream.write(f"  {key} was labelled the same by another session meanwhile: recorded once\n")
             return REPEAT
         saved["answers"] += 1
-        far = _far_outside(store, name, info.task, {key: value})
+        far = _far_outside(known, {key: value})
         if far:
             low, high = far["others"]
             stream.write(f"  note: {float(value):.6g} is far outside the other labels ({low:.6g} to {high:.6g}); `u` takes it back\n")

@@ -50,6 +50,7 @@ from activebayes.training import (
     check_positive_int,
     regression_output,
     resolve_likelihood,
+    standardise_targets,
 )
 
 ModelFn = Callable[[], nn.Module]
@@ -216,11 +217,9 @@ class NetworkPosterior:
         if self.train_config.validation_fraction > 0 or self.train_config.validation_data is not None:
             raise ConfigError("train: likelihood='heteroscedastic' trains on the Gaussian NLL, which early stopping does not score; "
                               "leave validation_fraction and validation_data out")
-        y64 = y.to(torch.float64)
-        scale = float(y64.std(correction=0)) if y.numel() > 1 else 0.0
         self.likelihood_ = HETEROSCEDASTIC
-        self.target_location_, self.target_scale_ = float(y64.mean()), scale if scale > 0 else 1.0
-        return ((y64 - self.target_location_) / self.target_scale_).to(y.dtype)
+        y, self.target_location_, self.target_scale_ = standardise_targets(y)
+        return y
 
     @property
     def _train_loss(self) -> Callable[[Tensor, Tensor], Tensor] | None:

@@ -36,8 +36,9 @@ s0² = 1 % of the targets' variance s_y²), σ² = exp(λ) floored at 1e-6 s_y²
 log s_y². At the optimum σ² is the mean of E_q (y − f)² over the training items, the residuals
 of the weight samples and not of the mean network. Before, σ² was fixed at 1 in training: with
 standardised targets the whole signal has variance 1, so the KL term won and q stayed near the
-prior (an epistemic sd of 0.79 inside the data of a sine with noise sd 0.14), and the σ² fitted
-afterwards from the mean network's residuals was not the one q had been trained with.
+prior (an epistemic sd of 0.79 inside the data of a sine with noise sd 0.13; 0.45 now, with σ²
+learnt at 0.28: MFVI still under-fits there), and the σ² fitted afterwards from the mean
+network's residuals was not the one q had been trained with.
 
 Training follows `activebayes.training.train` step for step, which has no hook for another loss:
 the same seeded data order (`epoch_order`), ⌈N/B⌉ equal-sized batches a step (`epoch_steps`),

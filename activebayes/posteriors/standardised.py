@@ -3,8 +3,9 @@ spread, its predictions given back in the targets' units.
 
 The network posteriors' defaults (initialisation, weight decay 1/N, the training length, the
 prior precisions of Laplace, MFVI's prior and noise, SWAG's learning rates) assume targets of
-order one: on house prices (y ≈ 3e5) MC dropout predicted 78,000 ± 430,000 against a GP's test
-RMSE of 62,000, and on targets of order 1e-6 its RMSE was 15 times their spread. So, with
+order one: on scikit-learn's diabetes as prices (y × 1000 + 3e5), four rounds of `round --posterior
+mc-dropout` left a test RMSE of 434,928, where the same rounds on diabetes itself gave 64.59
+(64,586 on the prices, fitted as below). So, with
 m and s the training targets' mean and standard deviation (s = 1 when they are constant),
 
     fit(x, y)         fits the posterior to ỹ = (y − m) / s,
@@ -30,7 +31,7 @@ from torch import Tensor
 from activebayes.posteriors._network import NetworkPosterior
 from activebayes.posteriors.base import clone
 from activebayes.predictive import GaussianPredictive
-from activebayes.training import as_tensor, target_scale
+from activebayes.training import as_tensor, standardise_targets
 
 
 def _applies(posterior: Any, y: Tensor) -> bool:
@@ -57,9 +58,7 @@ class StandardisedTargets:
         y = as_tensor("y", y)
         self.location_, self.scale_ = 0.0, 1.0
         if _applies(self.posterior, y):
-            y64 = y.to(torch.float64)
-            self.location_, self.scale_ = float(y64.mean()), target_scale(y) ** 0.5
-            y = ((y64 - self.location_) / self.scale_).to(y.dtype)
+            y, self.location_, self.scale_ = standardise_targets(y)
         self.posterior.fit(x, y)
         return self
 
