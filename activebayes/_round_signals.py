@@ -16,6 +16,7 @@ It also holds the weights a `debias` loop trains with (`_training_weights`, `act
 
 from __future__ import annotations
 
+import math
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -98,7 +99,8 @@ class RoundSignals:
         estimate = evaluation_estimate(record, dict(zip(keys, values)), self._info.task, self._info.classes, predictions)
         if not estimate.available:
             return {}
-        return {"active_testing": {**estimate.figures(), "labels": estimate.labels, "pool": estimate.pool}}
+        figures = {k: [v if math.isfinite(v) else None for v in triple] for k, triple in estimate.figures().items()}  # no end: null
+        return {"active_testing": {**figures, "labels": estimate.labels, "pool": estimate.pool}}
 
     def propose_evaluation(self, budget: int, seed: int, extend: Mapping[str, Any] | None = None) -> EvaluationProposal:
         """Active testing's draw (`activebayes.active_testing`): fit the posterior on the labels

@@ -25,8 +25,8 @@ Var R̂ ≈ s_z² / M (s_z² their sample variance, M − 1 degrees of freedom).
 weights that vary by an order of magnitude, s_z² is itself noisy, and an interval that treats it
 as the true variance (a normal quantile z = 1.96) is too short: the studentised
 (R̂ − R)/(s_z/√M) has heavier tails than the normal. So the quantile is Student's
-t = t_{0.975, M−1} (`t_quantile`; 2.262 at M = 10, → z as M grows). An unbounded loss (NLL,
-squared error) gets the Wald interval R̂ ± t · s_z/√M. A loss in [0, 1] (the 0-1 loss, whose
+t = t_{0.975, M−1} (`t_quantile`; 2.262 at M = 10, → z as M grows). A loss of either sign (a
+Gaussian NLL) gets the Wald interval R̂ ± t · s_z/√M. A loss in [0, 1] (the 0-1 loss, whose
 mean is 1 − accuracy) gets Wilson's score interval of p̂ = clip(R̂, 0, 1) on the effective number
 of trials that gives the same variance, n = p̂(1 − p̂) / (s_z²/M), scaled by Korn & Graubard's
 degrees-of-freedom factor (`df_adjusted_size`):
@@ -53,26 +53,45 @@ so gives them small weights, and would give a wider interval than the variance w
 often the intervals covered the test and pool accuracy on the rounds of `studies/estimates`
 (10 labels each) is in README_EXPERIMENTS.md.
 
-Squared errors (`lure_estimate(squares=True)`: the MSE whose root is a regression's RMSE) get
-neither: their summands are far from normal (a Gaussian residual's square is σ²χ²_1, skewness
-2√2), and s_z² rises and falls with R̂, so a few small draws give a low R̂ *and* a short Wald
-interval. With M = 8 uniform draws of Gaussian residuals the Wald interval R̂ ± t·s_z/√M missed
-the pool's MSE from below about 15 % of the time (nominal 2.5 %), its lower end clipped at 0.
-They get Satterthwaite's scaled-χ² interval instead (Satterthwaite 1946, "An approximate
-distribution of estimates of variance components", Biometrics Bulletin 2(6)): R̂ is taken as
-R·χ²_ν/ν with ν matching its mean and variance, ν̂ = 2R̂² / (s_z²/M), so
+Nonnegative unbounded losses (`lure_estimate(skewed=True)`: squared errors, whose mean is the MSE
+and its root a regression's RMSE, and categorical NLLs) get neither: their summands are far from
+normal (a Gaussian residual's square is σ²χ²_1, skewness 2√2; an NLL is near 0 on most items and
+large on the few the model gets confidently wrong), and s_z² rises and falls with R̂, so a few
+small draws give a low R̂ *and* a short Wald interval. With M = 8 uniform draws of Gaussian
+residuals the Wald interval R̂ ± t·s_z/√M missed the pool's MSE from below about 15 % of the time
+(nominal 2.5 %), and on classifiers' NLLs it held the pool's NLL in 48-91 % of seeded draws of 2 to
+60 labels (figures below). They get Satterthwaite's scaled-χ² interval instead (Satterthwaite 1946,
+"An approximate distribution of estimates of variance components", Biometrics Bulletin 2(6)): R̂ is
+taken as R·χ²_ν/ν with ν matching its mean and variance, ν̂ = 2R̂² / (s_z²/M), so
 
-    [ν R̂ / χ²_{0.975, ν},  ν R̂ / χ²_{0.025, ν}],   ν = min(ν̂, M)
+    [ν R̂ / χ²_{0.975, ν},  ν R̂ / χ²_{0.025, ν}],   ν = min(ν̂, 2M / κ),   κ = MIN_SQUARED_CV = 6
 
-(`chi2_interval`). For M uniform draws of N(0, σ²) residuals ν = M is exact (M R̂/σ² ~ χ²_M, the
-textbook interval of a variance with known mean); ν̂ below M (draws more spread than Gaussian
-residuals' squares: heavy tails, unequal variances, unequal LURE weights) widens it, and ν is
-never taken above M, which would claim residuals lighter-tailed than Gaussian from a handful of
-draws. Seeded simulations (pool of 500, M = 8): Gaussian residuals, uniform draws, it missed
-2.6 % below and 2.1 % above (Wald: 0.1 % and 15 %); log-normal residual scales drawn by the
-active-testing proposal, 2.1 % and 2.1 % (Wald: 0.1 % and 13 %); with uniform draws from such a
-pool, or t_3 residuals, still 6 % and 15 % (Wald: 0 % and 38 %): heavy tails are not fully
-caught by 8 draws.
+(`chi2_interval`; no upper end while 2M/κ < 1, under 3 draws). ν̂ = 2M / ĉ² where ĉ² = s_z²/R̂² is
+the summands' squared coefficient of variation, and the cap says: take ĉ² to be at least κ whatever
+M draws show. Gaussian residuals of one variance have c² = 2 (M R̂/σ² ~ χ²_M, and ν = M would be
+exact); residuals of unequal variances σ_i² have c² = 3 E[σ⁴]/E[σ²]² − 1 > 2, unequal LURE weights
+raise it further, and a skewed pool's sample ĉ² is biased low because its few large losses are
+usually not drawn: a handful of draws cannot show the tail that carries the mean. The cap at κ = 6
+(ν ≤ M/3) is what seeded simulations needed (a pool of 1,000 items, 1,000 draws of M = 2, 5, 10,
+20, 60 labels each, uniform, by the active-testing proposal, or auto's fixed items plus M random;
+`tests/test_estimate_coverage.py`): with κ = 2 (ν ≤ M) the interval of the MSE held the pool's in
+85-91 % of uniform draws of residuals with log-normal scales (σ_i = exp(0.5·N(0, 1))) and in 71-90
+% of draws of t_3 residuals, and the t interval of a categorical NLL held it in 48-91 %; κ = 4
+still left 85 % (t_3, auto, 20 draws) and 83 % (NLL, 10 draws). With κ = 6: 96-100 % and 92-98 %
+for those residuals, 91-99 % for the NLL, and one-variance Gaussian residuals, where ν = M was
+exact, over-cover (99-100 %): the price is width (an RMSE's upper end at most 3.4 times the
+estimate at 10 draws where ν = M gave 1.75). Heavier tails than these (residual scales exp(N(0,
+1)), whose squares have c² ≈ 160: 62 % at 60 draws; a classifier confidently wrong on 2 % of items
+that its own proposal rarely draws: 79 % at 60) are still missed below: no interval from the draws
+alone can see a tail it has not drawn (Bahadur & Savage 1956).
+
+The RMSE shown is not √R̂: √ is concave, so E[√R̂] < √R (Jensen), by 11 % at two Gaussian draws.
+Under the same scaled-χ² model, E[√(R·X)] = c(ν)·√R with X ~ χ²_ν/ν and c(ν) = √(2/ν)·Γ((ν+1)/2) /
+Γ(ν/2), so √R̂ / c(ν) is unbiased for √R (`root_value`, `Estimate.root`; ν = min(ν̂, M), the
+model's best fit, not the interval's cautious one). After D exact items (`stratified_estimate`) the
+MSE is a + b·R̂ with a known, and the value shown is √(a + bR̂)² / E[√(a + bR̂·X)] (the same
+correction of the random part alone). The interval is the χ² interval's root: a monotone map keeps
+coverage.
 
 Shapes: M drawn items; every array argument is [M] unless said otherwise.
 """
@@ -88,8 +107,10 @@ import numpy as np
 from activebayes.errors import ConfigError, ShapeError
 
 Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile
+Z95_OF_TWO = 2.241402727604945  # its 98.75 % quantile: each of two intervals whose sum is 95 % (`summed_estimate`)
 PROBABILITY_FLOOR = 1e-12  # p(y) below this counts as this in a categorical NLL
 UNIFORM_SHARE = 0.1  # the uniform part of the active-testing proposal (`proposal_weights`)
+MIN_SQUARED_CV = 6.0  # κ: a skewed loss's summands are taken as at least this dispersed (`chi2_interval`)
 
 
 def _vector(name: str, values: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -130,8 +151,10 @@ class Estimate:
     """An estimate of a pool's mean loss and its 95 % interval.
 
     value: the estimate. low, high: the interval. n: labels it rests on (M). pool: the pool
-    size N it speaks for. interval: "wilson" (a loss in [0, 1]), "chi2" (squared errors) or
-    "wald" (module docstring).
+    size N it speaks for. interval: "wilson" (a loss in [0, 1]), "chi2" (a skewed nonnegative
+    loss), "wald" (module docstring) or "sum" (`summed_estimate`). dof: a "chi2" estimate's ν = min(ν̂, M) of its drawn part
+    (None otherwise). known: the part of `value` known exactly (`stratified_estimate`'s fixed
+    items; 0 without them).
     """
 
     value: float
@@ -140,6 +163,8 @@ class Estimate:
     n: int
     pool: int
     interval: str
+    dof: float | None = None
+    known: float = 0.0
 
     @property
     def half_width(self) -> float:
@@ -156,6 +181,15 @@ class Estimate:
         decreasing f. A monotone map keeps the interval's coverage."""
         low, high = (f(self.low), f(self.high)) if increasing else (f(self.high), f(self.low))
         return Estimate(float(f(self.value)), float(low), float(high), self.n, self.pool, self.interval)
+
+    def root(self) -> Estimate:
+        """The estimate of √(mean loss) (an RMSE from an MSE): the interval's ends mapped by √ and
+        the value corrected for Jensen's bias (`root_value`, module docstring)."""
+        mapped = self.map(math.sqrt)
+        if self.dof is None or self.value <= 0.0:
+            return mapped
+        value = root_value(self.value, self.known, self.dof)
+        return Estimate(min(max(value, mapped.low), mapped.high), mapped.low, mapped.high, self.n, self.pool, self.interval)
 
 
 def wilson_interval(p: float, n: float, z: float = Z95) -> tuple[float, float]:
@@ -202,17 +236,33 @@ def effective_trials(p: float, wald_var: float, v: np.ndarray) -> float:
     return kish if degenerate else p * (1 - p) / wald_var
 
 
-def chi2_interval(value: float, wald_var: float, m: int, z: float = Z95) -> tuple[float, float]:
-    """Satterthwaite's scaled-χ² interval of a mean R̂ = `value` ≥ 0 of M = `m` draws of squared
-    errors whose estimate has variance `wald_var` = s_z²/M (module docstring):
+def satterthwaite_dof(value: float, wald_var: float, m: int) -> float:
+    """ν̂ = 2R̂² / wald_var of a mean R̂ = `value` of M = `m` draws whose estimate has variance
+    `wald_var` = s_z²/M (module docstring), taken at most M (Gaussian residuals of one variance);
+    M where wald_var is 0 (every draw alike).
 
-        ν = min(2R̂² / wald_var, M),   [ν R̂ / χ²_{1−α/2, ν},  ν R̂ / χ²_{α/2, ν}],   α/2 = 1 − Φ(z).
+    >>> satterthwaite_dof(1.0, 0.5, 8), satterthwaite_dof(1.0, 0.1, 8)
+    (4.0, 8.0)
+    """
+    return float(m) if wald_var <= 0.0 else min(2.0 * value * value / wald_var, float(m))
 
-    ν = M where wald_var is 0 (every draw alike); [0, inf] for M < 2 (no variance known); [0, 0]
-    for R̂ = 0 (every draw exact, as the Wald interval gives).
 
-    >>> [round(x, 4) for x in chi2_interval(1.0, 0.25, 8)]   # ν = 8: the interval of σ² from χ²_8
+def chi2_interval(value: float, wald_var: float, m: int, z: float = Z95, kappa: float = MIN_SQUARED_CV) -> tuple[float, float]:
+    """Satterthwaite's scaled-χ² interval of a mean R̂ = `value` ≥ 0 of M = `m` draws of a skewed
+    nonnegative loss whose estimate has variance `wald_var` = s_z²/M (module docstring):
+
+        ν = min(2R̂² / wald_var, 2M/κ),   [ν R̂ / χ²_{1−α/2, ν},  ν R̂ / χ²_{α/2, ν}],   α/2 = 1 − Φ(z).
+
+    ν = 2M/κ where wald_var is 0 (every draw alike); [0, inf] for M < 2 (no variance known);
+    no upper end (inf) while 2M/κ < 1 (M < 3 draws at κ = 6: the upper end would be 10⁴ times
+    R̂ or more); [0, 0] for R̂ = 0 (every draw exact, as the Wald interval gives).
+
+    >>> [round(x, 4) for x in chi2_interval(1.0, 0.25, 8, kappa=2)]   # ν = 8: the interval of σ² from χ²_8
     [0.4562, 3.6702]
+    >>> [round(x, 4) for x in chi2_interval(1.0, 0.25, 6)]            # κ = 6: ν = 2
+    [0.2711, 39.4979]
+    >>> chi2_interval(1.0, 0.25, 2)[1]                                 # 2 draws: no upper end
+    inf
     """
     from scipy import stats
 
@@ -220,9 +270,36 @@ def chi2_interval(value: float, wald_var: float, m: int, z: float = Z95) -> tupl
         return 0.0, math.inf
     if value <= 0.0:
         return 0.0, 0.0
-    nu = float(m) if wald_var <= 0.0 else min(2.0 * value * value / wald_var, float(m))
+    nu = min(satterthwaite_dof(value, wald_var, m), 2.0 * m / kappa)
     tail = float(stats.norm.sf(z))
-    return nu * value / float(stats.chi2.isf(tail, nu)), nu * value / float(stats.chi2.ppf(tail, nu))
+    low = nu * value / float(stats.chi2.isf(tail, nu))
+    return low, (nu * value / float(stats.chi2.ppf(tail, nu)) if 2.0 * m >= kappa else math.inf)
+
+
+def root_value(value: float, known: float, dof: float) -> float:
+    """The Jensen-corrected root of a mean loss R = a + (R − a) with a = `known` exact and the rest
+    R̂ − a taken as (R − a)·χ²_ν/ν, ν = `dof` (module docstring):
+
+        √R̂ · √R̂ / E[√(a + (R̂ − a)·X)],   X ~ χ²_ν/ν   (= √R̂ / c(ν) for a = 0)
+
+    >>> round(root_value(1.0, 0.0, 2.0), 4)     # 1 / c(2) = 1 / (Γ(3/2)/Γ(1)) = 2/√π
+    1.1284
+    >>> root_value(4.0, 4.0, 2.0)               # all of it known: no correction
+    2.0
+    """
+    from scipy import integrate, stats
+
+    if value <= 0.0:
+        return 0.0
+    rest = max(value - known, 0.0)
+    if rest == 0.0:
+        return math.sqrt(value)
+    if known <= 0.0:
+        c = math.exp(0.5 * math.log(2.0 / dof) + math.lgamma((dof + 1.0) / 2.0) - math.lgamma(dof / 2.0))
+        return math.sqrt(value) / c
+    gamma = stats.gamma(dof / 2.0, scale=2.0 / dof)  # χ²_ν/ν
+    mean_root = integrate.quad(lambda x: math.sqrt(known + rest * x) * gamma.pdf(x), 0.0, math.inf, limit=200)[0]
+    return value / mean_root
 
 
 def lure_estimate(
@@ -232,14 +309,15 @@ def lure_estimate(
     *,
     bounded: bool = False,
     nonnegative: bool = True,
-    squares: bool = False,
+    skewed: bool = False,
     z: float = Z95,
 ) -> Estimate:
     """R̂_LURE of the pool's mean loss and its interval (module docstring).
 
     losses: L [M] of the drawn items, in draw order. probabilities: q [M] at each draw.
     bounded: the loss lies in [0, 1] (Wilson interval). nonnegative: clip the interval at 0.
-    squares: the losses are squared errors (the scaled-χ² interval, `chi2_interval`).
+    skewed: the losses are nonnegative and right-skewed, squared errors or NLLs (the scaled-χ²
+    interval, `chi2_interval`; `dof` kept for `Estimate.root`).
     z: the normal quantile of the level (Z95: 95 %); the interval uses t_{M−1} at that level.
 
     >>> e = lure_estimate([0.0, 1.0, 0.0, 0.0], [0.25, 1 / 3, 0.5, 1.0], 4, bounded=True)
@@ -263,11 +341,11 @@ def lure_estimate(
         p = min(max(value, 0.0), 1.0)
         low, high = wilson_interval(p, df_adjusted_size(effective_trials(p, wald_var, v), m, z), z)
         return Estimate(value, low, high, m, int(pool_size), "wilson")
-    if squares:
+    if skewed:
         if np.any(losses_a < 0):
-            raise ShapeError("losses: squared errors must be nonnegative")
+            raise ShapeError("losses: a skewed loss (squared errors, NLLs) must be nonnegative")
         low, high = chi2_interval(value, wald_var, m, z)
-        return Estimate(value, low, high, m, int(pool_size), "chi2")
+        return Estimate(value, low, high, m, int(pool_size), "chi2", dof=satterthwaite_dof(value, wald_var, m) if m > 1 else None)
     half = t_quantile(m, z) * math.sqrt(wald_var) if math.isfinite(wald_var) else math.inf
     low = value - half
     return Estimate(value, max(low, 0.0) if nonnegative else low, value + half, m, int(pool_size), "wald")
@@ -277,13 +355,13 @@ def stratified_estimate(fixed_losses: Sequence[float] | np.ndarray, drawn_losses
                         probabilities: Sequence[float] | np.ndarray, pool_size: int, **options: Any) -> Estimate:  # fmt: skip
     """The pool's mean loss when D items were chosen deterministically first (their losses known:
     `fixed_losses` [D]) and M more drawn at random from the N − D left (`drawn_losses` [M],
-    `probabilities` [M]; `options`: `lure_estimate`'s bounded, nonnegative, squares, z), as `auto`'s batch
+    `probabilities` [M]; `options`: `lure_estimate`'s bounded, nonnegative, skewed, z), as `auto`'s batch
     (an arm's top-k, then a uniform random share) is:
 
         R̂ = (Σ_fixed L + (N − D) · R̂_LURE(drawn; N − D)) / N
 
     unbiased because the deterministic part is known exactly given the model, and its interval
-    is R̂_LURE's mapped by the same affine map. D = 0 is `lure_estimate`.
+    is R̂_LURE's mapped by the same affine map (`known` = Σ_fixed L / N). D = 0 is `lure_estimate`.
     """
     fixed = _vector("fixed_losses", fixed_losses)
     d, n = fixed.shape[0], int(pool_size)
@@ -293,7 +371,7 @@ def stratified_estimate(fixed_losses: Sequence[float] | np.ndarray, drawn_losses
     share = (n - d) / n
     known = float(fixed.sum()) / n
     return Estimate(known + share * rest.value, known + share * rest.low, known + share * rest.high,
-                    d + rest.n, n, rest.interval)  # fmt: skip
+                    d + rest.n, n, rest.interval, rest.dof, known)  # fmt: skip
 
 
 # ---- per-item losses ---------------------------------------------------------------------------
@@ -318,7 +396,30 @@ def squared_error(means: Sequence[float] | np.ndarray, targets: Sequence[float] 
 def gaussian_nll(means: Sequence[float] | np.ndarray, sds: Sequence[float] | np.ndarray, targets: Sequence[float] | np.ndarray) -> np.ndarray:
     """[M] −log N(y_m; μ_m, σ_m²) = ½ log 2πσ_m² + (y_m − μ_m)² / 2σ_m² (σ clamped at 1e-12)."""
     var = np.square(np.maximum(_vector("sds", sds), 1e-12))
-    return 0.5 * np.log(2 * np.pi * var) + squared_error(means, targets) / (2 * var)
+    return 0.5 * np.log(2 * np.pi * var) + gaussian_misfit(means, sds, targets)
+
+
+def gaussian_misfit(means: Sequence[float] | np.ndarray, sds: Sequence[float] | np.ndarray, targets: Sequence[float] | np.ndarray) -> np.ndarray:
+    """[M] (y_m − μ_m)² / 2σ_m², the Gaussian NLL's nonnegative, skewed part (½χ²_1 for a calibrated
+    predictive); the rest, ½ log 2πσ_m², is a log of the predictive variance (σ clamped at 1e-12)."""
+    var = np.square(np.maximum(_vector("sds", sds), 1e-12))
+    return squared_error(means, targets) / (2 * var)
+
+
+def summed_estimate(first: Estimate, second: Estimate) -> Estimate:
+    """The estimate of the sum of two pool means from theirs, each formed at level 1 − α/2
+    (z = Z95_OF_TWO for 95 %): value a + b, interval [low_a + low_b, high_a + high_b]. It holds
+    a + b with probability ≥ 1 − α whatever the two estimates' dependence (Bonferroni: it can
+    miss only where one of the two misses). A Gaussian NLL is summed so (`round_estimates`): its
+    log-variance part gets the Wald interval, its skewed misfit part the scaled-χ² one, where a
+    t interval on the whole held the pool's NLL in 84-92 % of seeded draws of Gaussian residuals.
+
+    >>> e = summed_estimate(Estimate(1.0, 0.5, 1.5, 4, 10, "wald"), Estimate(0.5, 0.2, 2.0, 4, 10, "chi2", 3.0))
+    >>> (e.value, e.low, e.high, e.interval, e.dof)
+    (1.5, 0.7, 3.5, 'sum', None)
+    """
+    return Estimate(first.value + second.value, first.low + second.low, first.high + second.high, first.n, first.pool, "sum",
+                    known=first.known + second.known)  # fmt: skip
 
 
 # ---- active testing's proposal ----------------------------------------------------------------

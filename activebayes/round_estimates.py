@@ -11,10 +11,12 @@ drawn (`QueryInfo.probability`) from the round's N_t candidates (`acquisition_se
 is an unbiased estimate of the round-t model's mean loss over the N_t items it chose from (the
 unlabelled pool then; an acquisition subset is itself a uniform sample of it). Accuracy is
 1 − R̂ of the 0-1 loss; NLL needs every class's probability (the query's "probs"); regression
-gives RMSE = √R̂ of the squared error and the Gaussian NLL. The estimate rests on the round's own
-k labels, so its interval is wide for a small batch (Student's t on M − 1 degrees of freedom for
-its M drawn labels, `lure_estimate`; an MSE, Satterthwaite's scaled χ² on at most M degrees of
-freedom, so that the RMSE's upper end is not too short at a few labels); `activebayes evaluate
+gives the RMSE (the root of R̂ of the squared error, corrected for Jensen's bias: `Estimate.root`)
+and the Gaussian NLL. The estimate rests on the round's own k labels, so its interval is wide for
+a small batch (accuracy: Wilson's with Student's t on M − 1 degrees of freedom for its M drawn
+labels, `lure_estimate`; an MSE and a categorical NLL, Satterthwaite's scaled χ² on at most M/2
+degrees of freedom, so that a few skewed losses do not give a short upper end; an auto round's
+2 random draws give a very wide one, and say so by its width); `activebayes evaluate
 --budget N` buys a tighter one.
 
 Which draws count: the answered prefix of the round's draws in rank order (a prefix of a
@@ -36,7 +38,7 @@ answers drawn with small q have weights v ≫ 1, so R̂ of the 0-1 loss can exce
 accuracy 1 − R̂ fall below 0). `nearest_possible` moves such a value to the nearest possible
 one, which only brings it closer to the truth; that is the estimate shown (`figures(in_range=
 True)`), the unbiased value kept beside it (`unbiased_values`). The intervals already lie in the
-range (Wilson's inside [0, 1], the Wald interval of a nonnegative loss clipped at 0).
+range (Wilson's inside [0, 1], the scaled-χ² interval of a nonnegative loss inside [0, ∞)).
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from activebayes.estimates import Estimate, categorical_nll, gaussian_nll, squared_error, stratified_estimate, zero_one_loss
+from activebayes.estimates import (Z95_OF_TWO, Estimate, categorical_nll, gaussian_misfit, gaussian_nll, squared_error, stratified_estimate,
+                                   summed_estimate, zero_one_loss)  # fmt: skip
 
 TYPICAL = "not available: TypiClust's typical items (--first auto, while labels are few) are chosen, not drawn"
 DETERMINISTIC = "not available: the acquisition is deterministic (top-k); a stochastic one (power-, softmax-, random, auto) records its draws"
@@ -70,13 +73,15 @@ def unpack_class_probabilities(text: str) -> list[float]:
 class LossTable:
     """Per-item losses [M] of M answered, predicted items (None where a loss is unknown).
 
-    zero_one, class_nll (classification), squared, normal_nll (regression).
+    zero_one, class_nll (classification), squared, normal_nll and its misfit part normal_misfit
+    (y − μ)²/2σ² (regression).
     """
 
     zero_one: np.ndarray | None = None
     class_nll: np.ndarray | None = None
     squared: np.ndarray | None = None
     normal_nll: np.ndarray | None = None
+    normal_misfit: np.ndarray | None = None
 
 
 def item_losses(predictions: Sequence[dict[str, Any]], values: Sequence[str], task: str, classes: Sequence[str] | None) -> LossTable:
@@ -86,7 +91,8 @@ def item_losses(predictions: Sequence[dict[str, Any]], values: Sequence[str], ta
         means = [float(p["mean"]) for p in predictions]
         sds = [float(p["sd"]) for p in predictions]
         targets = [float(v) for v in values]
-        return LossTable(squared=squared_error(means, targets), normal_nll=gaussian_nll(means, sds, targets))
+        return LossTable(squared=squared_error(means, targets), normal_nll=gaussian_nll(means, sds, targets),
+                         normal_misfit=gaussian_misfit(means, sds, targets))  # fmt: skip
     zero_one = zero_one_loss([p["label"] for p in predictions], values)
     index = {str(c): i for i, c in enumerate(classes or [])}
     nll = None
@@ -170,7 +176,8 @@ def pool_estimate(
     fixed: LossTable | None, drawn: LossTable, probabilities: Sequence[float], pool_size: int, labels: int
 ) -> PoolEstimate:
     """Estimates from D fixed (deterministic) items' losses and M drawn items' losses with their
-    q (`stratified_estimate`), mapped to accuracy / RMSE."""
+    q (`stratified_estimate`), mapped to accuracy / RMSE (`Estimate.root`: the χ² interval's root,
+    its value corrected for Jensen's bias)."""
 
     def one(name: str, **kw: Any) -> Estimate | None:
         rest = getattr(drawn, name)
@@ -179,13 +186,25 @@ def pool_estimate(
             return None
         return stratified_estimate(known, rest, probabilities, pool_size, **kw)
 
+    def normal_nll() -> Estimate | None:
+        """The Gaussian NLL: the Wald interval of its log-variance part ½ log 2πσ² plus the
+        scaled-χ² one of its misfit part, each at 97.5 % (`summed_estimate`); the Wald interval
+        of the whole where the misfit is not recorded."""
+        misfit = one("normal_misfit", skewed=True, z=Z95_OF_TWO)
+        if misfit is None or drawn.normal_nll is None:
+            return one("normal_nll", nonnegative=False)
+        known = np.zeros(0) if fixed is None else fixed.normal_nll - fixed.normal_misfit
+        log_part = stratified_estimate(known, drawn.normal_nll - drawn.normal_misfit, probabilities, pool_size,
+                                       nonnegative=False, z=Z95_OF_TWO)  # fmt: skip
+        return summed_estimate(log_part, misfit)
+
     error = one("zero_one", bounded=True)
-    mse = one("squared", squares=True)
+    mse = one("squared", skewed=True)
     return PoolEstimate(
         accuracy=error.map(lambda r: 1.0 - r, increasing=False) if error is not None else None,
-        class_nll=one("class_nll"),
-        rmse=mse.map(math.sqrt) if mse is not None else None,
-        normal_nll=one("normal_nll", nonnegative=False),
+        class_nll=one("class_nll", skewed=True),
+        rmse=mse.root() if mse is not None else None,
+        normal_nll=normal_nll(),
         labels=labels, pool=pool_size,
     )  # fmt: skip
 

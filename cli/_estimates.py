@@ -92,7 +92,7 @@ def stop_sentence(signal: Any, latest: Headline | None) -> str:
         e = latest.estimate
         note = f"; {latest.note}" if latest.note else ""
         parts.append(f"round {latest.round}'s estimated {latest.figure} {figure_text(shown_value(e, latest.bounds))} "
-                     f"(95 % interval {figure_text(e.low)} to {figure_text(e.high)}{note})")  # fmt: skip
+                     f"(95 % interval {figure_text(e.low)} to {figure_text(e.high) if math.isfinite(e.high) else 'no upper end'}{note})")  # fmt: skip
     if signal.mean_agreement is None:
         verdict = f"too few rounds to judge whether to stop ({signal.window} pairs of rounds needed)"
     elif signal.stop:
@@ -136,14 +136,19 @@ def figure_text(value: float) -> str:
     return f"{value:.3f}" if value == 0 or 1e-2 <= abs(value) < 1e5 or not math.isfinite(value) else f"{value:.4g}"
 
 
-def triple_text(value: float, low: float, high: float, bounds: tuple[float, float]) -> str:
+def triple_text(value: float, low: float | None, high: float | None, bounds: tuple[float, float]) -> str:
     """"0.812 [0.701, 0.890]" of an estimate and its interval; a value outside `bounds` is shown
-    at its edge, marked with the unbiased value."""
+    at its edge, marked with the unbiased value. An interval with no upper end (an RMSE or NLL from
+    under 3 random draws: `activebayes.estimates.chi2_interval`; None where a round's metrics
+    recorded it) says so instead of printing inf, as does one with no lower end (a Gaussian NLL
+    from one draw)."""
     from activebayes.round_estimates import nearest_possible
 
     shown = nearest_possible(value, bounds)
     mark = f" (unbiased value {value:.3g}, outside the possible range)" if shown != value else ""
-    return f"{figure_text(shown)} [{figure_text(low)}, {figure_text(high)}]{mark}"
+    lower = figure_text(low) if low is not None and math.isfinite(low) else "no lower end"
+    upper = figure_text(high) if high is not None and math.isfinite(high) else "no upper end: too few random draws"
+    return f"{figure_text(shown)} [{lower}, {upper}]{mark}"
 
 
 def interval_text(estimate: Any, bounds: tuple[float, float]) -> str:
@@ -191,7 +196,8 @@ def render_estimates(console: Console, estimates: list[tuple[Any, Any]], task: s
 
 
 def estimate_fields(e: Any) -> dict[str, Any]:
-    """One PoolEstimate for `--json`: each figure as [estimate in its possible range, low, high],
+    """One PoolEstimate for `--json`: each figure as [estimate in its possible range, low, high]
+    (high null where the interval has no upper end: an NLL or RMSE from under 3 random draws),
     "unbiased" the LURE values themselves, "labels" the answers it rests on, "asked" its round's
     queries (or the evaluation set's items), "partial" and "note" (provisional or partial), "pool"
     and "reason" (why there is none)."""

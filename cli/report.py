@@ -16,6 +16,7 @@ writing a file.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -81,7 +82,7 @@ def estimate_band(store: Any, name: str, rounds: list[Any], metric: str | None) 
     notes on the rounds left out). The estimate is drawn inside the metric's possible range, as
     `status` shows it (`activebayes.round_estimates.nearest_possible`); an estimate on part of
     its round's answers (the round still open, or failed before the rest came in) is left out,
-    with a note."""
+    with a note, as is one whose interval has no upper end (an RMSE from under 3 random draws)."""
     from activebayes.round_estimates import RANGES, nearest_possible
     from activebayes_cli._estimates import round_estimates
 
@@ -97,6 +98,9 @@ def estimate_band(store: Any, name: str, rounds: list[Any], metric: str | None) 
             continue
         if estimate.partial:
             notes.append(f"round {r.number}'s estimate is left out of the learning curve ({estimate.note})")
+            continue
+        if not math.isfinite(e.high):
+            notes.append(f"round {r.number}'s estimate is left out of the learning curve (its interval has no upper end: too few random draws)")
             continue
         band.append((r.labelled_count, nearest_possible(e.value, RANGES[figure]), e.low, e.high))
     if not band and not notes:  # say why there is no band at all

@@ -23,7 +23,7 @@ from activebayes.active_testing import (
 )
 from activebayes.debias import acquisition_weights, current_sample_weights, sample_weights, weighted_epoch_order
 from activebayes.errors import ConfigError, ShapeError
-from activebayes.estimates import lure_estimate
+from activebayes.estimates import lure_estimate, root_value
 from activebayes.round_estimates import (
     DETERMINISTIC,
     pack_class_probabilities,
@@ -85,8 +85,9 @@ def test_regression_gives_rmse_and_gaussian_nll():
     queries = [SimpleNamespace(rank=i, key=f"k{i}", value=str(y), prediction={"mean": 1.0, "sd": 2.0}, probability=q)
                for i, (y, q) in enumerate([(2.0, 0.1), (0.0, 0.2)])]  # fmt: skip
     estimate = round_estimate(round_info(), queries, "regression", None)
-    mse = lure_estimate([1.0, 1.0], [0.1, 0.2], 20)
-    assert estimate.rmse.value == pytest.approx(math.sqrt(mse.value))
+    mse = lure_estimate([1.0, 1.0], [0.1, 0.2], 20, skewed=True)
+    assert (estimate.rmse.low, estimate.rmse.high) == pytest.approx((math.sqrt(mse.low), math.sqrt(mse.high)))
+    assert estimate.rmse.value == pytest.approx(root_value(mse.value, 0.0, mse.dof)) and estimate.rmse.value > math.sqrt(mse.value)
     nll = 0.5 * math.log(2 * math.pi * 4) + 1 / 8
     assert estimate.normal_nll.value == pytest.approx(lure_estimate([nll, nll], [0.1, 0.2], 20, nonnegative=False).value)
 
@@ -280,6 +281,10 @@ def test_status_shows_an_estimate_inside_its_possible_range():
     assert shown_value(Estimate(-0.2, 0.0, 0.4, 10, 500, "wald"), RANGES["class_nll"]) == 0.0
     gaussian = Estimate(-0.75, -1.5, 0.25, 10, 500, "wald")
     assert interval_text(gaussian, RANGES["normal_nll"]) == "-0.750 [-1.500, 0.250]"
+    two_draws = Estimate(12.5, 2.5, math.inf, 10, 500, "chi2")  # under 3 random draws: no upper end, said so
+    assert interval_text(two_draws, RANGES["rmse"]) == "12.500 [2.500, no upper end: too few random draws]"
+    one_draw = Estimate(-0.5, -math.inf, math.inf, 1, 500, "sum")
+    assert interval_text(one_draw, RANGES["normal_nll"]) == "-0.500 [no lower end, no upper end: too few random draws]"
 
 
 def test_pool_estimate_figures_keep_the_unbiased_value_apart():
