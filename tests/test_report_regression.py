@@ -47,6 +47,18 @@ def test_report_says_why_a_regression_curve_has_no_band(regression, drawn):  # n
     assert drawn[0].axes[0].get_ylabel() == "rmse"
 
 
+def test_an_estimate_with_no_upper_end_is_left_out_of_the_band_and_said_so(regression, drawn):  # noqa: F811
+    """Rounds of 2 random draws: the RMSE's interval has no upper end (null in --json, said in the
+    text), and report leaves those rounds out of the band with a note instead of drawing to inf."""
+    for _ in range(2):
+        ok("round", "--oracle", "truth", "--k", "2", "--acquisition", "random")
+    estimates = json.loads(ok("--json", "status").stdout)["estimates"]
+    assert [e["rmse"][2] for e in estimates] == [None]  # round 2 fitted a model on 2 labels, drew 2
+    assert "no upper end: too few random draws" in " ".join(ok("status").stdout.split())
+    text = " ".join(ok("report", "--out", "plots").stdout.split())
+    assert "round 2's estimate is left out of the learning curve (its interval has no upper end: too few random draws)" in text
+
+
 def test_auto_random_share_keeps_the_arms_scores():
     """auto's r random draws record the arm's pool score of their items (what acquisition.png
     marks them at), not 0; the arm's own items keep its selection scores."""
