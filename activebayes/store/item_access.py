@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from activebayes.errors import DataError, StoreError
 from activebayes.store.bulk_sql import KEY_CHUNK, bulk_insert, column_arrays, core_rows
-from activebayes.store.models import Item, Observation
+from activebayes.store.models import Item, Observation, Project
 
 
 def insert_items(
@@ -101,6 +101,24 @@ def move_to_split(session: Session, project_id: int, item_ids: Sequence[int], sp
     for start in range(0, len(ids), KEY_CHUNK):
         stmt = update(Item).where(Item.id.in_(ids[start : start + KEY_CHUNK])).values(split=split)
         session.execute(stmt.execution_options(synchronize_session=False))
+
+
+def make_evaluation_set(session: Session, project: Project, item_ids: Sequence[int], record: Any, *, extends: int | None = None) -> None:
+    """Move `item_ids` (unlabelled pool items) to the "eval" split and keep `record` as the
+    project's settings["evaluation"] (`PoolStore.record_evaluation_set`); StoreError when an
+    evaluation set exists, unless `extends` = B, its size: `record` then continues it, and the
+    candidates and eval items must still number its pool N."""
+    existing = (project.settings or {}).get("evaluation")
+    if extends is None and existing:
+        raise StoreError(f"project {project.name!r} already has an evaluation set")
+    if extends is not None and len((existing or {}).get("items", [])) != extends:
+        raise StoreError(f"project {project.name!r}: the evaluation set changed meanwhile (expected {extends} items)")
+    move_to_split(session, project.id, item_ids, "eval")
+    if extends is not None:
+        now = count_candidates(session, project.id) + len(all_items(session, project.id, "eval", with_keys=False)[0])
+        if now != int(record["pool"]):
+            raise StoreError(f"project {project.name!r}: the pool changed meanwhile ({now} items, the draw's pool is {record['pool']})")
+    project.settings = {**(project.settings or {}), "evaluation": dict(record)}
 
 
 def _pool(project_id: int) -> Any:

@@ -119,6 +119,7 @@ class PoolStore:
             yield session
 
     def close(self) -> None:
+        """Stop the round lock's heartbeat and release the database connections."""
         if getattr(self, "_round_locks", None) is not None:
             self._round_locks.close()
         self.engine.dispose()
@@ -194,10 +195,12 @@ class PoolStore:
             return added
 
     def project(self, name: str) -> ProjectInfo:
+        """Project `name`'s settings (StoreError naming the known projects when there is none)."""
         with self.transaction(write=False) as s:
             return _project_info(project_access.get_project(s, name))
 
     def projects(self) -> list[str]:
+        """The names of every project in the database, sorted."""
         with self.transaction(write=False) as s:
             return list(s.scalars(select(Project.name).order_by(Project.name)))
 
@@ -227,6 +230,7 @@ class PoolStore:
             return item_access.insert_items(s, project.id, rows, keys, split=split, consumable=consumable)
 
     def count_items(self, name: str, *, split: str | None = None) -> int:
+        """How many items the project has ("pool", "test" or "eval" `split`; every split for None)."""
         with self.transaction(write=False) as s:
             return item_access.count_items(s, project_access.get_project(s, name).id, split)
 
@@ -270,17 +274,7 @@ class PoolStore:
         continues it, and the candidates and eval items must still number its pool N) or an item
         is no unlabelled pool item."""
         with self.transaction() as s:
-            project = project_access.get_project(s, name)
-            existing = (project.settings or {}).get("evaluation")
-            if extends is None and existing:
-                raise StoreError(f"project {name!r} already has an evaluation set")
-            if extends is not None and len((existing or {}).get("items", [])) != extends:
-                raise StoreError(f"project {name!r}: the evaluation set changed meanwhile (expected {extends} items)")
-            item_access.move_to_split(s, project.id, item_ids, "eval")
-            eval_ids = item_access.all_items(s, project.id, "eval", with_keys=False)[0] if extends is not None else None
-            if eval_ids is not None and (now := item_access.count_candidates(s, project.id) + len(eval_ids)) != int(record["pool"]):
-                raise StoreError(f"project {name!r}: the pool changed meanwhile ({now} items, the draw's pool is {record['pool']})")
-            project.settings = {**(project.settings or {}), "evaluation": dict(record)}
+            item_access.make_evaluation_set(s, project_access.get_project(s, name), item_ids, record, extends=extends)
 
     def item_keys(self, name: str) -> set[str]:
         """Every item key of the project (e.g. for `FileOracle(..., keys=store.item_keys(name))`)."""
@@ -304,10 +298,12 @@ class PoolStore:
 
     # ---- rounds -------------------------------------------------------------------------
     def rounds(self, name: str) -> list[RoundInfo]:
+        """Every round of the project, by number (discarded and failed ones included)."""
         with self.transaction(write=False) as s:
             return [_round_info(r) for r in round_access.project_rounds(s, project_access.get_project(s, name).id)]
 
     def latest_round(self, name: str) -> RoundInfo | None:
+        """The project's round with the highest number, whatever its status; None before the first."""
         with self.transaction(write=False) as s:
             found = round_access.latest_round(s, project_access.get_project(s, name).id)
             return _round_info(found) if found is not None else None
@@ -354,6 +350,7 @@ class PoolStore:
         return self.record_queries_and_scores(name, number, item_ids, scores, timings=timings, predictions=predictions)
 
     def queries(self, name: str, number: int) -> list[QueryInfo]:
+        """Round `number`'s queries by rank (StoreError for a round that does not exist)."""
         with self.transaction(write=False) as s:
             rnd = round_access.get_round(s, project_access.get_project(s, name), number)
             return [QueryInfo(*q) for q in query_access.round_queries(s, rnd.id)]
@@ -483,6 +480,7 @@ class PoolStore:
             return lease_access.lease_item(s, project.id, labeller, item_ids, seconds=seconds, holders=holders, round_id=round_id)
 
     def release_leases(self, name: str, labeller: str) -> None:
+        """End every lease `labeller` holds on the project's items (a page or prompt that stops)."""
         with self.transaction() as s:
             lease_access.release_leases(s, project_access.get_project(s, name).id, labeller)
 
