@@ -25,7 +25,9 @@ row is wider than the terminal, cut to the screen's height for a table of thousa
 Type a label (or a class's number in the list shown), `s` to skip, `u` to undo the last answer, `q`
 to stop, `a` to see every column of a cut row, `?` for help. Each answer is committed as it is given (one transaction each), so
 Ctrl-C or a killed terminal loses nothing already typed: Ctrl-C says how many answers were saved
-and exits 130. `u` deletes the observation this session just wrote (see `PoolStore.
+and exits 130. Before it shows an item the prompt leases it as the labelling page does (`_prompt_turns`): an item
+another labeller (the page, another prompt) has on screen, or has answered since the prompt
+started, is passed over with a line saying so. `u` deletes the observation this session just wrote (see `PoolStore.
 retract_observation`): the item is back to what it was, and export, status and the next round
 never see the withdrawn answer.
 
@@ -292,6 +294,7 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
     from activebayes.data import load_project_data
     from activebayes.oracles import PromptOracle
     from activebayes.data.number_style import AnswerError, answer_number, project_writing
+    from activebayes_cli._prompt_turns import PromptTurns, holder_name
     from activebayes_cli._round_file import prediction_text
 
     if target is None:
@@ -359,10 +362,12 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
 
     classes = info.classes if info.task == "classification" else None
     hints = {q.key: prediction_text(q.prediction, writing) for q in pending if q.prediction}  # the round's predictions
+    turns = PromptTurns(store, name, target, holder_name(who), {q.key: q.item_id for q in pending})  # the page's leases
     oracle = PromptOracle(classes=classes, feature_names=data.raw_columns if getattr(data, "raw_columns", None) is not None else data.feature_names, output=stream, on_answer=on_answer, on_undo=on_undo,
-                          hints=hints)  # fmt: skip
+                          hints=hints, on_show=turns.take)  # fmt: skip
     try:
-        answers = oracle.ask(keys, (data.raw if getattr(data, "raw", None) is not None else data.x)[[q.row for q in pending]])
+        with turns:
+            oracle.ask(keys, (data.raw if getattr(data, "raw", None) is not None else data.x)[[q.row for q in pending]])
     except KeyboardInterrupt:  # Ctrl-C while an item was drawn or an answer written
         _interrupted(st, store, name, target, saved["answers"])
     if oracle.interrupted:
@@ -371,11 +376,13 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
     remaining = _open_queries(store, name, target)
     recorded = saved["answers"]
     skipped = len(oracle.skipped)  # items shown and skipped; those after a `q` were not shown
+    passed = len(oracle.passed)  # items another labeller had: answered, or held on their screen
     summary = {"project": name, "round": target, "recorded": recorded, "skipped": skipped, "remaining": remaining,
-               "not_saved": saved["not_saved"]}  # fmt: skip
+               "not_saved": saved["not_saved"], "with_others": passed}  # fmt: skip
 
     def render(console: Any) -> None:
-        console.print(f"Recorded {_plural(recorded, 'answer')} for round {target}" + (f", skipped {skipped}" if skipped else "") + ".")
+        console.print(f"Recorded {_plural(recorded, 'answer')} for round {target}" + (f", skipped {skipped}" if skipped else "")
+                      + (f", passed over {passed} another labeller had" if passed else "") + ".")
         _next(st, console, target, remaining)
 
     st.out.result(summary, render)

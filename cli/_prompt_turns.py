@@ -1,0 +1,97 @@
+"""The terminal prompt's turns among other labellers of the same round.
+
+The labelling page leases each item it shows (`PoolStore.lease_item`, see
+`activebayes.store.lease_access`), so two labellers are not shown the same item at once. The
+prompt takes part in the same leases: before it shows an item it leases it under a name of its
+own (`holder`: the labeller and a token of this session, so that two prompts of one person, or
+a prompt beside that person's page, are told apart), and it passes over an item that another
+labeller holds or that has been answered in the round since the prompt started. A daemon thread
+renews the lease while the person thinks; the lease ends when the prompt stops (a killed prompt's
+lease runs out after `seconds`). A lease is advisory: an answer is still checked against the
+item's label when it is written (`PoolStore.record_labels`).
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+LEASE_SECONDS = 120.0  # as the page's default --lease-seconds
+
+
+def holder_name(who: str) -> str:
+    """The lease name of one prompt session of `who`: "alice (terminal 3f9a1c)"."""
+    return f"{who} (terminal {secrets.token_hex(3)})"
+
+
+class PromptTurns:
+    """Leases for one prompt session.
+
+    Args:
+        store: an open PoolStore.
+        project: the project's name.
+        round_number: the round whose queries are asked.
+        holder: this session's lease name (`holder_name`).
+        item_ids: {key: item id} of the queries the prompt may show.
+        seconds: the length of a lease; `renew` extends it by as much.
+    """
+
+    def __init__(self, store: Any, project: str, round_number: int, holder: str, item_ids: Mapping[str, int], *,
+                 seconds: float = LEASE_SECONDS) -> None:  # fmt: skip
+        self.store, self.project, self.round_number, self.holder = store, project, round_number, holder
+        self.item_ids = dict(item_ids)
+        self.seconds = float(seconds)
+        self.current: str | None = None  # the key this session holds now
+        self.passed: list[str] = []  # keys passed over: held by another labeller, or answered meanwhile
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def take(self, key: str) -> bool:
+        """Lease `key` to this session (its lease on any other item ends); False, and `key` is
+        noted in `passed`, when another labeller holds it or it was answered in the round."""
+        with self._lock:
+            leased = self._lease(key)
+        if not leased and key not in self.passed:
+            self.passed.append(key)
+        return leased
+
+    def renew(self) -> bool:
+        """Extend the lease on the item shown now; False when there is none or it is lost."""
+        with self._lock:  # never beside a `take`: a late renewal would move the lease back
+            return self.current is not None and self._lease(self.current)
+
+    def _lease(self, key: str) -> bool:
+        leased = self.store.lease_item(self.project, self.holder, [self.item_ids[key]], seconds=self.seconds,
+                                       round_number=self.round_number)  # fmt: skip
+        self.current = key if leased is not None else None
+        return leased is not None
+
+    def release(self) -> None:
+        """End this session's lease."""
+        with self._lock:
+            self.current = None
+            self.store.release_leases(self.project, self.holder)
+
+    def _keep(self) -> None:
+        while not self._stop.wait(self.seconds / 3):
+            try:
+                self.renew()
+            except Exception:  # noqa: BLE001 - advisory: a dropped connection must not stop the person; the answer is checked anyway
+                pass
+
+    def __enter__(self) -> PromptTurns:
+        self._thread = threading.Thread(target=self._keep, name="prompt-lease", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        try:
+            self.release()
+        except Exception:  # noqa: BLE001 - leaving: an unreleased lease runs out by itself
+            pass

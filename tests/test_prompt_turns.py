@@ -1,0 +1,79 @@
+"""The terminal prompt takes its turns with the labelling page and other prompts through the
+page's item leases: two labellers of one round are never shown the same item at once, and an
+item answered since the prompt started is passed over. Each interleaving is written out step by
+step with two store connections, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from activebayes.oracles import PromptOracle
+from activebayes.store import PoolStore
+from activebayes_cli._prompt_turns import PromptTurns, holder_name
+from test_cli_label import blobs, run  # noqa: F401  (blobs: the fixture)
+
+
+def turns(store: PoolStore, who: str, keys: list[str]) -> PromptTurns:
+    states = store.label_states("blobs", keys)
+    return PromptTurns(store, "blobs", 1, holder_name(who), {k: states[k]["item_id"] for k in keys})
+
+
+def test_two_prompts_take_turns_and_pass_over_what_the_other_answered(blobs):
+    q = blobs.queries
+    with PoolStore(blobs.db) as first, PoolStore(blobs.db) as second:
+        ann, bob = turns(first, "ann", q), turns(second, "bob", q)
+        assert ann.take(q[0])
+        assert not bob.take(q[0]) and bob.passed == [q[0]]  # on ann's screen
+        assert bob.take(q[1])
+        first.record_labels("blobs", [(q[0], "a", 1)], who="ann", source="prompt", expected={q[0]: None})
+        assert not ann.take(q[1]) and ann.take(q[2])  # bob has q[1]
+        assert not bob.take(q[0])  # answered by ann: passed over although nobody holds it now
+        second.record_labels("blobs", [(q[1], "b", 1)], who="bob", source="prompt", expected={q[1]: None})
+        assert not bob.renew()  # the item answered, its lease is gone
+        assert ann.renew() and ann.current == q[2]
+        ann.release()
+        assert bob.take(q[2])
+        assert ann.passed == [q[1]] and bob.passed == [q[0]]
+
+
+def test_two_prompts_of_one_person_are_told_apart(blobs):
+    q = blobs.queries
+    with PoolStore(blobs.db) as store:
+        one, two = turns(store, "ann", q), turns(store, "ann", q)
+        assert one.holder != two.holder
+        assert one.take(q[0]) and not two.take(q[0])
+
+
+def test_the_prompt_passes_over_the_item_on_the_page_and_the_page_over_the_prompt_s(blobs):
+    q = blobs.queries
+    with PoolStore(blobs.db) as store:
+        ids = {k: s["item_id"] for k, s in store.label_states("blobs", q).items()}
+        assert store.lease_item("blobs", "bob", [ids[q[0]]], seconds=600, round_number=1) == ids[q[0]]  # bob's page shows q[0]
+        ann = turns(store, "ann", q)
+        assert ann.take(q[1])
+        assert store.lease_item("blobs", "bob", [ids[q[1]], ids[q[2]]], seconds=600, round_number=1) == ids[q[2]]  # bob's next page
+
+
+def test_label_at_the_prompt_passes_over_the_page_s_item_and_leaves_no_lease(blobs):
+    q = blobs.queries
+    with PoolStore(blobs.db) as store:
+        bob_item = store.label_states("blobs", [q[0]])[q[0]]["item_id"]
+        store.lease_item("blobs", "bob", [bob_item], seconds=600, round_number=1)
+    result = run("--db", blobs.db, "--json", "label", "--who", "ann", input="a\nq\n")
+    assert result.exit_code == 0, result.output
+    assert f"item 1/5: {q[0]} is with another labeller" in result.stderr
+    summary = json.loads(result.stdout)
+    assert (summary["recorded"], summary["with_others"], summary["remaining"]) == (1, 1, 4)
+    assert blobs.labels() == {q[1]: "a"}  # the prompt's answer went to the next item, q[0] is bob's
+    with PoolStore(blobs.db) as store:  # the prompt's lease ended with it; bob's page still holds q[0]
+        assert store.lease_item("blobs", "carol", [bob_item], seconds=1, round_number=1) is None
+
+
+def test_prompt_oracle_passes_over_what_on_show_refuses():
+    out = io.StringIO()
+    oracle = PromptOracle(classes=["a", "b"], input=io.StringIO("b\n"), output=out, on_show=lambda key: key != "k1")
+    answers = oracle.ask(["k1", "k2"])
+    assert [a.value for a in answers] == [None, "b"]
+    assert oracle.passed == ["k1"] and oracle.skipped == set()
+    assert "item 1/2: k1 is with another labeller (answered or on their screen); passed over" in out.getvalue()
