@@ -68,10 +68,35 @@ def _check(ok: bool, what: str, fix: str) -> None:
         raise CliError(what, fix)
 
 
+def recorded_participants(store: Any, project: str) -> dict[str, int]:
+    """{participant id: trials recorded} of a design project."""
+    from activebayes.design.record import recorded_trials
+
+    counts: dict[str, int] = {}
+    for trial in recorded_trials(store, project):
+        counts[trial["participant"]] = counts.get(trial["participant"], 0) + 1
+    return counts
+
+
+def _refuse_lookalike(who: str, known: dict[str, int]) -> None:
+    """A new id that differs from a recorded one only in case or spacing is taken for a typo of it."""
+    if who in known:
+        return
+    fold = "".join(who.split()).casefold()
+    twin = next((p for p in known if "".join(p.split()).casefold() == fold), None)
+    _check(twin is None, f"--participant {who!r}: no trials are recorded under that id, but {twin!r} has {known.get(twin or '', 0)}"
+           " (ids that differ only in case or spacing are taken for a typo)",
+           f"pass --participant {twin!r} to resume them, or an id of its own for a new participant")  # fmt: skip
+
+
+def _plural_people(n: int) -> str:
+    return f"{n} participant{'s' if n != 1 else ''}"
+
+
 @design_app.command("memory-span")
 def memory_span(
     ctx: typer.Context,
-    participant: Annotated[Optional[str], typer.Option("--participant", help="Participant id (recorded with --db; resumes their earlier trials).")] = None,
+    participant: Annotated[Optional[str], typer.Option("--participant", help="Participant id, needed for a person (recorded with --db; the same id resumes their earlier trials).")] = None,
     trials: Annotated[int, typer.Option("--trials", help="Most trials to run now; when resuming a participant, this many MORE after their recorded trials (not a total).")] = 20,
     max_digits: Annotated[int, typer.Option("--max-digits", help="Longest list offered (designs 1..max).")] = 15,
     learn_slope: Annotated[bool, typer.Option("--learn-slope", help="Learn the slope too: joint (span, slope) grid; EIG stays about the span.")] = False,
@@ -98,7 +123,13 @@ def memory_span(
     _check(plot is None or (plot.suffix.lower() == ".png" and plot.parent.exists()),
            f"--plot: expected a .png path in an existing folder, got {str(plot)!r}", "pass e.g. --plot span.png")  # fmt: skip
     console = Console(stderr=json_output, highlight=False)
-    who = participant or ("simulated" if simulate_span is not None else "anonymous")
+    if participant is not None:
+        participant = participant.strip()
+        _check(participant != "", "--participant: expected an id, got an empty one", "pass e.g. --participant p1")
+    _check(participant is not None or simulate_span is not None,
+           "--participant: a person's trials are recorded under their id (without one, each person would resume the last one's trials)",
+           "pass --participant ID (the same id again resumes that person), or --simulate-span for a simulated participant")  # fmt: skip
+    who = participant or "simulated"
     import torch  # the design stack loads when a session runs, not when the CLI starts
 
     from activebayes.design import SessionTrace, SimulatedParticipant, Trial, run_design_session, summarise_posterior
@@ -117,11 +148,15 @@ def memory_span(
         if project in store.projects() and store.project(project).task != "design":
             raise CliError(f"project {project!r} in {shown_url(cli.db)} is a {store.project(project).task} project, not a design project",
                            "name another with the global --project NAME (before `design`), e.g. `activebayes --project span design memory-span`")  # fmt: skip
+        known = recorded_participants(store, project) if project in store.projects() else {}
+        _refuse_lookalike(who, known)
         record = DesignRecord(store, designs, participant=who, project=project, settings=settings)
         offset = record.replay(posterior)
         if offset:
             console.print(f"resumed {who!r}: {offset} earlier trials, span {posterior.mean:.2f} ± {posterior.sd:.2f}; "
                           f"running up to {trials} more (trials {offset + 1}-{offset + trials})", markup=False, soft_wrap=True)  # fmt: skip
+        elif simulate_span is None:
+            console.print(f"new participant {who!r}" + (f" ({_plural_people(len(known))} recorded before)" if known else ""), markup=False)
 
     if simulate_span is not None:
         responder: Any = SimulatedParticipant(simulate_span, seed=seed, participant=who, first_trial=offset)

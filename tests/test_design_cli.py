@@ -79,3 +79,25 @@ def test_plot_and_demo(tmp_path):
     console = Console(record=True, width=120)
     trace = memory_span_demo(console, seed=1, trials=5)
     assert len(trace.trials) == 5 and "span estimate" in console.export_text()
+
+
+def test_a_person_needs_a_participant_id_and_a_lookalike_id_is_refused(tmp_path):
+    from cli_checks import assert_mistake, db_dump
+
+    db = f"sqlite:///{tmp_path / 'span.db'}"
+    person = ["--db", db, "design", "memory-span", "--trials", "1"]
+    assert_mistake(runner.invoke(app, person, input="y\n"), "--participant", "resume the last one's trials")
+    for empty in ("", "   "):
+        assert_mistake(runner.invoke(app, [*person, "--participant", empty], input="y\n"), "--participant", "empty")
+    assert db_dump(db) is None  # nothing written: no database made
+
+    first = runner.invoke(app, [*person, "--participant", "ann"], input="y\n")
+    assert first.exit_code == 0 and "new participant 'ann'" in first.stdout, first.output
+    before = db_dump(db)
+    for lookalike in ("Ann", "a nn"):
+        assert_mistake(runner.invoke(app, [*person, "--participant", lookalike], input="y\n"), repr(lookalike), "'ann' has 1", "--participant 'ann'")
+    assert db_dump(db) == before
+    again = runner.invoke(app, [*person, "--participant", " ann "], input="n\n")  # spaces around an id are no part of it
+    assert again.exit_code == 0 and "resumed 'ann': 1 earlier trials" in again.stdout, again.output
+    other = runner.invoke(app, [*person, "--participant", "bob"], input="n\n")
+    assert "new participant 'bob' (1 participant recorded before)" in other.stdout, other.output
