@@ -9,6 +9,12 @@ labeller holds or that has been answered in the round since the prompt started. 
 renews the lease while the person thinks; the lease ends when the prompt stops (a killed prompt's
 lease runs out after `seconds`). A lease is advisory: an answer is still checked against the
 item's label when it is written (`PoolStore.record_labels`).
+
+The round may stop waiting while the prompt is open: another session's `round` closed it (every
+query answered) or discarded it (`round --restart-round`), and the next round may ask some of
+the same items. The prompt then shows no further item (`take` raises `RoundGone`), and an answer
+typed meanwhile is recorded for the round that waits now when it asks that item, else outside a
+round (`round_for_answer`), as `label --from` records an answer to an item no round asks.
 """
 
 from __future__ import annotations
@@ -24,6 +30,10 @@ LEASE_SECONDS = 120.0  # as the page's default --lease-seconds
 def holder_name(who: str) -> str:
     """The lease name of one prompt session of `who`: "alice (terminal 3f9a1c)"."""
     return f"{who} (terminal {secrets.token_hex(3)})"
+
+
+class RoundGone(Exception):
+    """The prompt's round no longer waits for answers; `str()` says what it is now."""
 
 
 class PromptTurns:
@@ -52,11 +62,33 @@ class PromptTurns:
     def take(self, key: str) -> bool:
         """Lease `key` to this session (its lease on any other item ends); False, and `key` is
         noted in `passed`, when another labeller holds it or it was answered in the round."""
+        self._check_round()
         with self._lock:
             leased = self._lease(key)
         if not leased and key not in self.passed:
             self.passed.append(key)
         return leased
+
+    def _waiting(self) -> Any:
+        """The project's latest round when it waits for answers, else None."""
+        latest = self.store.latest_round(self.project)
+        return latest if latest is not None and latest.status.waiting else None
+
+    def _check_round(self) -> None:
+        waiting = self._waiting()
+        if waiting is None or waiting.number != self.round_number:
+            now = f"round {waiting.number} waits now" if waiting is not None else "no round waits now"
+            raise RoundGone(f"round {self.round_number} no longer waits for answers (closed or discarded meanwhile); {now}")
+
+    def round_for_answer(self, key: str) -> int | None:
+        """The round an answer to `key` belongs to when it is written: the prompt's round while it
+        waits, else the round waiting now if it asks `key`, else None (outside a round)."""
+        waiting = self._waiting()
+        if waiting is None:
+            return None
+        if waiting.number == self.round_number:
+            return waiting.number
+        return waiting.number if any(q.key == key for q in self.store.queries(self.project, waiting.number)) else None
 
     def renew(self) -> bool:
         """Extend the lease on the item shown now; False when there is none or it is lost."""

@@ -294,7 +294,7 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
     from activebayes.data import load_project_data
     from activebayes.oracles import PromptOracle
     from activebayes.data.number_style import AnswerError, answer_number, project_writing
-    from activebayes_cli._prompt_turns import PromptTurns, holder_name
+    from activebayes_cli._prompt_turns import PromptTurns, RoundGone, holder_name
     from activebayes_cli._round_file import prediction_text
 
     if target is None:
@@ -326,8 +326,12 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
                 value = repr(answer_number(value, writing))
             except AnswerError as exc:
                 raise ValueError(f"{value!r} {exc}") from None
+        number = turns.round_for_answer(key)  # the round may have closed while the person thought
+        if number != target:
+            stream.write(f"  round {target} no longer waits for answers: recorded "
+                         + (f"for round {number}, which asks {key} too\n" if number is not None else "outside a round\n"))
         ids, conflicts = store.record_labels(
-            name, [(key, value, target)], who=who, source="prompt", expected={key: states[key]["label"]}
+            name, [(key, value, number)], who=who, source="prompt", expected={key: states[key]["label"]}
         )
         if conflicts:
             stream.write(f"  not saved: another session labelled {key} {conflicts[key][1]!r} meanwhile; that label stays\n")
@@ -368,12 +372,16 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
     try:
         with turns:
             oracle.ask(keys, (data.raw if getattr(data, "raw", None) is not None else data.x)[[q.row for q in pending]])
+    except RoundGone as exc:  # another session's `round` closed or discarded it: nothing more to ask here
+        stream.write(f"{exc}\n")
     except KeyboardInterrupt:  # Ctrl-C while an item was drawn or an answer written
         _interrupted(st, store, name, target, saved["answers"])
     if oracle.interrupted:
         _interrupted(st, store, name, target, saved["answers"])
 
-    remaining = _open_queries(store, name, target)
+    latest = store.latest_round(name)  # the round waiting now: another session may have started the next one
+    waiting = latest.number if latest is not None and latest.status.waiting else target
+    remaining = _open_queries(store, name, waiting)
     recorded = saved["answers"]
     skipped = len(oracle.skipped)  # items shown and skipped; those after a `q` were not shown
     passed = len(oracle.passed)  # items another labeller had: answered, or held on their screen
@@ -383,7 +391,7 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
     def render(console: Any) -> None:
         console.print(f"Recorded {_plural(recorded, 'answer')} for round {target}" + (f", skipped {skipped}" if skipped else "")
                       + (f", passed over {passed} another labeller had" if passed else "") + ".")
-        _next(st, console, target, remaining)
+        _next(st, console, waiting, remaining)
 
     st.out.result(summary, render)
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
+
 from activebayes.oracles import PromptOracle
 from activebayes.store import PoolStore
 from activebayes_cli._prompt_turns import PromptTurns, holder_name
@@ -77,3 +79,75 @@ def test_prompt_oracle_passes_over_what_on_show_refuses():
     assert [a.value for a in answers] == [None, "b"]
     assert oracle.passed == ["k1"] and oracle.skipped == set()
     assert "item 1/2: k1 is with another labeller (answered or on their screen); passed over" in out.getvalue()
+
+
+class _Interleaved(io.BytesIO):
+    """Typed input that runs `meanwhile` (another session's work) when the prompt first reads:
+    after it has shown its first item, before the answer arrives."""
+
+    def __init__(self, text: str, meanwhile) -> None:
+        super().__init__(text.encode())
+        self.meanwhile = meanwhile
+
+    def _first(self) -> None:
+        if self.meanwhile is not None:
+            step, self.meanwhile = self.meanwhile, None
+            step()
+
+    def read(self, *args):
+        self._first()
+        return super().read(*args)
+
+    def read1(self, *args):
+        self._first()
+        return super().read1(*args)
+
+    def readline(self, *args):
+        self._first()
+        return super().readline(*args)
+
+    def readinto(self, buffer):
+        self._first()
+        return super().readinto(buffer)
+
+
+def _discard_round_1_and_ask(db: str, keys: list[str]):
+    """Another session's `round --restart-round`: round 1 discarded, round 2 asking `keys`."""
+    from test_cli_label import open_round
+
+    def step() -> None:
+        with PoolStore(db) as store:
+            store.advance_round("blobs", 1, "failed", failure_reason="discarded")
+        open_round(db, "blobs", keys)
+
+    return step
+
+
+@pytest.fixture
+def interleaved_input(monkeypatch):
+    """Lets `run(..., input=_Interleaved(...))` hand the stream itself to the command."""
+    import typer.testing
+
+    plain = typer.testing.make_input_stream
+    monkeypatch.setattr(typer.testing, "make_input_stream", lambda given, charset: given if isinstance(given, _Interleaved) else plain(given, charset))
+
+
+def test_an_answer_typed_while_another_session_replaced_the_round_goes_to_the_new_round(blobs, interleaved_input):
+    q, p = blobs.queries, blobs.pool
+    typed = _Interleaved("a\nb\n", _discard_round_1_and_ask(blobs.db, [q[0], p[0]]))
+    result = run("--db", blobs.db, "label", "--who", "ann", input=typed)
+    assert result.exit_code == 0, result.output
+    assert "round 1 no longer waits for answers: recorded for round 2, which asks" in result.stdout
+    assert "round 1 no longer waits for answers (closed or discarded meanwhile); round 2 waits now" in result.stdout
+    assert "1 query of round 2 still open" in result.stdout  # p[0]; the prompt showed nothing after q[0]
+    assert blobs.labels() == {q[0]: "a"} and blobs.rounds_of()[q[0]] == 2
+
+
+def test_an_answer_to_an_item_the_new_round_does_not_ask_is_recorded_outside_a_round(blobs, interleaved_input):
+    q, p = blobs.queries, blobs.pool
+    typed = _Interleaved("c\n", _discard_round_1_and_ask(blobs.db, [p[0]]))
+    result = run("--db", blobs.db, "--json", "label", "--who", "ann", input=typed)
+    assert result.exit_code == 0, result.output
+    assert "recorded outside a round" in result.stderr
+    assert json.loads(result.stdout)["remaining"] == 1
+    assert blobs.labels() == {q[0]: "c"} and blobs.rounds_of()[q[0]] is None
