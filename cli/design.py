@@ -23,6 +23,7 @@ import typer
 from rich.console import Console
 from typer import Abort
 
+from activebayes.errors import StoreError
 from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import shown_url, state
 from activebayes_cli._design_project import DEFAULT_PROJECT, session_posterior
@@ -33,6 +34,7 @@ design_app = command_group(help="Bayesian experimental design: choose the most i
 
 _YES = {"y", "yes", "1", "true"}
 _NO = {"n", "no", "0", "false"}
+_QUIT = {"q", "quit"}
 
 
 class _Stop(Exception):
@@ -52,14 +54,16 @@ class _PromptParticipant:
         self.console.print(f"Show [bold]{digits}[/bold] digits: [bold cyan]{sequence}[/bold cyan]")
         while True:
             try:
-                reply = typer.prompt("recalled? [y/n]", err=self.console.stderr).strip().lower()
+                reply = typer.prompt("recalled? [y/n, q stops]", err=self.console.stderr).strip().lower()
             except (Abort, EOFError):
                 raise _Stop from None
+            if reply in _QUIT:
+                raise _Stop
             if reply in _YES:
                 return 1
             if reply in _NO:
                 return 0
-            self.console.print("please answer y or n")
+            self.console.print("please answer y or n (q stops; the trials answered so far are recorded)")
 
 
 def _check(ok: bool, what: str, fix: str) -> None:
@@ -141,7 +145,7 @@ def memory_span(
         cli.db, cli.db_typed, cli.db_given = db, True, True
     record, offset, project = None, 0, cli.project or DEFAULT_PROJECT
     if cli.db_given or simulate_span is None:  # a simulation records only where a --db / ACTIVEBAYES_DB says
-        from activebayes.design.record import DesignRecord
+        from activebayes.design.record import DesignRecord, design_key
 
         settings: dict[str, Any] = {"model": repr(posterior.model), "prior": "theta ~ N(7, 2^2)", "learn_slope": learn_slope}
         store = cli.store(create=True)
@@ -166,7 +170,13 @@ def memory_span(
 
     def on_trial(trial: Trial) -> None:
         if record is not None:
-            record.add(trial, offset=offset)
+            try:
+                record.add(trial, offset=offset)
+            except StoreError as exc:  # a second session of this participant id: this one stops, its earlier trials kept
+                said = "recalled" if trial.outcome else "not recalled"
+                raise CliError(f"{exc}; this trial ({design_key(trial.design)}, {said}) is not recorded",
+                               f"run one session per participant id (give each person an id of their own); "
+                               f"`{cli.next_command('design', 'memory-span', '--participant', who)}` resumes with every recorded trial") from None  # fmt: skip
         done.append(trial)
         if not json_output:
             console.print(trial_line(trial, offset), soft_wrap=True)
@@ -178,7 +188,7 @@ def memory_span(
         )  # fmt: skip
     except _Stop:
         trace = SessionTrace("eig", done, posterior)
-        console.print("stopped: no answer given")
+        console.print("stopped before this list was answered")
     if plot is not None:
         from activebayes.design.plots import plot_session
 

@@ -101,3 +101,33 @@ def test_a_person_needs_a_participant_id_and_a_lookalike_id_is_refused(tmp_path)
     assert again.exit_code == 0 and "resumed 'ann': 1 earlier trials" in again.stdout, again.output
     other = runner.invoke(app, [*person, "--participant", "bob"], input="n\n")
     assert "new participant 'bob' (1 participant recorded before)" in other.stdout, other.output
+
+
+def test_a_second_session_of_one_participant_stops_the_first_without_recording_its_trial(tmp_path, interleaved_input):
+    import torch
+
+    from activebayes.design import Trial
+    from activebayes.design.record import DesignRecord
+    from activebayes.store import PoolStore
+    from cli_checks import InterleavedInput, assert_mistake
+
+    db = f"sqlite:///{tmp_path / 'span.db'}"
+    ann = ["--db", db, "design", "memory-span", "--participant", "ann", "--trials", "3"]
+    assert runner.invoke(app, ann, input="y\n").exit_code == 0  # ann's trial 1
+
+    def other_session() -> None:  # a second terminal resumed 'ann' too and recorded her trial 2 first
+        with PoolStore(db) as store:
+            DesignRecord(store, torch.arange(1.0, 16.0), participant="ann").add(Trial(0, 8.0, 0, 0.17, 7.4, 1.4, (5.1, 9.6)), offset=1)
+
+    result = runner.invoke(app, ann, input=InterleavedInput("y\ny\n", other_session))
+    assert_mistake(result, "'ann' has 2 recorded trials where this session expected 1", "(digits=", "is not recorded", "--participant ann")
+    with PoolStore(db) as store:
+        trials = DesignRecord(store, torch.arange(1.0, 16.0), participant="ann").trials()
+    assert [(t["trial"], t["outcome"]) for t in trials] == [(0, 1), (1, 0)]  # the other session's trial 2, not this one's
+
+
+def test_q_stops_a_person_s_session_with_the_answered_trials_recorded(tmp_path):
+    db = f"sqlite:///{tmp_path / 'span.db'}"
+    result = runner.invoke(app, ["--db", db, "design", "memory-span", "--participant", "ann", "--trials", "5"], input="n\nq\n")
+    assert result.exit_code == 0, result.output
+    assert "stopped before this list was answered" in result.stdout and "span estimate after 1 trial:" in result.stdout

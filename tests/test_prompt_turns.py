@@ -8,11 +8,10 @@ from __future__ import annotations
 import io
 import json
 
-import pytest
-
 from activebayes.oracles import PromptOracle
 from activebayes.store import PoolStore
 from activebayes_cli._prompt_turns import PromptTurns, holder_name
+from cli_checks import InterleavedInput
 from test_cli_label import blobs, run  # noqa: F401  (blobs: the fixture)
 
 
@@ -81,36 +80,6 @@ def test_prompt_oracle_passes_over_what_on_show_refuses():
     assert "item 1/2: k1 is with another labeller (answered or on their screen); passed over" in out.getvalue()
 
 
-class _Interleaved(io.BytesIO):
-    """Typed input that runs `meanwhile` (another session's work) when the prompt first reads:
-    after it has shown its first item, before the answer arrives."""
-
-    def __init__(self, text: str, meanwhile) -> None:
-        super().__init__(text.encode())
-        self.meanwhile = meanwhile
-
-    def _first(self) -> None:
-        if self.meanwhile is not None:
-            step, self.meanwhile = self.meanwhile, None
-            step()
-
-    def read(self, *args):
-        self._first()
-        return super().read(*args)
-
-    def read1(self, *args):
-        self._first()
-        return super().read1(*args)
-
-    def readline(self, *args):
-        self._first()
-        return super().readline(*args)
-
-    def readinto(self, buffer):
-        self._first()
-        return super().readinto(buffer)
-
-
 def _discard_round_1_and_ask(db: str, keys: list[str]):
     """Another session's `round --restart-round`: round 1 discarded, round 2 asking `keys`."""
     from test_cli_label import open_round
@@ -123,18 +92,9 @@ def _discard_round_1_and_ask(db: str, keys: list[str]):
     return step
 
 
-@pytest.fixture
-def interleaved_input(monkeypatch):
-    """Lets `run(..., input=_Interleaved(...))` hand the stream itself to the command."""
-    import typer.testing
-
-    plain = typer.testing.make_input_stream
-    monkeypatch.setattr(typer.testing, "make_input_stream", lambda given, charset: given if isinstance(given, _Interleaved) else plain(given, charset))
-
-
 def test_an_answer_typed_while_another_session_replaced_the_round_goes_to_the_new_round(blobs, interleaved_input):
     q, p = blobs.queries, blobs.pool
-    typed = _Interleaved("a\nb\n", _discard_round_1_and_ask(blobs.db, [q[0], p[0]]))
+    typed = InterleavedInput("a\nb\n", _discard_round_1_and_ask(blobs.db, [q[0], p[0]]))
     result = run("--db", blobs.db, "label", "--who", "ann", input=typed)
     assert result.exit_code == 0, result.output
     assert "round 1 no longer waits for answers: recorded for round 2, which asks" in result.stdout
@@ -145,7 +105,7 @@ def test_an_answer_typed_while_another_session_replaced_the_round_goes_to_the_ne
 
 def test_an_answer_to_an_item_the_new_round_does_not_ask_is_recorded_outside_a_round(blobs, interleaved_input):
     q, p = blobs.queries, blobs.pool
-    typed = _Interleaved("c\n", _discard_round_1_and_ask(blobs.db, [p[0]]))
+    typed = InterleavedInput("c\n", _discard_round_1_and_ask(blobs.db, [p[0]]))
     result = run("--db", blobs.db, "--json", "label", "--who", "ann", input=typed)
     assert result.exit_code == 0, result.output
     assert "recorded outside a round" in result.stderr
