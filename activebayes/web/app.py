@@ -60,6 +60,10 @@ class _Refused(Exception):
         self.status = status
 
 
+FORBIDDEN = ("forbidden: open the URL that `activebayes serve` printed for you (it holds your token; "
+             "a restarted server prints new ones)")
+
+
 def create_app(config: ServeConfig) -> Any:
     """The Starlette application of `config` (see the module docstring)."""
     from starlette.applications import Starlette
@@ -91,7 +95,7 @@ def create_app(config: ServeConfig) -> Any:
     def grant_of(request: Request) -> Grant:
         grant = keys.grant_for(request.query_params.get("token"), request.path_params["project"])
         if grant is None:
-            raise _Refused(403, "forbidden: open the URL that `activebayes serve` printed for you (it holds your token)")
+            raise _Refused(403, FORBIDDEN)
         return grant
 
     async def body_of(request: Request, grant: Grant) -> dict[str, Any]:
@@ -224,7 +228,7 @@ def create_app(config: ServeConfig) -> Any:
         return JSONResponse({"started": True, "message": "the next round is running"})
 
     async def forbidden(request: Request) -> Response:
-        raise _Refused(403, "forbidden: open the URL that `activebayes serve` printed for you (it holds your token)")
+        raise _Refused(403, FORBIDDEN)
 
     def answer(page: Labelling, who: str, body: dict[str, Any]) -> Outcome:
         value = body.get("value")

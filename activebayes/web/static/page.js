@@ -210,9 +210,21 @@
 
   if (page === "label") {
     act("next", {});
-    setInterval(() => {  // keep the lease on the item shown
+    setInterval(async () => {  // keep the lease on the item shown
       const card = currentCard();
-      if (card && !busy) post("renew", { round: Number(card.dataset.round), key: card.dataset.key }).catch(() => {});
+      if (!card || busy) return;
+      let renewed;
+      try {
+        renewed = await post("renew", { round: Number(card.dataset.round), key: card.dataset.key });
+      } catch (_) {
+        return;  // the server is away: the next action says so
+      }
+      // answered elsewhere (the prompt, a file, another tab), taken by another labeller, or its
+      // round closed: say so and show what is open now, before anyone answers it in vain
+      if (renewed.held === false && currentCard() === card && !busy) {
+        ack(`${card.dataset.key} was answered or taken elsewhere meanwhile (or its round closed); showing what is open now`, false);
+        act("next", {});
+      }
     }, (leaseSeconds * 1000) / 3);
   }
 })();
