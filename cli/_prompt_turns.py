@@ -24,6 +24,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from activebayes.store.engine import DATABASE_AWAY
+
 LEASE_SECONDS = 120.0  # as the page's default --lease-seconds
 
 
@@ -62,9 +64,12 @@ class PromptTurns:
     def take(self, key: str) -> bool:
         """Lease `key` to this session (its lease on any other item ends); False, and `key` is
         noted in `passed`, when another labeller holds it or it was answered in the round."""
-        self._check_round()
-        with self._lock:
-            leased = self._lease(key)
+        try:
+            self._check_round()
+            with self._lock:
+                leased = self._lease(key)
+        except DATABASE_AWAY:  # a lease is advisory: show the item; its answer says whether the database is back
+            return True
         if not leased and key not in self.passed:
             self.passed.append(key)
         return leased

@@ -292,6 +292,7 @@ def _next(st: Any, console: Any, target: int | None, remaining: int) -> None:
 def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, who: str) -> None:
     from activebayes.errors import StoreError
     from activebayes.data import load_project_data
+    from activebayes.store.engine import DATABASE_AWAY, database_gone
     from activebayes.oracles import PromptOracle
     from activebayes.data.number_style import AnswerError, answer_number, project_writing
     from activebayes_cli._prompt_turns import PromptTurns, RoundGone, holder_name
@@ -326,13 +327,16 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
                 value = repr(answer_number(value, writing))
             except AnswerError as exc:
                 raise ValueError(f"{value!r} {exc}") from None
-        number = turns.round_for_answer(key)  # the round may have closed while the person thought
+        try:
+            number = turns.round_for_answer(key)  # the round may have closed while the person thought
+            ids, conflicts = store.record_labels(
+                name, [(key, value, number)], who=who, source="prompt", expected={key: states[key]["label"]}
+            )
+        except DATABASE_AWAY as exc:  # asked again: the same answer later is a repeat if it did commit
+            raise ValueError(f"not saved: {database_gone(exc)}; type it again once it is back, or q to stop") from None
         if number != target:
             stream.write(f"  round {target} no longer waits for answers: recorded "
                          + (f"for round {number}, which asks {key} too\n" if number is not None else "outside a round\n"))
-        ids, conflicts = store.record_labels(
-            name, [(key, value, number)], who=who, source="prompt", expected={key: states[key]["label"]}
-        )
         if conflicts:
             stream.write(f"  not saved: another session labelled {key} {conflicts[key][1]!r} meanwhile; that label stays\n")
             saved["not_saved"] += 1

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from activebayes.store.engine import DATABASE_AWAY, database_gone
 from activebayes.web.access import SECURITY_HEADERS, AccessKeys, Grant
 from activebayes.web.items import image_pixels, image_png, original_image
 from activebayes.web.labelling import BadAnswer, Card, Labelling, Outcome
@@ -132,6 +133,8 @@ def create_app(config: ServeConfig) -> Any:
                 response = PlainTextResponse(str(exc), status_code=exc.status)
             except BadAnswer as exc:
                 response = JSONResponse({"status": "bad", "message": str(exc)}, status_code=400)
+            except DATABASE_AWAY as exc:  # not committed (or, dropped during the commit, maybe): the same again is safe
+                response = JSONResponse({"status": "unavailable", "message": f"{database_gone(exc)}; try again in a moment"}, status_code=503)
             return response
 
         return endpoint
@@ -207,7 +210,10 @@ def create_app(config: ServeConfig) -> Any:
             page = await run_in_threadpool(labelling, grant.project)
             outcome = await run_in_threadpool(do, page, grant.labeller, body)
             prefer = outcome.key if outcome.status == "undone" else None
-            card = await run_in_threadpool(page.next_card, grant.labeller, prefer)
+            try:
+                card = await run_in_threadpool(page.next_card, grant.labeller, prefer)
+            except DATABASE_AWAY as exc:  # the action committed: say so, without a next item
+                return JSONResponse({**outcome_json(outcome), "next": f"the next item did not load: {database_gone(exc)}; it comes once the database is back"})
             return JSONResponse({**outcome_json(outcome), **card_json(page, card, grant)})
 
         return handler

@@ -22,6 +22,7 @@
     if (!response.ok) {
       const error = new Error(data.message || `the server answered ${response.status}`);
       error.bad = data.status === "bad";  // refused as it was written (a number that is none): correct it and send it again
+      error.retry = data.status === "unavailable";  // the database was away: nothing written, the same again later
       throw error;
     }
     return data;
@@ -94,8 +95,9 @@
         ack(data.message, true);
       }
       if ("card" in data) show(data);
+      else if (data.next) ack(`${$("#ack") ? $("#ack").textContent : ""}; ${data.next}`, false);
     } catch (err) {
-      ack(`${what || action} not saved: ${err.message}` + (err.bad ? "" : ". Reload the page once the server is back."), false);
+      ack(`${what || action} not saved: ${err.message}` + (err.bad || err.retry ? "" : ". Reload the page once the server is back."), false);
       document.querySelectorAll("#card button").forEach((b) => { b.disabled = false; });
     } finally {
       busy = false;
