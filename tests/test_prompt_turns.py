@@ -8,6 +8,8 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
+
 from activebayes.oracles import PromptOracle
 from activebayes.store import PoolStore
 from activebayes_cli._prompt_turns import PromptTurns, holder_name
@@ -111,3 +113,17 @@ def test_an_answer_to_an_item_the_new_round_does_not_ask_is_recorded_outside_a_r
     assert "recorded outside a round" in result.stderr
     assert json.loads(result.stdout)["remaining"] == 1
     assert blobs.labels() == {q[0]: "c"} and blobs.rounds_of()[q[0]] is None
+
+
+def test_a_stopped_server_hands_its_pages_items_back(blobs):
+    pytest.importorskip("httpx", reason="httpx (starlette's TestClient) is not installed")
+    from activebayes.web import Grant
+    from test_serve import Page, app_for
+
+    q = blobs.queries
+    bob = Grant.new("bob", "blobs")
+    with PoolStore(blobs.db) as store:
+        with app_for(blobs.db, bob) as client:
+            assert Page(client, bob).next()["shown"] == q[0]
+            assert not turns(store, "ann", q).take(q[0])  # on bob's page
+        assert turns(store, "ann", q).take(q[0])  # the server stopped: its lease ended with it

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from activebayes.errors import StoreError
 from activebayes.store.engine import DATABASE_AWAY, database_gone
 from activebayes.web.access import SECURITY_HEADERS, AccessKeys, Grant
 from activebayes.web.items import image_pixels, image_png, original_image
@@ -259,6 +260,10 @@ def create_app(config: ServeConfig) -> Any:
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> Any:
         yield
+        for project in pages:  # stopped (Ctrl-C): the items on its pages go back to the prompt and other servers
+            for grant in (g for g in config.grants if g.project == project):
+                with contextlib.suppress(StoreError):  # a database away: the leases run out by themselves
+                    await run_in_threadpool(store.release_leases, project, grant.labeller)
         store.close()
 
     app = Starlette(routes=routes, lifespan=lifespan)
