@@ -131,3 +131,18 @@ def test_q_stops_a_person_s_session_with_the_answered_trials_recorded(tmp_path):
     result = runner.invoke(app, ["--db", db, "design", "memory-span", "--participant", "ann", "--trials", "5"], input="n\nq\n")
     assert result.exit_code == 0, result.output
     assert "stopped before this list was answered" in result.stdout and "span estimate after 1 trial:" in result.stdout
+
+
+def test_learn_slope_must_match_the_project_s_model(tmp_path):
+    from cli_checks import assert_mistake, db_dump
+
+    db = f"sqlite:///{tmp_path / 'span.db'}"
+    ann = ["--db", db, "design", "memory-span", "--participant", "ann", "--trials", "1"]
+    assert runner.invoke(app, ann, input="y\n").exit_code == 0
+    before = db_dump(db)
+    assert_mistake(runner.invoke(app, [*ann, "--learn-slope"], input="y\n"), "--learn-slope", "set up without it", "leave out --learn-slope")
+    assert_mistake(runner.invoke(app, [*ann, "--participant", "bob", "--learn-slope"], input="y\n"), "set up without it")
+    assert db_dump(db) == before
+    slope = ["--db", db, "--project", "span-slope", "design", "memory-span", "--participant", "ann", "--trials", "1", "--learn-slope"]
+    assert runner.invoke(app, slope, input="y\n").exit_code == 0  # a project of its own
+    assert_mistake(runner.invoke(app, slope[:-1], input="y\n"), "set up with it", "pass --learn-slope")
