@@ -2,13 +2,15 @@
 
 The labelling page leases each item it shows (`PoolStore.lease_item`, see
 `activebayes.store.lease_access`), so two labellers are not shown the same item at once. The
-prompt takes part in the same leases: before it shows an item it leases it under a name of its
-own (`holder`: the labeller and a token of this session, so that two prompts of one person, or
-a prompt beside that person's page, are told apart), and it passes over an item that another
-labeller holds or that has been answered in the round since the prompt started. A daemon thread
-renews the lease while the person thinks; the lease ends when the prompt stops (a killed prompt's
-lease runs out after `seconds`). A lease is advisory: an answer is still checked against the
-item's label when it is written (`PoolStore.record_labels`).
+prompt takes part in the same leases: before it shows an item it leases it under the name
+"<labeller> (terminal)" (told apart from that labeller's page), and it passes over an item that
+another labeller holds or that has been answered in the round since the prompt started. A daemon
+thread renews the lease while the person thinks; the lease ends when the prompt stops. A prompt
+killed, or closed with its terminal, leaves its lease to run out after `seconds`; the same
+labeller's next prompt takes the item back at once (its own name's lease), where a session token
+in the name would have made them wait. Two prompts of one labeller at once therefore share their
+leases, as two tabs of one labeller's page do. A lease is advisory: an answer is still checked
+against the item's label when it is written (`PoolStore.record_labels`).
 
 The round may stop waiting while the prompt is open: another session's `round` closed it (every
 query answered) or discarded it (`round --restart-round`), and the next round may ask some of
@@ -19,7 +21,6 @@ round (`round_for_answer`), as `label --from` records an answer to an item no ro
 
 from __future__ import annotations
 
-import secrets
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -30,8 +31,8 @@ LEASE_SECONDS = 120.0  # as the page's default --lease-seconds
 
 
 def holder_name(who: str) -> str:
-    """The lease name of one prompt session of `who`: "alice (terminal 3f9a1c)"."""
-    return f"{who} (terminal {secrets.token_hex(3)})"
+    """The lease name of the prompt sessions of `who`: "alice (terminal)"."""
+    return f"{who} (terminal)"
 
 
 class RoundGone(Exception):

@@ -66,6 +66,17 @@ def ok(*args: str):
     return result
 
 
+def lease_rows(dump: list[str]) -> list[str]:
+    """The rows of `db_dump`'s item_leases table (the labelling page's and the prompt's leases)."""
+    return [line for line in dump if line.startswith(('INSERT INTO "item_leases"', "item_leases: "))]
+
+
+def without_leases(dump: list[str]) -> list[str]:
+    """`db_dump` less the item_leases rows: what a labelling session holds while open, not records."""
+    leases = set(lease_rows(dump))
+    return [line for line in dump if line not in leases]
+
+
 class InterleavedInput(io.BytesIO):
     """Typed input for `CliRunner.invoke(input=...)` (with the `interleaved_input` fixture) that
     runs `meanwhile`, another session's work, when the command first reads: after it has shown

@@ -40,12 +40,16 @@ def test_two_prompts_take_turns_and_pass_over_what_the_other_answered(blobs):
         assert ann.passed == [q[1]] and bob.passed == [q[0]]
 
 
-def test_two_prompts_of_one_person_are_told_apart(blobs):
+def test_a_killed_prompt_s_item_goes_back_to_its_labeller_at_once_and_waits_for_others(blobs):
     q = blobs.queries
     with PoolStore(blobs.db) as store:
-        one, two = turns(store, "ann", q), turns(store, "ann", q)
-        assert one.holder != two.holder
-        assert one.take(q[0]) and not two.take(q[0])
+        killed = turns(store, "ann", q)
+        assert killed.take(q[0])  # then killed: its lease was never released
+        assert not turns(store, "bob", q).take(q[0])  # bob waits until it runs out
+        again = turns(store, "ann", q)
+        assert again.holder == killed.holder == "ann (terminal)" and again.take(q[0])  # ann's next prompt takes it back
+        ids = {k: s["item_id"] for k, s in store.label_states("blobs", q).items()}
+        assert store.lease_item("blobs", "ann", [ids[q[0]], ids[q[1]]], seconds=600, round_number=1) == ids[q[1]]  # her page: not the same item
 
 
 def test_the_prompt_passes_over_the_item_on_the_page_and_the_page_over_the_prompt_s(blobs):
