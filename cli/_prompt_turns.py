@@ -10,7 +10,9 @@ killed, or closed with its terminal, leaves its lease to run out after `seconds`
 labeller's next prompt takes the item back at once (its own name's lease), where a session token
 in the name would have made them wait. Two prompts of one labeller at once therefore share their
 leases, as two tabs of one labeller's page do. A lease is advisory: an answer is still checked
-against the item's label when it is written (`PoolStore.record_labels`).
+against the item's label when it is written (`PoolStore.record_labels`). Answers piped in (not a
+terminal) are taken one a line for the items in the order first listed, so there nothing is
+passed over.
 
 The round may stop waiting while the prompt is open: another session's `round` closed it (every
 query answered) or discarded it (`round --restart-round`), and the next round may ask some of
@@ -49,13 +51,17 @@ class PromptTurns:
         holder: this session's lease name (`holder_name`).
         item_ids: {key: item id} of the queries the prompt may show.
         seconds: the length of a lease; `renew` extends it by as much.
+        pass_over: pass over the items others have (a person at a terminal, who sees which item
+            is asked); False for answers piped in, one a line for the items in the order listed,
+            which a passed-over item would shift onto the wrong items.
     """
 
     def __init__(self, store: Any, project: str, round_number: int, holder: str, item_ids: Mapping[str, int], *,
-                 seconds: float = LEASE_SECONDS) -> None:  # fmt: skip
+                 seconds: float = LEASE_SECONDS, pass_over: bool = True) -> None:  # fmt: skip
         self.store, self.project, self.round_number, self.holder = store, project, round_number, holder
         self.item_ids = dict(item_ids)
         self.seconds = float(seconds)
+        self.pass_over = pass_over
         self.current: str | None = None  # the key this session holds now
         self.passed: list[str] = []  # keys passed over: held by another labeller, or answered meanwhile
         self._lock = threading.Lock()
@@ -64,16 +70,17 @@ class PromptTurns:
 
     def take(self, key: str) -> bool:
         """Lease `key` to this session (its lease on any other item ends); False, and `key` is
-        noted in `passed`, when another labeller holds it or it was answered in the round."""
+        noted in `passed`, when another labeller holds it or it was answered in the round (True
+        all the same without `pass_over`: answers piped in are each for the next item listed)."""
         try:
             self._check_round()
             with self._lock:
                 leased = self._lease(key)
         except DATABASE_AWAY:  # a lease is advisory: show the item; its answer says whether the database is back
             return True
-        if not leased and key not in self.passed:
+        if not leased and self.pass_over and key not in self.passed:
             self.passed.append(key)
-        return leased
+        return leased or not self.pass_over
 
     def _waiting(self) -> Any:
         """The project's latest round when it waits for answers, else None."""

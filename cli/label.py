@@ -370,7 +370,8 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
 
     classes = info.classes if info.task == "classification" else None
     hints = {q.key: prediction_text(q.prediction, writing) for q in pending if q.prediction}  # the round's predictions
-    turns = PromptTurns(store, name, target, holder_name(who), {q.key: q.item_id for q in pending})  # the page's leases
+    turns = PromptTurns(store, name, target, holder_name(who), {q.key: q.item_id for q in pending},  # the page's leases
+                        pass_over=_at_a_terminal())  # fmt: skip
     oracle = PromptOracle(classes=classes, feature_names=data.raw_columns if getattr(data, "raw_columns", None) is not None else data.feature_names, output=stream, on_answer=on_answer, on_undo=on_undo,
                           hints=hints, on_show=turns.take)  # fmt: skip
     try:
@@ -398,6 +399,11 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
         _next(st, console, waiting, remaining)
 
     st.out.result(summary, render)
+
+
+def _at_a_terminal() -> bool:
+    """Whether the answers come from a person at a terminal (not piped in)."""
+    return sys.stdin.isatty()
 
 
 def _interrupted(st: Any, store: Any, name: str, target: int, answers: int) -> None:

@@ -62,7 +62,10 @@ def test_the_prompt_passes_over_the_item_on_the_page_and_the_page_over_the_promp
         assert store.lease_item("blobs", "bob", [ids[q[1]], ids[q[2]]], seconds=600, round_number=1) == ids[q[2]]  # bob's next page
 
 
-def test_label_at_the_prompt_passes_over_the_page_s_item_and_leaves_no_lease(blobs):
+def test_label_at_the_prompt_passes_over_the_page_s_item_and_leaves_no_lease(blobs, monkeypatch):
+    import activebayes_cli.label
+
+    monkeypatch.setattr(activebayes_cli.label, "_at_a_terminal", lambda: True)  # a person who sees the items
     q = blobs.queries
     with PoolStore(blobs.db) as store:
         bob_item = store.label_states("blobs", [q[0]])[q[0]]["item_id"]
@@ -75,6 +78,17 @@ def test_label_at_the_prompt_passes_over_the_page_s_item_and_leaves_no_lease(blo
     assert blobs.labels() == {q[1]: "a"}  # the prompt's answer went to the next item, q[0] is bob's
     with PoolStore(blobs.db) as store:  # the prompt's lease ended with it; bob's page still holds q[0]
         assert store.lease_item("blobs", "carol", [bob_item], seconds=1, round_number=1) is None
+
+
+def test_answers_piped_in_pass_nothing_over(blobs):
+    """Piped in, each line answers the next item listed: passing one over would shift the answers."""
+    q = blobs.queries
+    with PoolStore(blobs.db) as store:
+        bob_item = store.label_states("blobs", [q[0]])[q[0]]["item_id"]
+        store.lease_item("blobs", "bob", [bob_item], seconds=600, round_number=1)
+    result = run("--db", blobs.db, "label", "--who", "ann", input="a\nb\n")
+    assert result.exit_code == 0 and "passed over" not in result.stdout, result.output
+    assert blobs.labels() == {q[0]: "a", q[1]: "b"}
 
 
 def test_prompt_oracle_passes_over_what_on_show_refuses():
