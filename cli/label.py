@@ -117,14 +117,14 @@ def label(
     refuse_design(st, name, info, "label")
     target = _target_round(store, name, round_number)
     if from_csv is not None:
-        _from_file(st, store, name, info, target, from_csv, who, allow_test=test, allow_relabel=relabel)
+        _from_file(st, store, name, info, target, from_csv, who, allow_test=test, allow_relabel=relabel, round_number=round_number)
     else:
         _in_terminal(st, store, name, info, target, who)
 
 
 # ---- --from FILE ------------------------------------------------------------------------------
 def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, path: Path, who: str, *,
-               allow_test: bool, allow_relabel: bool) -> None:  # fmt: skip
+               allow_test: bool, allow_relabel: bool, round_number: int | None = None) -> None:  # fmt: skip
     from activebayes.oracles import FileOracle
 
     classes = info.classes if info.task == "classification" else None
@@ -188,6 +188,9 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
         )
 
     expected = {key: states[key]["label"] for key, _, _ in rows}
+    if round_number is None and rows and _target_round(store, name, None) != target:
+        raise CliError(f"--from: the waiting round changed while {path} was read (another session's `round` closed, discarded or "
+                       "started one); nothing was recorded", "run the same command again: it records them for the round waiting now")  # fmt: skip
     if rows:  # one transaction, as if after any session that labelled these items meanwhile
         ids, conflicts = store.record_labels(name, rows, who=who, source="file", expected=expected, relabel=allow_relabel)
         if conflicts:  # a different label given meanwhile: this file would now replace it

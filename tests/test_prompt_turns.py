@@ -145,3 +145,31 @@ def test_a_stopped_server_hands_its_pages_items_back(blobs):
             assert Page(client, bob).next()["shown"] == q[0]
             assert not turns(store, "ann", q).take(q[0])  # on bob's page
         assert turns(store, "ann", q).take(q[0])  # the server stopped: its lease ended with it
+
+
+def test_a_file_read_while_another_session_replaced_the_round_records_nothing(blobs, monkeypatch):
+    from cli_checks import assert_mistake, db_dump
+    from test_cli_label import write
+
+    q = blobs.queries
+    write("answers.csv", f"key,label\n{q[0]},a\n{q[1]},b\n")
+    real = PoolStore.label_states
+    steps = [_discard_round_1_and_ask(blobs.db, [q[0]])]
+
+    def read_then_replaced(self, *args, **kwargs):  # the file is checked; then the other session's round --restart-round
+        states = real(self, *args, **kwargs)
+        if steps:
+            steps.pop()()
+        return states
+
+    monkeypatch.setattr(PoolStore, "label_states", read_then_replaced)
+    before = db_dump(blobs.db)
+    assert_mistake(run("--db", blobs.db, "label", "--who", "ann", "--from", "answers.csv"),
+                   "the waiting round changed while answers.csv was read", "nothing was recorded", "run the same command again")
+    after = db_dump(blobs.db)
+    monkeypatch.setattr(PoolStore, "label_states", real)
+    assert run("--db", blobs.db, "label", "--who", "ann", "--from", "answers.csv").exit_code == 0
+    recorded = blobs.rounds_of()
+    assert blobs.labels() == {q[0]: "a", q[1]: "b"} and (recorded[q[0]], recorded[q[1]]) == (2, None)  # the round asking q[0] now
+    observed = [[line for line in dump if "observations" in line] for dump in (before, after)]
+    assert observed[0] == observed[1]  # the refused run wrote no answer
