@@ -22,6 +22,13 @@ class StoreError(ActiveBayesError):
     """The database refused an operation, or holds something unexpected."""
 
 
+class DatabaseAwayError(StoreError):
+    """The database could not be used for a moment: its server away, the connection dropped, a
+    SQLite file locked past the busy timeout. The transaction did not commit, or, when the
+    connection dropped during the commit itself, may have: doing the same again is safe for the
+    checked appends (`PoolStore.record_labels` finds a repeat)."""
+
+
 class DataError(ActiveBayesError, ValueError):
     """A data file or label is malformed, changed, or out of range."""
 

@@ -89,8 +89,9 @@ def _database_error(exc: BaseException) -> str | None:
     except ImportError:  # pragma: no cover - sqlalchemy is a dependency
         return None
     if isinstance(exc, (sa_exc.OperationalError, sa_exc.InterfaceError)):
-        cause = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [type(exc).__name__])[0]
-        return _shorten(f"error: cannot use the database ({cause}); check --db / ACTIVEBAYES_DB and that the server is running")
+        from activebayes.store.engine import database_cause
+
+        return _shorten(f"error: cannot use the database ({database_cause(exc)}); check --db / ACTIVEBAYES_DB and that the server is running")
     if isinstance(exc, (sa_exc.ArgumentError, sa_exc.NoSuchModuleError)):
         return _shorten(f"error: --db is not a usable database URL ({' '.join(str(exc).split())}); use e.g. sqlite:///activebayes.db")
     return None

@@ -23,6 +23,7 @@ import typer
 from rich.console import Console
 from typer import Abort
 
+from activebayes.errors import StoreError
 from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import shown_url, state
 from activebayes_cli._design_project import DEFAULT_PROJECT, session_posterior
@@ -33,6 +34,7 @@ design_app = command_group(help="Bayesian experimental design: choose the most i
 
 _YES = {"y", "yes", "1", "true"}
 _NO = {"n", "no", "0", "false"}
+_QUIT = {"q", "quit"}
 
 
 class _Stop(Exception):
@@ -52,14 +54,16 @@ class _PromptParticipant:
         self.console.print(f"Show [bold]{digits}[/bold] digits: [bold cyan]{sequence}[/bold cyan]")
         while True:
             try:
-                reply = typer.prompt("recalled? [y/n]", err=self.console.stderr).strip().lower()
+                reply = typer.prompt("recalled? [y/n, q stops]", err=self.console.stderr).strip().lower()
             except (Abort, EOFError):
                 raise _Stop from None
+            if reply in _QUIT:
+                raise _Stop
             if reply in _YES:
                 return 1
             if reply in _NO:
                 return 0
-            self.console.print("please answer y or n")
+            self.console.print("please answer y or n (q stops; the trials answered so far are recorded)")
 
 
 def _check(ok: bool, what: str, fix: str) -> None:
@@ -68,10 +72,35 @@ def _check(ok: bool, what: str, fix: str) -> None:
         raise CliError(what, fix)
 
 
+def recorded_participants(store: Any, project: str) -> dict[str, int]:
+    """{participant id: trials recorded} of a design project."""
+    from activebayes.design.record import recorded_trials
+
+    counts: dict[str, int] = {}
+    for trial in recorded_trials(store, project):
+        counts[trial["participant"]] = counts.get(trial["participant"], 0) + 1
+    return counts
+
+
+def _refuse_lookalike(who: str, known: dict[str, int]) -> None:
+    """A new id that differs from a recorded one only in case or spacing is taken for a typo of it."""
+    if who in known:
+        return
+    fold = "".join(who.split()).casefold()
+    twin = next((p for p in known if "".join(p.split()).casefold() == fold), None)
+    _check(twin is None, f"--participant {who!r}: no trials are recorded under that id, but {twin!r} has {known.get(twin or '', 0)}"
+           " (ids that differ only in case or spacing are taken for a typo)",
+           f"pass --participant {twin!r} to resume them, or an id of its own for a new participant")  # fmt: skip
+
+
+def _plural_people(n: int) -> str:
+    return f"{n} participant{'s' if n != 1 else ''}"
+
+
 @design_app.command("memory-span")
 def memory_span(
     ctx: typer.Context,
-    participant: Annotated[Optional[str], typer.Option("--participant", help="Participant id (recorded with --db; resumes their earlier trials).")] = None,
+    participant: Annotated[Optional[str], typer.Option("--participant", help="Participant id, needed for a person (recorded with --db; the same id resumes their earlier trials).")] = None,
     trials: Annotated[int, typer.Option("--trials", help="Most trials to run now; when resuming a participant, this many MORE after their recorded trials (not a total).")] = 20,
     max_digits: Annotated[int, typer.Option("--max-digits", help="Longest list offered (designs 1..max).")] = 15,
     learn_slope: Annotated[bool, typer.Option("--learn-slope", help="Learn the slope too: joint (span, slope) grid; EIG stays about the span.")] = False,
@@ -98,7 +127,13 @@ def memory_span(
     _check(plot is None or (plot.suffix.lower() == ".png" and plot.parent.exists()),
            f"--plot: expected a .png path in an existing folder, got {str(plot)!r}", "pass e.g. --plot span.png")  # fmt: skip
     console = Console(stderr=json_output, highlight=False)
-    who = participant or ("simulated" if simulate_span is not None else "anonymous")
+    if participant is not None:
+        participant = participant.strip()
+        _check(participant != "", "--participant: expected an id, got an empty one", "pass e.g. --participant p1")
+    _check(participant is not None or simulate_span is not None,
+           "--participant: a person's trials are recorded under their id (without one, each person would resume the last one's trials)",
+           "pass --participant ID (the same id again resumes that person), or --simulate-span for a simulated participant")  # fmt: skip
+    who = participant or "simulated"
     import torch  # the design stack loads when a session runs, not when the CLI starts
 
     from activebayes.design import SessionTrace, SimulatedParticipant, Trial, run_design_session, summarise_posterior
@@ -110,18 +145,26 @@ def memory_span(
         cli.db, cli.db_typed, cli.db_given = db, True, True
     record, offset, project = None, 0, cli.project or DEFAULT_PROJECT
     if cli.db_given or simulate_span is None:  # a simulation records only where a --db / ACTIVEBAYES_DB says
-        from activebayes.design.record import DesignRecord
+        from activebayes.design.record import DesignRecord, design_key
 
         settings: dict[str, Any] = {"model": repr(posterior.model), "prior": "theta ~ N(7, 2^2)", "learn_slope": learn_slope}
         store = cli.store(create=True)
         if project in store.projects() and store.project(project).task != "design":
             raise CliError(f"project {project!r} in {shown_url(cli.db)} is a {store.project(project).task} project, not a design project",
                            "name another with the global --project NAME (before `design`), e.g. `activebayes --project span design memory-span`")  # fmt: skip
+        recorded_slope = bool((store.project(project).settings or {}).get("learn_slope")) if project in store.projects() else learn_slope
+        _check(recorded_slope == learn_slope,  # status, export and every resume read the trials with the project's model
+               f"--learn-slope: project {project!r} was set up {'with' if recorded_slope else 'without'} it, and its status and resumes use that model",
+               f"{'pass' if recorded_slope else 'leave out'} --learn-slope, or give the other model a project of its own with the global --project NAME")  # fmt: skip
+        known = recorded_participants(store, project) if project in store.projects() else {}
+        _refuse_lookalike(who, known)
         record = DesignRecord(store, designs, participant=who, project=project, settings=settings)
         offset = record.replay(posterior)
         if offset:
             console.print(f"resumed {who!r}: {offset} earlier trials, span {posterior.mean:.2f} ± {posterior.sd:.2f}; "
                           f"running up to {trials} more (trials {offset + 1}-{offset + trials})", markup=False, soft_wrap=True)  # fmt: skip
+        elif simulate_span is None:
+            console.print(f"new participant {who!r}" + (f" ({_plural_people(len(known))} recorded before)" if known else ""), markup=False)
 
     if simulate_span is not None:
         responder: Any = SimulatedParticipant(simulate_span, seed=seed, participant=who, first_trial=offset)
@@ -131,7 +174,13 @@ def memory_span(
 
     def on_trial(trial: Trial) -> None:
         if record is not None:
-            record.add(trial, offset=offset)
+            try:
+                record.add(trial, offset=offset)
+            except StoreError as exc:  # a second session of this participant id: this one stops, its earlier trials kept
+                said = "recalled" if trial.outcome else "not recalled"
+                raise CliError(f"{exc}; this trial ({design_key(trial.design)}, {said}) is not recorded",
+                               f"run one session per participant id (give each person an id of their own); "
+                               f"`{cli.next_command('design', 'memory-span', '--participant', who)}` resumes with every recorded trial") from None  # fmt: skip
         done.append(trial)
         if not json_output:
             console.print(trial_line(trial, offset), soft_wrap=True)
@@ -143,7 +192,7 @@ def memory_span(
         )  # fmt: skip
     except _Stop:
         trace = SessionTrace("eig", done, posterior)
-        console.print("stopped: no answer given")
+        console.print("stopped before this list was answered")
     if plot is not None:
         from activebayes.design.plots import plot_session
 

@@ -25,7 +25,9 @@ row is wider than the terminal, cut to the screen's height for a table of thousa
 Type a label (or a class's number in the list shown), `s` to skip, `u` to undo the last answer, `q`
 to stop, `a` to see every column of a cut row, `?` for help. Each answer is committed as it is given (one transaction each), so
 Ctrl-C or a killed terminal loses nothing already typed: Ctrl-C says how many answers were saved
-and exits 130. `u` deletes the observation this session just wrote (see `PoolStore.
+and exits 130. Before it shows an item the prompt leases it as the labelling page does (`_prompt_turns`): an item
+another labeller (the page, another prompt) has on screen, or has answered since the prompt
+started, is passed over with a line saying so. `u` deletes the observation this session just wrote (see `PoolStore.
 retract_observation`): the item is back to what it was, and export, status and the next round
 never see the withdrawn answer.
 
@@ -115,14 +117,14 @@ def label(
     refuse_design(st, name, info, "label")
     target = _target_round(store, name, round_number)
     if from_csv is not None:
-        _from_file(st, store, name, info, target, from_csv, who, allow_test=test, allow_relabel=relabel)
+        _from_file(st, store, name, info, target, from_csv, who, allow_test=test, allow_relabel=relabel, round_number=round_number)
     else:
         _in_terminal(st, store, name, info, target, who)
 
 
 # ---- --from FILE ------------------------------------------------------------------------------
 def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, path: Path, who: str, *,
-               allow_test: bool, allow_relabel: bool) -> None:  # fmt: skip
+               allow_test: bool, allow_relabel: bool, round_number: int | None = None) -> None:  # fmt: skip
     from activebayes.oracles import FileOracle
 
     classes = info.classes if info.task == "classification" else None
@@ -186,6 +188,9 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
         )
 
     expected = {key: states[key]["label"] for key, _, _ in rows}
+    if round_number is None and rows and _target_round(store, name, None) != target:
+        raise CliError(f"--from: the waiting round changed while {path} was read (another session's `round` closed, discarded or "
+                       "started one); nothing was recorded", "run the same command again: it records them for the round waiting now")  # fmt: skip
     if rows:  # one transaction, as if after any session that labelled these items meanwhile
         ids, conflicts = store.record_labels(name, rows, who=who, source="file", expected=expected, relabel=allow_relabel)
         if conflicts:  # a different label given meanwhile: this file would now replace it
@@ -290,8 +295,10 @@ def _next(st: Any, console: Any, target: int | None, remaining: int) -> None:
 def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, who: str) -> None:
     from activebayes.errors import StoreError
     from activebayes.data import load_project_data
+    from activebayes.store.engine import DATABASE_AWAY, database_gone
     from activebayes.oracles import PromptOracle
     from activebayes.data.number_style import AnswerError, answer_number, project_writing
+    from activebayes_cli._prompt_turns import PromptTurns, RoundGone, holder_name
     from activebayes_cli._round_file import prediction_text
 
     if target is None:
@@ -323,9 +330,16 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
                 value = repr(answer_number(value, writing))
             except AnswerError as exc:
                 raise ValueError(f"{value!r} {exc}") from None
-        ids, conflicts = store.record_labels(
-            name, [(key, value, target)], who=who, source="prompt", expected={key: states[key]["label"]}
-        )
+        try:
+            number = turns.round_for_answer(key)  # the round may have closed while the person thought
+            ids, conflicts = store.record_labels(
+                name, [(key, value, number)], who=who, source="prompt", expected={key: states[key]["label"]}
+            )
+        except DATABASE_AWAY as exc:  # asked again: the same answer later is a repeat if it did commit
+            raise ValueError(f"not saved: {database_gone(exc)}; type it again once it is back, or q to stop") from None
+        if number != target:
+            stream.write(f"  round {target} no longer waits for answers: recorded "
+                         + (f"for round {number}, which asks {key} too\n" if number is not None else "outside a round\n"))
         if conflicts:
             stream.write(f"  not saved: another session labelled {key} {conflicts[key][1]!r} meanwhile; that label stays\n")
             saved["not_saved"] += 1
@@ -359,26 +373,40 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
 
     classes = info.classes if info.task == "classification" else None
     hints = {q.key: prediction_text(q.prediction, writing) for q in pending if q.prediction}  # the round's predictions
+    turns = PromptTurns(store, name, target, holder_name(who), {q.key: q.item_id for q in pending},  # the page's leases
+                        pass_over=_at_a_terminal())  # fmt: skip
     oracle = PromptOracle(classes=classes, feature_names=data.raw_columns if getattr(data, "raw_columns", None) is not None else data.feature_names, output=stream, on_answer=on_answer, on_undo=on_undo,
-                          hints=hints)  # fmt: skip
+                          hints=hints, on_show=turns.take)  # fmt: skip
     try:
-        answers = oracle.ask(keys, (data.raw if getattr(data, "raw", None) is not None else data.x)[[q.row for q in pending]])
+        with turns:
+            oracle.ask(keys, (data.raw if getattr(data, "raw", None) is not None else data.x)[[q.row for q in pending]])
+    except RoundGone as exc:  # another session's `round` closed or discarded it: nothing more to ask here
+        stream.write(f"{exc}\n")
     except KeyboardInterrupt:  # Ctrl-C while an item was drawn or an answer written
         _interrupted(st, store, name, target, saved["answers"])
     if oracle.interrupted:
         _interrupted(st, store, name, target, saved["answers"])
 
-    remaining = _open_queries(store, name, target)
+    latest = store.latest_round(name)  # the round waiting now: another session may have started the next one
+    waiting = latest.number if latest is not None and latest.status.waiting else target
+    remaining = _open_queries(store, name, waiting)
     recorded = saved["answers"]
     skipped = len(oracle.skipped)  # items shown and skipped; those after a `q` were not shown
+    passed = len(oracle.passed)  # items another labeller had: answered, or held on their screen
     summary = {"project": name, "round": target, "recorded": recorded, "skipped": skipped, "remaining": remaining,
-               "not_saved": saved["not_saved"]}  # fmt: skip
+               "not_saved": saved["not_saved"], "with_others": passed}  # fmt: skip
 
     def render(console: Any) -> None:
-        console.print(f"Recorded {_plural(recorded, 'answer')} for round {target}" + (f", skipped {skipped}" if skipped else "") + ".")
-        _next(st, console, target, remaining)
+        console.print(f"Recorded {_plural(recorded, 'answer')} for round {target}" + (f", skipped {skipped}" if skipped else "")
+                      + (f", passed over {passed} another labeller had" if passed else "") + ".")
+        _next(st, console, waiting, remaining)
 
     st.out.result(summary, render)
+
+
+def _at_a_terminal() -> bool:
+    """Whether the answers come from a person at a terminal (not piped in)."""
+    return sys.stdin.isatty()
 
 
 def _interrupted(st: Any, store: Any, name: str, target: int, answers: int) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 
 def assert_mistake(result, *words: str) -> None:
     """A user mistake: exit code 2, exactly one 'error: ...; fix' line on stderr, no traceback,
@@ -62,3 +64,45 @@ def ok(*args: str):
     result = run(*args)
     assert result.exit_code == 0, result.output
     return result
+
+
+def lease_rows(dump: list[str]) -> list[str]:
+    """The rows of `db_dump`'s item_leases table (the labelling page's and the prompt's leases)."""
+    return [line for line in dump if line.startswith(('INSERT INTO "item_leases"', "item_leases: "))]
+
+
+def without_leases(dump: list[str]) -> list[str]:
+    """`db_dump` less the item_leases rows: what a labelling session holds while open, not records."""
+    leases = set(lease_rows(dump))
+    return [line for line in dump if line not in leases]
+
+
+class InterleavedInput(io.BytesIO):
+    """Typed input for `CliRunner.invoke(input=...)` (with the `interleaved_input` fixture) that
+    runs `meanwhile`, another session's work, when the command first reads: after it has shown
+    its first question, before the answer arrives. An explicit interleaving, not a timing race."""
+
+    def __init__(self, text: str, meanwhile) -> None:
+        super().__init__(text.encode())
+        self.meanwhile = meanwhile
+
+    def _first(self) -> None:
+        if self.meanwhile is not None:
+            step, self.meanwhile = self.meanwhile, None
+            step()
+
+    def read(self, *args):
+        self._first()
+        return super().read(*args)
+
+    def read1(self, *args):
+        self._first()
+        return super().read1(*args)
+
+    def readline(self, *args):
+        self._first()
+        return super().readline(*args)
+
+    def readinto(self, buffer):
+        self._first()
+        return super().readinto(buffer)

@@ -115,3 +115,14 @@ def cli_db(db_url, tmp_path, monkeypatch) -> str:
     monkeypatch.delenv("ACTIVEBAYES_PROJECT", raising=False)
     monkeypatch.setenv("ACTIVEBAYES_DB", db_url)
     return db_url
+
+
+@pytest.fixture
+def interleaved_input(monkeypatch):
+    """Lets `CliRunner.invoke(..., input=InterleavedInput(...))` hand that stream itself to the command."""
+    import typer.testing
+
+    from cli_checks import InterleavedInput
+
+    plain = typer.testing.make_input_stream
+    monkeypatch.setattr(typer.testing, "make_input_stream", lambda given, charset: given if isinstance(given, InterleavedInput) else plain(given, charset))

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from activebayes.store import PoolStore
 from activebayes_cli.main import app
-from cli_checks import db_dump
+from cli_checks import db_dump, lease_rows, without_leases
 from test_cli import write_pool_csv
 from test_cli_label import open_round
 
@@ -146,7 +146,7 @@ def test_ctrl_c_after_three_answers_keeps_three_and_u_removes_one(tmp_path, db_u
         child.sendline("a")
         child.expect(f"item 4/5: {keys[3]}")
         child.expect(PROMPT)
-        at_the_prompt = db_dump(db_url)
+        at_the_prompt = without_leases(db_dump(db_url))  # the prompt holds a lease on the item it shows
 
         child.sendcontrol("c")
         child.expect("3 answers saved for round 1; 2 queries still open")
@@ -155,7 +155,8 @@ def test_ctrl_c_after_three_answers_keeps_three_and_u_removes_one(tmp_path, db_u
         child.close()
     assert child.exitstatus == 130, (child.exitstatus, child.signalstatus, child.before)
     assert "Traceback" not in child.before
-    assert db_dump(db_url) == at_the_prompt  # the interrupt itself wrote nothing and lost nothing
+    after = db_dump(db_url)
+    assert without_leases(after) == at_the_prompt and lease_rows(after) == []  # the interrupt lost nothing; its lease ended
     assert labels(db_url) == {keys[0]: "a", keys[1]: "b", keys[2]: "a"}
     with PoolStore(db_url) as store:
         answered = [o for o in store.observations("blobs") if o["source"] == "prompt"]

@@ -79,3 +79,70 @@ def test_plot_and_demo(tmp_path):
     console = Console(record=True, width=120)
     trace = memory_span_demo(console, seed=1, trials=5)
     assert len(trace.trials) == 5 and "span estimate" in console.export_text()
+
+
+def test_a_person_needs_a_participant_id_and_a_lookalike_id_is_refused(tmp_path):
+    from cli_checks import assert_mistake, db_dump
+
+    db = f"sqlite:///{tmp_path / 'span.db'}"
+    person = ["--db", db, "design", "memory-span", "--trials", "1"]
+    assert_mistake(runner.invoke(app, person, input="y\n"), "--participant", "resume the last one's trials")
+    for empty in ("", "   "):
+        assert_mistake(runner.invoke(app, [*person, "--participant", empty], input="y\n"), "--participant", "empty")
+    assert db_dump(db) is None  # nothing written: no database made
+
+    first = runner.invoke(app, [*person, "--participant", "ann"], input="y\n")
+    assert first.exit_code == 0 and "new participant 'ann'" in first.stdout, first.output
+    before = db_dump(db)
+    for lookalike in ("Ann", "a nn"):
+        assert_mistake(runner.invoke(app, [*person, "--participant", lookalike], input="y\n"), repr(lookalike), "'ann' has 1", "--participant 'ann'")
+    assert db_dump(db) == before
+    again = runner.invoke(app, [*person, "--participant", " ann "], input="n\n")  # spaces around an id are no part of it
+    assert again.exit_code == 0 and "resumed 'ann': 1 earlier trials" in again.stdout, again.output
+    other = runner.invoke(app, [*person, "--participant", "bob"], input="n\n")
+    assert "new participant 'bob' (1 participant recorded before)" in other.stdout, other.output
+
+
+def test_a_second_session_of_one_participant_stops_the_first_without_recording_its_trial(tmp_path, interleaved_input):
+    import torch
+
+    from activebayes.design import Trial
+    from activebayes.design.record import DesignRecord
+    from activebayes.store import PoolStore
+    from cli_checks import InterleavedInput, assert_mistake
+
+    db = f"sqlite:///{tmp_path / 'span.db'}"
+    ann = ["--db", db, "design", "memory-span", "--participant", "ann", "--trials", "3"]
+    assert runner.invoke(app, ann, input="y\n").exit_code == 0  # ann's trial 1
+
+    def other_session() -> None:  # a second terminal resumed 'ann' too and recorded her trial 2 first
+        with PoolStore(db) as store:
+            DesignRecord(store, torch.arange(1.0, 16.0), participant="ann").add(Trial(0, 8.0, 0, 0.17, 7.4, 1.4, (5.1, 9.6)), offset=1)
+
+    result = runner.invoke(app, ann, input=InterleavedInput("y\ny\n", other_session))
+    assert_mistake(result, "'ann' has 2 recorded trials where this session expected 1", "(digits=", "is not recorded", "--participant ann")
+    with PoolStore(db) as store:
+        trials = DesignRecord(store, torch.arange(1.0, 16.0), participant="ann").trials()
+    assert [(t["trial"], t["outcome"]) for t in trials] == [(0, 1), (1, 0)]  # the other session's trial 2, not this one's
+
+
+def test_q_stops_a_person_s_session_with_the_answered_trials_recorded(tmp_path):
+    db = f"sqlite:///{tmp_path / 'span.db'}"
+    result = runner.invoke(app, ["--db", db, "design", "memory-span", "--participant", "ann", "--trials", "5"], input="n\nq\n")
+    assert result.exit_code == 0, result.output
+    assert "stopped before this list was answered" in result.stdout and "span estimate after 1 trial:" in result.stdout
+
+
+def test_learn_slope_must_match_the_project_s_model(tmp_path):
+    from cli_checks import assert_mistake, db_dump
+
+    db = f"sqlite:///{tmp_path / 'span.db'}"
+    ann = ["--db", db, "design", "memory-span", "--participant", "ann", "--trials", "1"]
+    assert runner.invoke(app, ann, input="y\n").exit_code == 0
+    before = db_dump(db)
+    assert_mistake(runner.invoke(app, [*ann, "--learn-slope"], input="y\n"), "--learn-slope", "set up without it", "leave out --learn-slope")
+    assert_mistake(runner.invoke(app, [*ann, "--participant", "bob", "--learn-slope"], input="y\n"), "set up without it")
+    assert db_dump(db) == before
+    slope = ["--db", db, "--project", "span-slope", "design", "memory-span", "--participant", "ann", "--trials", "1", "--learn-slope"]
+    assert runner.invoke(app, slope, input="y\n").exit_code == 0  # a project of its own
+    assert_mistake(runner.invoke(app, slope[:-1], input="y\n"), "set up with it", "pass --learn-slope")

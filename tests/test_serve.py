@@ -466,3 +466,16 @@ def test_the_next_round_button_runs_a_round_the_page_then_shows(blobs, tmp_path)
     with PoolStore(db, create=False) as store:
         rounds = store.rounds("blobs")
         assert [(r.number, r.status.value, r.acquisition) for r in rounds] == [(1, "done", "random"), (2, "queried", "bald")]
+
+
+def test_a_stale_tab_of_the_same_labeller_is_told_it_was_them(blobs):
+    db, keys = blobs
+    alice = Grant.new("alice", "blobs")
+    with app_for(db, alice) as client:
+        first, second = Page(client, alice), Page(client, alice)  # two tabs: the same item in both
+        assert first.next()["shown"] == second.next()["shown"] == keys[0]
+        assert first.answer(keys[0], "a")["status"] == "saved"
+        stale = second.answer(keys[0], "b")
+        assert (stale["status"], stale["shown"]) == ("refused", keys[1])
+        assert stale["message"] == f"{keys[0]} was labelled 'a' by you, in another tab or window, meanwhile; that label stays"
+    assert [(o["key"], o["value"]) for o in observations(db)] == [(keys[0], "a")]

@@ -314,3 +314,21 @@ def test_killing_the_server_loses_no_acknowledged_answer(sqlite_db, tmp_path, br
         acknowledged = logged(driver)
     recorded = {k: v for k, v, _ in web_answers(sqlite_db, "blobs")}
     assert all(recorded.get(k) == v for k, v in acknowledged.items())  # nothing acknowledged is lost
+
+
+def test_an_item_answered_elsewhere_leaves_the_page(sqlite_db, tmp_path, browser):
+    """The page renews its lease on the item it shows; once that item is answered elsewhere (here
+    at the terminal prompt, through the same store call), the page says so and shows the next open
+    item, rather than wait for an answer that would be refused."""
+    keys = table_project(sqlite_db, tmp_path, k=4)
+    with served(sqlite_db, "blobs", "ann", folder=tmp_path, extra=("--lease-seconds", "3")) as (_, urls):
+        driver = browser()
+        driver.get(urls["ann"])
+        wait_for_item(driver, keys[0])
+        with PoolStore(sqlite_db) as store:
+            number = store.latest_round("blobs").number
+            store.record_labels("blobs", [(keys[0], "c", number)], who="bob", source="prompt", expected={keys[0]: None})
+        wait_for_item(driver, keys[1])
+        assert f"{keys[0]} was answered or taken elsewhere meanwhile" in ack(driver)
+        answer_by_key(driver, "1", keys[1], "a")
+    assert web_answers(sqlite_db, "blobs") == [(keys[1], "a", "ann")]

@@ -8,8 +8,9 @@ for 2-D designs; `consumable=False`, row = the design's index); one observation 
     {"trial": t, "design": ξ, "outcome": y, "eig": EIG in nats}
 
 The trial number keeps repeated (design, outcome) pairs distinct (the store does not record an
-answer again when it equals the same person's latest answer to the same item), and resubmitting
-the latest trial is harmless. `replay` rebuilds a participant's posterior from their trials, so a
+answer again when it equals the same person's latest answer to the same item), and `add` refuses
+a trial when the participant's recorded trials are not those its session expects (another
+session of the same participant id recorded some meanwhile). `replay` rebuilds a participant's posterior from their trials, so a
 session resumes where the last one stopped. `recorded_trials` reads every participant's trials
 of a project (status, export).
 """
@@ -92,8 +93,19 @@ class DesignRecord:
         return [{k: t[k] for k in ("trial", "design", "outcome", "eig")} for t in trials]
 
     def add(self, trial: Trial, *, offset: int = 0, strategy: str = "eig") -> None:
-        """Record one trial (its number shifted by `offset`, the trials recorded before)."""
-        value = {"trial": trial.index + offset, "design": trial.design, "outcome": trial.outcome, "eig": trial.eig}
+        """Record one trial (its number shifted by `offset`, the trials recorded before).
+
+        The trial is trial number `trial.index + offset` (0-based) of the participant, so exactly
+        that many must be recorded already. Otherwise another session of the same participant id
+        recorded trials meanwhile (the same person in two terminals, or two people given one id),
+        and this session's design rests on a posterior that misses them: StoreError, and nothing
+        is recorded."""
+        number = trial.index + offset
+        recorded = len(self.trials())
+        if recorded != number:
+            raise StoreError(f"participant {self.participant!r} has {recorded} recorded trials where this session expected {number}: "
+                             "another session of this participant id recorded trials meanwhile")  # fmt: skip
+        value = {"trial": number, "design": trial.design, "outcome": trial.outcome, "eig": trial.eig}
         self.store.record_observations(
             self.project, [(design_key(trial.design), json.dumps(value))], who=self.participant, source=f"design:{strategy}"
         )

@@ -92,6 +92,9 @@ class PromptOracle:
             False refuses the undo (it should say why on `output`).
         hints: key -> a line shown under the item as "model: ..." (the round's prediction, e.g.
             "7 (0.62)"); the person still types the label.
+        on_show: called as `on_show(key)` before an item is shown; False passes over it (another
+            labeller has it: the CLI leases each item as the labelling page does). Such keys are
+            in `passed` after `ask`, answered None, and counted neither as skipped nor answered.
 
     After `ask`: `stop_requested` is True when the person stopped (q, Ctrl-C, end of input) before
     the last item, `interrupted` when that was Ctrl-C.
@@ -113,7 +116,10 @@ class PromptOracle:
         on_answer: Callable[[str, str], Any] | None = None,
         on_undo: Callable[[str, Any], bool | None] | None = None,
         hints: Mapping[str, str] | None = None,
+        on_show: Callable[[str], bool] | None = None,
     ) -> None:
+        self.on_show = on_show
+        self.passed: list[str] = []
         self.hints = dict(hints or {})
         self.classes = [str(c) for c in classes] if classes is not None else None
         self.feature_names = [str(n) for n in feature_names] if feature_names is not None else None
@@ -282,8 +288,15 @@ class PromptOracle:
         given: list[tuple[int, Any]] = []  # (position, what on_answer returned) of this session's answers
         self.stop_requested = self.interrupted = False
         self.skipped: set[int] = set()
+        self.passed = []
         i = 0
         while i < len(keys):
+            if self.on_show is not None and not self.on_show(keys[i]):
+                self._write(f"item {i + 1}/{len(keys)}: {keys[i]} is with another labeller (answered or on their screen); passed over\n")
+                if keys[i] not in self.passed:
+                    self.passed.append(keys[i])
+                i += 1
+                continue
             self._show(keys[i], None if candidates is None else candidates[i], i, len(keys))
             while True:
                 action, label = self._read()

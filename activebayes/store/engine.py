@@ -21,16 +21,28 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError
+from sqlalchemy.exc import ArgumentError, IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
-from activebayes.errors import StoreError
+from activebayes.errors import DatabaseAwayError, StoreError
 
 BUSY_TIMEOUT_MS = 60_000
 CONNECT_TIMEOUT_S = 5  # PostgreSQL: seconds to wait for a server to answer a new connection
 SUPPORTED_URLS = "sqlite:///path/to/file.db or postgresql+psycopg://user@host/dbname"
 _SUPPORTED_DRIVERS = ("sqlite", "sqlite+pysqlite", "postgresql+psycopg")
+DATABASE_AWAY = (DatabaseAwayError, OperationalError, InterfaceError)  # a server away, a connection dropped, a locked file
+
+
+def database_cause(exc: BaseException) -> str:
+    """The first line of why the database could not be used: its driver's message."""
+    inner = exc.__cause__ if isinstance(exc, DatabaseAwayError) and exc.__cause__ is not None else exc
+    return (str(getattr(inner, "orig", None) or inner).strip().splitlines() or [type(inner).__name__])[0]
+
+
+def database_gone(exc: BaseException) -> str:
+    """"the database cannot be reached (<its driver's first line>)", for one of DATABASE_AWAY."""
+    return f"the database cannot be reached ({database_cause(exc)})"
 
 
 def unsupported_url(url: str) -> str | None:
@@ -167,4 +179,6 @@ def session_transaction(factory: sessionmaker, url: str) -> Iterator[Session]:
     except OperationalError as exc:
         if is_disk_problem(exc.orig) or is_read_only_problem(exc.orig):
             raise StoreError(write_failure(url, exc.orig)) from exc
-        raise StoreError(f"database error: {exc.orig}") from exc
+        raise DatabaseAwayError(f"database error: {exc.orig}") from exc
+    except InterfaceError as exc:  # a connection closed under the session
+        raise DatabaseAwayError(f"database error: {exc.orig}") from exc

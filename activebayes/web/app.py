@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from activebayes.errors import StoreError
+from activebayes.store.engine import DATABASE_AWAY, database_gone
 from activebayes.web.access import SECURITY_HEADERS, AccessKeys, Grant
 from activebayes.web.items import image_pixels, image_png, original_image
 from activebayes.web.labelling import BadAnswer, Card, Labelling, Outcome
@@ -58,6 +60,10 @@ class _Refused(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+FORBIDDEN = ("forbidden: open the URL that `activebayes serve` printed for you (it holds your token; "
+             "a restarted server prints new ones)")
 
 
 def create_app(config: ServeConfig) -> Any:
@@ -91,7 +97,7 @@ def create_app(config: ServeConfig) -> Any:
     def grant_of(request: Request) -> Grant:
         grant = keys.grant_for(request.query_params.get("token"), request.path_params["project"])
         if grant is None:
-            raise _Refused(403, "forbidden: open the URL that `activebayes serve` printed for you (it holds your token)")
+            raise _Refused(403, FORBIDDEN)
         return grant
 
     async def body_of(request: Request, grant: Grant) -> dict[str, Any]:
@@ -128,6 +134,8 @@ def create_app(config: ServeConfig) -> Any:
                 response = PlainTextResponse(str(exc), status_code=exc.status)
             except BadAnswer as exc:
                 response = JSONResponse({"status": "bad", "message": str(exc)}, status_code=400)
+            except DATABASE_AWAY as exc:  # not committed (or, dropped during the commit, maybe): the same again is safe
+                response = JSONResponse({"status": "unavailable", "message": f"{database_gone(exc)}; try again in a moment"}, status_code=503)
             return response
 
         return endpoint
@@ -203,7 +211,10 @@ def create_app(config: ServeConfig) -> Any:
             page = await run_in_threadpool(labelling, grant.project)
             outcome = await run_in_threadpool(do, page, grant.labeller, body)
             prefer = outcome.key if outcome.status == "undone" else None
-            card = await run_in_threadpool(page.next_card, grant.labeller, prefer)
+            try:
+                card = await run_in_threadpool(page.next_card, grant.labeller, prefer)
+            except DATABASE_AWAY as exc:  # the action committed: say so, without a next item
+                return JSONResponse({**outcome_json(outcome), "next": f"the next item did not load: {database_gone(exc)}; it comes once the database is back"})
             return JSONResponse({**outcome_json(outcome), **card_json(page, card, grant)})
 
         return handler
@@ -224,7 +235,7 @@ def create_app(config: ServeConfig) -> Any:
         return JSONResponse({"started": True, "message": "the next round is running"})
 
     async def forbidden(request: Request) -> Response:
-        raise _Refused(403, "forbidden: open the URL that `activebayes serve` printed for you (it holds your token)")
+        raise _Refused(403, FORBIDDEN)
 
     def answer(page: Labelling, who: str, body: dict[str, Any]) -> Outcome:
         value = body.get("value")
@@ -249,6 +260,10 @@ def create_app(config: ServeConfig) -> Any:
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> Any:
         yield
+        for project in pages:  # stopped (Ctrl-C): the items on its pages go back to the prompt and other servers
+            for grant in (g for g in config.grants if g.project == project):
+                with contextlib.suppress(StoreError):  # a database away: the leases run out by themselves
+                    await run_in_threadpool(store.release_leases, project, grant.labeller)
         store.close()
 
     app = Starlette(routes=routes, lifespan=lifespan)

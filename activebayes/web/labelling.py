@@ -193,7 +193,9 @@ class Labelling:
             raise BadAnswer(str(exc)) from exc
         if conflicts:
             now = conflicts[query.key][1]
-            return Outcome("refused", query.key, None, f"{query.key} was labelled {now!r} by someone else meanwhile; that label stays")
+            given = self.store.round_answers(self.project, number).get(query.key, [])
+            by = "you, in another tab or window," if given and given[-1][0] == labeller else "someone else"
+            return Outcome("refused", query.key, None, f"{query.key} was labelled {now!r} by {by} meanwhile; that label stays")
         observation = ids[0]  # None: a repeat, nothing written
         with self._lock:
             self._labellers.setdefault(labeller, _Labeller()).undo.append((number, query.key, observation))

@@ -22,6 +22,7 @@
     if (!response.ok) {
       const error = new Error(data.message || `the server answered ${response.status}`);
       error.bad = data.status === "bad";  // refused as it was written (a number that is none): correct it and send it again
+      error.retry = data.status === "unavailable";  // the database was away: nothing written, the same again later
       throw error;
     }
     return data;
@@ -94,8 +95,9 @@
         ack(data.message, true);
       }
       if ("card" in data) show(data);
+      else if (data.next) ack(`${$("#ack") ? $("#ack").textContent : ""}; ${data.next}`, false);
     } catch (err) {
-      ack(`${what || action} not saved: ${err.message}` + (err.bad ? "" : ". Reload the page once the server is back."), false);
+      ack(`${what || action} not saved: ${err.message}` + (err.bad || err.retry ? "" : ". Reload the page once the server is back."), false);
       document.querySelectorAll("#card button").forEach((b) => { b.disabled = false; });
     } finally {
       busy = false;
@@ -210,9 +212,21 @@
 
   if (page === "label") {
     act("next", {});
-    setInterval(() => {  // keep the lease on the item shown
+    setInterval(async () => {  // keep the lease on the item shown
       const card = currentCard();
-      if (card && !busy) post("renew", { round: Number(card.dataset.round), key: card.dataset.key }).catch(() => {});
+      if (!card || busy) return;
+      let renewed;
+      try {
+        renewed = await post("renew", { round: Number(card.dataset.round), key: card.dataset.key });
+      } catch (_) {
+        return;  // the server is away: the next action says so
+      }
+      // answered elsewhere (the prompt, a file, another tab), taken by another labeller, or its
+      // round closed: say so and show what is open now, before anyone answers it in vain
+      if (renewed.held === false && currentCard() === card && !busy) {
+        ack(`${card.dataset.key} was answered or taken elsewhere meanwhile (or its round closed); showing what is open now`, false);
+        act("next", {});
+      }
     }, (leaseSeconds * 1000) / 3);
   }
 })();
