@@ -6,6 +6,7 @@ written once to the feature cache (`activebayes.data.feature_cache`), recorded w
 
 from __future__ import annotations
 
+import re
 import shlex
 
 from enum import Enum
@@ -19,6 +20,9 @@ from activebayes_cli._output import refuse_second_pool
 
 
 TARGET_NAMES = ("class", "target", "y", "outcome", "labels")  # a column named so is likely the labels: `pool add` says so
+# A label that is a number, maybe with a unit after it ("42", "3,5", "1,234.5", "25 mg", "12 %").
+_QUANTITY = re.compile(r"^[-+]?[$€£¥]?\s?\d[\d.,\u00a0\u202f ]*\s?[^\W\d_%°$€£¥/]{0,6}[%°$€£¥/]?[^\W\d_]{0,3}$")
+MANY_NUMBER_CLASSES, MANY_NUMBER_SHARE = 20, 0.05  # more distinct numeric labels than max(20, 5 % of the labels): a quantity
 
 
 class ImageLayout(str, Enum):
@@ -32,8 +36,17 @@ class Categorical(str, Enum):
     force = "force"
 
 
-def infer_classes(labels: list[str] | None, file: Path, truth: Path | None) -> list[str]:
-    """The classes of a project created without `--classes`: the distinct labels, naturally sorted."""
+def quantity_labels(labels: list[str], found: list[str]) -> bool:
+    """Whether the distinct labels `found` (of the non-empty `labels`) are numbers, maybe with a
+    unit ("25", "25.0", "25 mg"), and more than max(MANY_NUMBER_CLASSES, MANY_NUMBER_SHARE of the
+    labels): a measurement such as a disease's progression, not a set of classes."""
+    many = len(found) > max(MANY_NUMBER_CLASSES, MANY_NUMBER_SHARE * len(labels))
+    return many and all(_QUANTITY.match(c) for c in found)
+
+
+def infer_classes(labels: list[str] | None, file: Path, truth: Path | None, project: str = "PROJECT") -> list[str]:
+    """The classes of a project created without `--classes`: the distinct labels, naturally
+    sorted; refused when they are many numbers (`quantity_labels`), a regression target."""
     from activebayes.data import natural_sorted
 
     if labels is None:
@@ -47,6 +60,14 @@ def infer_classes(labels: list[str] | None, file: Path, truth: Path | None) -> l
         raise CliError(
             f"--classes: the labels of {source} hold {len(found)} distinct value(s) {found}, a classifier needs at least 2",
             "check the label column, or create the project with `activebayes init --classes ...`",
+        )
+    if quantity_labels(labels, found):
+        p = shlex.quote(project)
+        raise CliError(
+            f"the labels of {truth if truth is not None else file} are {len(found)} different numbers ({', '.join(found[:3])}, ..., "
+            f"{found[-1]}) in {len(labels)} rows: a quantity to predict, not classes, and this is a classification project",
+            f"for a regression project run `activebayes delete {p}`, `activebayes init --name {p} --task regression` and `pool add` "
+            "again; if they are classes, name them with `activebayes init --classes ...`",
         )
     return found
 
@@ -263,7 +284,7 @@ def register_pool(
                 labels_seen = [labels[i] for i in np.sort(np.concatenate([table["pool_rows"], table["test_rows"]])) if labels[i]]
             else:
                 labels_seen = labels
-            new_classes = infer_classes(labels_seen, file, truth)
+            new_classes = infer_classes([s for s in labels_seen if s] if labels_seen is not None else None, file, truth, name)
             notes.append(f"classes read from the labels: {', '.join(new_classes[:20])}" + (" ..." if len(new_classes) > 20 else ""))
             notes.extend(look_alike_classes(new_classes, name))
         if table is not None:

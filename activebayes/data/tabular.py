@@ -31,7 +31,9 @@ else none (items are keyed by row number): `key_column_of`. The label and key ar
   `categorical="force"`; it is a key, free text or noise, not a category. So is a numeric column
   whose name ends in the word id or key (customer_id, OrderID) and whose values are whole numbers,
   90 % of them distinct, unless `features` names it: its numbers order the rows, they are not a
-  quantity.
+  quantity. So, too, is a column of whole numbers written as codes: with a leading zero (a zip
+  code, 02134) or beyond a float's exact whole numbers (a 17-digit account id), unless `features`
+  names it (`csv_columns.number_code`).
 
 Gaps. A cell that is empty or one of NA_VALUES, EXCEL_ERRORS (a formula's #DIV/0!, #N/A, ...,
 with a note; `gap_values`) or `na_values` (compared case-insensitively) is missing. `missing="impute"`: the
@@ -327,6 +329,13 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
         if names_an_identifier(name) and name not in (options.features or ()) and _distinct_whole_numbers(values):
             raise NotAFeature(
                 path, name, f"looks like an identifier, not a feature ({len(np.unique(values))} different whole numbers in {len(values)} rows)",
+                f"pass --key-column {name} if it names the items, or --ignore {name} (name it in --features to use it as a number all the same)",
+            )
+        code = table.columns[name].code
+        if code is not None and name not in (options.features or ()) and np.all(values == np.floor(values)):
+            why = "a leading zero" if code[:1] == "0" else f"{len(code.lstrip('+-'))} digits, more than a float holds exactly"
+            raise NotAFeature(
+                path, name, f"holds codes written in digits, not quantities ({shown(code)}: {why})",
                 f"pass --key-column {name} if it names the items, or --ignore {name} (name it in --features to use it as a number all the same)",
             )
         if present.all() and n >= IDENTIFIER_MIN_VALUES and (np.array_equal(values, np.arange(n)) or np.array_equal(values, np.arange(1, n + 1))):

@@ -1,0 +1,108 @@
+"""Tables as users bring them to `pool add`: a numeric target in a classification project,
+number-like codes (zip codes with leading zeros, ids beyond a float's precision), empty and
+constant columns, and how the summary reports each column. A refusal is one line, exit 2, and
+leaves the database as it was, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cli_checks import assert_mistake, db_dump, ok, run
+
+
+@pytest.fixture
+def db(cli_db):
+    return cli_db
+
+
+def write_rows(path: Path, header: list[str], rows: list[list[str]]) -> Path:
+    path.write_text("\n".join(",".join(r) for r in [header, *rows]) + "\n", encoding="utf-8")
+    return path
+
+
+def numbered(n: int, **columns) -> list[list[str]]:
+    """n rows of `columns` {name: function of the row number -> cell}, in order."""
+    return [[f(i) for f in columns.values()] for i in range(n)]
+
+
+@pytest.mark.parametrize("written", ["{:.1f}", "{:.0f} mg"])
+def test_many_numeric_labels_in_a_classification_project_are_refused(db, written):
+    """42 distinct numbers in 42 rows (a disease's progression, maybe with a unit) are a
+    quantity: refused with the way to a regression project, nothing written."""
+    ok("init", "--name", "t")
+    write_rows(Path("t.csv"), ["x", "y"], numbered(42, x=lambda i: str(i % 7), y=lambda i: written.format(25 + 3 * i)))
+    before = db_dump(db)
+    assert_mistake(run("pool", "add", "t.csv", "--label-column", "y"), "42 different numbers", "--task regression", "--classes")
+    assert db_dump(db) == before
+    assert not Path("activebayes-cache").exists() or not any(Path("activebayes-cache").iterdir())
+
+
+def test_few_numeric_labels_are_classes_and_many_named_ones_are_accepted(db):
+    """0/1 labels (or ratings 1..5) are classes; so are many numbers the project names with --classes."""
+    ok("init", "--name", "t")
+    write_rows(Path("t.csv"), ["x", "y"], numbered(42, x=lambda i: str(i % 7), y=lambda i: str(i % 2)))
+    assert json.loads(ok("--json", "pool", "add", "t.csv", "--label-column", "y").stdout)["classes"] == ["0", "1"]
+    ok("init", "--name", "u", "--classes", ",".join(str(25 + 3 * i) for i in range(42)))
+    write_rows(Path("u.csv"), ["x", "y"], numbered(42, x=lambda i: str(i % 7), y=lambda i: str(25 + 3 * i)))
+    assert json.loads(ok("--json", "--project", "u", "pool", "add", "u.csv", "--label-column", "y").stdout)["pool_items"] == 42
+
+
+def test_quantity_labels_rule():
+    from activebayes_cli._pool_import import quantity_labels
+
+    numbers = [str(v) for v in range(30)]
+    assert quantity_labels(numbers, numbers)  # 30 distinct > max(20, 1.5)
+    assert not quantity_labels(numbers * 40, numbers)  # 30 distinct <= 5 % of 1,200 labels: classes 0..29
+    assert quantity_labels([f"{v} mg" for v in range(30)], [f"{v} mg" for v in range(30)])
+    assert quantity_labels([f"{v},5 %" for v in range(30)], [f"{v},5 %" for v in range(30)])
+    names = [f"class {v}" for v in range(30)]
+    assert not quantity_labels(names, names)  # names with numbers in them are classes
+
+
+@pytest.mark.parametrize(
+    "cell, words",
+    [
+        (lambda i: f"{2134 + 7 * i:05d}", ["'zip'", "'02134'", "a leading zero"]),
+        (lambda i: str(9007199254740993 + 2 * i), ["'zip'", "'9007199254740993'", "16 digits"]),
+    ],
+)
+def test_codes_written_in_digits_are_no_features(db, cell, words):
+    """A zip code with a leading zero or an id beyond a float's exact whole numbers is a code:
+    refused as a feature, nothing written; as the key it is kept exactly as written."""
+    ok("init", "--name", "t")
+    write_rows(Path("t.csv"), ["zip", "x", "label"], numbered(30, zip=cell, x=lambda i: f"{i * 0.37:.2f}", label=lambda i: "ab"[i % 2]))
+    before = db_dump(db)
+    assert_mistake(run("pool", "add", "t.csv"), *words, "--key-column zip", "--ignore zip")
+    assert db_dump(db) == before
+    summary = json.loads(ok("--json", "pool", "add", "t.csv", "--key-column", "zip").stdout)
+    from activebayes.store import PoolStore
+
+    with PoolStore(db, create=False) as store:
+        keys = store.item_keys("t")
+    assert summary["pool_items"] == 30 and keys == {cell(i) for i in range(30)}
+
+
+def test_a_code_column_named_in_features_is_a_number_and_decimals_are_no_codes(db):
+    ok("init", "--name", "t")
+    rows = numbered(30, zip=lambda i: f"{i:05d}", x=lambda i: f"0{i}.5", label=lambda i: "ab"[i % 2])
+    write_rows(Path("t.csv"), ["zip", "x", "label"], rows)  # x: 00.5, 01.5, ... are amounts, not codes
+    summary = json.loads(ok("--json", "pool", "add", "t.csv", "--features", "zip,x").stdout)
+    assert summary["features"] == [2]
+
+
+def test_number_code_finds_the_first_code():
+    import numpy as np
+
+    from activebayes.data.csv_columns import number_code
+
+    def code(cells):
+        return number_code(cells, np.asarray([float(c) if c else np.nan for c in cells]))
+
+    assert code(["12", "", "007", "08"]) == "007"
+    assert code(["0", "10", "0.5"]) is None  # a lone 0 is a number, 0.5 not whole
+    assert code(["012.5", "3"]) is None
+    assert code(["1", "9007199254740993"]) == "9007199254740993"
+    assert code(["9007199254740991"]) is None  # 2**53 - 1 is exact
