@@ -80,6 +80,17 @@ def ignored_columns(plan: Any, label_column: str | None, key_column: str | None)
     return [h for h in plan.table.header if h and h not in used]
 
 
+def feature_columns(spec: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """{column: {"kind", "features"}} of a table's recorded spec (`activebayes.data.table_spec`),
+    in file order: how many features each column became (a number 1, a date 5 or 7, a category
+    one per level, a text its SVD dimensions; a gap indicator one more)."""
+    out = {}
+    for c in (spec or {}).get("columns", []):
+        width = {"numeric": 1, "date": 7 if c.get("clock") else 5}.get(c["kind"]) or len(c.get("categories") or ()) or int(c.get("dims", 0))
+        out[c["name"]] = {"kind": c["kind"], "features": width + bool(c.get("indicator"))}
+    return out
+
+
 def look_alike_classes(classes: list[str], project: str) -> list[str]:
     """A note for each group of classes that differ only in case or spacing ('Yes', 'yes',
     'y es'): two spellings of one answer, more often than two classes."""
@@ -337,6 +348,7 @@ def register_pool(
         "categorical": dict(data.categories or {}),
         "text_columns": [c.name for c in plan.columns if c.kind == "text"] if plan else [],
         "ignored": ignored_columns(plan, label_column, key_column),
+        "columns": feature_columns(spec) if plan else {},
         "key_column": key_column,
         "missing": plan.missing_counts() if plan else {},
         "missing_mode": missing if plan else None,

@@ -122,10 +122,13 @@ def column_list(text: str, option: str) -> tuple[str, ...]:
 
 
 def table_lines(summary: dict) -> list[str]:
-    """The import summary's lines about a table's columns: key, columns left out, gaps."""
+    """The import summary's lines about a table's columns: key, how each feature column was
+    read, columns left out, gaps."""
     lines = []
     if summary.get("key_column"):
         lines.append(f"Keys: column {summary['key_column']!r}.")
+    if summary.get("columns"):
+        lines.append(f"Features: {read_as(summary['columns'])}.")
     if summary.get("ignored"):
         lines.append(f"Not features: {', '.join(summary['ignored'])}.")
     gaps = summary.get("missing") or {}
@@ -134,3 +137,21 @@ def table_lines(summary: dict) -> list[str]:
         done = {"impute": "imputed, with an indicator per column", "drop": f"{len(summary['dropped_rows'])} row(s) left out"}
         lines.append(f"Missing values: {sum(gaps.values())} ({listed}); {done.get(summary['missing_mode'], '')}.")
     return lines
+
+
+KIND_WORDS = {"numeric": "numbers", "date": "dates", "categorical": "categories", "text": "text"}
+LISTED = 8  # names shown per kind; the rest are counted
+
+
+def read_as(columns: dict[str, dict]) -> str:
+    """How the feature columns were read, by kind, with the features each became:
+    "numbers (2): age, bmi; categories (1): sex (2 features); ..."."""
+    parts = []
+    for kind, word in KIND_WORDS.items():
+        names = [(n, c["features"]) for n, c in columns.items() if c["kind"] == kind]
+        if not names:
+            continue
+        shown = [n if (w == 1 and kind == "numeric") else f"{n} ({w} feature{'s' * (w != 1)})" for n, w in names[:LISTED]]
+        more = f", ... ({len(names) - LISTED} more)" if len(names) > LISTED else ""
+        parts.append(f"{word} ({len(names)}): {', '.join(shown)}{more}")
+    return "; ".join(parts) + f"; {sum(c['features'] for c in columns.values())} in all"

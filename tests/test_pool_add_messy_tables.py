@@ -106,3 +106,51 @@ def test_number_code_finds_the_first_code():
     assert code(["012.5", "3"]) is None
     assert code(["1", "9007199254740993"]) == "9007199254740993"
     assert code(["9007199254740991"]) is None  # 2**53 - 1 is exact
+
+
+def test_empty_and_constant_columns_are_left_out_with_a_note(db):
+    """A column with no values, or one value in every row, tells no rows apart: left out, named in
+    the notes and among the columns that are not features; kept when --features names it."""
+    ok("init", "--name", "t")
+    rows = numbered(30, x=lambda i: f"{i * 0.37:.2f}", empty=lambda i: ["", "NA"][i % 2], const=lambda i: "x",
+                    one=lambda i: "7", label=lambda i: "ab"[i % 2])  # fmt: skip
+    write_rows(Path("t.csv"), ["x", "empty", "const", "one", "label"], rows)
+    result = ok("--json", "pool", "add", "t.csv")
+    summary = json.loads(result.stdout)
+    assert summary["columns"] == {"x": {"kind": "numeric", "features": 1}}
+    assert summary["ignored"] == ["empty", "const", "one"]
+    notes = " ".join(summary["notes"])
+    assert "'empty' has no values (all 30 missing): left out" in notes
+    assert "'const' holds 'x' in every row: left out" in notes and "'one' holds '7' in every row" in notes
+    ok("init", "--name", "u")
+    kept = json.loads(ok("--json", "--project", "u", "pool", "add", "t.csv", "--features", "x,const").stdout)
+    assert kept["columns"] == {"x": {"kind": "numeric", "features": 1}, "const": {"kind": "categorical", "features": 1}}
+    ok("init", "--name", "v")
+    before = db_dump(db)
+    assert_mistake(run("--project", "v", "pool", "add", "t.csv", "--features", "x,empty"), "'empty' has no values", "--features")
+    write_rows(Path("c.csv"), ["const", "empty", "label"], numbered(30, const=lambda i: "x", empty=lambda i: "", label=lambda i: "ab"[i % 2]))
+    assert_mistake(run("--project", "v", "pool", "add", "c.csv"), "no feature columns", "empty or constant")
+    assert db_dump(db) == before
+
+
+def test_summary_says_how_each_column_was_read(db):
+    """Each feature column's kind and the features it became: a number with gaps 2 (its
+    indicator), a date 5, a category one per level, a text its SVD dimensions."""
+    ok("init", "--name", "t")
+    rows = numbered(
+        40, age=lambda i: "" if i == 3 else str(20 + i), day=lambda i: f"2024-03-{1 + i % 28:02d}", sex=lambda i: "FM"[i % 2],
+        note=lambda i: " ".join(["red", "dry", "sweet", "oak", "long", "fruit"][(i + k) % 6] for k in range(3)), label=lambda i: "ab"[i % 2],
+    )  # fmt: skip
+    write_rows(Path("t.csv"), ["age", "day", "sex", "note", "label"], rows)
+    result = ok("pool", "add", "t.csv", "--text-column", "note")
+    assert "RuntimeWarning" not in result.output
+    text = " ".join(result.stdout.split())
+    assert "Features: numbers (1): age (2 features); dates (1): day (5 features); categories (1): sex (2 features); text (1): note (" in text
+
+
+def test_read_as_lists_kinds_in_order_and_counts_the_rest():
+    from activebayes_cli.pool import read_as
+
+    columns = {f"f{i}": {"kind": "numeric", "features": 1} for i in range(10)} | {"c": {"kind": "categorical", "features": 3}}
+    assert read_as(columns) == "numbers (10): f0, f1, f2, f3, f4, f5, f6, f7, ... (2 more); categories (1): c (3 features); 13 in all"
+    assert read_as({"c": {"kind": "categorical", "features": 1}}) == "categories (1): c (1 feature); 1 in all"

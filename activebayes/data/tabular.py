@@ -204,7 +204,8 @@ def _check_options(table: CsvTable, options: TableOptions) -> None:
 def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
     """The feature columns of `table` and their kinds; DataError (one line naming the column and
     the way out) for an identifier-like or too-many-level column, a gap under `missing="error"`,
-    an infinity, a column mixing numbers and text, or a column with no values at all."""
+    an infinity, or a column mixing numbers and text. A column with no values, or with one value
+    in every row, is left out with a note, unless `features` names it."""
     _check_options(table, options)
     key = key_column_of(table.header, options.key_column, options.ignore, table.row_names) if options.find_key else options.key_column
     special = {options.label_column, key} - {None}
@@ -222,9 +223,15 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
     columns, refused = [], []
     for name in names:
         try:
-            columns.append(_plan_column(table, name, options, notes))
+            column = _plan_column(table, name, options, notes)
         except NotAFeature as exc:
             refused.append(exc)
+            continue
+        one = _one_value(table, column)
+        if one is not None and name not in (options.features or ()):
+            notes.append(f"column {name!r} holds {one} in every row: left out, it tells no rows apart (name it in --features to keep it)")
+        elif column is not None:
+            columns.append(column)
     if len(refused) == 1:
         raise refused[0]
     if refused:
@@ -232,7 +239,18 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
         leave_out = " ".join(f"--ignore {e.column}" for e in refused)
         raise DataError(f"{str(table.path)!r}: {len(refused)} columns are not features as they stand: {reasons}; leave them out with "
                         f"{leave_out}, or take one as --key-column, --text-column or with --categorical force")  # fmt: skip
+    if not columns:
+        raise DataError(f"data file {str(table.path)!r}: no feature columns besides the label/key columns (the others are empty or constant)")
     return TablePlan(table, options, key, columns, notes)
+
+
+def _one_value(table: CsvTable, column: ColumnPlan | None) -> str | None:
+    """The value, quoted, of a column that holds the same one in every row (no gaps); else None."""
+    if column is None or column.kind == "text" or column.missing.any():
+        return None
+    if column.kind == "categorical":
+        return shown(column.levels[0]) if len(column.levels) == 1 else None
+    return shown(table.cell(0, column.name)) if np.all(column.numbers == column.numbers[0]) else None
 
 
 class NotAFeature(DataError):
@@ -300,17 +318,20 @@ def _note_excel_errors(table: CsvTable, name: str, notes: list[str]) -> None:
                  f"{int(where.sum())} cells in all): read as gaps")  # fmt: skip
 
 
-def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[str]) -> ColumnPlan:
+def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[str]) -> ColumnPlan | None:
     path, n, lines = str(table.path), len(table), table.lines
     missing = column_missing(table, name, gap_values(options))
+    if missing.all() and name in (options.features or ()):
+        raise DataError(f"{path!r}: column {name!r} has no values (all {n} missing); leave it out of --features")
+    if missing.all():
+        notes.append(f"column {name!r} has no values (all {n} missing): left out")
+        return None
     if options.missing == "error" and missing.any():
         at = first_true(missing)
         raise DataError(
             f"{path!r} line {lines[at]}: column {name!r} has no value ({shown(table.cell(at, name))}); "
             "fill it in, or pass --missing impute (or drop)"
         )
-    if missing.all():
-        raise DataError(f"{path!r}: column {name!r} has no values (all {n} missing); leave it out with --ignore {name}")
     _note_excel_errors(table, name, notes)
     if name in options.text_columns:
         return ColumnPlan(name, "text", missing)
