@@ -1,6 +1,6 @@
 """Tables as users bring them to `pool add`: a numeric target in a classification project,
 number-like codes (zip codes with leading zeros, ids beyond a float's precision), empty and
-constant columns, and how the summary reports each column. A refusal is one line, exit 2, and
+constant columns, other tools' files, and how the summary reports each column. A refusal is one line, exit 2, and
 leaves the database as it was, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
@@ -108,28 +108,27 @@ def test_number_code_finds_the_first_code():
     assert code(["9007199254740991"]) is None  # 2**53 - 1 is exact
 
 
-def test_empty_and_constant_columns_are_left_out_with_a_note(db):
-    """A column with no values, or one value in every row, tells no rows apart: left out, named in
-    the notes and among the columns that are not features; kept when --features names it."""
+def test_an_empty_column_is_left_out_and_a_constant_one_noted(db):
+    """A column with no values is left out, named in the notes and among the columns that are
+    not features (refused when --features names it); one with one value in every row stays a
+    feature (the input width a model expects does not change) with a note."""
     ok("init", "--name", "t")
     rows = numbered(30, x=lambda i: f"{i * 0.37:.2f}", empty=lambda i: ["", "NA"][i % 2], const=lambda i: "x",
                     one=lambda i: "7", label=lambda i: "ab"[i % 2])  # fmt: skip
     write_rows(Path("t.csv"), ["x", "empty", "const", "one", "label"], rows)
-    result = ok("--json", "pool", "add", "t.csv")
-    summary = json.loads(result.stdout)
-    assert summary["columns"] == {"x": {"kind": "numeric", "features": 1}}
-    assert summary["ignored"] == ["empty", "const", "one"]
+    summary = json.loads(ok("--json", "pool", "add", "t.csv").stdout)
+    assert summary["columns"] == {"x": {"kind": "numeric", "features": 1}, "const": {"kind": "categorical", "features": 1},
+                                  "one": {"kind": "numeric", "features": 1}}  # fmt: skip
+    assert summary["ignored"] == ["empty"]
     notes = " ".join(summary["notes"])
     assert "'empty' has no values (all 30 missing): left out" in notes
-    assert "'const' holds 'x' in every row: left out" in notes and "'one' holds '7' in every row" in notes
-    ok("init", "--name", "u")
-    kept = json.loads(ok("--json", "--project", "u", "pool", "add", "t.csv", "--features", "x,const").stdout)
-    assert kept["columns"] == {"x": {"kind": "numeric", "features": 1}, "const": {"kind": "categorical", "features": 1}}
+    assert "'const' holds 'x' in every row: it tells no rows apart (--ignore const leaves it out)" in notes
+    assert "'one' holds '7' in every row" in notes and "'x' holds" not in notes
     ok("init", "--name", "v")
     before = db_dump(db)
     assert_mistake(run("--project", "v", "pool", "add", "t.csv", "--features", "x,empty"), "'empty' has no values", "--features")
-    write_rows(Path("c.csv"), ["const", "empty", "label"], numbered(30, const=lambda i: "x", empty=lambda i: "", label=lambda i: "ab"[i % 2]))
-    assert_mistake(run("--project", "v", "pool", "add", "c.csv"), "no feature columns", "empty or constant")
+    write_rows(Path("c.csv"), ["empty", "label"], numbered(30, empty=lambda i: "", label=lambda i: "ab"[i % 2]))
+    assert_mistake(run("--project", "v", "pool", "add", "c.csv"), "no feature columns", "no values")
     assert db_dump(db) == before
 
 

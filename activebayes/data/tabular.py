@@ -31,7 +31,9 @@ else none (items are keyed by row number): `key_column_of`. The label and key ar
   `categorical="force"`; it is a key, free text or noise, not a category. So is a numeric column
   whose name ends in the word id or key (customer_id, OrderID) and whose values are whole numbers,
   90 % of them distinct, unless `features` names it: its numbers order the rows, they are not a
-  quantity. So, too, is a column of whole numbers written as codes: with a leading zero (a zip
+  quantity. A column of distinct whole numbers named as pandas (Unnamed: 0), R (X), readr (...1)
+  or reset_index (index, level_0) name a saved index is left out with a note, unless `features`
+  names it: row numbers, which order the rows. So, too, is a column of whole numbers written as codes: with a leading zero (a zip
   code, 02134) or beyond a float's exact whole numbers (a 17-digit account id), unless `features`
   names it (`csv_columns.number_code`).
 
@@ -70,6 +72,7 @@ KEY_NAMES = ("key", "id")
 IDENTIFIER_MIN_VALUES = 20  # fewer values than this are never called an identifier
 IDENTIFIER_DISTINCT = 0.9  # share of distinct values that makes a text column an identifier
 IDENTIFIER_WORDS = ("id", "key", "uuid", "guid")  # a numeric column whose name ends in one of these may be an identifier
+ROW_INDEX_NAME = re.compile(r"^(Unnamed: \d+|X|\.\.\.1|index|level_0)$")  # a saved index's name: pandas, R's read.csv, readr, reset_index
 MAX_LEVELS, MAX_LEVEL_SHARE = 50, 0.05  # a categorical column may have max(50, 5 % of rows) levels
 MIXED_NUMBER_SHARE = 0.5  # a text column with fewer than this share of numbers is categorical; with more, refused
 AMBIGUOUS_DATES_CHECKED = 10_000  # levels looked at to tell a categorical column of dates no day settles
@@ -204,8 +207,8 @@ def _check_options(table: CsvTable, options: TableOptions) -> None:
 def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
     """The feature columns of `table` and their kinds; DataError (one line naming the column and
     the way out) for an identifier-like or too-many-level column, a gap under `missing="error"`,
-    an infinity, or a column mixing numbers and text. A column with no values, or with one value
-    in every row, is left out with a note, unless `features` names it."""
+    an infinity, or a column mixing numbers and text. A column with no values is left out with a
+    note, unless `features` names it; one with one value in every row gets a note."""
     _check_options(table, options)
     key = key_column_of(table.header, options.key_column, options.ignore, table.row_names) if options.find_key else options.key_column
     special = {options.label_column, key} - {None}
@@ -229,8 +232,8 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
             continue
         one = _one_value(table, column)
         if one is not None and name not in (options.features or ()):
-            notes.append(f"column {name!r} holds {one} in every row: left out, it tells no rows apart (name it in --features to keep it)")
-        elif column is not None:
+            notes.append(f"column {name!r} holds {one} in every row: it tells no rows apart (--ignore {name} leaves it out)")
+        if column is not None:
             columns.append(column)
     if len(refused) == 1:
         raise refused[0]
@@ -240,13 +243,14 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
         raise DataError(f"{str(table.path)!r}: {len(refused)} columns are not features as they stand: {reasons}; leave them out with "
                         f"{leave_out}, or take one as --key-column, --text-column or with --categorical force")  # fmt: skip
     if not columns:
-        raise DataError(f"data file {str(table.path)!r}: no feature columns besides the label/key columns (the others are empty or constant)")
+        raise DataError(f"data file {str(table.path)!r}: no feature columns besides the label/key columns (the others have no values)")
     return TablePlan(table, options, key, columns, notes)
 
 
 def _one_value(table: CsvTable, column: ColumnPlan | None) -> str | None:
-    """The value, quoted, of a column that holds the same one in every row (no gaps); else None."""
-    if column is None or column.kind == "text" or column.missing.any():
+    """The value, quoted, of a column that holds the same one in every row (no gaps, 2 rows or
+    more); else None."""
+    if column is None or column.kind == "text" or column.missing.any() or len(table) < 2:
         return None
     if column.kind == "categorical":
         return shown(column.levels[0]) if len(column.levels) == 1 else None
@@ -321,17 +325,17 @@ def _note_excel_errors(table: CsvTable, name: str, notes: list[str]) -> None:
 def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[str]) -> ColumnPlan | None:
     path, n, lines = str(table.path), len(table), table.lines
     missing = column_missing(table, name, gap_values(options))
-    if missing.all() and name in (options.features or ()):
-        raise DataError(f"{path!r}: column {name!r} has no values (all {n} missing); leave it out of --features")
-    if missing.all():
-        notes.append(f"column {name!r} has no values (all {n} missing): left out")
-        return None
     if options.missing == "error" and missing.any():
         at = first_true(missing)
         raise DataError(
             f"{path!r} line {lines[at]}: column {name!r} has no value ({shown(table.cell(at, name))}); "
             "fill it in, or pass --missing impute (or drop)"
         )
+    if missing.all() and name in (options.features or ()):
+        raise DataError(f"{path!r}: column {name!r} has no values (all {n} missing); leave it out of --features")
+    if missing.all():
+        notes.append(f"column {name!r} has no values (all {n} missing): left out")
+        return None
     _note_excel_errors(table, name, notes)
     if name in options.text_columns:
         return ColumnPlan(name, "text", missing)
@@ -347,6 +351,10 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
             at = first_true(bad)
             raise DataError(f"{path!r} line {lines[at]}: a feature is infinite (column {name!r}: {shown(table.cell(at, name))}); give a finite number")
         values = numbers[present]
+        if ROW_INDEX_NAME.match(name) and name not in (options.features or ()) and _distinct_whole_numbers(values):
+            notes.append(f"column {name!r} holds row numbers, as pandas (Unnamed: 0), R (X) and readr (...1) write an index read with a file "
+                         "and saved again: left out (name it in --features to keep it)")  # fmt: skip
+            return None
         if names_an_identifier(name) and name not in (options.features or ()) and _distinct_whole_numbers(values):
             raise NotAFeature(
                 path, name, f"looks like an identifier, not a feature ({len(np.unique(values))} different whole numbers in {len(values)} rows)",
