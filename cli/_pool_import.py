@@ -74,10 +74,29 @@ def infer_classes(labels: list[str] | None, file: Path, truth: Path | None, proj
 
 def ignored_columns(plan: Any, label_column: str | None, key_column: str | None) -> list[str]:
     """The named columns of a planned table that are neither features, nor the label or key."""
+    return list(not_features(plan, label_column, key_column))
+
+
+def not_features(plan: Any, label_column: str | None, key_column: str | None) -> dict[str, str]:
+    """{column: why it is no feature} of a planned table's named columns other than its features,
+    label and key: row names, --ignore, left out of --features, no values, a saved index."""
+    from activebayes.data.csv_table import ROW_NAMES
+
     if plan is None:
-        return []
+        return {}
     used = {c.name for c in plan.columns} | {label_column, key_column}
-    return [h for h in plan.table.header if h and h not in used]
+    options = plan.options
+
+    def why(name: str) -> str:
+        if name in plan.left_out:
+            return plan.left_out[name]
+        if name in options.ignore:
+            return "--ignore"
+        if name == ROW_NAMES and plan.table.row_names:
+            return "row names"
+        return "not in --features" if options.features is not None else "left out"
+
+    return {h: why(h) for h in plan.table.header if h and h not in used}
 
 
 def feature_columns(spec: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
@@ -348,6 +367,7 @@ def register_pool(
         "categorical": dict(data.categories or {}),
         "text_columns": [c.name for c in plan.columns if c.kind == "text"] if plan else [],
         "ignored": ignored_columns(plan, label_column, key_column),
+        "not_features": not_features(plan, label_column, key_column),
         "columns": feature_columns(spec) if plan else {},
         "key_column": key_column,
         "missing": plan.missing_counts() if plan else {},

@@ -129,8 +129,8 @@ def table_lines(summary: dict) -> list[str]:
         lines.append(f"Keys: column {summary['key_column']!r}.")
     if summary.get("columns"):
         lines.append(f"Features: {read_as(summary['columns'])}.")
-    if summary.get("ignored"):
-        lines.append(f"Not features: {', '.join(summary['ignored'])}.")
+    if summary.get("not_features"):
+        lines.append(f"Not features: {', '.join(f'{name} ({why})' for name, why in summary['not_features'].items())}.")
     gaps = summary.get("missing") or {}
     if gaps:
         listed = ", ".join(f"{name} {count}" for name, count in gaps.items())

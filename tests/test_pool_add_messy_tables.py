@@ -153,3 +153,18 @@ def test_read_as_lists_kinds_in_order_and_counts_the_rest():
     columns = {f"f{i}": {"kind": "numeric", "features": 1} for i in range(10)} | {"c": {"kind": "categorical", "features": 3}}
     assert read_as(columns) == "numbers (10): f0, f1, f2, f3, f4, f5, f6, f7, ... (2 more); categories (1): c (3 features); 13 in all"
     assert read_as({"c": {"kind": "categorical", "features": 1}}) == "categories (1): c (1 feature); 1 in all"
+
+
+def test_not_features_says_why_each_column_is_left_out(db):
+    """Row names (when another column is the key), --ignore, no values, a saved index, left out of
+    --features: each named with its reason."""
+    ok("init", "--name", "t")
+    rows = [[str(i), str(i), f"{i * 0.37:.2f}", str(i % 5), "", f"n{i}", "ab"[i % 2]] for i in range(30)]
+    Path("t.csv").write_text("\n".join(",".join(r) for r in [["", "Unnamed: 0", "x", "y", "empty", "note", "label"], *rows]) + "\n")
+    summary = json.loads(ok("--json", "pool", "add", "t.csv", "--ignore", "note").stdout)
+    assert summary["key_column"] == "row_names"  # the row names are the keys
+    assert summary["not_features"] == {"Unnamed: 0": "a saved index", "empty": "no values", "note": "--ignore"}
+    assert summary["ignored"] == list(summary["not_features"])
+    ok("init", "--name", "u")
+    said = " ".join(ok("--project", "u", "pool", "add", "t.csv", "--features", "x", "--key-column", "Unnamed: 0").stdout.split())
+    assert "Not features: row_names (row names), y (not in --features), empty (not in --features), note (not in --features)" in said

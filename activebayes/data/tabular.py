@@ -119,6 +119,7 @@ class TablePlan:
     key_column: str | None
     columns: list[ColumnPlan]
     notes: list[str] = field(default_factory=list)
+    left_out: dict[str, str] = field(default_factory=dict)  # column -> why it is no feature ("no values", "a saved index")
 
     def missing_counts(self) -> dict[str, int]:
         """{column: number of missing values}, for columns with any."""
@@ -223,7 +224,7 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
         notes.append(_row_names_note(table, key, options))
     elif key is not None and options.key_column is None:
         notes.append(f"using the column {key!r} as item keys (--key-column)")
-    columns, refused = [], []
+    columns, refused, left_out = [], [], {}
     for name in names:
         try:
             column = _plan_column(table, name, options, notes)
@@ -235,6 +236,8 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
             notes.append(f"column {name!r} holds {one} in every row: it tells no rows apart (--ignore {name} leaves it out)")
         if column is not None:
             columns.append(column)
+        else:
+            left_out[name] = "a saved index" if ROW_INDEX_NAME.match(name) and not column_missing(table, name, gap_values(options)).all() else "no values"
     if len(refused) == 1:
         raise refused[0]
     if refused:
@@ -244,7 +247,7 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
                         f"{leave_out}, or take one as --key-column, --text-column or with --categorical force")  # fmt: skip
     if not columns:
         raise DataError(f"data file {str(table.path)!r}: no feature columns besides the label/key columns (the others have no values)")
-    return TablePlan(table, options, key, columns, notes)
+    return TablePlan(table, options, key, columns, notes, left_out)
 
 
 def _one_value(table: CsvTable, column: ColumnPlan | None) -> str | None:
