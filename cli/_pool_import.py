@@ -113,12 +113,14 @@ def feature_columns(spec: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
 def look_alike_classes(classes: list[str], project: str) -> list[str]:
     """A note for each group of classes that differ only in case or spacing ('Yes', 'yes',
     'y es'): two spellings of one answer, more often than two classes."""
+    from activebayes.data.label_spellings import spelling_key
+
     groups: dict[str, list[str]] = {}
     for c in classes:
-        groups.setdefault("".join(c.split()).casefold(), []).append(c)
+        groups.setdefault(spelling_key(c), []).append(c)
     again = f"`activebayes delete {shlex.quote(project)}`, `activebayes init --name {shlex.quote(project)}` and `pool add` again"
     return [f"the classes {', '.join(repr(c) for c in group)} differ only in case or spacing; if they are one class, "
-            f"correct them in the file, then {again}" for group in groups.values() if len(group) > 1]  # fmt: skip
+            f"correct them in the file (or add --merge-label-spellings), then {again}" for group in groups.values() if len(group) > 1]  # fmt: skip
 
 
 class Missing(str, Enum):
@@ -146,18 +148,21 @@ def remove_text_models(spec: dict[str, Any] | None) -> None:
 
 
 def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, seed: int, standardize: bool, text_folder: Path,
-             task: str, labels_are_known: bool = False) -> dict[str, Any]:  # fmt: skip
+             task: str, labels_are_known: bool = False, merge_spellings: bool = False) -> dict[str, Any]:  # fmt: skip
     """A read csv table (`activebayes.data.csv_table.CsvTable`) planned, split and encoded as
     `pool add` does it (`activebayes.data.tabular`): the feature pipeline fitted on the pool rows
     only; rows with a gap left out under --missing drop. Returns {"data", "spec", "plan",
     "pool_rows", "test_rows", "dropped"}. `task`: the project's ("classification" or "regression").
     `labels_are_known`: an empty label cell marks a row still to label, and the test split is
-    drawn from the labelled rows only; otherwise an empty label is refused."""
+    drawn from the labelled rows only; otherwise an empty label is refused. `merge_spellings`: the
+    spellings of one class label ('Yes', 'yes ') are read as one class (`merged_spellings`), at
+    every load (spec "label_spellings")."""
     from activebayes.data.loaders import check_labels, dataset_from_table
     from activebayes.data.parsed_columns import number_writing, written_numbers
     from activebayes.data.table_spec import fit_table_spec
     from activebayes.data.csv_table import shown
     from activebayes.data.tabular import EXCEL_ERRORS, formula_errors, plan_table
+    from activebayes.data.label_spellings import merged_spellings
 
     file = table.path
     plan = plan_table(table, options)
@@ -175,6 +180,10 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     if labels is not None:  # a formula's error value (#N/A from a failed lookup) is no label, as an empty cell is not
         failed = formula_errors(labels)
         labels = np.where(failed, "", labels.astype(str)) if failed.any() else labels
+    spellings = merged_spellings(labels.tolist(), classes) if merge_spellings and labels is not None and task == "classification" else {}
+    if spellings:
+        labels = np.asarray([spellings.get(v.strip(), v) for v in labels.astype(str).tolist()])
+        plan.notes.append("labels spelled another way read as one class: " + ", ".join(f"{a!r} as {b!r}" for a, b in spellings.items()))
     unlabelled = np.char.str_len(np.char.strip(labels.astype(str))) == 0 if labels is not None else np.zeros(len(table), dtype=bool)
     if unlabelled.any() and not labels_are_known:
         at = int(np.argmax(unlabelled))
@@ -196,6 +205,8 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     if label_writing is not None:
         spec["label_written"] = label_writing
     spec["label_na"] = list(EXCEL_ERRORS)  # every load reads these labels as no label (`dataset_from_table`)
+    if spellings:
+        spec["label_spellings"] = spellings  # and these as the class they spell
     try:
         data = dataset_from_table(table, spec, options.label_column, plan.key_column)
     except BaseException:
@@ -237,6 +248,7 @@ def register_pool(
     text_columns: tuple[str, ...] = (),
     na_values: tuple[str, ...] = (),
     text_folder: Path | None = None,
+    merge_spellings: bool = False,
 ) -> dict[str, Any]:
     """Validate `file` whole, then record it and its items in the store; returns a summary.
 
@@ -259,10 +271,11 @@ def register_pool(
     fmt = detect_format(file)
     notes: list[str] = []
     classes = info.classes if info.task == "classification" else None
-    table_options = features is not None or ignore or text_columns or na_values
+    table_options = features is not None or ignore or text_columns or na_values or merge_spellings
     if fmt != "csv" and (key_column is not None or label_column is not None or table_options):
         raise CliError(
-            f"--key-column/--label-column/--features/--ignore/--text-column/--na-values: only a .csv file has columns, got a .{fmt} file",
+            f"--key-column/--label-column/--features/--ignore/--text-column/--na-values/--merge-label-spellings: only a .csv file has columns, "
+            f"got a .{fmt} file",
             "leave them out",
         )
     table = None
@@ -286,7 +299,7 @@ def register_pool(
         )  # fmt: skip
         table = csv_pool(
             csv_file, options, classes=classes, test_fraction=test_fraction, seed=seed, standardize=standardize,
-            text_folder=folder, task=info.task, labels_are_known=labels_are_known,
+            text_folder=folder, task=info.task, labels_are_known=labels_are_known, merge_spellings=merge_spellings,
         )  # fmt: skip
         data, plan = table["data"], table["plan"]
         key_column = plan.key_column

@@ -59,6 +59,7 @@ def add(
     ignore: Annotated[Optional[list[str]], typer.Option("--ignore", help="A csv column to leave out (repeat it): a row number, a note, a date.")] = None,
     features: Annotated[Optional[str], typer.Option("--features", help="The csv columns to use as features, comma-separated (default: all but the key, label and --ignore columns).")] = None,
     text_column: Annotated[Optional[list[str]], typer.Option("--text-column", help="A csv column of free text, read as TF-IDF + SVD features and shown as text (repeat it).")] = None,
+    merge_label_spellings: Annotated[bool, typer.Option("--merge-label-spellings", help="csv labels spelled several ways ('Yes', 'yes ', 'YES'): read each as one class, the project's or the most frequent spelling.")] = False,
     skip_unreadable: Annotated[bool, typer.Option("--skip-unreadable", help="FOLDER of images: leave out (and name) files that cannot be read, instead of refusing the folder.")] = False,
     image_size: Annotated[Optional[str], typer.Option("--image-size", help="FOLDER of images: resize every image to HxW (e.g. 32x32); default: their common size.")] = None,
     labels_from_folders: Annotated[bool, typer.Option("--labels-from-folders", help="FOLDER of images: each image's label is its sub-folder's name.")] = False,
@@ -88,7 +89,7 @@ def add(
         standardize=standardize, categorical=categorical.value, missing=missing.value,
         features=column_list(features, "--features") if features is not None else None, ignore=tuple(ignore or ()),
         text_columns=tuple(text_column or ()), na_values=tuple(v for item in na_values or () for v in item.split(",")),
-        text_folder=cache_folder(st.db),
+        text_folder=cache_folder(st.db), merge_spellings=merge_label_spellings,
     )  # fmt: skip
     for note in summary["notes"]:
         st.out.note(note)

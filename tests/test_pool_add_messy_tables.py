@@ -168,3 +168,39 @@ def test_not_features_says_why_each_column_is_left_out(db):
     ok("init", "--name", "u")
     said = " ".join(ok("--project", "u", "pool", "add", "t.csv", "--features", "x", "--key-column", "Unnamed: 0").stdout.split())
     assert "Not features: row_names (row names), y (not in --features), empty (not in --features), note (not in --features)" in said
+
+
+def test_merged_spellings_rule():
+    from activebayes.data.label_spellings import merged_spellings
+
+    assert merged_spellings(["Yes", "yes ", "Yes", "no", "", "YES"]) == {"yes": "Yes", "YES": "Yes"}
+    assert merged_spellings(["b", "B", "a"]) == {"b": "B"}  # a tie: the first in sorted order ('B' < 'b')
+    assert merged_spellings(["YES", "no"], classes=["Yes", "no"]) == {"YES": "Yes"}  # the project's spelling
+    assert merged_spellings(["n o", "No", "no", "no"]) == {"n o": "no", "No": "no"}
+    assert merged_spellings(["a", "b"]) == {}
+
+
+def test_label_spellings_merged_on_request_at_every_load(db):
+    """--merge-label-spellings reads 'yes ', 'YES' and 'Yes' as one class, recorded and applied at
+    every later load; without it they are classes of their own with a note naming the flag. An
+    answer spelled another way later is refused with the class's spelling."""
+    labels = ["Yes", "yes ", "YES", "no", "No", "Yes"]
+    write_rows(Path("t.csv"), ["id", "x", "label"], numbered(30, id=lambda i: f"k{i}", x=lambda i: f"{i * 0.37:.2f}", label=lambda i: labels[i % 6]))
+    ok("init", "--name", "plain")
+    said = " ".join(ok("--project", "plain", "pool", "add", "t.csv").stdout.split())
+    assert "classes read from the labels: No, no, YES, Yes, yes" in said and "--merge-label-spellings" in said
+    ok("init", "--name", "t")
+    summary = json.loads(ok("--json", "--project", "t", "pool", "add", "t.csv", "--labels-are-known", "--merge-label-spellings").stdout)
+    assert summary["classes"] == ["No", "Yes"]  # 'No' and 'no' 5 times each: the first in sorted order; 'Yes' 10 times
+    assert "labels spelled another way read as one class: 'no' as 'No', 'YES' as 'Yes', 'yes' as 'Yes'" in summary["notes"]
+    from activebayes.data import load_project_data
+    from activebayes.store import PoolStore
+
+    with PoolStore(db, create=False) as store:
+        data = load_project_data(store, "t")
+        assert store.project("t").settings["features"]["label_spellings"] == {"no": "No", "YES": "Yes", "yes": "Yes"}
+    assert sorted(set(data.y.tolist())) == ["No", "Yes"]
+    Path("a.csv").write_text("key,label\nk1,YES\n")
+    before = db_dump(db)
+    assert_mistake(run("--project", "t", "label", "--from", "a.csv", "--relabel"), "'YES' is not one of the classes", "write it 'Yes'")
+    assert db_dump(db) == before

@@ -18,7 +18,8 @@ The pipeline is scikit-learn's `ColumnTransformer` (one transformer per column, 
 `pool add` adds "label_written" ("units" or "decimal comma") when a regression target is
 written so; `dataset_from_table` then reads the labels as plain numbers
 (`activebayes.data.parsed_columns.written_numbers`); and "label_na" (a formula's error values,
-`tabular.EXCEL_ERRORS`), label cells read as no label.
+`tabular.EXCEL_ERRORS`), label cells read as no label; and "label_spellings" ({spelling: class}, `pool add
+--merge-label-spellings`: `activebayes.data.label_spellings`), label cells read as the class they spell.
 
 A column's features: numeric `z = (v − mean) / scale` (or v unscaled), v parsed from text as
 `written` says ("units": an amount such as $1,578.50; "decimal comma": 3,5); a date's F = 5 (7
