@@ -204,3 +204,31 @@ def test_label_spellings_merged_on_request_at_every_load(db):
     before = db_dump(db)
     assert_mistake(run("--project", "t", "label", "--from", "a.csv", "--relabel"), "'YES' is not one of the classes", "write it 'Yes'")
     assert db_dump(db) == before
+
+
+def test_export_times_carry_their_utc_offset_on_both_backends(db):
+    """An exported label's time reads the same from SQLite (naive datetimes) as from PostgreSQL:
+    ISO 8601 with +00:00, so a spreadsheet or pandas reads it as UTC, not local time."""
+    from datetime import datetime, timezone
+
+    ok("init", "--name", "t")
+    write_rows(Path("t.csv"), ["id", "x", "label"], numbered(30, id=lambda i: f"k{i}", x=lambda i: f"{i * 0.37:.2f}", label=lambda i: "ab"[i % 2]))
+    ok("pool", "add", "t.csv")
+    Path("a.csv").write_text("key,label\nk1,a\n")
+    ok("label", "--from", "a.csv")
+    exported = json.loads(ok("export", "-", "--format", "json").stdout)["items"]
+    (time,) = [r["time"] for r in exported if r["key"] == "k1"]
+    moment = datetime.fromisoformat(time)
+    assert time.endswith("+00:00") and moment.utcoffset().total_seconds() == 0
+    assert abs((datetime.now(timezone.utc) - moment).total_seconds()) < 3600  # UTC, not a local clock read as UTC
+
+
+def test_as_utc_reads_naive_times_as_utc():
+    from datetime import datetime, timedelta, timezone
+
+    from activebayes.store.models import as_utc, utc_text
+
+    naive = datetime(2026, 1, 2, 3, 4, 5)
+    assert utc_text(naive) == "2026-01-02T03:04:05+00:00"
+    assert as_utc(datetime(2026, 1, 2, 4, 4, 5, tzinfo=timezone(timedelta(hours=1)))) == as_utc(naive)
+    assert utc_text(None) is None
