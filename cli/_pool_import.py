@@ -158,7 +158,7 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     spellings of one class label ('Yes', 'yes ') are read as one class (`merged_spellings`), at
     every load (spec "label_spellings")."""
     from activebayes.data.loaders import check_labels, dataset_from_table
-    from activebayes.data.parsed_columns import number_writing, written_numbers
+    from activebayes.data.parsed_columns import UNIT_PREFIX, number_writing, written_numbers
     from activebayes.data.table_spec import fit_table_spec
     from activebayes.data.csv_table import shown
     from activebayes.data.tabular import EXCEL_ERRORS, formula_errors, plan_table
@@ -174,7 +174,7 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     label_writing = number_writing(labels.tolist(), table.delimiter) if labels is not None and task == "regression" else None
     if label_writing is not None:  # regression targets written like amounts or with decimal commas: read as the features are
         labels = np.asarray(written_numbers(labels.tolist(), label_writing))
-        how = "amounts written as text" if label_writing == "units" else "written with decimal commas"
+        how = {"units": "amounts written as text", "decimal comma": "written with decimal commas"}.get(label_writing, f"written with the unit {label_writing.removeprefix(UNIT_PREFIX)!r}")
         plan.notes.append(f"the labels in {options.label_column!r} are {how}: read as numbers")
     written_labels = labels
     if labels is not None:  # a formula's error value (#N/A from a failed lookup) is no label, as an empty cell is not

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cli_checks import assert_mistake, db_dump, ok, run
@@ -94,8 +95,6 @@ def test_a_code_column_named_in_features_is_a_number_and_decimals_are_no_codes(d
 
 
 def test_number_code_finds_the_first_code():
-    import numpy as np
-
     from activebayes.data.csv_columns import number_code
 
     def code(cells):
@@ -232,3 +231,52 @@ def test_as_utc_reads_naive_times_as_utc():
     assert utc_text(naive) == "2026-01-02T03:04:05+00:00"
     assert as_utc(datetime(2026, 1, 2, 4, 4, 5, tzinfo=timezone(timedelta(hours=1)))) == as_utc(naive)
     assert utc_text(None) is None
+
+
+def test_numbers_with_one_unit_are_read_as_numbers_at_every_load(db):
+    """'59 yrs' and '32.1 kg/m2' (a plain number among them too) are numbers, recorded so and read
+    so at every load; two units in one column ('1st', '2nd') stay categories."""
+    ok("init", "--name", "t")
+    rows = numbered(60, age=lambda i: f"{20 + i} yrs", bmi=lambda i: str(20 + i / 10) if i == 5 else f"{20 + i / 10:.1f} kg/m2",
+                    rank=lambda i: f"{1 + i % 3}{('st', 'nd', 'rd')[i % 3]}", label=lambda i: "ab"[i % 2])  # fmt: skip
+    write_rows(Path("t.csv"), ["age", "bmi", "rank", "label"], rows)
+    summary = json.loads(ok("--json", "pool", "add", "t.csv").stdout)
+    assert summary["columns"] == {"age": {"kind": "numeric", "features": 1}, "bmi": {"kind": "numeric", "features": 1},
+                                  "rank": {"kind": "categorical", "features": 3}}  # fmt: skip
+    assert "column 'bmi' holds numbers with the unit 'kg/m2' ('20.0 kg/m2'): read as numbers" in summary["notes"]
+    from activebayes.data import load_project_data
+    from activebayes.store import PoolStore
+
+    with PoolStore(db, create=False) as store:
+        spec = store.project("t").settings["features"]
+        data = load_project_data(store, "t")
+    age, bmi = spec["columns"][:2]
+    assert (age["written"], bmi["written"]) == ("unit:yrs", "unit:kg/m2")
+    raw = np.asarray([[20 + i, 20 + i / 10] for i in range(60)])
+    expected = (raw - raw.mean(axis=0)) / raw.std(axis=0)
+    assert np.asarray(data.x)[:, :2] == pytest.approx(expected, abs=1e-5)
+
+
+def test_a_regression_target_with_a_unit_is_read_as_numbers(db):
+    ok("init", "--name", "t", "--task", "regression")
+    write_rows(Path("t.csv"), ["x", "y"], numbered(30, x=lambda i: f"{i * 0.37:.2f}", y=lambda i: f"{100 + 3 * i} mg"))
+    summary = json.loads(ok("--json", "pool", "add", "t.csv", "--label-column", "y").stdout)
+    assert "the labels in 'y' are written with the unit 'mg': read as numbers" in summary["notes"]
+    from activebayes.data import load_project_data
+    from activebayes.store import PoolStore
+
+    with PoolStore(db, create=False) as store:
+        assert [float(v) for v in load_project_data(store, "t").y[:3]] == [100.0, 103.0, 106.0]
+
+
+def test_common_unit_and_measured_numbers():
+    from activebayes.data.parsed_columns import common_unit, measured_numbers, number_writing, written_numbers
+
+    assert common_unit(["59 yrs", "7yrs", "-1.5 yrs"]) == "yrs"
+    assert common_unit(["37 °C", "38.5 °C"]) == "°C"
+    assert common_unit(["70 kg", "150 lb"]) is None and common_unit(["70 kg", "seventy"]) is None and common_unit([]) is None
+    assert measured_numbers(["70 kg", "71", "72 lb", "x"], "kg").tolist()[:2] == [70.0, 71.0]
+    assert np.isnan(measured_numbers(["72 lb", "x"], "kg")).all()
+    assert number_writing(["151 mg", "98 mg", ""], ",") == "unit:mg" and number_writing(["$1,200", "3"], ",") == "units"
+    assert number_writing(["151", "98", "12o"], ",") is None  # a typo among numbers, not a unit
+    assert written_numbers(["151 mg", "", "oops"], "unit:mg") == ["151", "", "oops"]

@@ -61,7 +61,7 @@ import numpy as np
 
 from activebayes.data.csv_table import ROW_NAMES, CsvTable, finite_or_nan, not_a_column, shown
 from activebayes.data.features import is_number, natural_sorted
-from activebayes.data.parsed_columns import DATE_ORDERS, date_order, decimal_comma_numbers, has_times, iso_days, unit_numbers, written_days
+from activebayes.data.parsed_columns import DATE_ORDERS, UNIT_PREFIX, common_unit, date_order, measured_numbers, decimal_comma_numbers, has_times, iso_days, unit_numbers, written_days
 from activebayes.errors import DataError
 
 NA_VALUES = ("", "NA", "N/A", "NaN", "null", "?")
@@ -464,6 +464,12 @@ def _written_quantity(table: CsvTable, name: str, missing: np.ndarray, numeric: 
                 f"{str(table.path)!r} line {table.lines[at]}: column {name!r} holds {shown_kind} but also {shown(stray)}, "
                 f"which is not one ({int((present & ~parsed).sum())} of {int(present.sum())} values); correct it, or pass --na-values if it marks a gap"
             )
+    unit = common_unit([texts[k] for k in used.tolist()]) if (present & ~numeric).sum() >= 0.5 * present.sum() else None
+    if unit is not None:  # 59 yrs, 32.1 kg/m2: one unit, on most values (not 12.5o, a typo among numbers)
+        numbers = table.numbers(name).copy()
+        numbers[codes >= 0] = measured_numbers(texts, unit)[codes[codes >= 0]]
+        notes.append(f"column {name!r} holds numbers with the unit {unit!r} ({example}): read as numbers")
+        return ColumnPlan(name, "numeric", missing, numbers=np.where(missing, np.nan, numbers), written=f"{UNIT_PREFIX}{unit}")
     if np.isfinite(amounts[used]).all():
         numbers = table.numbers(name).copy()
         numbers[codes >= 0] = amounts[codes[codes >= 0]]
