@@ -280,3 +280,26 @@ def test_common_unit_and_measured_numbers():
     assert number_writing(["151 mg", "98 mg", ""], ",") == "unit:mg" and number_writing(["$1,200", "3"], ",") == "units"
     assert number_writing(["151", "98", "12o"], ",") is None  # a typo among numbers, not a unit
     assert written_numbers(["151 mg", "", "oops"], "unit:mg") == ["151", "", "oops"]
+
+
+@pytest.mark.parametrize("cell", ['"{:,.2f} €"', '"{:.1f}"'])
+def test_decimal_commas_in_a_comma_separated_file_are_refused_with_the_way_to_save_it(db, cell):
+    """Google Sheets in a comma-decimal locale exports "1 000,00 €" and "3,5" quoted in a file
+    separated by commas: refused, as such a regression target is, with the ways to save it (not
+    'looks like an identifier'); "1,234" alone may be thousands and is read so, as before."""
+    ok("init", "--name", "t")
+    french = [cell.format(1000 + 13.7 * i).replace(",", " ").replace(".", ",") for i in range(40)]
+    write_rows(Path("t.csv"), ["prix", "x", "label"], [[p, str(i % 7), "ab"[i % 2]] for i, p in enumerate(french)])
+    before = db_dump(db)
+    assert_mistake(run("pool", "add", "t.csv"), "column 'prix' is written with decimal commas", "separated by ';' or tabs", "with a point")
+    assert db_dump(db) == before
+    write_rows(Path("u.csv"), ["n", "x", "label"], [[f'"{1000 + 7 * i:,}"', str(i % 7), "ab"[i % 2]] for i in range(40)])
+    assert json.loads(ok("--json", "pool", "add", "u.csv").stdout)["columns"]["n"] == {"kind": "numeric", "features": 1}
+
+
+def test_surely_decimal_comma():
+    from activebayes.data.parsed_columns import surely_decimal_comma
+
+    assert surely_decimal_comma("3,5") and surely_decimal_comma("12,50 €") and surely_decimal_comma("1 234,50")
+    assert surely_decimal_comma("1.234,567")  # dots between groups: the comma is the decimal mark
+    assert not surely_decimal_comma("1,234") and not surely_decimal_comma("35") and not surely_decimal_comma("$1,578.50")

@@ -119,6 +119,14 @@ def decimal_comma_numbers(texts: Sequence[str]) -> np.ndarray:
     return np.asarray([_decimal_comma_number(t) for t in texts], dtype=np.float64)
 
 
+def surely_decimal_comma(text: str) -> bool:
+    """Whether `text` is a number that only a decimal comma explains: a comma followed by other
+    than three digits ("3,5", "12,50 €"), or after groups of digits set off by dots or spaces
+    ("1 234,50"); "1,234" may be thousands, so it is not."""
+    m = _DECIMAL_COMMA_NUMBER.match(text.strip())
+    return m is not None and m["frac"] is not None and (len(m["frac"]) != 4 or m["group"] is not None) and not (m["cur"] and m["post"])
+
+
 def number_writing(texts: Sequence[str], delimiter: str) -> str | None:
     """How a column of numbers written as text is written, when not every non-empty text is a
     plain finite number: "decimal comma" (a file not delimited by commas) or "units", when every

@@ -61,7 +61,7 @@ import numpy as np
 
 from activebayes.data.csv_table import ROW_NAMES, CsvTable, finite_or_nan, not_a_column, shown
 from activebayes.data.features import is_number, natural_sorted
-from activebayes.data.parsed_columns import DATE_ORDERS, UNIT_PREFIX, common_unit, date_order, measured_numbers, decimal_comma_numbers, has_times, iso_days, unit_numbers, written_days
+from activebayes.data.parsed_columns import DATE_ORDERS, UNIT_PREFIX, common_unit, date_order, measured_numbers, decimal_comma_numbers, surely_decimal_comma, has_times, iso_days, unit_numbers, written_days
 from activebayes.errors import DataError
 
 NA_VALUES = ("", "NA", "N/A", "NaN", "null", "?")
@@ -375,6 +375,12 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
         return ColumnPlan(name, "numeric", missing, numbers=np.where(missing, np.nan, numbers))
     text = present & ~numeric
     comma_level = np.asarray([*("," in t for t in texts), False])[codes] & np.isfinite(decimal_comma_numbers([*texts, ""])[codes])
+    written = [texts[k] for k in np.unique(codes[comma_level & present]).tolist()]
+    surely = table.delimiter == "," and (comma_level | numeric)[present].all() and any(map(surely_decimal_comma, written))
+    if surely:  # as a regression target so written (`dataset.check_labels`): refused, never guessed
+        raise DataError(f"{path!r}: column {name!r} is written with decimal commas ({shown(table.cell(first_true(comma_level & present), name))}) "
+                        "in a file whose cells are separated by commas; save it separated by ';' or tabs (Google Sheets: "
+                        "Download, Tab-separated values), as spreadsheets in comma-decimal locales do, or write the numbers with a point")  # fmt: skip
     if (comma_level & present).any() and table.delimiter != ",":
         spelled_codes, spellings = table.category_codes(name)
         european = decimal_comma_numbers(spellings)[spelled_codes]
