@@ -59,7 +59,9 @@ def refuse_design(st: CliState, name: str, info: Any, command: str) -> None:
 
 
 def _time(value: Any) -> str | None:
-    return value.isoformat() if value is not None else None
+    from activebayes.store.models import utc_text
+
+    return utc_text(value)
 
 
 def design_status(st: CliState, store: Any, name: str, info: Any) -> None:

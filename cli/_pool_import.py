@@ -6,6 +6,7 @@ written once to the feature cache (`activebayes.data.feature_cache`), recorded w
 
 from __future__ import annotations
 
+import re
 import shlex
 
 from enum import Enum
@@ -19,6 +20,9 @@ from activebayes_cli._output import refuse_second_pool
 
 
 TARGET_NAMES = ("class", "target", "y", "outcome", "labels")  # a column named so is likely the labels: `pool add` says so
+# A label that is a number, maybe with a unit after it ("42", "3,5", "1,234.5", "25 mg", "12 %").
+_QUANTITY = re.compile(r"^[-+]?[$€£¥]?\s?\d[\d.,\u00a0\u202f ]*\s?[^\W\d_%°$€£¥/]{0,6}[%°$€£¥/]?[^\W\d_]{0,3}$")
+MANY_NUMBER_CLASSES, MANY_NUMBER_SHARE = 20, 0.05  # more distinct numeric labels than max(20, 5 % of the labels): a quantity
 
 
 class ImageLayout(str, Enum):
@@ -32,8 +36,17 @@ class Categorical(str, Enum):
     force = "force"
 
 
-def infer_classes(labels: list[str] | None, file: Path, truth: Path | None) -> list[str]:
-    """The classes of a project created without `--classes`: the distinct labels, naturally sorted."""
+def quantity_labels(labels: list[str], found: list[str]) -> bool:
+    """Whether the distinct labels `found` (of the non-empty `labels`) are numbers, maybe with a
+    unit ("25", "25.0", "25 mg"), and more than max(MANY_NUMBER_CLASSES, MANY_NUMBER_SHARE of the
+    labels): a measurement such as a disease's progression, not a set of classes."""
+    many = len(found) > max(MANY_NUMBER_CLASSES, MANY_NUMBER_SHARE * len(labels))
+    return many and all(_QUANTITY.match(c) for c in found)
+
+
+def infer_classes(labels: list[str] | None, file: Path, truth: Path | None, project: str = "PROJECT") -> list[str]:
+    """The classes of a project created without `--classes`: the distinct labels, naturally
+    sorted; refused when they are many numbers (`quantity_labels`), a regression target."""
     from activebayes.data import natural_sorted
 
     if labels is None:
@@ -48,26 +61,66 @@ def infer_classes(labels: list[str] | None, file: Path, truth: Path | None) -> l
             f"--classes: the labels of {source} hold {len(found)} distinct value(s) {found}, a classifier needs at least 2",
             "check the label column, or create the project with `activebayes init --classes ...`",
         )
+    if quantity_labels(labels, found):
+        p = shlex.quote(project)
+        raise CliError(
+            f"the labels of {truth if truth is not None else file} are {len(found)} different numbers ({', '.join(found[:3])}, ..., "
+            f"{found[-1]}) in {len(labels)} rows: a quantity to predict, not classes, and this is a classification project",
+            f"for a regression project run `activebayes delete {p}`, `activebayes init --name {p} --task regression` and `pool add` "
+            "again; if they are classes, name them with `activebayes init --classes ...`",
+        )
     return found
 
 
 def ignored_columns(plan: Any, label_column: str | None, key_column: str | None) -> list[str]:
     """The named columns of a planned table that are neither features, nor the label or key."""
+    return list(not_features(plan, label_column, key_column))
+
+
+def not_features(plan: Any, label_column: str | None, key_column: str | None) -> dict[str, str]:
+    """{column: why it is no feature} of a planned table's named columns other than its features,
+    label and key: row names, --ignore, left out of --features, no values, a saved index."""
+    from activebayes.data.csv_table import ROW_NAMES
+
     if plan is None:
-        return []
+        return {}
     used = {c.name for c in plan.columns} | {label_column, key_column}
-    return [h for h in plan.table.header if h and h not in used]
+    options = plan.options
+
+    def why(name: str) -> str:
+        if name in plan.left_out:
+            return plan.left_out[name]
+        if name in options.ignore:
+            return "--ignore"
+        if name == ROW_NAMES and plan.table.row_names:
+            return "row names"
+        return "not in --features" if options.features is not None else "left out"
+
+    return {h: why(h) for h in plan.table.header if h and h not in used}
+
+
+def feature_columns(spec: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """{column: {"kind", "features"}} of a table's recorded spec (`activebayes.data.table_spec`),
+    in file order: how many features each column became (a number 1, a date 5 or 7, a category
+    one per level, a text its SVD dimensions; a gap indicator one more)."""
+    out = {}
+    for c in (spec or {}).get("columns", []):
+        width = {"numeric": 1, "date": 7 if c.get("clock") else 5}.get(c["kind"]) or len(c.get("categories") or ()) or int(c.get("dims", 0))
+        out[c["name"]] = {"kind": c["kind"], "features": width + bool(c.get("indicator"))}
+    return out
 
 
 def look_alike_classes(classes: list[str], project: str) -> list[str]:
     """A note for each group of classes that differ only in case or spacing ('Yes', 'yes',
     'y es'): two spellings of one answer, more often than two classes."""
+    from activebayes.data.label_spellings import spelling_key
+
     groups: dict[str, list[str]] = {}
     for c in classes:
-        groups.setdefault("".join(c.split()).casefold(), []).append(c)
+        groups.setdefault(spelling_key(c), []).append(c)
     again = f"`activebayes delete {shlex.quote(project)}`, `activebayes init --name {shlex.quote(project)}` and `pool add` again"
     return [f"the classes {', '.join(repr(c) for c in group)} differ only in case or spacing; if they are one class, "
-            f"correct them in the file, then {again}" for group in groups.values() if len(group) > 1]  # fmt: skip
+            f"correct them in the file (or add --merge-label-spellings), then {again}" for group in groups.values() if len(group) > 1]  # fmt: skip
 
 
 class Missing(str, Enum):
@@ -95,18 +148,21 @@ def remove_text_models(spec: dict[str, Any] | None) -> None:
 
 
 def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, seed: int, standardize: bool, text_folder: Path,
-             task: str, labels_are_known: bool = False) -> dict[str, Any]:  # fmt: skip
+             task: str, labels_are_known: bool = False, merge_spellings: bool = False) -> dict[str, Any]:  # fmt: skip
     """A read csv table (`activebayes.data.csv_table.CsvTable`) planned, split and encoded as
     `pool add` does it (`activebayes.data.tabular`): the feature pipeline fitted on the pool rows
     only; rows with a gap left out under --missing drop. Returns {"data", "spec", "plan",
     "pool_rows", "test_rows", "dropped"}. `task`: the project's ("classification" or "regression").
     `labels_are_known`: an empty label cell marks a row still to label, and the test split is
-    drawn from the labelled rows only; otherwise an empty label is refused."""
+    drawn from the labelled rows only; otherwise an empty label is refused. `merge_spellings`: the
+    spellings of one class label ('Yes', 'yes ') are read as one class (`merged_spellings`), at
+    every load (spec "label_spellings")."""
     from activebayes.data.loaders import check_labels, dataset_from_table
-    from activebayes.data.parsed_columns import number_writing, written_numbers
+    from activebayes.data.parsed_columns import UNIT_PREFIX, number_writing, written_numbers
     from activebayes.data.table_spec import fit_table_spec
     from activebayes.data.csv_table import shown
     from activebayes.data.tabular import EXCEL_ERRORS, formula_errors, plan_table
+    from activebayes.data.label_spellings import merged_spellings
 
     file = table.path
     plan = plan_table(table, options)
@@ -118,12 +174,16 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     label_writing = number_writing(labels.tolist(), table.delimiter) if labels is not None and task == "regression" else None
     if label_writing is not None:  # regression targets written like amounts or with decimal commas: read as the features are
         labels = np.asarray(written_numbers(labels.tolist(), label_writing))
-        how = "amounts written as text" if label_writing == "units" else "written with decimal commas"
+        how = {"units": "amounts written as text", "decimal comma": "written with decimal commas"}.get(label_writing, f"written with the unit {label_writing.removeprefix(UNIT_PREFIX)!r}")
         plan.notes.append(f"the labels in {options.label_column!r} are {how}: read as numbers")
     written_labels = labels
     if labels is not None:  # a formula's error value (#N/A from a failed lookup) is no label, as an empty cell is not
         failed = formula_errors(labels)
         labels = np.where(failed, "", labels.astype(str)) if failed.any() else labels
+    spellings = merged_spellings(labels.tolist(), classes) if merge_spellings and labels is not None and task == "classification" else {}
+    if spellings:
+        labels = np.asarray([spellings.get(v.strip(), v) for v in labels.astype(str).tolist()])
+        plan.notes.append("labels spelled another way read as one class: " + ", ".join(f"{a!r} as {b!r}" for a, b in spellings.items()))
     unlabelled = np.char.str_len(np.char.strip(labels.astype(str))) == 0 if labels is not None else np.zeros(len(table), dtype=bool)
     if unlabelled.any() and not labels_are_known:
         at = int(np.argmax(unlabelled))
@@ -145,6 +205,8 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     if label_writing is not None:
         spec["label_written"] = label_writing
     spec["label_na"] = list(EXCEL_ERRORS)  # every load reads these labels as no label (`dataset_from_table`)
+    if spellings:
+        spec["label_spellings"] = spellings  # and these as the class they spell
     try:
         data = dataset_from_table(table, spec, options.label_column, plan.key_column)
     except BaseException:
@@ -186,6 +248,7 @@ def register_pool(
     text_columns: tuple[str, ...] = (),
     na_values: tuple[str, ...] = (),
     text_folder: Path | None = None,
+    merge_spellings: bool = False,
 ) -> dict[str, Any]:
     """Validate `file` whole, then record it and its items in the store; returns a summary.
 
@@ -208,10 +271,11 @@ def register_pool(
     fmt = detect_format(file)
     notes: list[str] = []
     classes = info.classes if info.task == "classification" else None
-    table_options = features is not None or ignore or text_columns or na_values
+    table_options = features is not None or ignore or text_columns or na_values or merge_spellings
     if fmt != "csv" and (key_column is not None or label_column is not None or table_options):
         raise CliError(
-            f"--key-column/--label-column/--features/--ignore/--text-column/--na-values: only a .csv file has columns, got a .{fmt} file",
+            f"--key-column/--label-column/--features/--ignore/--text-column/--na-values/--merge-label-spellings: only a .csv file has columns, "
+            f"got a .{fmt} file",
             "leave them out",
         )
     table = None
@@ -235,7 +299,7 @@ def register_pool(
         )  # fmt: skip
         table = csv_pool(
             csv_file, options, classes=classes, test_fraction=test_fraction, seed=seed, standardize=standardize,
-            text_folder=folder, task=info.task, labels_are_known=labels_are_known,
+            text_folder=folder, task=info.task, labels_are_known=labels_are_known, merge_spellings=merge_spellings,
         )  # fmt: skip
         data, plan = table["data"], table["plan"]
         key_column = plan.key_column
@@ -263,7 +327,7 @@ def register_pool(
                 labels_seen = [labels[i] for i in np.sort(np.concatenate([table["pool_rows"], table["test_rows"]])) if labels[i]]
             else:
                 labels_seen = labels
-            new_classes = infer_classes(labels_seen, file, truth)
+            new_classes = infer_classes([s for s in labels_seen if s] if labels_seen is not None else None, file, truth, name)
             notes.append(f"classes read from the labels: {', '.join(new_classes[:20])}" + (" ..." if len(new_classes) > 20 else ""))
             notes.extend(look_alike_classes(new_classes, name))
         if table is not None:
@@ -316,6 +380,8 @@ def register_pool(
         "categorical": dict(data.categories or {}),
         "text_columns": [c.name for c in plan.columns if c.kind == "text"] if plan else [],
         "ignored": ignored_columns(plan, label_column, key_column),
+        "not_features": not_features(plan, label_column, key_column),
+        "columns": feature_columns(spec) if plan else {},
         "key_column": key_column,
         "missing": plan.missing_counts() if plan else {},
         "missing_mode": missing if plan else None,

@@ -97,6 +97,8 @@ def export(
         from activebayes_cli._design_project import export_trials
 
         return export_trials(st, store, name, file, fmt, to_stdout)
+    from activebayes.store.models import utc_text
+
     round_numbers = {r.id: r.number for r in store.rounds(name)}
     latest: dict[str, dict[str, Any]] = {}
     for obs in store.observations(name):  # in recording order: the last one per key is the label
@@ -116,7 +118,7 @@ def export(
                     "who": obs.get("who", ""),
                     "source": obs.get("source", ""),
                     "round": round_numbers.get(obs.get("round_id")) if obs.get("round_id") is not None else None,
-                    "time": created.isoformat() if created is not None else None,
+                    "time": utc_text(created),
                 }
             )
     columns = ["key", "row", "split", "label", "who", "source", "round", "time"]

@@ -59,6 +59,7 @@ def add(
     ignore: Annotated[Optional[list[str]], typer.Option("--ignore", help="A csv column to leave out (repeat it): a row number, a note, a date.")] = None,
     features: Annotated[Optional[str], typer.Option("--features", help="The csv columns to use as features, comma-separated (default: all but the key, label and --ignore columns).")] = None,
     text_column: Annotated[Optional[list[str]], typer.Option("--text-column", help="A csv column of free text, read as TF-IDF + SVD features and shown as text (repeat it).")] = None,
+    merge_label_spellings: Annotated[bool, typer.Option("--merge-label-spellings", help="csv labels spelled several ways ('Yes', 'yes ', 'YES'): read each as one class, the project's or the most frequent spelling.")] = False,
     skip_unreadable: Annotated[bool, typer.Option("--skip-unreadable", help="FOLDER of images: leave out (and name) files that cannot be read, instead of refusing the folder.")] = False,
     image_size: Annotated[Optional[str], typer.Option("--image-size", help="FOLDER of images: resize every image to HxW (e.g. 32x32); default: their common size.")] = None,
     labels_from_folders: Annotated[bool, typer.Option("--labels-from-folders", help="FOLDER of images: each image's label is its sub-folder's name.")] = False,
@@ -88,7 +89,7 @@ def add(
         standardize=standardize, categorical=categorical.value, missing=missing.value,
         features=column_list(features, "--features") if features is not None else None, ignore=tuple(ignore or ()),
         text_columns=tuple(text_column or ()), na_values=tuple(v for item in na_values or () for v in item.split(",")),
-        text_folder=cache_folder(st.db),
+        text_folder=cache_folder(st.db), merge_spellings=merge_label_spellings,
     )  # fmt: skip
     for note in summary["notes"]:
         st.out.note(note)
@@ -122,15 +123,36 @@ def column_list(text: str, option: str) -> tuple[str, ...]:
 
 
 def table_lines(summary: dict) -> list[str]:
-    """The import summary's lines about a table's columns: key, columns left out, gaps."""
+    """The import summary's lines about a table's columns: key, how each feature column was
+    read, columns left out, gaps."""
     lines = []
     if summary.get("key_column"):
         lines.append(f"Keys: column {summary['key_column']!r}.")
-    if summary.get("ignored"):
-        lines.append(f"Not features: {', '.join(summary['ignored'])}.")
+    if summary.get("columns"):
+        lines.append(f"Features: {read_as(summary['columns'])}.")
+    if summary.get("not_features"):
+        lines.append(f"Not features: {', '.join(f'{name} ({why})' for name, why in summary['not_features'].items())}.")
     gaps = summary.get("missing") or {}
     if gaps:
         listed = ", ".join(f"{name} {count}" for name, count in gaps.items())
         done = {"impute": "imputed, with an indicator per column", "drop": f"{len(summary['dropped_rows'])} row(s) left out"}
         lines.append(f"Missing values: {sum(gaps.values())} ({listed}); {done.get(summary['missing_mode'], '')}.")
     return lines
+
+
+KIND_WORDS = {"numeric": "numbers", "date": "dates", "categorical": "categories", "text": "text"}
+LISTED = 8  # names shown per kind; the rest are counted
+
+
+def read_as(columns: dict[str, dict]) -> str:
+    """How the feature columns were read, by kind, with the features each became:
+    "numbers (2): age, bmi; categories (1): sex (2 features); ..."."""
+    parts = []
+    for kind, word in KIND_WORDS.items():
+        names = [(n, c["features"]) for n, c in columns.items() if c["kind"] == kind]
+        if not names:
+            continue
+        shown = [n if (w == 1 and kind == "numeric") else f"{n} ({w} feature{'s' * (w != 1)})" for n, w in names[:LISTED]]
+        more = f", ... ({len(names) - LISTED} more)" if len(names) > LISTED else ""
+        parts.append(f"{word} ({len(names)}): {', '.join(shown)}{more}")
+    return "; ".join(parts) + f"; {sum(c['features'] for c in columns.values())} in all"

@@ -104,8 +104,11 @@ def test_nan_in_array_file_names_the_row(tmp_path):
 
 def test_unknown_format_and_missing_file(tmp_path):
     (tmp_path / "x.parquet").write_bytes(b"1")
-    with pytest.raises(DataError, match="unknown format"):
+    with pytest.raises(DataError, match=r"'.*x.parquet' is Parquet, .* pandas.read_parquet\('x.parquet'\).to_csv\('x.csv', index=False\)"):
         load_dataset(tmp_path / "x.parquet")
+    (tmp_path / "x.bin").write_bytes(b"1")
+    with pytest.raises(DataError, match="unknown format"):
+        load_dataset(tmp_path / "x.bin")
     with pytest.raises(DataError, match="does not exist"):
         load_dataset(tmp_path / "nope.npy")
     with pytest.raises(DataError, match="format: expected one of"):
@@ -113,6 +116,19 @@ def test_unknown_format_and_missing_file(tmp_path):
     (tmp_path / "book.xlsx").write_bytes(b"PK\x03\x04")
     with pytest.raises(DataError, match=r"'.*book.xlsx' is a spreadsheet workbook; save its sheet as 'CSV UTF-8' and add that file"):
         load_dataset(tmp_path / "book.xlsx")
+
+
+@pytest.mark.parametrize(
+    "name, words",
+    [("t.jsonl", "JSON lines, which pool add does not read; write it as CSV (in Python: pandas.read_json('t.jsonl', lines=True)"),
+     ("t.feather", "Feather/Arrow"), ("t.rds", "in R: write.csv(readRDS('t.rds'), 't.csv', row.names = FALSE)"),
+     ("t.dta", "pandas.read_stata"), ("t.sav", "pandas.read_spss"), ("t.sql", "a database dump")],
+)  # fmt: skip
+def test_tables_of_other_tools_are_refused_with_the_way_to_csv(tmp_path, name, words):
+    (tmp_path / name).write_bytes(b"1")
+    with pytest.raises(DataError) as caught:
+        load_dataset(tmp_path / name)
+    assert words in str(caught.value) and "\n" not in str(caught.value)
 
 
 def test_a_compressed_table_is_refused_with_the_way_out(tmp_path):

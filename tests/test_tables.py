@@ -180,9 +180,23 @@ def test_numeric_identifier_refused_unless_key_ignored_or_named(tmp_path):
 
 
 def test_row_number_column_is_noted(tmp_path):
-    f = write_csv(tmp_path / "r.csv", ["Unnamed: 0", "x", "label"], [[str(i), f"{i * 0.37 % 1:.3f}", "ab"[i % 2]] for i in range(30)])
+    f = write_csv(tmp_path / "r.csv", ["row", "x", "label"], [[str(i), f"{i * 0.37 % 1:.3f}", "ab"[i % 2]] for i in range(30)])
     notes = plan(f).notes
-    assert any("'Unnamed: 0' counts the rows" in n and "--ignore Unnamed: 0" in n for n in notes)
+    assert any("'row' counts the rows" in n and "--ignore row" in n for n in notes)
+
+
+@pytest.mark.parametrize("name", ["Unnamed: 0", "X", "...1", "index", "level_0"])
+def test_a_saved_index_is_left_out(tmp_path, name):
+    """pandas' Unnamed: 0 (R's X, readr's ...1, reset_index's index) is the row numbers of a file
+    read and saved again, shuffled or not: left out with a note, kept when features names it."""
+    order = np.random.default_rng(0).permutation(30)
+    f = write_csv(tmp_path / "r.csv", [name, "x", "label"], [[str(i), f"{i * 0.37 % 1:.3f}", "ab"[i % 2]] for i in order])
+    planned = plan(f)
+    assert [c.name for c in planned.columns] == ["x"]
+    assert any(f"{name!r} holds row numbers" in n and "left out" in n for n in planned.notes)
+    assert [c.name for c in plan(f, features=(name, "x")).columns] == [name, "x"]
+    g = write_csv(tmp_path / "s.csv", [name, "x", "label"], [[str(i % 3), f"{i * 0.37 % 1:.3f}", "ab"[i % 2]] for i in range(30)])
+    assert [c.name for c in plan(g).columns] == [name, "x"]  # three levels: a quantity, not row numbers
 
 
 def test_spec_equals_the_fitted_pipeline_and_learns_on_the_pool_rows_only(tmp_path):

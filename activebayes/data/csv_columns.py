@@ -16,6 +16,22 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
+FLOAT_EXACT = 2.0**53  # whole numbers from here on are not all exact as float64: 9007199254740993 reads ...992
+
+
+def number_code(cells: Sequence[str], values: np.ndarray) -> str | None:
+    """The first of a chunk's `cells` that is a code written in digits rather than a quantity,
+    when its finite `values` [n] are all whole numbers: a leading zero ("02134", a zip code) or
+    a number beyond a float's exact whole numbers (a 17-digit account id); else None."""
+    finite = np.flatnonzero(np.isfinite(values))
+    if not finite.size or not np.all(values[finite] == np.floor(values[finite])):
+        return None
+    big = finite[np.abs(values[finite]) >= FLOAT_EXACT]
+    if big.size:
+        return cells[int(big[0])].strip()
+    return next((c.strip() for c in cells if c[:1] == "0" and c[1:2].isdigit()), None)
+
+
 def finite_or_nan(cell: str) -> float:
     """float(cell) when that is a finite number, else NaN (text, a gap, inf, nan)."""
     try:
@@ -34,6 +50,7 @@ class ColumnBuilder:
     numbers: list[np.ndarray] = field(default_factory=list)
     codes: list[np.ndarray | None] = field(default_factory=list)
     index: dict[str, int] = field(default_factory=dict)  # raw cell -> code
+    code: str | None = None  # the first cell that is a code written in digits (`number_code`)
 
     def add(self, col: Sequence[str]) -> None:
         if self.keep_text:
@@ -44,6 +61,8 @@ class ColumnBuilder:
             values = np.array(col, dtype=np.float64)
         except ValueError:
             values = self._numbers_among_texts(col)
+        if self.code is None:
+            self.code = number_code(col, values)
         text_at = np.flatnonzero(~np.isfinite(values))  # texts, gaps, and inf / nan spelled out
         codes = None
         if text_at.size:
@@ -83,14 +102,14 @@ class ColumnBuilder:
             return CsvColumn(None, None, [], self.cells)
         numbers = np.concatenate(self.numbers) if self.numbers else np.zeros(0)
         if not self.index:
-            return CsvColumn(numbers, None, [], None)
+            return CsvColumn(numbers, None, [], None, self.code)
         texts: list[str] = []
         where: dict[str, int] = {}
         lut = np.asarray([where.setdefault(raw.strip(), len(where)) for raw in self.index], dtype=np.int32)
         texts = list(where)
         codes = np.concatenate([lut[c] if c is not None else np.full(v.shape[0], -1, np.int32) for c, v in zip(self.codes, self.numbers)])
         codes[np.isfinite(numbers)] = -1  # lut of -1 picked the last text
-        return CsvColumn(numbers if np.isfinite(numbers).any() else None, codes, texts, None)
+        return CsvColumn(numbers if np.isfinite(numbers).any() else None, codes, texts, None, self.code)
 
 
 @dataclass(frozen=True)
@@ -98,9 +117,11 @@ class CsvColumn:
     """One column. numbers: [N] float64, NaN where a cell is not a finite number (None when no
     cell is one); codes: [N] int32, the index of a cell's stripped text in `texts`, -1 where the
     cell is a finite number (None when every cell is one); cells: every stripped cell, for a column
-    read as text (then the other fields are empty)."""
+    read as text (then the other fields are empty); code: a cell that shows its numbers to be codes
+    written in digits, not quantities (`number_code`), when one does."""
 
     numbers: np.ndarray | None
     codes: np.ndarray | None
     texts: list[str]
     cells: list[str] | None
+    code: str | None = None

@@ -43,6 +43,21 @@ FORMATS = ("npy", "npz", "csv", "idx")
 _IDX_DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
 
+# Tables saved by other tools: what they are, and how their own tool writes them as CSV.
+_PANDAS = "in Python: pandas.{how}('{{path}}').to_csv('{{stem}}.csv', index=False)"
+OTHER_TABLES = {
+    (".parquet", ".pq"): ("Parquet", _PANDAS.format(how="read_parquet")),
+    (".feather", ".arrow"): ("Feather/Arrow", _PANDAS.format(how="read_feather")),
+    (".jsonl", ".ndjson"): ("JSON lines", "in Python: pandas.read_json('{path}', lines=True).to_csv('{stem}.csv', index=False)"),
+    (".json",): ("JSON", "in Python: pandas.read_json('{path}').to_csv('{stem}.csv', index=False)"),
+    (".rds",): ("R data", "in R: write.csv(readRDS('{path}'), '{stem}.csv', row.names = FALSE)"),
+    (".rdata", ".rda"): ("R data", "in R: load('{path}'), then write.csv(THE_TABLE, '{stem}.csv', row.names = FALSE)"),
+    (".dta",): ("Stata data", _PANDAS.format(how="read_stata")),
+    (".sav",): ("SPSS data", _PANDAS.format(how="read_spss")),
+    (".sql", ".dump"): ("a database dump", "load it, then in psql: \\copy TABLE to '{stem}.csv' csv header; in sqlite3: .mode csv, .headers on, .once {stem}.csv"),
+}
+
+
 def detect_format(path: str | Path) -> str:
     """The format of a data file from its name: npy, npz, csv (also .tsv and .txt: the separator
     is read from the header) or idx (MNIST `*-ubyte[.gz]`); a spreadsheet workbook is refused with
@@ -63,6 +78,11 @@ def detect_format(path: str | Path) -> str:
         return "idx"
     if name.endswith((".xlsx", ".xlsm", ".xls", ".ods", ".numbers")):
         raise DataError(f"data file {str(path)!r} is a spreadsheet workbook; save its sheet as 'CSV UTF-8' and add that file")
+    for exts, (kind, reader) in OTHER_TABLES.items():
+        if name.endswith(exts):
+            stem = Path(path).name.rsplit(".", 1)[0]
+            raise DataError(f"data file {str(path)!r} is {kind}, which pool add does not read; write it as CSV ({reader.format(path=Path(path).name, stem=stem)}) "
+                            "and add that file")  # fmt: skip
     raise DataError(f"data file {str(path)!r}: unknown format; expected .npy, .npz, .csv (.tsv, .txt) or MNIST IDX (*-ubyte[.gz])")
 
 
@@ -170,6 +190,9 @@ def dataset_from_table(table: Any, features: dict[str, Any], label_column: str |
         from activebayes.data.tabular import formula_errors
 
         y = np.where(formula_errors(y, features["label_na"]), "", y.astype(str))
+    if y is not None and features.get("label_spellings"):  # 'yes ' read as 'Yes' (`pool add --merge-label-spellings`)
+        spellings = features["label_spellings"]
+        y = np.asarray([spellings.get(v.strip(), v) for v in y.astype(str).tolist()])
     if y is not None and features.get("label_written"):  # regression targets written as "$1,200" or "3,5"
         from activebayes.data.parsed_columns import written_numbers
 

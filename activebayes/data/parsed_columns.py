@@ -14,6 +14,10 @@ kind, so a column is of a kind exactly when none of its present values is NaN.
   them) between groups of three digits (3,5; -1.234,5; 1 234 567; 12,50 €; 53,5 %): the reading
   a file delimited by semicolons (or tabs) implies. A column is read so only when one of its
   values has the comma (tabular); "1.234" alone stays 1.234.
+- `common_unit` and `measured_numbers`: numbers followed by one unit word ("59 yrs", "32.1
+  kg/m2", "37 °C"), read without it when at least half the values of a column write the same
+  unit and the others are plain numbers (one "12.5o" among numbers is a typo, not a unit);
+  `written` is then UNIT_PREFIX + the unit.
 - `iso_days`: an ISO 8601 date, 2024-03-01 or 2024/03/01, with an optional time after a T or a
   space (14:30, 14:30:05, 14:30:05.25) and zone (Z, +01:00, -0500): days since 1970-01-01 UTC,
   the time as the fraction of a day.
@@ -56,6 +60,7 @@ _LOCAL_DATE = re.compile(
     r"^(?P<a>\d{1,2})(?P<sep>[/.-])(?P<b>\d{1,2})(?P=sep)(?P<y>\d{4})"
     r"(?:,?\s(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2}(?:\.\d+)?))?\s?(?P<ampm>[AaPp]\.?[Mm]\.?)?)?$"
 )
+UNIT_PREFIX = "unit:"  # a column's `written` for numbers with a unit after them: "unit:kg/m2"
 DATE_ORDERS = {"ymd": "YYYY-MM-DD", "dmy": "DD/MM/YYYY", "mdy": "MM/DD/YYYY"}
 EPOCH = dt.date(1970, 1, 1).toordinal()
 YEAR_DAYS, WEEK_DAYS = 365.25, 7.0
@@ -79,6 +84,30 @@ def _decimal_comma_number(text: str) -> float:
     return -value if m["sign"] == "-" else value
 
 
+_MEASURED = re.compile(r"^(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+))\s?(?P<unit>°?[^\W\d_]\S{0,11})$")
+
+
+def common_unit(texts: Sequence[str]) -> str | None:
+    """The unit that every one of `texts` writes after a plain number ("59 yrs", "32.1 kg/m2",
+    "37 °C"), when it is one and the same; None otherwise (no text, a text without a unit, or
+    two units: "1st", "2nd" are no measurements)."""
+    units = {m["unit"] if (m := _MEASURED.match(t.strip())) else None for t in texts}
+    return units.pop() if len(units) == 1 and None not in units else None
+
+
+def measured_numbers(texts: Sequence[str], unit: str) -> np.ndarray:
+    """[T] float64: the number of each text written as a plain number followed by `unit` ("32.1
+    kg/m2" with unit "kg/m2": 32.1), or a plain number alone; NaN elsewhere."""
+    out = np.full(len(texts), np.nan)
+    for i, t in enumerate(texts):
+        m = _MEASURED.match(t.strip())
+        if m is not None and m["unit"] == unit:
+            out[i] = float(m["num"])
+        elif is_number(t) and math.isfinite(float(t)):
+            out[i] = float(t)
+    return out
+
+
 def unit_numbers(texts: Sequence[str]) -> np.ndarray:
     """[T] float64: each text's value as an amount (module docstring), NaN where it is none."""
     return np.asarray([_unit_number(t) for t in texts], dtype=np.float64)
@@ -90,6 +119,14 @@ def decimal_comma_numbers(texts: Sequence[str]) -> np.ndarray:
     return np.asarray([_decimal_comma_number(t) for t in texts], dtype=np.float64)
 
 
+def surely_decimal_comma(text: str) -> bool:
+    """Whether `text` is a number that only a decimal comma explains: a comma followed by other
+    than three digits ("3,5", "12,50 €"), or after groups of digits set off by dots or spaces
+    ("1 234,50"); "1,234" may be thousands, so it is not."""
+    m = _DECIMAL_COMMA_NUMBER.match(text.strip())
+    return m is not None and m["frac"] is not None and (len(m["frac"]) != 4 or m["group"] is not None) and not (m["cur"] and m["post"])
+
+
 def number_writing(texts: Sequence[str], delimiter: str) -> str | None:
     """How a column of numbers written as text is written, when not every non-empty text is a
     plain finite number: "decimal comma" (a file not delimited by commas) or "units", when every
@@ -99,7 +136,11 @@ def number_writing(texts: Sequence[str], delimiter: str) -> str | None:
         return None
     if delimiter != "," and np.isfinite(decimal_comma_numbers(present)).all():
         return "decimal comma"
-    return "units" if np.isfinite(unit_numbers(present)).all() else None
+    if np.isfinite(unit_numbers(present)).all():
+        return "units"
+    measured = [t for t in present if not is_number(t)]
+    unit = common_unit(measured) if len(measured) >= 0.5 * len(present) else None  # most values: not a typo among numbers
+    return f"{UNIT_PREFIX}{unit}" if unit is not None else None
 
 
 def written_numbers(texts: Sequence[str], writing: str | None) -> list[str]:
@@ -107,7 +148,11 @@ def written_numbers(texts: Sequence[str], writing: str | None) -> list[str]:
     a plain one (3,5 -> "3.5", $1,200 -> "1200"); empty and unreadable texts are kept as they are."""
     if writing is None:
         return list(texts)
-    parsed = (decimal_comma_numbers if writing == "decimal comma" else unit_numbers)([t.strip() for t in texts])
+    stripped = [t.strip() for t in texts]
+    if writing.startswith(UNIT_PREFIX):
+        parsed = measured_numbers(stripped, writing[len(UNIT_PREFIX) :])
+    else:
+        parsed = (decimal_comma_numbers if writing == "decimal comma" else unit_numbers)(stripped)
     return [label_text(v) if math.isfinite(v) else t for t, v in zip(texts, parsed.tolist())]
 
 

@@ -18,10 +18,11 @@ The pipeline is scikit-learn's `ColumnTransformer` (one transformer per column, 
 `pool add` adds "label_written" ("units" or "decimal comma") when a regression target is
 written so; `dataset_from_table` then reads the labels as plain numbers
 (`activebayes.data.parsed_columns.written_numbers`); and "label_na" (a formula's error values,
-`tabular.EXCEL_ERRORS`), label cells read as no label.
+`tabular.EXCEL_ERRORS`), label cells read as no label; and "label_spellings" ({spelling: class}, `pool add
+--merge-label-spellings`: `activebayes.data.label_spellings`), label cells read as the class they spell.
 
 A column's features: numeric `z = (v − mean) / scale` (or v unscaled), v parsed from text as
-`written` says ("units": an amount such as $1,578.50; "decimal comma": 3,5); a date's F = 5 (7
+`written` says ("units": an amount such as $1,578.50; "decimal comma": 3,5; "unit:kg": 70 kg); a date's F = 5 (7
 with `clock`) calendar features (of an ISO date, or one written as `written` says: "dmy"
 31/12/2024, "mdy" 12/31/2024), each standardised, named `name (days)`, `name (season sin)`,
 ...; categorical one 0/1 per level; then its indicator `name (missing)` when it has one; text
@@ -40,7 +41,8 @@ import numpy as np
 
 from activebayes.data.csv_table import CsvTable, shown
 from activebayes.data.features import is_number, one_hot_codes, unseen_category
-from activebayes.data.parsed_columns import CALENDAR_PARTS, CLOCK_PARTS, DATE_ORDERS, calendar_features, decimal_comma_numbers, unit_numbers, written_days
+from activebayes.data.parsed_columns import (CALENDAR_PARTS, CLOCK_PARTS, DATE_ORDERS, UNIT_PREFIX, calendar_features, decimal_comma_numbers, measured_numbers,
+                                             unit_numbers, written_days)
 from activebayes.data.tabular import ColumnPlan, TablePlan, column_missing, first_true, gap_values
 from activebayes.errors import DataError
 
@@ -227,6 +229,9 @@ def _numeric_feature(table: CsvTable, c: dict[str, Any], missing: np.ndarray) ->
     unfilled = (codes >= 0) & ~missing
     if c.get("written") == "units":  # amounts written as text: "$1,578.50", "53%"
         v[codes >= 0] = unit_numbers(texts)[codes[codes >= 0]]
+        unfilled &= ~np.isfinite(v)
+    elif str(c.get("written", "")).startswith(UNIT_PREFIX):  # 59 yrs, 32.1 kg/m2: one unit
+        v[codes >= 0] = measured_numbers(texts, c["written"][len(UNIT_PREFIX) :])[codes[codes >= 0]]
         unfilled &= ~np.isfinite(v)
     elif c.get("written") == "decimal comma":  # 3,5 and 1.234,5; a plain 1.234 too is read so
         spelled_codes, spellings = table.category_codes(name)

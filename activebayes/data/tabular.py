@@ -31,7 +31,11 @@ else none (items are keyed by row number): `key_column_of`. The label and key ar
   `categorical="force"`; it is a key, free text or noise, not a category. So is a numeric column
   whose name ends in the word id or key (customer_id, OrderID) and whose values are whole numbers,
   90 % of them distinct, unless `features` names it: its numbers order the rows, they are not a
-  quantity.
+  quantity. A column of distinct whole numbers named as pandas (Unnamed: 0), R (X), readr (...1)
+  or reset_index (index, level_0) name a saved index is left out with a note, unless `features`
+  names it: row numbers, which order the rows. So, too, is a column of whole numbers written as codes: with a leading zero (a zip
+  code, 02134) or beyond a float's exact whole numbers (a 17-digit account id), unless `features`
+  names it (`csv_columns.number_code`).
 
 Gaps. A cell that is empty or one of NA_VALUES, EXCEL_ERRORS (a formula's #DIV/0!, #N/A, ...,
 with a note; `gap_values`) or `na_values` (compared case-insensitively) is missing. `missing="impute"`: the
@@ -57,7 +61,7 @@ import numpy as np
 
 from activebayes.data.csv_table import ROW_NAMES, CsvTable, finite_or_nan, not_a_column, shown
 from activebayes.data.features import is_number, natural_sorted
-from activebayes.data.parsed_columns import DATE_ORDERS, date_order, decimal_comma_numbers, has_times, iso_days, unit_numbers, written_days
+from activebayes.data.parsed_columns import DATE_ORDERS, UNIT_PREFIX, common_unit, date_order, measured_numbers, decimal_comma_numbers, surely_decimal_comma, has_times, iso_days, unit_numbers, written_days
 from activebayes.errors import DataError
 
 NA_VALUES = ("", "NA", "N/A", "NaN", "null", "?")
@@ -68,6 +72,7 @@ KEY_NAMES = ("key", "id")
 IDENTIFIER_MIN_VALUES = 20  # fewer values than this are never called an identifier
 IDENTIFIER_DISTINCT = 0.9  # share of distinct values that makes a text column an identifier
 IDENTIFIER_WORDS = ("id", "key", "uuid", "guid")  # a numeric column whose name ends in one of these may be an identifier
+ROW_INDEX_NAME = re.compile(r"^(Unnamed: \d+|X|\.\.\.1|index|level_0)$")  # a saved index's name: pandas, R's read.csv, readr, reset_index
 MAX_LEVELS, MAX_LEVEL_SHARE = 50, 0.05  # a categorical column may have max(50, 5 % of rows) levels
 MIXED_NUMBER_SHARE = 0.5  # a text column with fewer than this share of numbers is categorical; with more, refused
 AMBIGUOUS_DATES_CHECKED = 10_000  # levels looked at to tell a categorical column of dates no day settles
@@ -114,6 +119,7 @@ class TablePlan:
     key_column: str | None
     columns: list[ColumnPlan]
     notes: list[str] = field(default_factory=list)
+    left_out: dict[str, str] = field(default_factory=dict)  # column -> why it is no feature ("no values", "a saved index")
 
     def missing_counts(self) -> dict[str, int]:
         """{column: number of missing values}, for columns with any."""
@@ -202,7 +208,8 @@ def _check_options(table: CsvTable, options: TableOptions) -> None:
 def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
     """The feature columns of `table` and their kinds; DataError (one line naming the column and
     the way out) for an identifier-like or too-many-level column, a gap under `missing="error"`,
-    an infinity, a column mixing numbers and text, or a column with no values at all."""
+    an infinity, or a column mixing numbers and text. A column with no values is left out with a
+    note, unless `features` names it; one with one value in every row gets a note."""
     _check_options(table, options)
     key = key_column_of(table.header, options.key_column, options.ignore, table.row_names) if options.find_key else options.key_column
     special = {options.label_column, key} - {None}
@@ -217,12 +224,20 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
         notes.append(_row_names_note(table, key, options))
     elif key is not None and options.key_column is None:
         notes.append(f"using the column {key!r} as item keys (--key-column)")
-    columns, refused = [], []
+    columns, refused, left_out = [], [], {}
     for name in names:
         try:
-            columns.append(_plan_column(table, name, options, notes))
+            column = _plan_column(table, name, options, notes)
         except NotAFeature as exc:
             refused.append(exc)
+            continue
+        one = _one_value(table, column)
+        if one is not None and name not in (options.features or ()):
+            notes.append(f"column {name!r} holds {one} in every row: it tells no rows apart (--ignore {name} leaves it out)")
+        if column is not None:
+            columns.append(column)
+        else:
+            left_out[name] = "a saved index" if ROW_INDEX_NAME.match(name) and not column_missing(table, name, gap_values(options)).all() else "no values"
     if len(refused) == 1:
         raise refused[0]
     if refused:
@@ -230,7 +245,19 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
         leave_out = " ".join(f"--ignore {e.column}" for e in refused)
         raise DataError(f"{str(table.path)!r}: {len(refused)} columns are not features as they stand: {reasons}; leave them out with "
                         f"{leave_out}, or take one as --key-column, --text-column or with --categorical force")  # fmt: skip
-    return TablePlan(table, options, key, columns, notes)
+    if not columns:
+        raise DataError(f"data file {str(table.path)!r}: no feature columns besides the label/key columns (the others have no values)")
+    return TablePlan(table, options, key, columns, notes, left_out)
+
+
+def _one_value(table: CsvTable, column: ColumnPlan | None) -> str | None:
+    """The value, quoted, of a column that holds the same one in every row (no gaps, 2 rows or
+    more); else None."""
+    if column is None or column.kind == "text" or column.missing.any() or len(table) < 2:
+        return None
+    if column.kind == "categorical":
+        return shown(column.levels[0]) if len(column.levels) == 1 else None
+    return shown(table.cell(0, column.name)) if np.all(column.numbers == column.numbers[0]) else None
 
 
 class NotAFeature(DataError):
@@ -298,7 +325,7 @@ def _note_excel_errors(table: CsvTable, name: str, notes: list[str]) -> None:
                  f"{int(where.sum())} cells in all): read as gaps")  # fmt: skip
 
 
-def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[str]) -> ColumnPlan:
+def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[str]) -> ColumnPlan | None:
     path, n, lines = str(table.path), len(table), table.lines
     missing = column_missing(table, name, gap_values(options))
     if options.missing == "error" and missing.any():
@@ -307,8 +334,11 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
             f"{path!r} line {lines[at]}: column {name!r} has no value ({shown(table.cell(at, name))}); "
             "fill it in, or pass --missing impute (or drop)"
         )
+    if missing.all() and name in (options.features or ()):
+        raise DataError(f"{path!r}: column {name!r} has no values (all {n} missing); leave it out of --features")
     if missing.all():
-        raise DataError(f"{path!r}: column {name!r} has no values (all {n} missing); leave it out with --ignore {name}")
+        notes.append(f"column {name!r} has no values (all {n} missing): left out")
+        return None
     _note_excel_errors(table, name, notes)
     if name in options.text_columns:
         return ColumnPlan(name, "text", missing)
@@ -324,9 +354,20 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
             at = first_true(bad)
             raise DataError(f"{path!r} line {lines[at]}: a feature is infinite (column {name!r}: {shown(table.cell(at, name))}); give a finite number")
         values = numbers[present]
+        if ROW_INDEX_NAME.match(name) and name not in (options.features or ()) and _distinct_whole_numbers(values):
+            notes.append(f"column {name!r} holds row numbers, as pandas (Unnamed: 0), R (X) and readr (...1) write an index read with a file "
+                         "and saved again: left out (name it in --features to keep it)")  # fmt: skip
+            return None
         if names_an_identifier(name) and name not in (options.features or ()) and _distinct_whole_numbers(values):
             raise NotAFeature(
                 path, name, f"looks like an identifier, not a feature ({len(np.unique(values))} different whole numbers in {len(values)} rows)",
+                f"pass --key-column {name} if it names the items, or --ignore {name} (name it in --features to use it as a number all the same)",
+            )
+        code = table.columns[name].code
+        if code is not None and name not in (options.features or ()) and np.all(values == np.floor(values)):
+            why = "a leading zero" if code[:1] == "0" else f"{len(code.lstrip('+-'))} digits, more than a float holds exactly"
+            raise NotAFeature(
+                path, name, f"holds codes written in digits, not quantities ({shown(code)}: {why})",
                 f"pass --key-column {name} if it names the items, or --ignore {name} (name it in --features to use it as a number all the same)",
             )
         if present.all() and n >= IDENTIFIER_MIN_VALUES and (np.array_equal(values, np.arange(n)) or np.array_equal(values, np.arange(1, n + 1))):
@@ -334,6 +375,12 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
         return ColumnPlan(name, "numeric", missing, numbers=np.where(missing, np.nan, numbers))
     text = present & ~numeric
     comma_level = np.asarray([*("," in t for t in texts), False])[codes] & np.isfinite(decimal_comma_numbers([*texts, ""])[codes])
+    written = [texts[k] for k in np.unique(codes[comma_level & present]).tolist()]
+    surely = table.delimiter == "," and (comma_level | numeric)[present].all() and any(map(surely_decimal_comma, written))
+    if surely:  # as a regression target so written (`dataset.check_labels`): refused, never guessed
+        raise DataError(f"{path!r}: column {name!r} is written with decimal commas ({shown(table.cell(first_true(comma_level & present), name))}) "
+                        "in a file whose cells are separated by commas; save it separated by ';' or tabs (Google Sheets: "
+                        "Download, Tab-separated values), as spreadsheets in comma-decimal locales do, or write the numbers with a point")  # fmt: skip
     if (comma_level & present).any() and table.delimiter != ",":
         spelled_codes, spellings = table.category_codes(name)
         european = decimal_comma_numbers(spellings)[spelled_codes]
@@ -423,6 +470,12 @@ def _written_quantity(table: CsvTable, name: str, missing: np.ndarray, numeric: 
                 f"{str(table.path)!r} line {table.lines[at]}: column {name!r} holds {shown_kind} but also {shown(stray)}, "
                 f"which is not one ({int((present & ~parsed).sum())} of {int(present.sum())} values); correct it, or pass --na-values if it marks a gap"
             )
+    unit = common_unit([texts[k] for k in used.tolist()]) if (present & ~numeric).sum() >= 0.5 * present.sum() else None
+    if unit is not None:  # 59 yrs, 32.1 kg/m2: one unit, on most values (not 12.5o, a typo among numbers)
+        numbers = table.numbers(name).copy()
+        numbers[codes >= 0] = measured_numbers(texts, unit)[codes[codes >= 0]]
+        notes.append(f"column {name!r} holds numbers with the unit {unit!r} ({example}): read as numbers")
+        return ColumnPlan(name, "numeric", missing, numbers=np.where(missing, np.nan, numbers), written=f"{UNIT_PREFIX}{unit}")
     if np.isfinite(amounts[used]).all():
         numbers = table.numbers(name).copy()
         numbers[codes >= 0] = amounts[codes[codes >= 0]]

@@ -55,7 +55,8 @@ def text_pipeline(n_rows: int, dims: int | None = None) -> Any:
             if cap < 1:
                 raise DataError(f"text column: {X.shape[1]} distinct word(s) in {X.shape[0]} rows is too little text to learn from")
             self.n_components = min(self.n_components, cap)
-            return super().fit_transform(X, y)
+            with np.errstate(invalid="ignore", divide="ignore"):  # explained_variance_ratio_ (unused) of text alike in every row: 0/0
+                return super().fit_transform(X, y)
 
     class BlockScale(TransformerMixin, BaseEstimator):
         """x / s with s = sqrt(mean over columns of their variance) (1 when that is 0)."""

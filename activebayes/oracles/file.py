@@ -31,6 +31,7 @@ from collections.abc import Container, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from activebayes.data.label_spellings import spelling_key
 from activebayes.data.csv_encoding import csv_text
 from activebayes.errors import DataError
 from activebayes.oracles.base import Answer
@@ -247,9 +248,9 @@ class FileOracle:
                 continue
             if allowed is not None and label not in allowed:
                 shown = ", ".join(self.classes[:20]) + (" ..." if len(self.classes) > 20 else "")
-                raise DataError(
-                    f"{at}: label {label!r} is not one of the classes {shown}; correct {unit} {line} and run the command again"
-                )
+                spelled = [c for c in self.classes if spelling_key(c) == spelling_key(label)]
+                fix = f"write it {spelled[0]!r}, as the class is spelled, on {unit} {line}" if spelled else f"correct {unit} {line}"
+                raise DataError(f"{at}: label {label!r} is not one of the classes {shown}; {fix} and run the command again")
             if known is not None and key not in known:
                 raise DataError(
                     f"{at}: key {key!r} is not an item of this project; correct {unit} {line} "

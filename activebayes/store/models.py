@@ -46,6 +46,17 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def as_utc(moment: datetime) -> datetime:
+    """`moment` as aware UTC (SQLite hands back naive datetimes, written as UTC; PostgreSQL aware ones)."""
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+
+
+def utc_text(moment: datetime | None) -> str | None:
+    """`moment` in ISO 8601 with its UTC offset (2026-11-28T10:21:09.683122+00:00), alike from
+    SQLite and PostgreSQL; None stays None."""
+    return as_utc(moment).isoformat() if moment is not None else None
+
+
 class Task(str, enum.Enum):
     classification = "classification"
     regression = "regression"

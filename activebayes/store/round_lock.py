@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine, text
@@ -30,7 +30,7 @@ from sqlalchemy.pool import StaticPool
 from activebayes.errors import RoundBusyError, StoreError
 from activebayes.store.engine import BUSY_TIMEOUT_MS, make_engine, session_factories, session_transaction
 from activebayes.store.project_access import get_project
-from activebayes.store.models import RoundLock, RoundStatus, utcnow
+from activebayes.store.models import RoundLock, RoundStatus, as_utc, utcnow
 from activebayes.store.round_access import latest_round
 
 # pg_try_advisory_lock(key) while a round runs: advisory locks are server-wide, so the key hashes
@@ -79,9 +79,7 @@ class RoundLockInfo:
     _thread: threading.Thread | None = field(default=None, repr=False)
 
 
-def _utc(moment: datetime) -> datetime:
-    """`moment` as aware UTC (SQLite hands back naive datetimes, written as UTC)."""
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+_utc = as_utc  # SQLite hands back naive datetimes, written as UTC
 
 
 def _pid_running(pid: int) -> bool:
