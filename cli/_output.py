@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -181,8 +182,22 @@ def shown_data(path: str | None) -> str:
     return f"{folder} (images)" if folder is not None else path
 
 
+def shown_source(info: Any) -> str:
+    """The project's data as the user knows it (`shown_data`); after `pool add --append`, the
+    first file plus the files appended: "t.csv + 2 appended (b.csv, c.csv; 40 rows)"."""
+    settings = info.settings or {}
+    appended = settings.get("appended") or []
+    if not appended:
+        return shown_data(info.data_path)
+    names = ", ".join(Path(a["file"]).name for a in appended[-3:])
+    more = "..., " if len(appended) > 3 else ""
+    rows = sum(a["rows"] for a in appended)
+    return f"{settings.get('first_data_path')} + {len(appended)} appended ({more}{names}; {rows} rows)"
+
+
 def refuse_second_pool(store: Any, name: str, info: Any) -> None:
     """A CliError when project `name` has a pool already (one data file a project)."""
     if info.data_path is not None and store.count_items(name) > 0:
-        raise CliError(f"project {name!r} already has a pool from {shown_data(info.data_path)}",
-                       "create another project with `activebayes init --name NAME` for a second data file")  # fmt: skip
+        raise CliError(f"project {name!r} already has a pool from {shown_source(info)}",
+                       ("to add rows of the same table run `activebayes pool add FILE --append`; for other data, " if info.data_format == "csv" else "")
+                       + "create another project with `activebayes init --name NAME`")  # fmt: skip

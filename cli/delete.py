@@ -32,6 +32,7 @@ def delete(
     """Delete a project: its items, rounds and answers (not the data file). Refused without --yes
     while it holds labels that people gave."""
     from activebayes.data.feature_cache import remove_feature_cache
+    from activebayes_cli._pool_append import remove_appended_data
 
     st = state(ctx)
     store = st.store(upgrade=True)
@@ -48,9 +49,10 @@ def delete(
             f"project {name!r} holds {given} {what}{'s' if given != 1 else ''} that {people} gave, which deleting it would lose",
             f"keep them with `{export}`{back}, then pass --yes",
         )
-    cache = (store.project(name).settings or {}).get("feature_cache")
+    info = store.project(name)
     store.delete_project(name)
-    remove_feature_cache(cache)
+    remove_feature_cache((info.settings or {}).get("feature_cache"))
+    remove_appended_data(info)  # the combined file `pool add --append` wrote; the user's files stay
     if design:
         again = design_command(st, name)
     else:

@@ -22,6 +22,10 @@ indicator per column with gaps), dropped with their rows (drop) or refused (erro
 standardised (z = (x - mean) / sd). Every statistic is learnt on the pool rows only, recorded in
 the project's settings and applied at every fit and score; --no-standardize keeps numbers raw. A
 project created without --classes reads its classes from the labels here (naturally sorted).
+
+With --append, the rows of a csv with the project's columns and new keys join the pool of a
+project that has one, read with the first import's options and frozen feature encoding
+(`activebayes_cli._pool_append`).
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ def add(
     file: Annotated[Path, typer.Argument(help="Data file: .npy, .npz (x, y, keys), .csv (.tsv, .txt; the separator is read from the header), or MNIST IDX.")],
     key_column: Annotated[Optional[str], typer.Option("--key-column", help="csv column of item keys (default: one named key or id, else the row names: a first column without a name, else the row number).")] = None,
     label_column: Annotated[Optional[str], typer.Option("--label-column", help="csv column of labels (default: 'label' if present).")] = None,
-    test_fraction: Annotated[float, typer.Option("--test-fraction", help="Share of rows held out as a labelled test split (for metrics).")] = 0.0,
+    test_fraction: Annotated[float, typer.Option("--test-fraction", help="Share of rows held out as a labelled test split (for metrics); with --append, a share of the new labelled rows.")] = 0.0,
     labels_are_known: Annotated[bool, typer.Option("--labels-are-known", help="Import the labels as observations instead of holding them back as the truth; rows with an empty label are the pool to label.")] = False,
     truth: Annotated[Optional[Path], typer.Option("--truth", help="Labels in a separate file (e.g. MNIST *-labels-idx1-ubyte, .npy, or a key,label csv).")] = None,
     image_layout: Annotated[ImageLayout, typer.Option("--image-layout", help="IDX images as flat rows or [1, H, W] (for --model cnn).")] = ImageLayout.flat,
@@ -63,9 +67,18 @@ def add(
     skip_unreadable: Annotated[bool, typer.Option("--skip-unreadable", help="FOLDER of images: leave out (and name) files that cannot be read, instead of refusing the folder.")] = False,
     image_size: Annotated[Optional[str], typer.Option("--image-size", help="FOLDER of images: resize every image to HxW (e.g. 32x32); default: their common size.")] = None,
     labels_from_folders: Annotated[bool, typer.Option("--labels-from-folders", help="FOLDER of images: each image's label is its sub-folder's name.")] = False,
+    append: Annotated[bool, typer.Option("--append", help="Add FILE's rows to the project's pool: a csv with the same columns and new keys, read with the first import's options and feature encoding; labels are taken as then; with --test-fraction a share of the new labelled rows becomes test items, else every new row is a pool item.")] = False,
 ) -> None:
-    """Register a data file (path + sha256), or a FOLDER of images (PNG, JPEG, WebP, BMP, GIF, TIFF), and create one item per row/image."""
+    """Register a data file (path + sha256), or a FOLDER of images (PNG, JPEG, WebP, BMP, GIF, TIFF), and create one item per row/image;
+    with --append, add a new batch of rows of the same table to the project's pool."""
     st = state(ctx)
+    if append:
+        given = {"--features": features, "--ignore": ignore, "--text-column": text_column, "--na-values": na_values, "--truth": truth,
+                 "--merge-label-spellings": merge_label_spellings, "--no-standardize": not standardize, "--categorical": categorical != Categorical.auto,
+                 "--missing": missing != Missing.impute, "--image-layout": image_layout != ImageLayout.flat, "--image-size": image_size,
+                 "--labels-from-folders": labels_from_folders, "--skip-unreadable": skip_unreadable}  # fmt: skip
+        return add_rows(st, file, test_fraction=test_fraction, seed=seed, labels_are_known=labels_are_known, key_column=key_column,
+                        label_column=label_column, options=[flag for flag, value in given.items() if value])  # fmt: skip
     if file.is_dir() or image_size is not None or labels_from_folders:  # images: see cli/_pool_folder.py
         from activebayes_cli._pool_folder import add_folder
 
@@ -97,9 +110,8 @@ def add(
 
     def render(console) -> None:
         console.print(
-            f"Added {summary['pool_items']} pool items"
-            + (f" and {summary['test_items']} test items" if summary["test_items"] else "")
-            + f" from {file} ({summary['format']}, features {summary['features']}"
+            items_from("Added", summary, file)
+            + f" ({summary['format']}, features {summary['features']}"
             + ("; standardised" if summary["standardized"] else "")
             + (f"; one-hot: {', '.join(summary['categorical'])}" if summary["categorical"] else "")
             + (f"; text: {', '.join(summary['text_columns'])}" if summary["text_columns"] else "")
@@ -110,6 +122,56 @@ def add(
         console.print(f"Next: {next_hint}")
 
     st.out.result(summary, render)
+
+
+def add_rows(st, file: Path, *, test_fraction: float, seed: int, labels_are_known: bool, key_column: str | None,
+             label_column: str | None, options: list[str]) -> None:
+    """`pool add FILE --append` (`activebayes_cli._pool_append`): the table options are the
+    first import's; one given anyway is refused unless it says the same."""
+    from activebayes_cli._app import CliError
+    from activebayes_cli._pool_append import append_table
+    from activebayes_cli._pool_folder import cache_folder
+
+    if options:
+        raise CliError(f"--append: {', '.join(options)} cannot be given; the new rows are read as the first import read its table",
+                       "leave them out")  # fmt: skip
+    if file.is_dir():
+        raise CliError(f"--append: {file} is a folder; only rows of a csv table can be appended",
+                       "add the new images, with the old ones, to a new project (`activebayes init --name NAME`, then `pool add FOLDER`)")  # fmt: skip
+    existing_file(file, "FILE")
+    fraction(test_fraction, "--test-fraction")
+    store = st.store(upgrade=True)
+    name = st.project_name()
+    info = store.project(name)
+    refuse_design(st, name, info, "pool add")
+    recorded = info.settings or {}
+    for option, value, was in (("--key-column", key_column, recorded.get("key_column")), ("--label-column", label_column, recorded.get("label_column"))):
+        if value is not None and value != was:
+            raise CliError(f"{option}: project {name!r} was imported with {option} {was}, not {value}", f"leave {option} out with --append")
+    if labels_are_known and recorded.get("truth") != "known":
+        raise CliError(f"--labels-are-known: project {name!r} holds its labels back as the truth", "leave --labels-are-known out with --append")
+    summary = append_table(store, name, file, test_fraction=test_fraction, seed=seed, folder=cache_folder(st.db))
+    next_hint = after_pool_add(st, summary["truth"])
+
+    def render(console) -> None:
+        console.print(
+            items_from("Appended", summary, file)
+            + f" to project {name}"
+            + (f" ({summary['labels']} labels imported)" if summary["labels"] else "")
+            + (f"; {summary['left_out']} rows with a missing value left out" if summary["left_out"] else "")
+            + f"; now {summary['total_pool_items']} pool items"
+            + (f" and {summary['total_test_items']} test items" if summary["total_test_items"] else "")
+            + "; features encoded as at the first import."
+        )
+        console.print(f"Next: {next_hint}")
+
+    st.out.result(summary, render)
+
+
+def items_from(verb: str, summary: dict, file: Path) -> str:
+    """"Added 40 pool items and 10 test items from FILE" (the test items when there are any)."""
+    test = f" and {summary['test_items']} test items" if summary["test_items"] else ""
+    return f"{verb} {summary['pool_items']} pool items{test} from {file}"
 
 
 def column_list(text: str, option: str) -> tuple[str, ...]:

@@ -26,7 +26,7 @@ from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import CliState, check_db_url, shown_url, state
 from activebayes_cli._options import CommandDb
 from activebayes_cli._parse import parse_classes
-from activebayes_cli._output import shown_data
+from activebayes_cli._output import shown_source
 
 app = command_group()
 
@@ -242,6 +242,7 @@ def status(ctx: typer.Context) -> None:
         "task": info.task,
         "classes": info.classes,
         "data_path": info.data_path,
+        "appended": (info.settings or {}).get("appended", []),
         "pool_items": n_pool,
         "test_items": n_test,
         "labelled": labelled,
@@ -266,7 +267,7 @@ def status(ctx: typer.Context) -> None:
     }
 
     def render(console: Console) -> None:
-        console.print(f"[bold]{escape(name)}[/] ({info.task}) — data: {escape(shown_data(info.data_path))}", markup=True)
+        console.print(f"[bold]{escape(name)}[/] ({info.task}) — data: {escape(shown_source(info))}", markup=True)
         counts = [f"pool items: {n_pool}", f"labelled: {labelled}", f"unlabelled: {n_pool - labelled}", f"test items: {n_test}"]
         line = "   ".join(counts)
         for text in [line] if len(line) <= console.width else counts:  # a count never splits
