@@ -128,6 +128,7 @@ def add_rows(st, file: Path, *, test_fraction: float, seed: int, labels_are_know
              label_column: str | None, options: list[str]) -> None:
     """`pool add FILE --append` (`activebayes_cli._pool_append`): the table options are the
     first import's; one given anyway is refused unless it says the same."""
+    from activebayes.errors import RoundBusyError
     from activebayes_cli._app import CliError
     from activebayes_cli._pool_append import append_table
     from activebayes_cli._pool_folder import cache_folder
@@ -150,7 +151,11 @@ def add_rows(st, file: Path, *, test_fraction: float, seed: int, labels_are_know
             raise CliError(f"{option}: project {name!r} was imported with {option} {was}, not {value}", f"leave {option} out with --append")
     if labels_are_known and recorded.get("truth") != "known":
         raise CliError(f"--labels-are-known: project {name!r} holds its labels back as the truth", "leave --labels-are-known out with --append")
-    summary = append_table(store, name, file, test_fraction=test_fraction, seed=seed, folder=cache_folder(st.db))
+    try:  # no round reads the data file while it is replaced, nor starts before the new items are in
+        with store.round_lock(name):
+            summary = append_table(store, name, file, test_fraction=test_fraction, seed=seed, folder=cache_folder(st.db))
+    except RoundBusyError as exc:
+        raise CliError(str(exc).partition("; ")[0], "wait for it to finish, then run this command again") from exc
     next_hint = after_pool_add(st, summary["truth"])
 
     def render(console) -> None:

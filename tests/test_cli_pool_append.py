@@ -249,3 +249,20 @@ def test_only_a_csv_table_takes_rows(cli_db):
     assert_mistake(run("pool", "add", "more.csv", "--append"), "holds a .npy file; only rows of a csv table can be appended")
     Path("imgs").mkdir()
     assert_mistake(run("pool", "add", "imgs", "--append"), "imgs is a folder; only rows of a csv table can be appended", "new project")
+
+
+def test_refused_while_a_round_runs(cli_db):
+    """A round holds the project's round lock while it reads the data file and records its
+    queries; an append then waits its turn: one line, exit 2, nothing written."""
+    from activebayes.store import PoolStore
+
+    write_rows(Path("t.csv"), 0, 20)
+    ok("init", "--name", "t")
+    ok("pool", "add", "t.csv")
+    write_rows(Path("more.csv"), 20, 23)
+    before, files = db_dump(cli_db), cache_files()
+    with PoolStore(cli_db) as store, store.round_lock("t"):
+        assert_mistake(run("pool", "add", "more.csv", "--append"), "of project 't' is running", "run this command again")
+    assert db_dump(cli_db) == before and cache_files() == files
+    ok("pool", "add", "more.csv", "--append")
+    assert status()["pool_items"] == 23
