@@ -81,16 +81,17 @@ def test_the_95_interval_of_an_observation_adds_the_noise():
 
 def test_linear_variance_is_in_the_original_units():
     """x → 10 x + 3, y → 7 y − 2: the same fit in the internal units, so V_d → V_d · 49 / 100, the
-    noise · 49, and the predictions follow the map (to the optimiser's round-off)."""
+    noise · 49, and the predictions follow the map. Tolerance 1 %: the optimiser's path differs by
+    round-off (6e-4 seen), a slip in the units by a factor 7 to 100."""
     x, y, xq = _data()
     gp = GaussianProcess(kernel="rbf+linear", seed=0, device="cpu").fit(x, y)
     scaled = GaussianProcess(kernel="rbf+linear", seed=0, device="cpu").fit(10 * x + 3, 7 * y - 2)
-    torch.testing.assert_close(scaled.linear_variance_, gp.linear_variance_ * 49 / 100, rtol=1e-4, atol=0)
-    assert scaled.noise_ == pytest.approx(gp.noise_ * 49, rel=1e-4)
+    torch.testing.assert_close(scaled.linear_variance_, gp.linear_variance_ * 49 / 100, rtol=1e-2, atol=0)
+    assert scaled.noise_ == pytest.approx(gp.noise_ * 49, rel=1e-2)
     mu, var = gp.predict_mean_var(xq)
     mu_s, var_s = scaled.predict_mean_var(10 * xq + 3)
-    torch.testing.assert_close(mu_s, 7 * mu - 2, rtol=1e-4, atol=1e-4)
-    torch.testing.assert_close(var_s, 49 * var, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(mu_s, 7 * mu - 2, rtol=1e-2, atol=1e-2)
+    torch.testing.assert_close(var_s, 49 * var, rtol=1e-2, atol=1e-3)
 
 
 @pytest.mark.parametrize("kernel", ["rbf+linear", "matern52+linear"])
@@ -121,3 +122,31 @@ def test_the_variational_gp_takes_the_linear_part():
     assert gp.approximate_ and gp.linear_variance_.shape == (2,) and bool((gp.linear_variance_ > 0).all())
     mean, var = gp.predict_mean_var(xq)
     assert mean.shape == var.shape == (30,) and bool(torch.isfinite(mean).all()) and bool((var >= 0).all())
+
+
+@pytest.mark.parametrize("prior", [(-4.0, 1.0), (-1.0, 1.5)])
+def test_the_learnt_noise_is_the_map_of_its_log_normal_prior(prior):
+    """Lengthscale and outputscale fixed, the noise learnt: σ̃² maximises, in the standardised
+    units, log N(ỹ; 0, K̃ + σ̃² I) + log LogNormal(σ̃²; μ, σ), found here on a grid by hand."""
+    x, y, _ = _data(n=20)
+    gp = GaussianProcess(lengthscale=0.7, outputscale=1.8, noise_prior=prior, seed=0, device="cpu").fit(x, y)
+    s_y = float(y.std())
+    yt = (y - y.mean()) / s_y
+    k = 1.8 / s_y**2 * torch.exp(-0.5 * torch.cdist(x / 0.7, x / 0.7) ** 2)
+    mu, sigma = prior
+
+    def objective(s2):
+        gauss = torch.distributions.MultivariateNormal(torch.zeros(len(x), dtype=torch.float64), k + s2 * torch.eye(len(x), dtype=torch.float64))
+        log_s2 = math.log(s2)
+        return float(gauss.log_prob(yt)) - log_s2 - math.log(sigma) - 0.5 * math.log(2 * math.pi) - (log_s2 - mu) ** 2 / (2 * sigma**2)
+
+    grid = torch.logspace(-4, 1, 2001, dtype=torch.float64).tolist()  # steps of 0.6 %
+    best = max(grid, key=objective)
+    assert gp.noise_ / s_y**2 == pytest.approx(best, rel=0.01)
+
+
+def test_a_bad_noise_prior_is_refused():
+    for bad in ((-1.0, 0.0), (-1.0,), "wide", (math.nan, 1.0), (True, 1.0)):
+        with pytest.raises(ConfigError, match="noise_prior"):
+            GaussianProcess(noise_prior=bad)
+    assert GaussianProcess(noise_prior=[-1, 1.5]).get_params()["noise_prior"] == (-1.0, 1.5)

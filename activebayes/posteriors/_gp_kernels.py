@@ -50,14 +50,19 @@ class Kernel(StrEnum):
 class CentredLinearKernel(gpytorch.kernels.LinearKernel):
     """k(x, x') = v Σ_d (x_d − c_d)(x'_d − c_d) with a fixed centre c [D] (a buffer).
 
-    x, x' [..., N, D] -> [..., N, M] (gpytorch's LinearKernel on the shifted inputs)."""
+    x [..., N, D], x' [..., M, D] -> [..., N, M] dense ([..., N] with diag). Dense rather than
+    gpytorch's low-rank root: added to the stationary part, a low-rank term makes gpytorch take a
+    Cholesky root of the stationary matrix alone, which is near-singular on a joint posterior and
+    then warned about the jitter it added."""
 
     def __init__(self, centre: Tensor, **kwargs) -> None:
         super().__init__(**kwargs)
         self.register_buffer("centre", centre.detach().clone())
 
-    def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, last_dim_is_batch: bool | None = False, **params):
-        return super().forward(x1 - self.centre, x2 - self.centre, diag=diag, last_dim_is_batch=last_dim_is_batch, **params)
+    def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **params) -> Tensor:
+        scale = self.variance.sqrt()
+        u, w = (x1 - self.centre) * scale, (x2 - self.centre) * scale
+        return (u * w).sum(-1) if diag else u @ w.transpose(-2, -1)
 
 
 def covariance(kernel: Kernel, base: gpytorch.kernels.Kernel, centre: Tensor) -> gpytorch.kernels.Kernel:

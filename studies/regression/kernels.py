@@ -14,7 +14,8 @@ imputed with an indicator column, features standardised): scikit-learn's diabete
 make_friedman1 (500 x 10, noise 1), make_friedman2 (500 x 4, noise 50), make_friedman3 (500 x 4,
 noise 0.1); linear-gaps, y = x·(3, −2, 1, 0.5, 0, 0) + N(0, 1) with 20 % of the feature cells
 empty (500 x 6); houses, a price linear in floor area, rooms, age and distance plus N(0, 30,000²)
-(600 x 4, prices of order 500,000).
+(600 x 4, prices of order 500,000); branin, Branin–Hoo on [0, 1]² as in run.py, y = branin/50 +
+N(0, 0.05²) (600 x 2: smooth, nearly noiseless, as in Bayesian optimisation).
 
 Per table and repeat r (the split's seed, and the seed of 5 random first labels):
 - random: labels drawn uniformly from the pool; at each label count of --labels every model's GP
@@ -39,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-TABLES = ("diabetes", "friedman1", "friedman2", "friedman3", "linear-gaps", "houses")
+TABLES = ("diabetes", "friedman1", "friedman2", "friedman3", "linear-gaps", "houses", "branin")
 MODELS = ("rbf", "matern52", "rbf+linear", "matern52+linear")
 Z95 = 1.959963984540054
 
@@ -68,6 +69,11 @@ def make_table(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         age, distance = rng.uniform(0, 80, n), rng.uniform(1, 30, n)
         price = 50_000 + 2_500 * area + 8_000 * rooms - 900 * age - 3_000 * distance + rng.normal(0, 30_000, n)
         return np.c_[area, rooms, age, distance], price, None
+    if name == "branin":
+        from run import branin  # studies/regression/run.py
+
+        x = rng.uniform(0.0, 1.0, (600, 2))
+        return x, branin(x) / 50 + rng.normal(0.0, 0.05, 600), None
     raise SystemExit(f"unknown table {name!r}")
 
 
