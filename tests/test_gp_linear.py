@@ -32,7 +32,7 @@ def _learnt(gp):
 
 def _closed_form(gp, x, y, xq, smooth):
     """μ, σ², log p(y) with k(u, v) = a k_s(|u − v|/ℓ) + Σ_d V_d (u_d − x̄_d)(v_d − x̄_d), textbook formulas,
-    original units: the linear part is centred at the mean x̄ of the training inputs."""
+    original units (V_d: the slope variance of feature d): the linear part is centred at the mean x̄ of the training inputs."""
     ls, lin = _learnt(gp)
     a, s2, centre = gp.outputscale_, gp.noise_, x.mean(0)
 

@@ -9,10 +9,11 @@ inside a ScaleKernel (outputscale a). The linear part is Bayesian linear regress
 weights integrated out: f = s + Σ_d w_d (x̃_d − c_d), w_d ~ N(0, v) independent of the smooth part
 s, one variance v shared by every feature (as ridge regression shares one penalty: one more
 hyper-parameter, where a v_d per feature overfitted 10 labels of 10 features, its 95 % intervals
-covering a third of the test targets of friedman1; studies/regression/kernels.py). It is centred at c, the mean of the
-training inputs, so that the prior mean (zero: the mean of the targets) is what the line takes
-at the middle of the data and the line's prior variance is smallest there; without the centre a
-line through the corner x̃ = 0 would be forced through the targets' mean at that corner.
+covering a third of the test targets of friedman1; studies/regression/kernels.py). It is
+centred at c, the mean of the training inputs, so that the prior mean (zero: the mean of the
+targets) is what the line takes at the middle of the data and the line's prior variance is
+smallest there; without the centre a line through the corner x̃ = 0 would be forced through the
+targets' mean at that corner.
 The variance v is learnt with the other hyper-parameters (flat prior, start 1), and can
 shrink to zero, so "matern52+linear" contains "matern52": the marginal likelihood of the larger
 model at its optimum is never below the smaller one's.
@@ -27,7 +28,7 @@ import torch
 from gpytorch.constraints import GreaterThan
 from torch import Tensor
 
-_MIN_LINEAR_VARIANCE = 1e-8  # lower bound on a learnt v_d (internal units)
+_MIN_LINEAR_VARIANCE = 1e-8  # lower bound on a learnt v (internal units)
 
 
 class Kernel(StrEnum):

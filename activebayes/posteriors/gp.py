@@ -15,7 +15,7 @@ original units; a zero range counts as 1) and ỹ = (y − m_y) / s_y (`Standard
 s_y the Bessel-corrected std of the targets; below 1e-8, or with one target, s_y = 1):
     ỹ_n = f̃(x̃_n) + ε_n,   f̃ ~ GP(0, a k(x̃, x̃')),   ε_n ~ N(0, σ̃_ε²),
     k = RBF exp(−r²/2) or Matérn-5/2 (1 + √5 r + 5r²/3) exp(−√5 r),  r² = Σ_d (x̃_d − x̃'_d)² / ℓ̃_d²,
-with the kernels "rbf+linear" and "matern52+linear" adding Σ_d v_d (x̃_d − c_d)(x̃'_d − c_d), c the
+with the kernels "rbf+linear" and "matern52+linear" adding v Σ_d (x̃_d − c_d)(x̃'_d − c_d), c the
 training inputs' mean (`activebayes.posteriors._gp_kernels`): a line in the features, its weights
 integrated out; `linear_variance_` [D] reports v s_y² / r_d², the prior variance of the slope of
 feature d in the original units (None without the linear part).
@@ -31,7 +31,7 @@ Fitting (hyper-parameters not given), `priors=True` (default): MAXIMUM A POSTERI
 likelihood — BoTorch 0.18's `SingleTaskGP` priors (Hvarfner et al. 2024, "Vanilla Bayesian
 optimization performs great in high dimensions"), in the internal units:
     ℓ̃_d ~ LogNormal(√2 + ½ log D, √3),  ℓ̃_d >= 0.025;   σ̃_ε² ~ LogNormal(−4, 1),  σ̃_ε² >= 1e-4;
-and a flat prior on the outputscale a and the linear variances v_d (BoTorch has none to copy);
+and a flat prior on the outputscale a and the linear part's variance v (BoTorch has none to copy);
 `noise_prior` = (μ, σ) replaces the noise prior's (−4, 1). That prior expects nearly noiseless
 targets (its mode, exp(−5) = 0.7 % of the targets' variance, suits Bayesian optimisation): on
 scikit-learn's diabetes, where ridge regression leaves about half the variance unexplained, the
