@@ -215,6 +215,20 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     return {"data": data, "spec": spec, "plan": plan, "pool_rows": pool_rows, "test_rows": test_rows, "dropped": dropped}
 
 
+def refuse_constant_target(labels: list[str], rows: np.ndarray, column: str) -> None:
+    """A one-line CliError when the regression labels at `rows` (those given; "" is a row still to
+    label) all take one value (`activebayes.data.plausible.constant_value`): nothing can be learnt."""
+    from activebayes.data.plausible import constant_value
+
+    given = [labels[i] for i in rows if labels[i]]
+    value = constant_value(given)
+    if value is not None:
+        raise CliError(
+            f"{column}: all {len(given)} labels are {value:g}; a target that does not vary cannot be learnt",
+            "pass the --label-column of the quantity to predict, or give rows where it varies",
+        )
+
+
 def split_rows(n: int, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(pool rows, test rows), sorted; the test rows are a seeded uniform sample of round(f·n)."""
     n_test = int(round(test_fraction * n))
@@ -335,6 +349,8 @@ def register_pool(
         else:
             pool_rows, test_rows = split_rows(n, test_fraction, seed)
             spec = feature_settings(data, fmt, pool_rows, standardize)
+        if info.task == "regression" and labels is not None:
+            refuse_constant_target(labels, np.concatenate([pool_rows, test_rows]), label_column or "label")
         truth_kind = "none" if labels is None else ("known" if labels_are_known else "held-back")
         settings = {
             "label_column": label_column,

@@ -130,3 +130,20 @@ def test_a_network_posterior_runs_a_regression_round(regression):
     args = ("--posterior", "mc-dropout", "--epochs", "2", "--samples", "2", "--device", "cpu")
     out = json.loads(ok("--json", "round", "--oracle", "truth", "--k", "3", "--acquisition", "bald", *args).stdout)
     assert out["posterior"] == "mc-dropout" and out["status"] == "done" and {"rmse", "nll", "n_test"} <= set(out["metrics"])
+
+
+@pytest.mark.parametrize("values", [[3.0] * 20, [3.0] * 19 + [3.0 + 1e-12]], ids=["equal", "rounding"])
+def test_a_constant_target_is_refused_at_pool_add(cli_db, values):
+    """Nothing can be learnt of a target that does not vary: one line naming the column and its
+    value, exit 2, the database as it was and no feature cache written."""
+    with Path("flat.csv").open("w", newline="") as fh:
+        csv.writer(fh).writerows([["id", "a", "y"], *([f"p{i}", str(i), repr(v)] for i, v in enumerate(values))])
+    ok("init", "--name", "flat", "--task", "regression")
+    before = db_dump(cli_db)
+    assert_mistake(run("pool", "add", "flat.csv", "--label-column", "y", "--test-fraction", "0.25"), "y: all 20 labels are 3", "does not vary")
+    assert db_dump(cli_db) == before
+    assert not any(Path(".").rglob("*.npy"))
+    values = [3.001, *values[1:]]  # one label that differs: accepted
+    with Path("flat.csv").open("w", newline="") as fh:
+        csv.writer(fh).writerows([["id", "a", "y"], *([f"p{i}", str(i), repr(v)] for i, v in enumerate(values))])
+    ok("pool", "add", "flat.csv", "--label-column", "y", "--test-fraction", "0.25")

@@ -9,6 +9,14 @@ an answer v is far outside when
 Tukey's fences at FAR = 10 instead of 1.5 (his "far out" values are beyond 3 IQR), so that only
 answers an order of magnitude away from the spread are named. Where the labels so far are all
 equal (IQR = 0) the fence is FAR · max(|Q1|, |Q3|, tiny) from them.
+
+A regression target that does not vary (`constant_value`) cannot be learnt: every model's best
+prediction is that one value. Labels L (at least two, finite) count as constant when
+
+    max L − min L <= SAME · max(|max L|, |min L|),
+
+with SAME = 1e-9: equal, or different only by the rounding of a number written with about nine
+significant digits (2.999999999 and 3.0).
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import numpy as np
 
 FAR = 10.0
 MIN_LABELS = 5
+SAME = 1e-9
 
 
 def far_outside(answers: Mapping[str, float], labels: Sequence[float]) -> dict[str, float]:
@@ -34,4 +43,15 @@ def far_outside(answers: Mapping[str, float], labels: Sequence[float]) -> dict[s
     return {key: value for key, value in answers.items() if not low <= value <= high}
 
 
-__all__ = ["FAR", "MIN_LABELS", "far_outside"]
+def constant_value(labels: Sequence[float]) -> float | None:
+    """The value every one of `labels` takes (the first, when they differ by rounding alone; module
+    docstring), or None when they vary or fewer than two of them are finite numbers."""
+    known = np.asarray([float(v) for v in labels], dtype=np.float64)
+    known = known[np.isfinite(known)]
+    if known.size < 2:
+        return None
+    low, high = float(known.min()), float(known.max())
+    return float(known[0]) if high - low <= SAME * max(abs(low), abs(high)) else None
+
+
+__all__ = ["FAR", "MIN_LABELS", "SAME", "constant_value", "far_outside"]
