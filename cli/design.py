@@ -7,15 +7,15 @@ Trials are recorded in the database of the command's --db, else of the global --
 ACTIVEBAYES_DB; without any of them a person's go to the default activebayes.db and a simulated
 session's nowhere (the output says which). A participant recorded before is resumed: --trials
 counts the trials to run now, after the recorded ones, and a simulated participant's answer to
-trial n is drawn from (--seed, participant, n), so a session resumed after k trials answers as one
-run straight through. --json prints one JSON object on stdout.
+trial n is drawn from (--seed, participant, n), as is the digit list shown to a person at trial n
+(`activebayes.design.digit_lists`), so a session resumed after k trials answers, and shows, as
+one run straight through. --json prints one JSON object on stdout.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import random
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -42,15 +42,19 @@ class _Stop(Exception):
 
 
 class _PromptParticipant:
-    """A person at the terminal: shows a random digit list of the chosen length, asks y/n."""
+    """A person at the terminal: shows a digit list of the chosen length (trial n's from (seed,
+    participant, n): `activebayes.design.digit_lists`), asks y/n."""
 
-    def __init__(self, console: Console, seed: int) -> None:
+    def __init__(self, console: Console, seed: int, participant: str, first_trial: int) -> None:
         self.console = console
-        self.rng = random.Random(seed)  # the digits shown only; no model randomness here
+        self.seed, self.participant, self.trial = seed, participant, first_trial
 
     def answer(self, design: float | list[float]) -> int:
+        from activebayes.design.digit_lists import digit_list
+
         digits = int(round(design if isinstance(design, float) else design[0]))
-        sequence = " ".join(str(self.rng.randrange(10)) for _ in range(digits))
+        sequence = " ".join(map(str, digit_list(self.seed, self.participant, self.trial, digits)))
+        self.trial += 1
         self.console.print(f"Show [bold]{digits}[/bold] digits: [bold cyan]{sequence}[/bold cyan]")
         while True:
             try:
@@ -105,7 +109,7 @@ def memory_span(
     max_digits: Annotated[int, typer.Option("--max-digits", help="Longest list offered (designs 1..max).")] = 15,
     learn_slope: Annotated[bool, typer.Option("--learn-slope", help="Learn the slope too: joint (span, slope) grid; EIG stays about the span.")] = False,
     simulate_span: Annotated[Optional[float], typer.Option("--simulate-span", help="Answer with a simulated participant of this span.")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated participant (trial n's answer is drawn from seed, participant and n) and of the digits shown.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated participant (trial n's answer is drawn from seed, participant and n) and of the digits shown to a person (trial n's list from seed, participant and n; no digit twice before all ten are shown).")] = 0,
     target_sd: Annotated[Optional[float], typer.Option("--target-sd", help="Stop once the posterior sd of the span is at most this.")] = None,
     db: CommandDb = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write a PNG of the posterior and the designs.")] = None,
@@ -169,7 +173,7 @@ def memory_span(
     if simulate_span is not None:
         responder: Any = SimulatedParticipant(simulate_span, seed=seed, participant=who, first_trial=offset)
     else:
-        responder = _PromptParticipant(console, seed * 1_000_003 + offset)  # new digits when resuming
+        responder = _PromptParticipant(console, seed, who, offset)
     done: list[Trial] = []
 
     def on_trial(trial: Trial) -> None:
