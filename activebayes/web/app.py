@@ -88,10 +88,12 @@ def create_app(config: ServeConfig) -> Any:
     loading = threading.Lock()
 
     def labelling(project: str) -> Labelling:
-        with loading:  # one page state per project, its data file loaded (and checked) once
-            if project not in pages:
-                pages[project] = Labelling(store, project, load_project_data(store, project),
-                                           answers_per_item=config.answers_per_item, lease_seconds=config.lease_seconds)  # fmt: skip
+        sha256 = store.project(project).data_sha256
+        with loading:  # one page state per project, its data file loaded (and checked) once, and again after `pool add --append`
+            page = pages.get(project)
+            if page is None or page.info.data_sha256 != sha256:
+                pages[project] = Labelling(store, project, load_project_data(store, project), answers_per_item=config.answers_per_item,
+                                           lease_seconds=config.lease_seconds, labellers=page.labellers if page else None)  # fmt: skip
             return pages[project]
 
     def grant_of(request: Request) -> Grant:

@@ -78,7 +78,8 @@ class _Labeller:
 class Labelling:
     """The labelling page's state for one project (see the module docstring)."""
 
-    def __init__(self, store: Any, project: str, data: Any, *, answers_per_item: int = 1, lease_seconds: float = 120.0) -> None:
+    def __init__(self, store: Any, project: str, data: Any, *, answers_per_item: int = 1, lease_seconds: float = 120.0,
+                 labellers: dict[str, Any] | None = None) -> None:  # fmt: skip
         if answers_per_item < 1:
             raise DataError(f"answers_per_item: expected at least 1, got {answers_per_item}")
         self.store, self.project, self.data = store, project, data
@@ -87,13 +88,13 @@ class Labelling:
         self.lease_seconds = float(lease_seconds)
         self._texts = text_columns(self.info.settings)
         self.writing = project_writing(self.info.settings)  # decimal commas where the pool had them
-        self._labellers: dict[str, _Labeller] = {}
+        self.labellers: dict[str, _Labeller] = labellers if labellers is not None else {}  # each one's undo list and skips
         self._asked_round: tuple[int, dict[str, Any]] | None = None
         self._lock = threading.Lock()
 
     def _state(self, labeller: str) -> _Labeller:
         with self._lock:
-            return self._labellers.setdefault(labeller, _Labeller())
+            return self.labellers.setdefault(labeller, _Labeller())
 
     def waiting_round(self) -> int | None:
         latest = self.store.latest_round(self.project)
@@ -198,7 +199,7 @@ class Labelling:
             return Outcome("refused", query.key, None, f"{query.key} was labelled {now!r} by {by} meanwhile; that label stays")
         observation = ids[0]  # None: a repeat, nothing written
         with self._lock:
-            self._labellers.setdefault(labeller, _Labeller()).undo.append((number, query.key, observation))
+            self.labellers.setdefault(labeller, _Labeller()).undo.append((number, query.key, observation))
         if observation is None:
             current = self.store.label_states(self.project, [query.key])[query.key]["label"]
             return Outcome("repeat", query.key, current, f"{query.key}: {current!r} was already its label; recorded once")
@@ -207,18 +208,18 @@ class Labelling:
     def skip(self, labeller: str, number: Any, key: Any) -> Outcome:
         query = self._query(number, key)
         with self._lock:
-            self._labellers.setdefault(labeller, _Labeller()).skipped.setdefault(number, set()).add(query.key)
+            self.labellers.setdefault(labeller, _Labeller()).skipped.setdefault(number, set()).add(query.key)
         return Outcome("nothing", query.key, message=f"skipped {query.key}")
 
     def unskip(self, labeller: str) -> None:
         with self._lock:
-            self._labellers.setdefault(labeller, _Labeller()).skipped.clear()
+            self.labellers.setdefault(labeller, _Labeller()).skipped.clear()
 
     def undo(self, labeller: str) -> Outcome:
         """Take back `labeller`'s last answer of the waiting round (`PoolStore.retract_observation`)."""
         number = self.waiting_round()
         with self._lock:
-            stack = self._labellers.setdefault(labeller, _Labeller()).undo
+            stack = self.labellers.setdefault(labeller, _Labeller()).undo
             while stack and stack[-1][0] != number:  # answers of a closed round stay
                 stack.pop()
             if not stack:
