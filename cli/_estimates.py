@@ -136,6 +136,11 @@ def figure_text(value: float) -> str:
     return f"{value:.3f}" if value == 0 or 1e-2 <= abs(value) < 1e5 or not math.isfinite(value) else f"{value:.4g}"
 
 
+NO_UPPER_END = "no upper end"  # an interval's missing upper end, as `triple_text` writes it
+NO_UPPER_END_NOTE = (f"{NO_UPPER_END}: fewer than 3 of the round's labels were drawn at random (auto draws 2 a round), too few "
+                     "to bound an RMSE or NLL from above")  # fmt: skip
+
+
 def triple_text(value: float, low: float | None, high: float | None, bounds: tuple[float, float]) -> str:
     """"0.812 [0.701, 0.890]" of an estimate and its interval; a value outside `bounds` is shown
     at its edge, marked with the unbiased value. An interval with no upper end (an RMSE or NLL from
@@ -147,7 +152,7 @@ def triple_text(value: float, low: float | None, high: float | None, bounds: tup
     shown = nearest_possible(value, bounds)
     mark = f" (unbiased value {value:.3g}, outside the possible range)" if shown != value else ""
     lower = figure_text(low) if low is not None and math.isfinite(low) else "no lower end"
-    upper = figure_text(high) if high is not None and math.isfinite(high) else "no upper end: too few random draws"
+    upper = figure_text(high) if high is not None and math.isfinite(high) else NO_UPPER_END
     return f"{figure_text(shown)} [{lower}, {upper}]{mark}"
 
 
@@ -156,9 +161,12 @@ def interval_text(estimate: Any, bounds: tuple[float, float]) -> str:
     return "-" if estimate is None else triple_text(estimate.value, estimate.low, estimate.high, bounds)
 
 
-def render_estimates(console: Console, estimates: list[tuple[Any, Any]], task: str, evaluation: Any | None) -> None:
+def render_estimates(console: Console, estimates: list[tuple[Any, Any]], task: str, evaluation: Any | None,
+                     evaluate_command: str = "activebayes evaluate --budget 30") -> None:  # fmt: skip
     """The estimates (one row per fitted round, the test split's figures beside them; one line
-    per round when the table does not fit the console) and the evaluation set's line."""
+    per round when the table does not fit the console), a footnote when an interval has no upper
+    end (`NO_UPPER_END_NOTE`, naming `evaluate_command` while there is no evaluation set) and
+    the evaluation set's line."""
     from activebayes.round_estimates import RANGES
 
     if estimates:
@@ -185,6 +193,8 @@ def render_estimates(console: Console, estimates: list[tuple[Any, Any]], task: s
             for row in rows:
                 pairs = ", ".join(f"{c} {v}" for c, v in zip(columns[2:-1], row[2:-1]) if v != "-")
                 console.print(f"  round {row[0]} ({row[1]} labelled): {pairs or 'no estimate'}; {row[-1]}")
+        if any(NO_UPPER_END in cell for row in rows for cell in row):
+            console.print(NO_UPPER_END_NOTE + (f"; `{evaluate_command}` sets items apart for an estimate with both ends" if evaluation is None else ""))
     if evaluation is not None:
         if evaluation.available:
             figure, nll = (interval_text(getattr(evaluation, a), RANGES[a]) for a in SHOWN.get(task, SHOWN["classification"]))

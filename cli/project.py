@@ -274,7 +274,7 @@ def status(ctx: typer.Context) -> None:
             console.print(text, no_wrap=True, overflow="ignore")
         if rounds:
             render_rounds(console, rounds, latest.round.number if latest.answered else None)
-            render_estimates(console, estimates, info.task, evaluation)
+            render_estimates(console, estimates, info.task, evaluation, st.next_command("evaluate", "--budget", "30"))
         else:
             console.print("no rounds yet")
         console.print(f"next: {next_step}")

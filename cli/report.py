@@ -100,7 +100,7 @@ def estimate_band(store: Any, name: str, rounds: list[Any], metric: str | None) 
             notes.append(f"round {r.number}'s estimate is left out of the learning curve ({estimate.note})")
             continue
         if not math.isfinite(e.high):
-            notes.append(f"round {r.number}'s estimate is left out of the learning curve (its interval has no upper end: too few random draws)")
+            notes.append(f"round {r.number}'s estimate is left out of the learning curve (its interval has no upper end: fewer than 3 of its labels were drawn at random)")
             continue
         band.append((r.labelled_count, nearest_possible(e.value, RANGES[figure]), e.low, e.high))
     if not band and not notes:  # say why there is no band at all

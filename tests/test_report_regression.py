@@ -54,9 +54,11 @@ def test_an_estimate_with_no_upper_end_is_left_out_of_the_band_and_said_so(regre
         ok("round", "--oracle", "truth", "--k", "2", "--acquisition", "random")
     estimates = json.loads(ok("--json", "status").stdout)["estimates"]
     assert [e["rmse"][2] for e in estimates] == [None]  # round 2 fitted a model on 2 labels, drew 2
-    assert "no upper end: too few random draws" in " ".join(ok("status").stdout.split())
+    shown = " ".join(ok("status").stdout.split())
+    assert shown.count("no upper end: fewer than 3 of the round's labels were drawn at random") == 1  # one footnote, not one per cell
+    assert "`activebayes evaluate --budget 30` sets items apart for an estimate with both ends" in shown
     text = " ".join(ok("report", "--out", "plots").stdout.split())
-    assert "round 2's estimate is left out of the learning curve (its interval has no upper end: too few random draws)" in text
+    assert "round 2's estimate is left out of the learning curve (its interval has no upper end: fewer than 3 of its labels were drawn at random)" in text
 
 
 def test_auto_random_share_keeps_the_arms_scores():
