@@ -81,8 +81,12 @@ def _same_writing(old: Any, table: Any, file: Path) -> None:
     if table.delimiter != old.raw.delimiter:
         raise CliError(f"--append: {file} is separated by {delimiter_name(table.delimiter)}, the project's table by "
                        f"{delimiter_name(old.raw.delimiter)}", f"save it with {delimiter_name(old.raw.delimiter)} as the separator")  # fmt: skip
+    from activebayes.data.csv_encoding import WINDOWS_1252
+
     utf8 = ("utf-8", "utf-8-sig")
     same = table.encoding == old.raw.encoding or (table.encoding in utf8 and old.raw.encoding in utf8)
+    if not same and old.raw.encoding == WINDOWS_1252 and table.encoding in utf8 and table.offsets is not None:
+        same = file.read_bytes()[int(table.offsets[0]):].isascii()  # plain ASCII records read the same in Windows-1252
     if not same or table.offsets is None or old.raw.offsets is None or table.encoding == "utf-16":
         raise CliError(f"--append: {file} is written as {table.encoding}, the project's table as {old.raw.encoding}; "
                        "their records cannot be put one after the other", "save it as 'CSV UTF-8' with line feeds, as the first file")  # fmt: skip

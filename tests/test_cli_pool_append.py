@@ -266,3 +266,20 @@ def test_refused_while_a_round_runs(cli_db):
     assert db_dump(cli_db) == before and cache_files() == files
     ok("pool", "add", "more.csv", "--append")
     assert status()["pool_items"] == 23
+
+
+def test_plain_ascii_rows_join_a_windows_1252_table(cli_db):
+    """A project read as Windows-1252 (Excel's 'CSV' on Windows) takes a batch saved as UTF-8 when
+    its records are plain ASCII, as they read the same in both; a batch with 'é' in UTF-8 bytes
+    would not, and is refused in one line."""
+    head = "id,x,colour,label\n"
+    colours = ("gr\u00e9", "vert clair")
+    Path("t.csv").write_bytes((head + "".join(f"k{i},{i / 10:.1f},{colours[i % 2]},{'ab'[i % 2]}\n" for i in range(20))).encode("cp1252"))
+    ok("init", "--name", "t")
+    ok("pool", "add", "t.csv")
+    Path("ascii.csv").write_text(head + "k20,2.0,vert clair,b\nk21,2.1,vert clair,b\n", encoding="utf-8")
+    ok("pool", "add", "ascii.csv", "--append")
+    assert status()["pool_items"] == 22
+    Path("accent.csv").write_text(head + "k22,2.2,gr\u00e9,a\n", encoding="utf-8")
+    assert_mistake(run("pool", "add", "accent.csv", "--append"), "is written as utf-8, the project's table as cp1252")
+    assert features_of(["k1", "k20"]).tolist()[1][1:] == features_of(["k1"]).tolist()[0][1:]  # 'vert clair' encoded alike
