@@ -66,8 +66,8 @@ def infer_classes(labels: list[str] | None, file: Path, truth: Path | None, proj
         raise CliError(
             f"the labels of {truth if truth is not None else file} are {len(found)} different numbers ({', '.join(found[:3])}, ..., "
             f"{found[-1]}) in {len(labels)} rows: a quantity to predict, not classes, and this is a classification project",
-            f"for a regression project run `activebayes delete {p}`, `activebayes init --name {p} --task regression` and `pool add` "
-            "again; if they are classes, name them with `activebayes init --classes ...`",
+            f"run `activebayes delete {p}`, then `activebayes init --name {p} --task regression` (a quantity) or "
+            f"`activebayes init --name {p} --classes A,B,...` (classes), and `pool add` again",
         )
     return found
 

@@ -37,6 +37,7 @@ import typer
 
 from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import check_device, state
+from activebayes_cli._design_project import refuse_design
 from activebayes_cli._options import Device
 
 app = command_group()
@@ -84,8 +85,7 @@ def _propose(ctx: typer.Context, budget: int, seed: int, device: str, csv_path: 
     store = st.store(upgrade=True)
     name = st.project_name()
     info = store.project(name)
-    if info.task not in ("classification", "regression"):
-        raise CliError(f"project {name!r} is a {info.task} project", "`activebayes evaluate` evaluates classification and regression projects")
+    refuse_design(st, name, info, "evaluate")
     existing = (info.settings or {}).get(SETTINGS_KEY) or None
     rounds = store.rounds(name)
     fitted = [r for r in rounds if r.labelled_count > 0]
@@ -171,6 +171,7 @@ def _show(ctx: typer.Context) -> None:
     store = st.store()
     name = st.project_name()
     info = store.project(name)
+    refuse_design(st, name, info, "evaluate")
     record = (info.settings or {}).get(SETTINGS_KEY)
     if not record:
         raise CliError(f"project {name!r} has no evaluation set", f"propose one with `{st.next_command('evaluate', '--budget', '50')}`")

@@ -252,7 +252,7 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
             console.print(f"{_plural(len(oracle.unanswered), 'row')} without a label skipped.")
         if far:
             console.print(_far_note(st, far))
-        _next(st, console, target, remaining)
+        _next(st, console, target, remaining, evaluation=bool(in_eval))
 
     st.out.result(summary, render)
 
@@ -281,10 +281,14 @@ def _far_note(st: Any, far: dict[str, Any]) -> str:
             f"a typo can be corrected with `{st.next_command('label', '--from', 'FILE', '--relabel')}`")
 
 
-def _next(st: Any, console: Any, target: int | None, remaining: int) -> None:
+def _next(st: Any, console: Any, target: int | None, remaining: int, evaluation: bool = False) -> None:
+    """The hint after a file's answers: the open queries, else `evaluate` when evaluation items
+    were answered (their estimate), else the next round."""
     if target is not None and remaining:
         console.print(f"{_plural(remaining, 'query', 'queries')} of round {target} still open: "
                       f"`{st.next_command('label')}` to continue.")
+    elif evaluation:
+        console.print(f"Next: {st.next_command('evaluate')} (the estimate from the evaluation set), or {st.next_command('round')}")
     elif st.store().count_candidates(st.project_name()) == 0:
         console.print(f"Every pool item is labelled now: `{st.next_command('export', 'labels.csv')}` writes them out.")
     else:

@@ -60,7 +60,8 @@ def main(
     source = ctx.get_parameter_source("db")
     typed = source is not None and source.name == "COMMANDLINE"
     given = typed or (source is not None and source.name == "ENVIRONMENT")
-    cli_state = CliState(db=db, project=project, out=Output(json=json_output, quiet=quiet), db_typed=typed, db_given=given)
+    out = Output(json=json_output, quiet=quiet)
+    cli_state = CliState(db=db, project=project, out=out, db_typed=typed, db_given=given, command=ctx.invoked_subcommand)
     ctx.obj = cli_state
     ctx.call_on_close(cli_state.close)
 

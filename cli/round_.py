@@ -165,7 +165,7 @@ def check_model_output(model_fn: Any, x: Any, n_classes: int, spec: str) -> None
 def round_(
     ctx: typer.Context,
     posterior: Annotated[Optional[str], typer.Option("--posterior", help="mc-dropout (classification default), deep-ensemble, snapshot-ensemble, laplace, swag, mfvi, batch-ensemble; gp (regression default).", show_default=False)] = None,
-    acquisition: Annotated[Optional[str], typer.Option("--acquisition", help="auto, epig, power-epig, bald, batch-bald, power-bald, entropy, variation-ratio, random, ...; regression: auto, epig, variance, eig, bald, random, nipv (default: the benchmark's choice per task, see README).", show_default=False)] = None,
+    acquisition: Annotated[Optional[str], typer.Option("--acquisition", help="auto, epig, power-epig, bald, batch-bald, power-bald, entropy, variation-ratio, random, ...; regression: auto, epig, power-epig, variance, eig, bald, random, nipv (default: power-epig, or power-bald where --option leaves no joint samples; regression: auto; the benchmark's choices, see README).", show_default=False)] = None,
     first: Annotated[Optional[FirstBatch], typer.Option("--first", help="The first batches: auto (default: TypiClust's typical items while the labels stay within two a class, else random), typical (TypiClust, first batch only) or random.", show_default=False)] = None,
     cover: Annotated[bool, typer.Option("--cover-classes", help="While a class has no label (and under 5 labels a class), draw uniformly at random: no acquisition can ask for a class the model has never seen (see README).")] = DEFAULT_COVER_CLASSES,
     k: Annotated[int, typer.Option("--k", help="Items to query this round.")] = 10,
@@ -174,7 +174,7 @@ def round_(
     epochs: Annotated[Optional[int], typer.Option("--epochs", help="Training epochs per fit.")] = None,
     device: Device = "auto",
     seed: Annotated[int, typer.Option("--seed", help="Study seed; round r uses a seed derived from (seed, r).")] = 0,
-    oracle: Annotated[OracleKind, typer.Option("--oracle", help="human: write <project>-round-N.csv and wait; truth: the held-back labels answer.")] = OracleKind.human,
+    oracle: Annotated[OracleKind, typer.Option("--oracle", help="human: write <project>-round-N.csv and wait; truth: the held-back labels answer a waiting round's open queries, else a new round's.")] = OracleKind.human,
     csv_path: Annotated[Optional[Path], typer.Option("--csv", help="Where to write the queries to label (default <project>-round-N.csv).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing round file.")] = False,
     restart_round: Annotated[bool, typer.Option("--restart-round", help="Discard an unfinished round (recorded as failed) and start a new one.")] = False,
