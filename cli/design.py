@@ -97,7 +97,7 @@ def _plural_people(n: int) -> str:
     return f"{n} participant{'s' if n != 1 else ''}"
 
 
-@design_app.command("memory-span")
+@design_app.command("memory-span", short_help="Estimate a memory span, one EIG-chosen trial at a time.")
 def memory_span(
     ctx: typer.Context,
     participant: Annotated[Optional[str], typer.Option("--participant", help="Participant id, needed for a person: their trials are recorded under it, and the same id resumes them.")] = None,

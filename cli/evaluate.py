@@ -51,7 +51,7 @@ def eval_csv_name(project: str, part: int = 1) -> str:
     return f"{safe_name(project)}-eval{'' if part == 1 else f'-{part}'}.csv"
 
 
-@app.command("evaluate")
+@app.command("evaluate", short_help="Items to label for an unbiased estimate, or the estimate.")
 def evaluate(
     ctx: typer.Context,
     budget: Annotated[Optional[int], typer.Option("--budget", help="Propose this many pool items to label for evaluation (active testing).", show_default=False)] = None,

@@ -94,7 +94,7 @@ def _open_queries(store: Any, name: str, target: int | None) -> int:
     return open_queries(store, name, next((r for r in store.rounds(name) if r.number == target), None))
 
 
-@app.command("label")
+@app.command("label", short_help="Record answers: from a file, or typed in the terminal.")
 def label(
     ctx: typer.Context,
     from_csv: Annotated[Optional[Path], typer.Option("--from", help="CSV of key,label rows (e.g. a filled-in <project>-round-N.csv), or a Label Studio JSON export.")] = None,

@@ -41,7 +41,7 @@ from activebayes_cli._pool_import import Categorical, ImageLayout, Missing, regi
 app = command_group(no_args_is_help=True)
 
 
-@app.command("add")
+@app.command("add", short_help="Register a data file or an image folder as the pool.")
 def add(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="Data file: .npy, .npz (x, y, keys), .csv (.tsv, .txt; the separator is read from the header) or MNIST IDX; or a FOLDER of images.")],

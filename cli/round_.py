@@ -161,7 +161,7 @@ def check_model_output(model_fn: Any, x: Any, n_classes: int, spec: str) -> None
 
 
 # ---- the command -------------------------------------------------------------------------------
-@app.command("round")
+@app.command("round", short_help="Fit, score the pool, and write what to label next.")
 def round_(
     ctx: typer.Context,
     posterior: Annotated[Optional[str], typer.Option("--posterior", help="mc-dropout (classification default), deep-ensemble, snapshot-ensemble, laplace, swag, mfvi, batch-ensemble; gp (regression default).", show_default=False)] = None,

@@ -105,7 +105,7 @@ def round_runner(db: str, arguments: Callable[[str], list[str]]) -> Callable[[st
     return run
 
 
-@app.command("serve")
+@app.command("serve", short_help="Serve the labelling page in the browser.")
 def serve(
     ctx: typer.Context,
     host: Annotated[str, typer.Option("--host", help="Address to listen on; 0.0.0.0 opens the page to other machines.")] = "127.0.0.1",

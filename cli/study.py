@@ -29,7 +29,7 @@ from activebayes_cli._threads import one_intra_op_thread
 app = command_group(help="Simulated active-learning studies from a TOML config.", no_args_is_help=True)
 
 
-@app.command("run")
+@app.command("run", short_help="Run (or resume) a simulated study from its TOML file.")
 def run(
     ctx: typer.Context,
     config_file: Annotated[Path, typer.Argument(metavar="CONFIG", help="The study's .toml file.")],

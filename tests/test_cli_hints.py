@@ -91,3 +91,14 @@ def test_status_names_the_round_file_only_where_it_is(here):
     assert "`activebayes label --from FILE` (the round's file) or `activebayes label`" in hint and "t-round-1.csv" not in hint
     Path("mine.csv").rename("t-round-1.csv")
     assert "`activebayes label --from t-round-1.csv` or `activebayes label`" in json.loads(ok("--json", "status").stdout)["next"]
+
+
+@pytest.mark.parametrize("group", [[], ["pool"], ["design"], ["study"]])
+def test_every_command_is_listed_with_a_whole_line(here, group):
+    """`activebayes --help` lists each command with a short help of its own, not a long one cut
+    at '...', and ends with the commands of a first project."""
+    result = ok(*group, "--help")
+    listed = result.stdout.split("Commands:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert listed and all(line.split(maxsplit=1)[1].endswith(".") and not line.endswith("...") for line in listed), listed
+    if not group:
+        assert "activebayes init --name NAME" in result.stdout and "activebayes label --from NAME-round-1.csv" in result.stdout
