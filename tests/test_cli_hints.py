@@ -102,3 +102,10 @@ def test_every_command_is_listed_with_a_whole_line(here, group):
     assert listed and all(line.split(maxsplit=1)[1].endswith(".") and not line.endswith("...") for line in listed), listed
     if not group:
         assert "activebayes init --name NAME" in result.stdout and "activebayes label --from NAME-round-1.csv" in result.stdout
+
+
+def test_a_notes_commands_repeat_a_typed_db(here):
+    ok("--db", "labels.db", "init", "--name", "p")
+    write_table(Path("t.csv"), ["Yes", "yes", "No", "No"])
+    said = "".join(ok("--db", "labels.db", "pool", "add", "t.csv").output.split())
+    assert "differonlyincase" in said and "`activebayes--dbsqlite:///labels.dbdeletep`" in said
