@@ -103,7 +103,12 @@ def label(
     test: Annotated[bool, typer.Option("--test", help="With --from: allow rows naming test-split items.")] = False,
     relabel: Annotated[bool, typer.Option("--relabel", help="With --from: allow rows that change an item's current label.")] = False,
 ) -> None:
-    """Import answers from a CSV, or answer the waiting round's queries in the terminal."""
+    """Import answers from a CSV, or answer the waiting round's queries in the terminal.
+
+    At the prompt each answer is saved as it is typed: a class by its name or its number in the
+    list shown (regression: the number), s skips, u undoes the last answer, ? explains the keys,
+    q (or Ctrl-C) stops. At a terminal, an item another labeller has on screen, or has answered
+    meanwhile, is passed over."""
     st = state(ctx)
     who = who or os.environ.get("USER") or os.environ.get("USERNAME") or "human"
     if from_csv is not None:

@@ -35,7 +35,7 @@ def run(
     config_file: Annotated[Path, typer.Argument(metavar="CONFIG", help="The study's .toml file.")],
     out: Annotated[Optional[Path], typer.Option("--out", help="Output folder (default: <config stem>-results beside the config); an existing one is resumed.")] = None,
     device: Device = "auto",
-    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes running the (acquisition, repeat) runs side by side (spawned; they share one GPU); 1 runs them in this process.")] = 1,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, metavar="<int>", help="Worker processes running the (acquisition, repeat) runs side by side (spawned; they share one GPU); 1 runs them in this process.")] = 1,
     engine: Engine = "local",
     address: Address = None,
 ) -> None:

@@ -109,3 +109,15 @@ def test_a_notes_commands_repeat_a_typed_db(here):
     write_table(Path("t.csv"), ["Yes", "yes", "No", "No"])
     said = "".join(ok("--db", "labels.db", "pool", "add", "t.csv").output.split())
     assert "differonlyincase" in said and "`activebayes--dbsqlite:///labels.dbdeletep`" in said
+
+
+HELPS = [[], ["init"], ["status"], ["migrate"], ["export"], ["pool", "add"], ["round"], ["label"], ["evaluate"], ["report"],
+         ["delete"], ["demo"], ["design", "memory-span"], ["study", "run"], ["serve"]]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", HELPS, ids=lambda c: " ".join(c) or "activebayes")
+def test_help_names_each_value_as_the_other_options_do(here, command):
+    """Every option's value is named as <str>, <int>, <path>, ... (a repeatable option says so
+    in its text), not by Typer's Python types (<list[str]>, <int range>)."""
+    shown = ok(*command, "--help").stdout
+    assert "list[" not in shown and " range>" not in shown, shown
