@@ -259,7 +259,8 @@ def round_(
         except NoTruthError as exc:
             raise CliError(
                 f"--oracle truth: {exc}",
-                "answer with `activebayes label`, or use a data file with a label column (or pool add --truth FILE)",
+                "answer with `activebayes label` or `activebayes label --from FILE`; simulated answers need a project "
+                "whose `pool add` was given the labels (a label column, or --truth FILE)",
             ) from exc
 
     # What this call continues: an unfinished round (resumed with its recorded options, or

@@ -121,3 +121,17 @@ def test_help_names_each_value_as_the_other_options_do(here, command):
     in its text), not by Typer's Python types (<list[str]>, <int range>)."""
     shown = ok(*command, "--help").stdout
     assert "list[" not in shown and " range>" not in shown, shown
+
+
+def test_a_pool_without_labels_is_told_the_commands_that_fit(here):
+    """No labels to read classes from: the project must be made again with --classes (a second
+    `pool add` on it would be refused), and `round --oracle truth` has nothing to answer with."""
+    Path("x.csv").write_text("id,f0\n" + "".join(f"r{i},{i}\n" for i in range(6)))
+    ok("init", "--name", "n")
+    assert_mistake(run("pool", "add", "x.csv"), "has no labels to read them from",
+                   "`activebayes delete n`, `activebayes init --name n --classes A,B,...` and `pool add` again")  # fmt: skip
+    ok("delete", "n")
+    ok("init", "--name", "n", "--classes", "a,b")
+    ok("pool", "add", "x.csv")
+    assert_mistake(run("round", "--oracle", "truth"), "no held-back truth", "`activebayes label --from FILE`",
+                   "a project whose `pool add` was given the labels")  # fmt: skip
