@@ -12,7 +12,9 @@ and exits with code 2 — or, under `--json`, one JSON object on stderr,
 Anything else is a bug and keeps its traceback. The fix names commands that work as typed: those
 in backquotes repeat a `--db` typed on the command line (`with_typed_db`), a root option given
 after the command is answered with the command line that has it first (`misplaced_root_option`),
-and a usage error points at the --help of the command it was made in (`command_path`).
+a sub-command left out with the command line that has it (`missing_sub_command`: `pool iris.csv`
+-> `pool add iris.csv`), and a usage error points at the --help of the command it was made in
+(`command_path`).
 
 `ActiveBayesGroup` also makes the global flags `--json` and `--quiet`/`-q` work after the command
 name (`activebayes status --json`, `activebayes pool add FILE --json`): before parsing, every
@@ -25,6 +27,7 @@ in --help.
 from __future__ import annotations
 
 import copy
+import difflib
 import json
 import re
 import shlex
@@ -150,6 +153,27 @@ def misplaced_root_option(group: Any, exc: Any, words: list[str]) -> str | None:
     return f"error: {name} is an option of activebayes itself, not of `{ctx.command_path}`; give it before the command: `{fixed}`"
 
 
+def missing_sub_command(group: Any, exc: Any, words: list[str]) -> str | None:
+    """The error line for an unknown command that a sub-command was meant by: `activebayes pool
+    iris.csv` or `pool ad` (a group of one command: `pool add`) or `activebayes add iris.csv` (the
+    command of another group), with the command line as it should be; None for any other usage
+    error."""
+    ctx = getattr(exc, "ctx", None)
+    found = re.match(r"No such command '(.+?)'", exc.format_message())
+    if ctx is None or found is None or found[1] not in words:
+        return None
+    at, commands = words.index(found[1]), getattr(ctx.command, "commands", {})
+    if len(commands) == 1:  # the word is a typo of the one command (replaced), or its argument
+        typo = bool(difflib.get_close_matches(found[1], commands, cutoff=0.6))
+        fixed = [*words[:at], *commands, *words[at + typo :]]
+    else:
+        owner = next((name for name, sub in commands.items() if found[1] in getattr(sub, "commands", {})), None)
+        if owner is None:
+            return None
+        fixed = [*words[:at], owner, *words[at:]]
+    return f"error: `{ctx.command_path}` has no command {found[1]!r}; did you mean `{shlex.join(['activebayes', *fixed])}`"
+
+
 def _fail(line: str, as_json: bool = False) -> None:
     """Print the error line (or, under --json, {"error": ..., "exit_code": 2}) and exit 2."""
     if as_json:
@@ -252,7 +276,7 @@ class ActiveBayesGroup(TyperGroup):
             if type(exc).__name__ == "NoArgsIsHelpError":  # as Typer tells it, without importing it
                 exc.show()  # type: ignore[attr-defined]
                 sys.exit(exc.exit_code)
-            misplaced = misplaced_root_option(self, exc, words)
+            misplaced = misplaced_root_option(self, exc, words) or missing_sub_command(self, exc, words)
             if misplaced is not None:
                 fail(misplaced)
             message = " ".join(exc.format_message().split()).rstrip(".").replace("Value error, ", "")  # Typer's pydantic wording

@@ -49,6 +49,25 @@ def test_a_root_option_after_the_command_is_shown_before_it(here, args, fixed):
 
 
 @pytest.mark.parametrize(
+    ("args", "fixed"),
+    [
+        (["pool", "iris.csv", "--label-column", "y"], "`activebayes pool add iris.csv --label-column y`"),
+        (["pool", "ad", "iris.csv"], "`activebayes pool add iris.csv`"),
+        (["add", "iris.csv"], "`activebayes pool add iris.csv`"),
+        (["--db", "x.db", "memory-span", "--participant", "p"], "`activebayes --db x.db design memory-span --participant p`"),
+        (["study", "x.toml"], "`activebayes study run x.toml`"),
+    ],
+)
+def test_a_missing_sub_command_is_put_in(here, args, fixed):
+    assert_mistake(run(*args), "has no command", f"did you mean {fixed}")
+    assert not Path("x.db").exists() and not Path("activebayes.db").exists()
+
+
+def test_a_typo_of_a_command_keeps_its_suggestion(here):
+    assert_mistake(run("lable"), "No such command 'lable'", "Did you mean 'label'")
+
+
+@pytest.mark.parametrize(
     ("args", "command"),
     [(["--db", "x.db", "round", "--k"], "activebayes round"), (["pool", "add", "f.csv", "--seed"], "activebayes pool add")],
 )
