@@ -13,7 +13,8 @@ Anything else is a bug and keeps its traceback. The fix names commands that work
 in backquotes repeat a `--db` typed on the command line (`with_typed_db`), a root option given
 after the command is answered with the command line that has it first (`misplaced_root_option`),
 a sub-command left out with the command line that has it (`missing_sub_command`: `pool iris.csv`
--> `pool add iris.csv`), and a usage error points at the --help of the command it was made in
+-> `pool add iris.csv`), so is a required option left out before its value
+(`value_without_its_option`: `init iris` -> `init --name iris`), and a usage error points at the --help of the command it was made in
 (`command_path`).
 
 `ActiveBayesGroup` also makes the global flags `--json` and `--quiet`/`-q` work after the command
@@ -174,6 +175,22 @@ def missing_sub_command(group: Any, exc: Any, words: list[str]) -> str | None:
     return f"error: `{ctx.command_path}` has no command {found[1]!r}; did you mean `{shlex.join(['activebayes', *fixed])}`"
 
 
+def value_without_its_option(exc: Any, words: list[str]) -> str | None:
+    """The error line for a required option's value given bare to a command that takes no
+    arguments (`activebayes init iris`): the command line with the option put before it
+    (`activebayes init --name iris`); None for any other usage error."""
+    ctx, param = getattr(exc, "ctx", None), getattr(exc, "param", None)
+    if type(exc).__name__ != "MissingParameter" or ctx is None or not getattr(param, "opts", None):
+        return None
+    if any(type(p).__name__.endswith("Argument") for p in ctx.command.params):
+        return None
+    at = next((i + 1 for i, w in enumerate(words) if w == ctx.info_name), None)
+    if at is None or at >= len(words) or words[at].startswith("-"):
+        return None
+    fixed = shlex.join(["activebayes", *words[:at], param.opts[0], *words[at:]])
+    return f"error: `{ctx.command_path}` takes no argument {words[at]!r}; did you mean `{fixed}`"
+
+
 def _fail(line: str, as_json: bool = False) -> None:
     """Print the error line (or, under --json, {"error": ..., "exit_code": 2}) and exit 2."""
     if as_json:
@@ -276,9 +293,9 @@ class ActiveBayesGroup(TyperGroup):
             if type(exc).__name__ == "NoArgsIsHelpError":  # as Typer tells it, without importing it
                 exc.show()  # type: ignore[attr-defined]
                 sys.exit(exc.exit_code)
-            misplaced = misplaced_root_option(self, exc, words) or missing_sub_command(self, exc, words)
-            if misplaced is not None:
-                fail(misplaced)
+            for rewrite in (misplaced_root_option(self, exc, words), missing_sub_command(self, exc, words), value_without_its_option(exc, words)):
+                if rewrite is not None:  # the command line as it should be
+                    fail(rewrite)
             message = " ".join(exc.format_message().split()).rstrip(".").replace("Value error, ", "")  # Typer's pydantic wording
             if hasattr(exc, "ctx"):  # a usage error: point at the command's own --help
                 ctx = exc.ctx

@@ -63,6 +63,13 @@ def test_a_missing_sub_command_is_put_in(here, args, fixed):
     assert not Path("x.db").exists() and not Path("activebayes.db").exists()
 
 
+def test_a_value_without_its_option_gets_it(here):
+    assert_mistake(run("init", "iris", "--task", "regression"), "`activebayes init` takes no argument 'iris'",
+                   "did you mean `activebayes init --name iris --task regression`")  # fmt: skip
+    assert_mistake(run("init"), "Missing option '--name'", "see `activebayes init --help`")
+    assert not Path("activebayes.db").exists()
+
+
 def test_a_typo_of_a_command_keeps_its_suggestion(here):
     assert_mistake(run("lable"), "No such command 'lable'", "Did you mean 'label'")
 
