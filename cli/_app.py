@@ -191,6 +191,17 @@ def value_without_its_option(exc: Any, words: list[str]) -> str | None:
     return f"error: `{ctx.command_path}` takes no argument {words[at]!r}; did you mean `{fixed}`"
 
 
+def given_value(exc: BaseException, message: str) -> str:
+    """", got 'abc'" for an option value Typer's validation (pydantic) refused without naming it
+    in `message` (`--k abc`: "Input should be a valid integer, ..."); "" otherwise."""
+    errors = getattr(exc.__cause__, "errors", None)
+    try:
+        given = [e["input"] for e in errors() if "input" in e] if callable(errors) else []
+    except Exception:  # noqa: BLE001 - a cause of another shape: nothing to add
+        return ""
+    return f", got {given[0]!r}" if given and isinstance(given[0], str) and repr(given[0]) not in message else ""
+
+
 def _fail(line: str, as_json: bool = False) -> None:
     """Print the error line (or, under --json, {"error": ..., "exit_code": 2}) and exit 2."""
     if as_json:
@@ -297,6 +308,7 @@ class ActiveBayesGroup(TyperGroup):
                 if rewrite is not None:  # the command line as it should be
                     fail(rewrite)
             message = " ".join(exc.format_message().split()).rstrip(".").replace("Value error, ", "")  # Typer's pydantic wording
+            message += given_value(exc, message)
             if hasattr(exc, "ctx"):  # a usage error: point at the command's own --help
                 ctx = exc.ctx
                 fail(f"error: {message}; see `{ctx.command_path if ctx is not None else command_path(self, words)} --help`")
