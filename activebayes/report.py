@@ -260,6 +260,9 @@ def learning_figure(
             for i, (name, _) in enumerate(named)
         ]
     axes.legend(handles=handles, fontsize="small")
+    from matplotlib.ticker import MaxNLocator
+
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))  # a count of labels: no 9.6 labelled items
     axes.set_xlabel(xlabel)
     axes.set_ylabel(ylabel)
     axes.grid(True, alpha=0.3)

@@ -9,7 +9,13 @@ and exits with code 2 — or, under `--json`, one JSON object on stderr,
 
     {"error": "<what is wrong>; <how to fix>", "exit_code": 2}
 
-Anything else is a bug and keeps its traceback.
+Anything else is a bug and keeps its traceback. The fix names commands that work as typed: those
+in backquotes repeat a `--db` typed on the command line (`with_typed_db`), a root option given
+after the command is answered with the command line that has it first (`misplaced_root_option`),
+a sub-command left out with the command line that has it (`missing_sub_command`: `pool iris.csv`
+-> `pool add iris.csv`), so is a required option left out before its value
+(`value_without_its_option`: `init iris` -> `init --name iris`), and a usage error points at the --help of the command it was made in
+(`command_path`).
 
 `ActiveBayesGroup` also makes the global flags `--json` and `--quiet`/`-q` work after the command
 name (`activebayes status --json`, `activebayes pool add FILE --json`): before parsing, every
@@ -22,8 +28,10 @@ in --help.
 from __future__ import annotations
 
 import copy
+import difflib
 import json
 import re
+import shlex
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -95,6 +103,103 @@ def _database_error(exc: BaseException) -> str | None:
     if isinstance(exc, (sa_exc.ArgumentError, sa_exc.NoSuchModuleError)):
         return _shorten(f"error: --db is not a usable database URL ({' '.join(str(exc).split())}); use e.g. sqlite:///activebayes.db")
     return None
+
+
+_NAMED_COMMAND = re.compile(r"`activebayes (?!--db |--help`)")
+
+
+def with_typed_db(line: str, obj: Any) -> str:
+    """`line` with each command it names in backquotes (`activebayes init --name NAME`) given
+    the `--db URL` that the command line gave, so that a hint in an error works as typed, as the
+    Next: hints do (`CliState.db_words`); unchanged when the database came from ACTIVEBAYES_DB
+    or the default, and for a command that names its --db already."""
+    if not getattr(obj, "db_typed", False):
+        return line
+    prefix = " ".join(["`activebayes", *obj.db_words(), ""])
+    return _NAMED_COMMAND.sub(lambda _: prefix, line)
+
+
+def command_path(group: Any, words: list[str]) -> str:
+    """The command that `words` (the arguments after `activebayes`) call, e.g. "activebayes pool
+    add" for ["--db", "x.db", "pool", "add", "f.csv", "--k"]: each word naming a sub-command of
+    the command reached so far descends into it (an option or a value does not)."""
+    path, command = ["activebayes"], group
+    for word in words[: words.index("--")] if "--" in words else words:
+        sub = getattr(command, "commands", {}).get(word)
+        if sub is not None:
+            path.append(word)
+            command = sub
+    return " ".join(path)
+
+
+def misplaced_root_option(group: Any, exc: Any, words: list[str]) -> str | None:
+    """The error line for a root option (--db, --project, --version) given after the command
+    name, which only the root accepts (`activebayes status --db x.db`): the command line with the
+    option moved before the command; None for any other usage error."""
+    name = getattr(exc, "option_name", None)
+    ctx = getattr(exc, "ctx", None)
+    if type(exc).__name__ != "NoSuchOption" or ctx is None or ctx.parent is None:
+        return None
+    root = next((p for p in group.params if name in p.opts and name not in LATE_FLAGS), None)
+    if root is None:
+        return None
+    rest = list(words)
+    at = next((i for i, w in enumerate(rest) if w == name or w.startswith(f"{name}=")), None)
+    if at is None:
+        return None
+    moved = [rest.pop(at)]
+    if not root.is_flag and "=" not in moved[0] and at < len(rest):
+        moved.append(rest.pop(at))
+    fixed = shlex.join(["activebayes", *moved, *([] if root.is_eager else rest)])  # --version runs alone
+    return f"error: {name} is an option of activebayes itself, not of `{ctx.command_path}`; give it before the command: `{fixed}`"
+
+
+def missing_sub_command(group: Any, exc: Any, words: list[str]) -> str | None:
+    """The error line for an unknown command that a sub-command was meant by: `activebayes pool
+    iris.csv` or `pool ad` (a group of one command: `pool add`) or `activebayes add iris.csv` (the
+    command of another group), with the command line as it should be; None for any other usage
+    error."""
+    ctx = getattr(exc, "ctx", None)
+    found = re.match(r"No such command '(.+?)'", exc.format_message())
+    if ctx is None or found is None or found[1] not in words:
+        return None
+    at, commands = words.index(found[1]), getattr(ctx.command, "commands", {})
+    if len(commands) == 1:  # the word is a typo of the one command (replaced), or its argument
+        typo = bool(difflib.get_close_matches(found[1], commands, cutoff=0.6))
+        fixed = [*words[:at], *commands, *words[at + typo :]]
+    else:
+        owner = next((name for name, sub in commands.items() if found[1] in getattr(sub, "commands", {})), None)
+        if owner is None:
+            return None
+        fixed = [*words[:at], owner, *words[at:]]
+    return f"error: `{ctx.command_path}` has no command {found[1]!r}; did you mean `{shlex.join(['activebayes', *fixed])}`"
+
+
+def value_without_its_option(exc: Any, words: list[str]) -> str | None:
+    """The error line for a required option's value given bare to a command that takes no
+    arguments (`activebayes init iris`): the command line with the option put before it
+    (`activebayes init --name iris`); None for any other usage error."""
+    ctx, param = getattr(exc, "ctx", None), getattr(exc, "param", None)
+    if type(exc).__name__ != "MissingParameter" or ctx is None or not getattr(param, "opts", None):
+        return None
+    if any(type(p).__name__.endswith("Argument") for p in ctx.command.params):
+        return None
+    at = next((i + 1 for i, w in enumerate(words) if w == ctx.info_name), None)
+    if at is None or at >= len(words) or words[at].startswith("-"):
+        return None
+    fixed = shlex.join(["activebayes", *words[:at], param.opts[0], *words[at:]])
+    return f"error: `{ctx.command_path}` takes no argument {words[at]!r}; did you mean `{fixed}`"
+
+
+def given_value(exc: BaseException, message: str) -> str:
+    """", got 'abc'" for an option value Typer's validation (pydantic) refused without naming it
+    in `message` (`--k abc`: "Input should be a valid integer, ..."); "" otherwise."""
+    errors = getattr(exc.__cause__, "errors", None)
+    try:
+        given = [e["input"] for e in errors() if "input" in e] if callable(errors) else []
+    except Exception:  # noqa: BLE001 - a cause of another shape: nothing to add
+        return ""
+    return f", got {given[0]!r}" if given and isinstance(given[0], str) and repr(given[0]) not in message else ""
 
 
 def _fail(line: str, as_json: bool = False) -> None:
@@ -199,16 +304,20 @@ class ActiveBayesGroup(TyperGroup):
             if type(exc).__name__ == "NoArgsIsHelpError":  # as Typer tells it, without importing it
                 exc.show()  # type: ignore[attr-defined]
                 sys.exit(exc.exit_code)
-            message = " ".join(exc.format_message().split()).rstrip(".")
+            for rewrite in (misplaced_root_option(self, exc, words), missing_sub_command(self, exc, words), value_without_its_option(exc, words)):
+                if rewrite is not None:  # the command line as it should be
+                    fail(rewrite)
+            message = " ".join(exc.format_message().split()).rstrip(".").replace("Value error, ", "")  # Typer's pydantic wording
+            message += given_value(exc, message)
             if hasattr(exc, "ctx"):  # a usage error: point at the command's own --help
                 ctx = exc.ctx
-                fail(f"error: {message}; see `{ctx.command_path if ctx is not None else 'activebayes'} --help`")
+                fail(f"error: {message}; see `{ctx.command_path if ctx is not None else command_path(self, words)} --help`")
             fail(f"error: {message}; see `activebayes --help`")
         except Abort:
             print("Aborted.", file=sys.stderr)
             sys.exit(1)
         except ActiveBayesError as exc:
-            fail(format_error(exc))
+            fail(with_typed_db(format_error(exc), getattr(self._root_ctx, "obj", None)))
         except Exception as exc:
             line = _database_error(exc)
             if line is None:

@@ -115,6 +115,7 @@ class CliState:
     out: Output = field(default_factory=Output)
     db_typed: bool = False  # --db was given on the command line: the hints repeat it, so that they work as typed
     db_given: bool = False  # --db or ACTIVEBAYES_DB was given (not the default file): a simulation records there
+    command: str | None = None  # the command run (`round`; `pool` for `pool add`), for hints that name it
     _store: PoolStore | None = field(default=None, repr=False)
     _notes: LibraryNotes | None = field(default=None, repr=False)
 
@@ -180,9 +181,10 @@ class CliState:
             return names[0]
         if not names:
             raise CliError(f"the database {shown_url(self.db)} holds no project", "run `activebayes init --name NAME` first")
+        example = " ".join(["activebayes", *self.db_words(), "--project", shlex.quote(names[0]), self.command or "COMMAND"])
         raise CliError(
             f"the database holds {len(names)} projects ({', '.join(names)})",
-            "choose one with --project NAME or ACTIVEBAYES_PROJECT",
+            f"choose one with --project NAME before the command (`{example} ...`) or ACTIVEBAYES_PROJECT",
         )
 
     def db_words(self) -> list[str]:
@@ -205,10 +207,15 @@ class CliState:
 
     def answer_commands(self, project: str, number: int) -> str:
         """The two ways to answer round `number`'s open queries, as a hint: "`activebayes label
-        --from <project>-round-N.csv` or `activebayes label`" (the file `activebayes round` wrote)."""
+        --from <project>-round-N.csv` or `activebayes label`" (the file `activebayes round` wrote
+        by default); "`activebayes label --from FILE` (the round's file)" where no file of that
+        name is here (`round --csv PATH` wrote another, or it was written in another folder)."""
         from activebayes_cli._output import round_csv_name
 
-        return f"`{self.next_command('label', '--from', round_csv_name(project, number))}` or `{self.next_command('label')}`"
+        default = round_csv_name(project, number)
+        if Path(default).exists():
+            return f"`{self.next_command('label', '--from', default)}` or `{self.next_command('label')}`"
+        return f"`{self.next_command('label', '--from')} FILE` (the round's file) or `{self.next_command('label')}`"
 
     def close(self) -> None:
         if self._notes is not None:

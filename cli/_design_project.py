@@ -47,7 +47,7 @@ def design_command(st: CliState, name: str, participant: str = "ID") -> str:
 
 def refuse_design(st: CliState, name: str, info: Any, command: str) -> None:
     """A one-line CliError when project `name` is a design project, which `command` (pool add,
-    round, label) does not work on; nothing has been written when it is raised."""
+    round, label, evaluate, ...) does not work on; nothing has been written when it is raised."""
     if info.task != "design":
         return
     init = " ".join(["activebayes", *st.db_words(), "init", "--name", "NAME"])

@@ -97,7 +97,7 @@ def check_task_options(task: str, posterior: str, acquisition: str) -> None:
     if task not in served:
         if task == "regression":
             raise CliError(
-                f"--acquisition {acq.name}: a classification acquisition, and project is a regression project",
+                f"--acquisition {acq.name}: a classification acquisition, and this is a regression project",
                 f"choose one of {', '.join(REGRESSION_ACQUISITIONS)}",
             )
         raise CliError(f"--acquisition {acq.name}: regression only (a Gaussian-process acquisition)", "choose e.g. bald, batch-bald or entropy")

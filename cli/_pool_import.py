@@ -49,25 +49,26 @@ def infer_classes(labels: list[str] | None, file: Path, truth: Path | None, proj
     sorted; refused when they are many numbers (`quantity_labels`), a regression target."""
     from activebayes.data import natural_sorted
 
+    p = shlex.quote(project)
+    named = f"`activebayes delete {p}`, `activebayes init --name {p} --classes A,B,...` and `pool add` again"
     if labels is None:
         raise CliError(
             f"--classes: the project was created without classes and {file} has no labels to read them from",
-            "pass --label-column C (or --truth FILE), or create the project with `activebayes init --classes ...`",
+            f"pass --label-column C (or --truth FILE), or name the classes: {named}",
         )
     found = natural_sorted(labels)
     if len(found) < 2:
         source = truth if truth is not None else file
         raise CliError(
             f"--classes: the labels of {source} hold {len(found)} distinct value(s) {found}, a classifier needs at least 2",
-            "check the label column, or create the project with `activebayes init --classes ...`",
+            f"check the label column, or name the classes: {named}",
         )
     if quantity_labels(labels, found):
-        p = shlex.quote(project)
         raise CliError(
             f"the labels of {truth if truth is not None else file} are {len(found)} different numbers ({', '.join(found[:3])}, ..., "
             f"{found[-1]}) in {len(labels)} rows: a quantity to predict, not classes, and this is a classification project",
-            f"for a regression project run `activebayes delete {p}`, `activebayes init --name {p} --task regression` and `pool add` "
-            "again; if they are classes, name them with `activebayes init --classes ...`",
+            f"run `activebayes delete {p}`, then `activebayes init --name {p} --task regression` (a quantity) or "
+            f"`activebayes init --name {p} --classes A,B,...` (classes), and `pool add` again",
         )
     return found
 

@@ -23,7 +23,7 @@ from activebayes_cli._design_project import design_command
 app = command_group()
 
 
-@app.command("delete")
+@app.command("delete", short_help="Delete a project (not its data file).")
 def delete(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="The project to delete (as `status` names it).", show_default=False)],

@@ -73,7 +73,7 @@ def prepare_folder(out: Path | None) -> Path:
     return out
 
 
-@app.command("demo")
+@app.command("demo", short_help="The defaults against random on the digits, then memory span.")
 def demo(
     ctx: typer.Context,
     fast: Annotated[bool, typer.Option("--fast", help="One seed and 40 labels instead of three seeds and 80 (about 10 s).")] = False,

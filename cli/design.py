@@ -101,10 +101,10 @@ def _plural_people(n: int) -> str:
     return f"{n} participant{'s' if n != 1 else ''}"
 
 
-@design_app.command("memory-span")
+@design_app.command("memory-span", short_help="Estimate a memory span, one EIG-chosen trial at a time.")
 def memory_span(
     ctx: typer.Context,
-    participant: Annotated[Optional[str], typer.Option("--participant", help="Participant id, needed for a person (recorded with --db; the same id resumes their earlier trials).")] = None,
+    participant: Annotated[Optional[str], typer.Option("--participant", help="Participant id, needed for a person: their trials are recorded under it, and the same id resumes them.")] = None,
     trials: Annotated[int, typer.Option("--trials", help="Most trials to run now; when resuming a participant, this many MORE after their recorded trials (not a total).")] = 20,
     max_digits: Annotated[int, typer.Option("--max-digits", help="Longest list offered (designs 1..max).")] = 15,
     learn_slope: Annotated[bool, typer.Option("--learn-slope", help="Learn the slope too: joint (span, slope) grid; EIG stays about the span.")] = False,

@@ -37,6 +37,7 @@ import typer
 
 from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import check_device, state
+from activebayes_cli._design_project import refuse_design
 from activebayes_cli._options import Device
 
 app = command_group()
@@ -50,7 +51,7 @@ def eval_csv_name(project: str, part: int = 1) -> str:
     return f"{safe_name(project)}-eval{'' if part == 1 else f'-{part}'}.csv"
 
 
-@app.command("evaluate")
+@app.command("evaluate", short_help="Items to label for an unbiased estimate, or the estimate.")
 def evaluate(
     ctx: typer.Context,
     budget: Annotated[Optional[int], typer.Option("--budget", help="Propose this many pool items to label for evaluation (active testing).", show_default=False)] = None,
@@ -84,8 +85,7 @@ def _propose(ctx: typer.Context, budget: int, seed: int, device: str, csv_path: 
     store = st.store(upgrade=True)
     name = st.project_name()
     info = store.project(name)
-    if info.task not in ("classification", "regression"):
-        raise CliError(f"project {name!r} is a {info.task} project", "`activebayes evaluate` evaluates classification and regression projects")
+    refuse_design(st, name, info, "evaluate")
     existing = (info.settings or {}).get(SETTINGS_KEY) or None
     rounds = store.rounds(name)
     fitted = [r for r in rounds if r.labelled_count > 0]
@@ -171,6 +171,7 @@ def _show(ctx: typer.Context) -> None:
     store = st.store()
     name = st.project_name()
     info = store.project(name)
+    refuse_design(st, name, info, "evaluate")
     record = (info.settings or {}).get(SETTINGS_KEY)
     if not record:
         raise CliError(f"project {name!r} has no evaluation set", f"propose one with `{st.next_command('evaluate', '--budget', '50')}`")

@@ -49,7 +49,7 @@ EXPORT_HELP = (
 )
 
 
-@app.command(help=EXPORT_HELP)
+@app.command(help=EXPORT_HELP, short_help="Write the labels (or trials), or a round as Label Studio tasks.")
 def export(
     ctx: typer.Context,
     file: Annotated[Optional[Path], typer.Argument(help="Output file: .csv or .json (by suffix), or - for stdout (csv, or --format json); or give --out.", show_default=False)] = None,

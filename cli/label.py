@@ -94,7 +94,7 @@ def _open_queries(store: Any, name: str, target: int | None) -> int:
     return open_queries(store, name, next((r for r in store.rounds(name) if r.number == target), None))
 
 
-@app.command("label")
+@app.command("label", short_help="Record answers: from a file, or typed in the terminal.")
 def label(
     ctx: typer.Context,
     from_csv: Annotated[Optional[Path], typer.Option("--from", help="CSV of key,label rows (e.g. a filled-in <project>-round-N.csv), or a Label Studio JSON export.")] = None,
@@ -103,7 +103,12 @@ def label(
     test: Annotated[bool, typer.Option("--test", help="With --from: allow rows naming test-split items.")] = False,
     relabel: Annotated[bool, typer.Option("--relabel", help="With --from: allow rows that change an item's current label.")] = False,
 ) -> None:
-    """Import answers from a CSV, or answer the waiting round's queries in the terminal."""
+    """Import answers from a CSV, or answer the waiting round's queries in the terminal.
+
+    At the prompt each answer is saved as it is typed: a class by its name or its number in the
+    list shown (regression: the number), s skips, u undoes the last answer, ? explains the keys,
+    q (or Ctrl-C) stops. At a terminal, an item another labeller has on screen, or has answered
+    meanwhile, is passed over."""
     st = state(ctx)
     who = who or os.environ.get("USER") or os.environ.get("USERNAME") or "human"
     if from_csv is not None:
@@ -252,7 +257,7 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
             console.print(f"{_plural(len(oracle.unanswered), 'row')} without a label skipped.")
         if far:
             console.print(_far_note(st, far))
-        _next(st, console, target, remaining)
+        _next(st, console, target, remaining, evaluation=bool(in_eval))
 
     st.out.result(summary, render)
 
@@ -281,10 +286,14 @@ def _far_note(st: Any, far: dict[str, Any]) -> str:
             f"a typo can be corrected with `{st.next_command('label', '--from', 'FILE', '--relabel')}`")
 
 
-def _next(st: Any, console: Any, target: int | None, remaining: int) -> None:
+def _next(st: Any, console: Any, target: int | None, remaining: int, evaluation: bool = False) -> None:
+    """The hint after a file's answers: the open queries, else `evaluate` when evaluation items
+    were answered (their estimate), else the next round."""
     if target is not None and remaining:
         console.print(f"{_plural(remaining, 'query', 'queries')} of round {target} still open: "
                       f"`{st.next_command('label')}` to continue.")
+    elif evaluation:
+        console.print(f"Next: {st.next_command('evaluate')} (the estimate from the evaluation set), or {st.next_command('round')}")
     elif st.store().count_candidates(st.project_name()) == 0:
         console.print(f"Every pool item is labelled now: `{st.next_command('export', 'labels.csv')}` writes them out.")
     else:

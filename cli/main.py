@@ -33,6 +33,10 @@ app = command_group(
     name="activebayes",
     cls=ActiveBayesGroup,
     help="Bayesian active learning and experimental design: choose what to label or measure next.",
+    epilog="\b\nA first project (README.md, 'Quick start on the command line'):\n"
+    "  activebayes init --name NAME\n  activebayes pool add FILE.csv --label-column LABEL\n"
+    "  activebayes round       (writes NAME-round-1.csv to fill in)\n  activebayes label --from NAME-round-1.csv\n"
+    "  activebayes status      (where it stands, and what to do next)",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -60,7 +64,8 @@ def main(
     source = ctx.get_parameter_source("db")
     typed = source is not None and source.name == "COMMANDLINE"
     given = typed or (source is not None and source.name == "ENVIRONMENT")
-    cli_state = CliState(db=db, project=project, out=Output(json=json_output, quiet=quiet), db_typed=typed, db_given=given)
+    out = Output(json=json_output, quiet=quiet)
+    cli_state = CliState(db=db, project=project, out=out, db_typed=typed, db_given=given, command=ctx.invoked_subcommand)
     ctx.obj = cli_state
     ctx.call_on_close(cli_state.close)
 
@@ -74,7 +79,7 @@ app.add_typer(evaluate.app)
 app.add_typer(report.app)
 app.add_typer(delete.app)
 app.add_typer(demo.app)
-app.add_typer(design.design_app, name="design")
+app.add_typer(design.design_app, name="design", short_help="Bayesian experimental design (memory span).")
 app.add_typer(study.app, name="study")
 app.add_typer(serve.app)
 

@@ -35,7 +35,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from activebayes_cli._app import command_group
+from activebayes_cli._app import command_group, with_typed_db
 from activebayes_cli._context import state
 from activebayes_cli._design_project import refuse_design
 from activebayes_cli._output import TRUTH_TEXT, after_pool_add
@@ -45,10 +45,10 @@ from activebayes_cli._pool_import import Categorical, ImageLayout, Missing, regi
 app = command_group(no_args_is_help=True)
 
 
-@app.command("add")
+@app.command("add", short_help="Register a data file or an image folder as the pool.")
 def add(
     ctx: typer.Context,
-    file: Annotated[Path, typer.Argument(help="Data file: .npy, .npz (x, y, keys), .csv (.tsv, .txt; the separator is read from the header), or MNIST IDX.")],
+    file: Annotated[Path, typer.Argument(help="Data file: .npy, .npz (x, y, keys), .csv (.tsv, .txt; the separator is read from the header) or MNIST IDX; or a FOLDER of images.")],
     key_column: Annotated[Optional[str], typer.Option("--key-column", help="csv column of item keys (default: one named key or id, else the row names: a first column without a name, else the row number).")] = None,
     label_column: Annotated[Optional[str], typer.Option("--label-column", help="csv column of labels (default: 'label' if present).")] = None,
     test_fraction: Annotated[float, typer.Option("--test-fraction", help="Share of rows held out as a labelled test split (for metrics); with --append, a share of the new labelled rows.")] = 0.0,
@@ -59,10 +59,10 @@ def add(
     standardize: Annotated[bool, typer.Option("--standardize/--no-standardize", help="Standardise a table's features (mean 0, sd 1 over the pool; recorded, applied at every fit and score).")] = True,
     categorical: Annotated[Categorical, typer.Option("--categorical", help="csv text columns: auto (one-hot encoded, categories recorded; identifier-like or many-level columns refused), force (encode those too) or error.")] = Categorical.auto,
     missing: Annotated[Missing, typer.Option("--missing", help="csv missing values: impute (median / most frequent level, plus a 0/1 indicator per column with gaps), drop (leave those rows out) or error.")] = Missing.impute,
-    na_values: Annotated[Optional[list[str]], typer.Option("--na-values", help="More csv cells that mean 'missing' (besides empty, NA, N/A, NaN, null, ? and a formula's error values such as #DIV/0!); repeat it or separate with commas.")] = None,
-    ignore: Annotated[Optional[list[str]], typer.Option("--ignore", help="A csv column to leave out (repeat it): a row number, a note, a date.")] = None,
+    na_values: Annotated[Optional[list[str]], typer.Option("--na-values", metavar="<str>", help="More csv cells that mean 'missing' (besides empty, NA, N/A, NaN, null, ? and a formula's error values such as #DIV/0!); repeat it or separate with commas.")] = None,
+    ignore: Annotated[Optional[list[str]], typer.Option("--ignore", metavar="<str>", help="A csv column to leave out (repeat it), e.g. a note, or a column the model must not see.")] = None,
     features: Annotated[Optional[str], typer.Option("--features", help="The csv columns to use as features, comma-separated (default: all but the key, label and --ignore columns).")] = None,
-    text_column: Annotated[Optional[list[str]], typer.Option("--text-column", help="A csv column of free text, read as TF-IDF + SVD features and shown as text (repeat it).")] = None,
+    text_column: Annotated[Optional[list[str]], typer.Option("--text-column", metavar="<str>", help="A csv column of free text, read as TF-IDF + SVD features and shown as text (repeat it).")] = None,
     merge_label_spellings: Annotated[bool, typer.Option("--merge-label-spellings", help="csv labels spelled several ways ('Yes', 'yes ', 'YES'): read each as one class, the project's or the most frequent spelling.")] = False,
     skip_unreadable: Annotated[bool, typer.Option("--skip-unreadable", help="FOLDER of images: leave out (and name) files that cannot be read, instead of refusing the folder.")] = False,
     image_size: Annotated[Optional[str], typer.Option("--image-size", help="FOLDER of images: resize every image to HxW (e.g. 32x32); default: their common size.")] = None,
@@ -105,7 +105,7 @@ def add(
         text_folder=cache_folder(st.db), merge_spellings=merge_label_spellings,
     )  # fmt: skip
     for note in summary["notes"]:
-        st.out.note(note)
+        st.out.note(with_typed_db(note, st))  # a note's commands work as typed too
     next_hint = after_pool_add(st, summary["truth"])
 
     def render(console) -> None:

@@ -36,7 +36,7 @@ class TaskName(str, Enum):
     regression = "regression"
 
 
-@app.command()
+@app.command(short_help="Create a project (and the database when there is none).")
 def init(
     ctx: typer.Context,
     name: Annotated[str, typer.Option("--name", help="Project name (unique in the database).")],
@@ -208,7 +208,7 @@ def _pack(tokens: list[tuple[str, bool]], width: int) -> list[str]:
     return [*lines, line] if line else lines
 
 
-@app.command()
+@app.command(short_help="Where a project stands, and what to do next.")
 def status(ctx: typer.Context) -> None:
     """Rounds, labelled and unlabelled counts, metrics per round, and the next step (a design
     project: its participants, trials and span estimates)."""
@@ -282,7 +282,7 @@ def status(ctx: typer.Context) -> None:
     st.out.result(data, render)
 
 
-@app.command()
+@app.command(short_help="Upgrade an older database's schema (nothing is lost).")
 def migrate(ctx: typer.Context) -> None:
     """Upgrade the database's schema to this activebayes version (projects, labels and rounds are kept)."""
     from activebayes.store import PoolStore

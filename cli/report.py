@@ -112,7 +112,7 @@ def estimate_band(store: Any, name: str, rounds: list[Any], metric: str | None) 
     return band, notes
 
 
-@app.command()
+@app.command(short_help="Write the learning-curve and acquisition plots.")
 def report(
     ctx: typer.Context,
     out: Annotated[Path, typer.Option("--out", help="Folder for the PNG files (created).")] = Path("activebayes-report"),

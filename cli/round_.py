@@ -161,20 +161,20 @@ def check_model_output(model_fn: Any, x: Any, n_classes: int, spec: str) -> None
 
 
 # ---- the command -------------------------------------------------------------------------------
-@app.command("round")
+@app.command("round", short_help="Fit, score the pool, and write what to label next.")
 def round_(
     ctx: typer.Context,
     posterior: Annotated[Optional[str], typer.Option("--posterior", help="mc-dropout (classification default), deep-ensemble, snapshot-ensemble, laplace, swag, mfvi, batch-ensemble; gp (regression default).", show_default=False)] = None,
-    acquisition: Annotated[Optional[str], typer.Option("--acquisition", help="auto, epig, power-epig, bald, batch-bald, power-bald, entropy, variation-ratio, random, ...; regression: auto, epig, variance, eig, bald, random, nipv (default: the benchmark's choice per task, see README).", show_default=False)] = None,
+    acquisition: Annotated[Optional[str], typer.Option("--acquisition", help="auto, epig, power-epig, bald, batch-bald, power-bald, entropy, variation-ratio, random, ...; regression: auto, epig, power-epig, variance, eig, bald, random, nipv (default: power-epig, or power-bald where --option leaves no joint samples; regression: auto; the benchmark's choices, see README).", show_default=False)] = None,
     first: Annotated[Optional[FirstBatch], typer.Option("--first", help="The first batches: auto (default: TypiClust's typical items while the labels stay within two a class, else random), typical (TypiClust, first batch only) or random.", show_default=False)] = None,
     cover: Annotated[bool, typer.Option("--cover-classes", help="While a class has no label (and under 5 labels a class), draw uniformly at random: no acquisition can ask for a class the model has never seen (see README).")] = DEFAULT_COVER_CLASSES,
     k: Annotated[int, typer.Option("--k", help="Items to query this round.")] = 10,
     model: Annotated[str, typer.Option("--model", help="mlp, cnn, auto (each round, the MLP of highest Laplace evidence: 1x64, 2x64, 2x128, 1x256), pkg.module:factory or path/to/file.py:factory (a zero-argument callable returning an nn.Module).")] = "mlp",
-    samples: Annotated[Optional[int], typer.Option("--samples", help="Posterior samples S (members for an ensemble).")] = None,
-    epochs: Annotated[Optional[int], typer.Option("--epochs", help="Training epochs per fit.")] = None,
+    samples: Annotated[Optional[int], typer.Option("--samples", help="Posterior samples S (members for an ensemble); default: the posterior's own (mc-dropout 20, deep-ensemble 5, laplace 100, swag 30, ...).")] = None,
+    epochs: Annotated[Optional[int], typer.Option("--epochs", help="Training epochs per fit; default: sized to the labels (at least 50 epochs and 500 optimiser steps).")] = None,
     device: Device = "auto",
     seed: Annotated[int, typer.Option("--seed", help="Study seed; round r uses a seed derived from (seed, r).")] = 0,
-    oracle: Annotated[OracleKind, typer.Option("--oracle", help="human: write <project>-round-N.csv and wait; truth: the held-back labels answer.")] = OracleKind.human,
+    oracle: Annotated[OracleKind, typer.Option("--oracle", help="human: write <project>-round-N.csv and wait; truth: the held-back labels answer a waiting round's open queries, else a new round's.")] = OracleKind.human,
     csv_path: Annotated[Optional[Path], typer.Option("--csv", help="Where to write the queries to label (default <project>-round-N.csv).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing round file.")] = False,
     restart_round: Annotated[bool, typer.Option("--restart-round", help="Discard an unfinished round (recorded as failed) and start a new one.")] = False,
@@ -259,7 +259,8 @@ def round_(
         except NoTruthError as exc:
             raise CliError(
                 f"--oracle truth: {exc}",
-                "answer with `activebayes label`, or use a data file with a label column (or pool add --truth FILE)",
+                "answer with `activebayes label` or `activebayes label --from FILE`; simulated answers need a project "
+                "whose `pool add` was given the labels (a label column, or --truth FILE)",
             ) from exc
 
     # What this call continues: an unfinished round (resumed with its recorded options, or

@@ -105,12 +105,12 @@ def round_runner(db: str, arguments: Callable[[str], list[str]]) -> Callable[[st
     return run
 
 
-@app.command("serve")
+@app.command("serve", short_help="Serve the labelling page in the browser.")
 def serve(
     ctx: typer.Context,
     host: Annotated[str, typer.Option("--host", help="Address to listen on; 0.0.0.0 opens the page to other machines.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to listen on (0: any free port).")] = 8000,
-    labellers: Annotated[Optional[list[str]], typer.Option("--labeller", help="A labeller's name, repeatable: one URL (and token) each; default $USER.", show_default=False)] = None,
+    labellers: Annotated[Optional[list[str]], typer.Option("--labeller", metavar="<str>", help="A labeller's name, repeatable: one URL (and token) each; default $USER.", show_default=False)] = None,
     answers_per_item: Annotated[int, typer.Option("--answers-per-item", help="How many labellers answer each query (1: each item is shown to one labeller at a time).")] = 1,
     lease_seconds: Annotated[float, typer.Option("--lease-seconds", help="How long an item shown to one labeller is kept from the others (renewed while shown).")] = 120.0,
     round_args: Annotated[Optional[str], typer.Option("--round-args", help="Options of the rounds run from the page, e.g. \"--k 20 --acquisition bald\" (default: the latest round's).", show_default=False)] = None,

@@ -29,13 +29,13 @@ from activebayes_cli._threads import one_intra_op_thread
 app = command_group(help="Simulated active-learning studies from a TOML config.", no_args_is_help=True)
 
 
-@app.command("run")
+@app.command("run", short_help="Run (or resume) a simulated study from its TOML file.")
 def run(
     ctx: typer.Context,
     config_file: Annotated[Path, typer.Argument(metavar="CONFIG", help="The study's .toml file.")],
     out: Annotated[Optional[Path], typer.Option("--out", help="Output folder (default: <config stem>-results beside the config); an existing one is resumed.")] = None,
     device: Device = "auto",
-    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes running the (acquisition, repeat) runs side by side (spawned; they share one GPU); 1 runs them in this process.")] = 1,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, metavar="<int>", help="Worker processes running the (acquisition, repeat) runs side by side (spawned; they share one GPU); 1 runs them in this process.")] = 1,
     engine: Engine = "local",
     address: Address = None,
 ) -> None:

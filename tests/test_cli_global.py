@@ -248,9 +248,10 @@ def test_older_schema_is_refused_by_reads_and_upgraded_by_migrate(blobs):
     head, previous = head_and_previous()
     set_revision(blobs, previous)
     before = db_dump(blobs)
+    migrate = f"`activebayes --db {shlex.quote(blobs)} migrate`"  # the --db typed is repeated, so that the hint works as typed
     for command in READ_ONLY:
-        assert_mistake(run("--db", blobs, *command), "older", f"'{head}'", "activebayes migrate")
-    assert_json_mistake(run("--db", blobs, "status", "--json"), "older", "activebayes migrate")
+        assert_mistake(run("--db", blobs, *command), "older", f"'{head}'", migrate)
+    assert_json_mistake(run("--db", blobs, "status", "--json"), "older", migrate)
     assert db_dump(blobs) == before
     result = run("--db", blobs, "--json", "migrate")
     assert result.exit_code == 0, result.output

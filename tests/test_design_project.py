@@ -106,7 +106,8 @@ def test_pool_commands_on_a_design_project_are_refused_and_write_nothing(span_db
     (tmp_path / "some.csv").write_text("a,b,label\n1,2,0\n3,4,1\n", encoding="utf-8")
     before = db_dump(span_db)
     for args in (["pool", "add", "some.csv"], ["round"], ["label"], ["label", "--from", "some.csv"],
-                 ["export", "--format", "label-studio", "--out", "tasks.json"], ["report", "--out", "plots"]):  # fmt: skip
+                 ["export", "--format", "label-studio", "--out", "tasks.json"], ["report", "--out", "plots"],
+                 ["evaluate"], ["evaluate", "--budget", "5"]):  # fmt: skip
         assert_mistake(run(*args), "is a design project", "design memory-span --participant")
     assert db_dump(span_db) == before
     assert not (tmp_path / "tasks.json").exists() and not (tmp_path / "plots").exists()

@@ -74,6 +74,7 @@ def test_evaluate_proposes_keeps_apart_and_estimates(project, tmp_path):
     answers.write_text("key,label\n" + "".join(f"{k},{truth[k]}\n" for k in proposed["keys"]))
     labelled = ok("label", "--from", str(answers)).stdout
     assert "6 evaluation items" in labelled and "pool item" not in labelled
+    assert "Next: activebayes evaluate (the estimate from the evaluation set)" in " ".join(labelled.split())
     shown = json.loads(ok("--json", "evaluate").stdout)
     assert shown["estimate"]["labels"] == 6 and len(shown["estimate"]["accuracy"]) == 3
     assert (shown["estimate"]["asked"], shown["estimate"]["partial"], set(shown["estimate"]["unbiased"])) == (6, False, {"accuracy", "nll"})

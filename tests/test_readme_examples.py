@@ -1,10 +1,13 @@
 """The README's Python examples run as written, in a fresh folder, and the simulated study can
-be run a second time (it goes on from its last round instead of refusing an existing project)."""
+be run a second time (it goes on from its last round instead of refusing an existing project).
+The command-line quick start names commands and options that exist, and its iris.csv is written
+and added as it says."""
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -49,3 +52,51 @@ def test_the_readme_study_runs_and_runs_again(tmp_path):
     assert [row[0] for row in first] == ["1", "2", "3", "4"] and [row[0] for row in again] == ["5", "6", "7", "8"]
     assert [int(row[1]) for row in first + again] == [0, 20, 40, 60, 80, 100, 120, 140]
     assert all(row[2] == "None" or 0 <= float(row[2]) <= 1 for row in first + again)
+
+
+def cli_quick_start() -> list[str]:
+    """The indented lines of "Quick start on the command line", up to its "Global options"."""
+    text = README.read_text(encoding="utf-8")
+    start = text.index("## Quick start on the command line")
+    section = text[start : text.index("Global options:", start)]
+    return [line.strip() for line in section.splitlines() if line.startswith("    ")]
+
+
+def test_the_cli_quick_start_names_commands_and_options_that_exist():
+    """Every `activebayes ...` line of the quick start calls a command that exists, with options
+    that command (or the root, before it) takes."""
+    import typer
+
+    from activebayes_cli.main import app
+
+    root = typer.main.get_command(app)
+    lines = [line.split(" # ")[0] for line in cli_quick_start() if line.startswith("activebayes ")]
+    assert len(lines) >= 10
+    for line in lines:
+        command, words = root, shlex.split(line)[1:]
+        for word in words:
+            sub = getattr(command, "commands", {}).get(word)
+            if sub is not None:
+                command = sub
+            elif word.startswith("--"):
+                taken = {opt for p in command.params for opt in p.opts} | {"--help"}
+                assert word in taken, (line, word, command.name)
+        assert command is not root, line
+
+
+def test_the_cli_quick_start_writes_its_table_and_adds_it(tmp_path, monkeypatch):
+    """The line that writes iris.csv runs as written, and `init` and `pool add` take it."""
+    from cli_checks import ok
+
+    writer = shlex.split(next(line for line in cli_quick_start() if line.startswith("python -c ")))
+    assert writer[:2] == ["python", "-c"] and len(writer) == 3, writer
+    done = subprocess.run([sys.executable, "-c", writer[2]], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    monkeypatch.chdir(tmp_path)
+    for name in ("ACTIVEBAYES_DB", "ACTIVEBAYES_PROJECT"):
+        monkeypatch.delenv(name, raising=False)
+    init, add = (line.split(" # ")[0] for line in cli_quick_start() if line.startswith(("activebayes init", "activebayes pool add")))
+    ok(*shlex.split(init)[1:])
+    added = " ".join(ok(*shlex.split(add)[1:]).stdout.split())
+    assert "classes read from the labels: setosa, versicolor, virginica" in added and "Added 120 pool items and 30 test items" in added
+

@@ -117,6 +117,13 @@ def test_learning_figure_colours_each_combination_and_marks_each_change():
     ]  # fmt: skip
 
 
+def test_learning_figure_ticks_whole_label_counts():
+    """One round's point alone (10 labels): the axis of labelled items ticks whole numbers."""
+    figure = learning_figure({"p": [Segment("mc + bald", (2,), ((10.0, 0.7),))]}, ylabel="accuracy")
+    ticks = figure.axes[0].get_xticks()
+    assert len(ticks) >= 1 and all(float(t).is_integer() for t in ticks), ticks
+
+
 def test_learning_figure_with_several_projects_keeps_colours_per_combination():
     one = combination_segments(six_rounds()[:5])
     other = combination_segments([{**r, "accuracy": r.get("accuracy", 0) - 0.1} for r in six_rounds()[:3]])
