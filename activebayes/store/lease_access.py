@@ -17,6 +17,8 @@ from sqlalchemy.orm import Session
 
 from activebayes.store.models import ItemLease, Observation, Project, utcnow
 
+FEW_ITEMS = 100  # a list this short is looked up item by item (an IN list); a longer one reads the round's answers
+
 
 def lease_item(session: Session, project_id: int, labeller: str, item_ids: Sequence[int], *, seconds: float, holders: int = 1,
                round_id: int | None = None) -> int | None:  # fmt: skip
@@ -37,7 +39,10 @@ def lease_item(session: Session, project_id: int, labeller: str, item_ids: Seque
     held = collections.Counter(session.scalars(others))
     answered: dict[int, set[str]] = collections.defaultdict(set)
     if round_id is not None:
-        for item, who in session.execute(select(Observation.item_id, Observation.who).where(Observation.round_id == round_id)):
+        answers = select(Observation.item_id, Observation.who).where(Observation.round_id == round_id)
+        if len(item_ids) <= FEW_ITEMS:  # the prompt's one item: its answers, not the whole round's
+            answers = answers.where(Observation.item_id.in_([int(i) for i in item_ids]))
+        for item, who in session.execute(answers):
             answered[item].add(who)
     free = (int(i) for i in item_ids if held[int(i)] < holders and labeller not in answered[int(i)] and len(answered[int(i)]) < holders)
     chosen = next(free, None)
