@@ -12,7 +12,7 @@ import collections
 from collections.abc import Sequence
 from datetime import timedelta
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, insert, or_, select
 from sqlalchemy.orm import Session
 
 from activebayes.store.models import ItemLease, Observation, Project, utcnow
@@ -34,7 +34,8 @@ def lease_item(session: Session, project_id: int, labeller: str, item_ids: Seque
     if session.get_bind().dialect.name == "postgresql":
         session.execute(select(Project.id).where(Project.id == project_id).with_for_update(key_share=True)).all()
     now = utcnow()
-    session.execute(delete(ItemLease).where(ItemLease.project_id == project_id, ItemLease.expires_at <= now))
+    expired_or_own = or_(ItemLease.expires_at <= now, ItemLease.labeller == labeller)  # the labeller's own: replaced below
+    session.execute(delete(ItemLease).where(ItemLease.project_id == project_id, expired_or_own))
     others = select(ItemLease.item_id).where(ItemLease.project_id == project_id, ItemLease.labeller != labeller)
     held = collections.Counter(session.scalars(others))
     answered: dict[int, set[str]] = collections.defaultdict(set)
@@ -46,7 +47,6 @@ def lease_item(session: Session, project_id: int, labeller: str, item_ids: Seque
             answered[item].add(who)
     free = (int(i) for i in item_ids if held[int(i)] < holders and labeller not in answered[int(i)] and len(answered[int(i)]) < holders)
     chosen = next(free, None)
-    session.execute(delete(ItemLease).where(ItemLease.project_id == project_id, ItemLease.labeller == labeller))
     if chosen is not None:
         session.execute(insert(ItemLease.__table__), {"item_id": chosen, "labeller": labeller, "project_id": project_id,
                                                      "expires_at": now + timedelta(seconds=seconds)})  # fmt: skip
