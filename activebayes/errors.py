@@ -29,6 +29,10 @@ class DatabaseAwayError(StoreError):
     checked appends (`PoolStore.record_labels` finds a repeat)."""
 
 
+class RoundNotWaitingError(StoreError):
+    """A round named as waiting for answers no longer does (closed, or discarded, meanwhile)."""
+
+
 class DataError(ActiveBayesError, ValueError):
     """A data file or label is malformed, changed, or out of range."""
 

@@ -1,6 +1,6 @@
 """Labels benchmark: sustained answers per second from concurrent writers, and one answer's latency.
 
-    .venv/bin/python bench/labels.py [--writers 8] [--answers 200] [--db URL ...] [--no-pg]
+    .venv/bin/python bench/labels.py [--writers 8] [--answers 200] [--db URL ...] [--no-pg] [--prompt 200]
 
 Each writer is a process with its own `PoolStore` that records single answers the way the
 terminal prompt (`activebayes label`) does: one `PoolStore.record_labels` call, one transaction,
@@ -8,6 +8,18 @@ per answer, checked against the label it read (`expected`), to the queries of a 
 The writers answer disjoint items of one project, start together (a barrier) and time every
 call. Reported per database: answers per second over the whole run (all answers / the time from
 the first start to the last finish), and the p50, p99 and max latency of one answer.
+
+`--prompt N` adds the terminal prompt's own cost per answer, in this one process on a waiting
+round of N items: the prompt as `activebayes label` runs it for answers piped in
+(`PromptTurns.take`: the round checked and the item leased in one transaction; `round_for_answer`;
+then the same `record_labels`), against the plain `record_labels` of the same answers (the peer:
+the prompt before it took turns), alternating on fresh projects, best of 3 each; the ratio is the
+prompt's time over the plain writes'.
+Measured 2026-11-28, shared 2-core machine (load 1.4-1.9), `bench/labels.py --writers 2 --answers
+20 --prompt 300`: plain writes ~1,000/s (SQLite) and ~400/s (PostgreSQL); the prompt 419-444/s
+and 173-199/s, 1.2-1.4 and 2.8-3.2 ms more an answer (a lease of the item shown, one read of
+the round before the answer). With the round read in a transaction of its own before each lease
+it was 355-364/s and 162-163/s (1.7-1.8 and 3.9 ms more).
 
 Databases: each `--db URL` (a SQLite file, or PostgreSQL, where a fresh schema is created and
 dropped); by default a temporary SQLite file and PostgreSQL at $ACTIVEBAYES_TEST_PG_URL (or
@@ -17,6 +29,7 @@ postgresql+psycopg://postgres@127.0.0.1:5432/test) when it answers.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing as mp
 import os
 import sqlite3
@@ -90,6 +103,38 @@ def measure(url: str, writers: int, answers: int) -> tuple[float, np.ndarray]:
     return writers * answers / wall, np.concatenate([r[2] for r in runs])
 
 
+def answer_all(url: str, n: int, prompt: bool) -> float:
+    """Seconds to answer the `n` queries of a fresh project's waiting round, one transaction per
+    answer as the prompt writes it; with `prompt`, each item first taken as the prompt takes it."""
+    from activebayes_cli._prompt_turns import PromptTurns, holder_name
+
+    project = f"bench-prompt-{uuid.uuid4().hex[:8]}"
+    keys = setup(url, project, n)
+    with PoolStore(url) as store:
+        states = store.label_states(project, keys)
+        turns = PromptTurns(store, project, 1, holder_name("w"), {k: states[k]["item_id"] for k in keys}, pass_over=False)
+        start = time.perf_counter()
+        with turns if prompt else contextlib.nullcontext():
+            for i, key in enumerate(keys):
+                number = 1
+                if prompt:
+                    turns.take(key)
+                    number = turns.round_for_answer(key)
+                ids, conflicts = store.record_labels(project, [(key, str(i % 10), number)], who="w", source="prompt",
+                                                     expected={key: states[key]["label"]})  # fmt: skip
+                assert ids and not conflicts, conflicts
+        return time.perf_counter() - start
+
+
+def measure_prompt(url: str, n: int, repeats: int = 3) -> tuple[float, float]:
+    """(plain, prompt) seconds for `n` answers: the least of `repeats` alternating runs each."""
+    plain, prompt = [], []
+    for _ in range(repeats):
+        plain.append(answer_all(url, n, prompt=False))
+        prompt.append(answer_all(url, n, prompt=True))
+    return min(plain), min(prompt)
+
+
 def pg_schema_url(base_url: str) -> tuple[str, object] | None:
     """A fresh schema on the PostgreSQL at `base_url`: (its URL, a function dropping it), or None
     when the server does not answer."""
@@ -137,11 +182,12 @@ def main() -> None:
     parser.add_argument("--answers", type=int, default=200, help="answers each writer records")
     parser.add_argument("--db", action="append", metavar="URL", help="database URL (repeatable); default: a temporary SQLite file and PostgreSQL")
     parser.add_argument("--no-pg", action="store_true", help="with the default databases: SQLite only")
+    parser.add_argument("--prompt", type=int, default=0, metavar="N", help="also time the prompt's answers to a round of N items")
     args = parser.parse_args()
     if args.writers < 1 or args.answers < 1:
         parser.error("--writers and --answers must be positive")
 
-    rows = []
+    rows, prompts = [], []
     with tempfile.TemporaryDirectory() as tmp:
         urls = args.db or [f"sqlite:///{Path(tmp) / 'labels.db'}"] + ([] if args.no_pg else [os.environ.get("ACTIVEBAYES_TEST_PG_URL", DEFAULT_PG)])
         for url in urls:
@@ -150,6 +196,8 @@ def main() -> None:
                     continue
                 name, url = found
                 rate, lat = measure(url, args.writers, args.answers)
+                if args.prompt:
+                    prompts.append((name, *measure_prompt(url, args.prompt)))
             ms = lat * 1000
             rows.append((name, rate, *np.percentile(ms, [50, 99]), ms.max()))
 
@@ -157,6 +205,12 @@ def main() -> None:
     print(f"{'database':12s} {'answers/s':>10s} {'p50 ms':>8s} {'p99 ms':>8s} {'max ms':>8s}")
     for name, rate, p50, p99, worst in rows:
         print(f"{name:12s} {rate:10.0f} {p50:8.2f} {p99:8.2f} {worst:8.2f}")
+    if prompts:
+        print(f"\nthe prompt, {args.prompt} answers piped in, one process (best of 3)")
+        print(f"{'database':12s} {'plain/s':>10s} {'prompt/s':>10s} {'ms/answer +':>12s} {'ratio':>6s}")
+        for name, plain, prompt in prompts:
+            extra = (prompt - plain) / args.prompt * 1000
+            print(f"{name:12s} {args.prompt / plain:10.0f} {args.prompt / prompt:10.0f} {extra:12.2f} {prompt / plain:6.2f}")
 
 
 if __name__ == "__main__":

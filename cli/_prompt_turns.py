@@ -27,6 +27,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from activebayes.errors import RoundNotWaitingError
 from activebayes.store.engine import DATABASE_AWAY
 
 LEASE_SECONDS = 120.0  # as the page's default --lease-seconds
@@ -73,9 +74,10 @@ class PromptTurns:
         noted in `passed`, when another labeller holds it or it was answered in the round (True
         all the same without `pass_over`: answers piped in are each for the next item listed)."""
         try:
-            self._check_round()
             with self._lock:
-                leased = self._lease(key)
+                leased = self._lease(key, waiting=True)  # one transaction: the round still waits, and the lease
+        except RoundNotWaitingError:
+            raise self._gone() from None
         except DATABASE_AWAY:  # a lease is advisory: show the item; its answer says whether the database is back
             return True
         if not leased and self.pass_over and key not in self.passed:
@@ -87,11 +89,14 @@ class PromptTurns:
         latest = self.store.latest_round(self.project)
         return latest if latest is not None and latest.status.waiting else None
 
-    def _check_round(self) -> None:
-        waiting = self._waiting()
-        if waiting is None or waiting.number != self.round_number:
-            now = f"round {waiting.number} waits now" if waiting is not None else "no round waits now"
-            raise RoundGone(f"round {self.round_number} no longer waits for answers (closed or discarded meanwhile); {now}")
+    def _gone(self) -> RoundGone:
+        """The prompt's round waits no longer: the error that says which round waits now."""
+        try:
+            waiting = self._waiting()
+            now = f"; round {waiting.number} waits now" if waiting is not None else "; no round waits now"
+        except DATABASE_AWAY:
+            now = ""
+        return RoundGone(f"round {self.round_number} no longer waits for answers (closed or discarded meanwhile){now}")
 
     def round_for_answer(self, key: str) -> int | None:
         """The round an answer to `key` belongs to when it is written: the prompt's round while it
@@ -108,9 +113,9 @@ class PromptTurns:
         with self._lock:  # never beside a `take`: a late renewal would move the lease back
             return self.current is not None and self._lease(self.current)
 
-    def _lease(self, key: str) -> bool:
+    def _lease(self, key: str, *, waiting: bool = False) -> bool:
         leased = self.store.lease_item(self.project, self.holder, [self.item_ids[key]], seconds=self.seconds,
-                                       round_number=self.round_number)  # fmt: skip
+                                       round_number=self.round_number, waiting=waiting)  # fmt: skip
         self.current = key if leased is not None else None
         return leased is not None
 

@@ -12,7 +12,9 @@ import pytest
 
 from activebayes.oracles import PromptOracle
 from activebayes.store import PoolStore
-from activebayes_cli._prompt_turns import PromptTurns, holder_name
+from activebayes.errors import RoundNotWaitingError
+from activebayes.store.lease_access import FEW_ITEMS
+from activebayes_cli._prompt_turns import PromptTurns, RoundGone, holder_name
 from cli_checks import InterleavedInput
 from test_cli_label import blobs, run  # noqa: F401  (blobs: the fixture)
 
@@ -98,6 +100,32 @@ def test_prompt_oracle_passes_over_what_on_show_refuses():
     assert [a.value for a in answers] == [None, "b"]
     assert oracle.passed == ["k1"] and oracle.skipped == set()
     assert "item 1/2: k1 is with another labeller (answered or on their screen); passed over" in out.getvalue()
+
+
+def test_a_short_and_a_long_list_pass_over_the_same_answered_item(blobs):
+    """A list of up to FEW_ITEMS ids reads those items' answers, a longer one the round's: alike."""
+    q = blobs.queries
+    with PoolStore(blobs.db) as store:
+        ids = {k: s["item_id"] for k, s in store.label_states("blobs", q).items()}
+        store.record_labels("blobs", [(q[0], "a", 1)], who="ann", source="prompt", expected={q[0]: None})
+        short, long = [ids[q[0]], ids[q[1]]], [ids[q[0]]] * FEW_ITEMS + [ids[q[1]]]
+        assert store.lease_item("blobs", "bob", short, seconds=600, round_number=1) == ids[q[1]]
+        assert store.lease_item("blobs", "bob", long, seconds=600, round_number=1) == ids[q[1]]
+        assert store.lease_item("blobs", "bob", [ids[q[0]]], seconds=600, round_number=1) is None
+
+
+def test_a_round_that_waits_no_longer_leases_nothing_and_the_prompt_says_which_waits(blobs):
+    q, p = blobs.queries, blobs.pool
+    with PoolStore(blobs.db) as store:
+        ids = {k: s["item_id"] for k, s in store.label_states("blobs", q).items()}
+        ann = turns(store, "ann", q)
+        assert ann.take(q[0])
+        _discard_round_1_and_ask(blobs.db, [q[1], p[0]])()
+        with pytest.raises(RoundNotWaitingError, match="round 1 of project 'blobs' no longer waits for answers"):
+            store.lease_item("blobs", "ann", [ids[q[2]]], seconds=600, round_number=1, waiting=True)
+        with pytest.raises(RoundGone, match=r"round 1 no longer waits for answers \(closed or discarded meanwhile\); round 2 waits now"):
+            ann.take(q[1])
+        assert store.lease_item("blobs", "bob", [ids[q[2]]], seconds=600) == ids[q[2]]  # ann's refused lease took nothing
 
 
 def _discard_round_1_and_ask(db: str, keys: list[str]):

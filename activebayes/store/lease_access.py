@@ -12,10 +12,12 @@ import collections
 from collections.abc import Sequence
 from datetime import timedelta
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, insert, or_, select
 from sqlalchemy.orm import Session
 
 from activebayes.store.models import ItemLease, Observation, Project, utcnow
+
+FEW_ITEMS = 100  # a list this short is looked up item by item (an IN list); a longer one reads the round's answers
 
 
 def lease_item(session: Session, project_id: int, labeller: str, item_ids: Sequence[int], *, seconds: float, holders: int = 1,
@@ -32,16 +34,19 @@ def lease_item(session: Session, project_id: int, labeller: str, item_ids: Seque
     if session.get_bind().dialect.name == "postgresql":
         session.execute(select(Project.id).where(Project.id == project_id).with_for_update(key_share=True)).all()
     now = utcnow()
-    session.execute(delete(ItemLease).where(ItemLease.project_id == project_id, ItemLease.expires_at <= now))
+    expired_or_own = or_(ItemLease.expires_at <= now, ItemLease.labeller == labeller)  # the labeller's own: replaced below
+    session.execute(delete(ItemLease).where(ItemLease.project_id == project_id, expired_or_own))
     others = select(ItemLease.item_id).where(ItemLease.project_id == project_id, ItemLease.labeller != labeller)
     held = collections.Counter(session.scalars(others))
     answered: dict[int, set[str]] = collections.defaultdict(set)
     if round_id is not None:
-        for item, who in session.execute(select(Observation.item_id, Observation.who).where(Observation.round_id == round_id)):
+        answers = select(Observation.item_id, Observation.who).where(Observation.round_id == round_id)
+        if len(item_ids) <= FEW_ITEMS:  # the prompt's one item: its answers, not the whole round's
+            answers = answers.where(Observation.item_id.in_([int(i) for i in item_ids]))
+        for item, who in session.execute(answers):
             answered[item].add(who)
     free = (int(i) for i in item_ids if held[int(i)] < holders and labeller not in answered[int(i)] and len(answered[int(i)]) < holders)
     chosen = next(free, None)
-    session.execute(delete(ItemLease).where(ItemLease.project_id == project_id, ItemLease.labeller == labeller))
     if chosen is not None:
         session.execute(insert(ItemLease.__table__), {"item_id": chosen, "labeller": labeller, "project_id": project_id,
                                                      "expires_at": now + timedelta(seconds=seconds)})  # fmt: skip

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import and_, select, update
 from sqlalchemy.orm import Session
 
-from activebayes.errors import StoreError
+from activebayes.errors import RoundNotWaitingError, StoreError
 from activebayes.store.label_access import count_labelled
 from activebayes.store.models import TRANSITIONS, Project, Round, RoundStatus, utcnow
 
@@ -25,6 +25,15 @@ def get_round(session: Session, project: Project, number: int) -> Round:
     found = session.scalar(select(Round).where(Round.project_id == project.id, Round.number == number))
     if found is None:
         raise StoreError(f"round: project {project.name!r} has no round {number}")
+    return found
+
+
+def waiting_round(session: Session, project: Project, number: int) -> Round:
+    """Round `number` of `project` while it waits for answers (queried; then it is the latest
+    round, as no round starts while one waits); RoundNotWaitingError when it no longer does."""
+    found = get_round(session, project, number)
+    if not RoundStatus(found.status).waiting:
+        raise RoundNotWaitingError(f"round {number} of project {project.name!r} no longer waits for answers (it is {found.status})")
     return found
 
 

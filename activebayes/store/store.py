@@ -471,12 +471,14 @@ class PoolStore:
 
     # ---- item leases of the labelling page (revision 0005; see `lease_access`) -------------------
     def lease_item(self, name: str, labeller: str, item_ids: Sequence[int], *, seconds: float, holders: int = 1,
-                   round_number: int | None = None) -> int | None:  # fmt: skip
+                   round_number: int | None = None, waiting: bool = False) -> int | None:  # fmt: skip
         """Lease `labeller` the first of `item_ids` that fewer than `holders` others hold and that
-        is still open in round `round_number` (its id; see `lease_access.lease_item`)."""
+        is still open in round `round_number` (its id; see `lease_access.lease_item`). With
+        `waiting`, RoundNotWaitingError, nothing leased, when that round waits no longer."""
         with self.transaction() as s:
             project = project_access.get_project(s, name)
-            round_id = round_access.get_round(s, project, round_number).id if round_number is not None else None
+            find = round_access.waiting_round if waiting else round_access.get_round
+            round_id = find(s, project, round_number).id if round_number is not None else None
             return lease_access.lease_item(s, project.id, labeller, item_ids, seconds=seconds, holders=holders, round_id=round_id)
 
     def release_leases(self, name: str, labeller: str) -> None:
