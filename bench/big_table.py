@@ -184,7 +184,7 @@ def child_peer(db: str, csv_path: str) -> None:
     """pandas.read_csv and the recorded transform in numpy; prints seconds and the features' sha256."""
     import pandas as pd
 
-    from activebayes.data.tabular import NA_VALUES
+    from activebayes.data.table_gaps import NA_VALUES
     from activebayes.store import PoolStore
 
     store = PoolStore(db)

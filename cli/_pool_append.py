@@ -96,7 +96,7 @@ def _kept_rows(table: Any, spec: dict[str, Any], file: Path) -> np.ndarray:
     """The rows of the new table that become items: all, less those with a gap under the first
     import's --missing drop; under --missing error a gap is refused."""
     from activebayes.data.csv_table import shown
-    from activebayes.data.tabular import column_missing
+    from activebayes.data.table_gaps import column_missing
 
     n = len(table)
     gaps = np.zeros(n, dtype=bool)

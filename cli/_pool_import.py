@@ -162,7 +162,8 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     from activebayes.data.parsed_columns import UNIT_PREFIX, number_writing, written_numbers
     from activebayes.data.table_spec import fit_table_spec
     from activebayes.data.csv_table import shown
-    from activebayes.data.tabular import EXCEL_ERRORS, formula_errors, plan_table
+    from activebayes.data.table_gaps import EXCEL_ERRORS, formula_errors
+    from activebayes.data.tabular import plan_table
     from activebayes.data.label_spellings import merged_spellings
 
     file = table.path

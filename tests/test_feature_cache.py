@@ -268,7 +268,7 @@ def test_streamed_columns_equal_the_csv_module(tmp_path, layout):
 
 def test_a_number_spelled_as_a_gap_is_missing_exactly(tmp_path):
     from activebayes.data.csv_table import read_csv_table
-    from activebayes.data.tabular import column_missing, missing_mask
+    from activebayes.data.table_gaps import column_missing, missing_mask
 
     cells = ["1.5", "-999", "-999.0", "NA", " -999 ", "2"]
     path = tmp_path / "g.csv"

@@ -187,7 +187,7 @@ def dataset_from_table(table: Any, features: dict[str, Any], label_column: str |
     x, names = apply_table_spec(table, features, columns)
     y = np.asarray(table.column(label_column)) if label_column is not None else None
     if y is not None and features.get("label_na"):  # a formula's error value (#N/A) in the label column: no label
-        from activebayes.data.tabular import formula_errors
+        from activebayes.data.table_gaps import formula_errors
 
         y = np.where(formula_errors(y, features["label_na"]), "", y.astype(str))
     if y is not None and features.get("label_spellings"):  # 'yes ' read as 'Yes' (`pool add --merge-label-spellings`)

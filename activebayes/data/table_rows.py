@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from activebayes.data.csv_table import read_records
-from activebayes.data.tabular import missing_mask
+from activebayes.data.table_gaps import missing_mask
 
 
 class RawCells:

@@ -18,7 +18,7 @@ The pipeline is scikit-learn's `ColumnTransformer` (one transformer per column, 
 `pool add` adds "label_written" ("units" or "decimal comma") when a regression target is
 written so; `dataset_from_table` then reads the labels as plain numbers
 (`activebayes.data.parsed_columns.written_numbers`); and "label_na" (a formula's error values,
-`tabular.EXCEL_ERRORS`), label cells read as no label; and "label_spellings" ({spelling: class}, `pool add
+`table_gaps.EXCEL_ERRORS`), label cells read as no label; and "label_spellings" ({spelling: class}, `pool add
 --merge-label-spellings`: `activebayes.data.label_spellings`), label cells read as the class they spell.
 
 A column's features: numeric `z = (v − mean) / scale` (or v unscaled), v parsed from text as
@@ -43,7 +43,8 @@ from activebayes.data.csv_table import CsvTable, shown
 from activebayes.data.features import is_number, one_hot_codes, unseen_category
 from activebayes.data.parsed_columns import (CALENDAR_PARTS, CLOCK_PARTS, DATE_ORDERS, UNIT_PREFIX, calendar_features, decimal_comma_numbers, measured_numbers,
                                              unit_numbers, written_days)
-from activebayes.data.tabular import ColumnPlan, TablePlan, column_missing, first_true, gap_values
+from activebayes.data.table_gaps import column_missing
+from activebayes.data.tabular import ColumnPlan, TablePlan, first_true, gap_values
 from activebayes.errors import DataError
 
 SPEC_VERSION = 2

@@ -37,11 +37,10 @@ else none (items are keyed by row number): `key_column_of`. The label and key ar
   code, 02134) or beyond a float's exact whole numbers (a 17-digit account id), unless `features`
   names it (`csv_columns.number_code`).
 
-Gaps. A cell that is empty or one of NA_VALUES, EXCEL_ERRORS (a formula's #DIV/0!, #N/A, ...,
-with a note; `gap_values`) or `na_values` (compared case-insensitively) is missing. `missing="impute"`: the
-median of a number column, the most frequent level of a categorical one, and a 0/1 indicator
-feature after every column with a gap anywhere in the file; `"drop"`: rows with a gap are no
-items (`TablePlan.rows_with_gaps`); `"error"`: refused.
+Gaps: `activebayes.data.table_gaps` (what is missing); `missing="impute"`: the median of a number
+column, the most frequent level of a categorical one, and a 0/1 indicator feature after every
+column with a gap anywhere in the file; `"drop"`: rows with a gap are no items
+(`TablePlan.rows_with_gaps`); `"error"`: refused.
 
 The recorded spec (the fitted scikit-learn pipeline as JSON) and its application at every load
 are `activebayes.data.table_spec`'s.
@@ -59,13 +58,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from activebayes.data.csv_table import ROW_NAMES, CsvTable, finite_or_nan, not_a_column, shown
+from activebayes.data.csv_table import ROW_NAMES, CsvTable, not_a_column, shown
 from activebayes.data.features import is_number, natural_sorted
+from activebayes.data.table_gaps import EXCEL_ERRORS, column_missing, note_excel_errors
 from activebayes.data.parsed_columns import DATE_ORDERS, UNIT_PREFIX, common_unit, date_order, measured_numbers, decimal_comma_numbers, surely_decimal_comma, has_times, iso_days, unit_numbers, written_days
 from activebayes.errors import DataError
 
-NA_VALUES = ("", "NA", "N/A", "NaN", "null", "?")
-EXCEL_ERRORS = ("#N/A", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#NULL!", "#SPILL!", "#CALC!")  # a formula's failure: a gap
 MISSING_MODES = ("impute", "drop", "error")
 CATEGORICAL_MODES = ("auto", "error", "force")
 KEY_NAMES = ("key", "id")
@@ -145,46 +143,11 @@ def key_column_of(header: Sequence[str], key_column: str | None = None, ignore: 
     return ROW_NAMES if row_names and ROW_NAMES in header[:1] and ROW_NAMES not in ignore else None
 
 
-def _tokens(na_values: Sequence[str]) -> set[str]:
-    return {v.strip().casefold() for v in (*NA_VALUES, *na_values)}
-
-
-def formula_errors(cells: Sequence[Any], markers: Sequence[str] = EXCEL_ERRORS) -> np.ndarray:
-    """[N] bool: which cells are a formula's error value (`markers`, EXCEL_ERRORS by default;
-    case and surrounding spaces ignored)."""
-    wanted = {m.strip().upper() for m in markers}
-    return np.fromiter((str(c).strip().upper() in wanted for c in cells), dtype=bool, count=len(cells))
-
-
 def gap_values(options: TableOptions) -> tuple[str, ...]:
     """The gap markers a table is planned with besides NA_VALUES: the user's `na_values` and
     EXCEL_ERRORS (recorded in the spec as its "na_values", so a spec fitted before they were
     gaps is applied as it was fitted)."""
     return (*options.na_values, *(e for e in EXCEL_ERRORS if e not in options.na_values))
-
-
-def missing_mask(cells: Sequence[str], na_values: Sequence[str] = ()) -> np.ndarray:
-    """[N] bool: which cells are missing (empty, or in NA_VALUES + na_values, any case; `gap_values`
-    gives a plan's na_values, the formula errors included)."""
-    tokens = _tokens(na_values)
-    return np.fromiter((c.casefold() in tokens for c in cells), dtype=bool, count=len(cells))
-
-
-def column_missing(table: CsvTable, name: str, na_values: Sequence[str] = ()) -> np.ndarray:
-    """[N] bool: `missing_mask` of column `name`, decided once per distinct text (a number is
-    missing only when an na value spells it exactly, e.g. "-999")."""
-    col = table.columns[name]
-    if col.cells is not None:
-        return missing_mask(col.cells, na_values)
-    tokens = _tokens(na_values)
-    out = np.zeros(len(table), dtype=bool)
-    if col.codes is not None:
-        out = np.asarray([t.casefold() in tokens for t in col.texts] + [False])[col.codes]  # code -1: a number
-    numeric_tokens = {finite_or_nan(t) for t in tokens if np.isfinite(finite_or_nan(t))}
-    for value in numeric_tokens if col.numbers is not None else ():
-        for i in np.flatnonzero(col.numbers == value).tolist():
-            out[i] = table.cell(i, name).casefold() in tokens
-    return out
 
 
 def _check_options(table: CsvTable, options: TableOptions) -> None:
@@ -313,18 +276,6 @@ def _ambiguous_dates(levels: list[str]) -> bool:
     return bool(readable.all()) and date_order(levels) == "either"
 
 
-def _note_excel_errors(table: CsvTable, name: str, notes: list[str]) -> None:
-    """A note for a column holding Excel's error values (#DIV/0!, #N/A, ...), which are read as gaps."""
-    codes, texts = table.text_codes(name) if table.columns[name].cells is None else (None, [])
-    errors = np.flatnonzero(formula_errors(texts))
-    if codes is None or not errors.size:
-        return
-    where = np.isin(codes, errors)
-    at = first_true(where)
-    notes.append(f"column {name!r} holds Excel's error values ({shown(texts[int(codes[at])])} on line {table.lines[at]}; "
-                 f"{int(where.sum())} cells in all): read as gaps")  # fmt: skip
-
-
 def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[str]) -> ColumnPlan | None:
     path, n, lines = str(table.path), len(table), table.lines
     missing = column_missing(table, name, gap_values(options))
@@ -339,7 +290,7 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
     if missing.all():
         notes.append(f"column {name!r} has no values (all {n} missing): left out")
         return None
-    _note_excel_errors(table, name, notes)
+    note_excel_errors(table, name, notes)
     if name in options.text_columns:
         return ColumnPlan(name, "text", missing)
     present = ~missing
