@@ -101,7 +101,7 @@ def same_population(record: Mapping[str, Any], candidate_ids: Sequence[int] | np
     n_now = len(candidate_ids) + len(drawn_ids)
     if population_tag(np.concatenate([np.asarray(candidate_ids, dtype=np.int64), np.asarray(drawn_ids, dtype=np.int64)])) != record["population"]:
         return (f"the pool has changed since the draw ({record['pool']} items then, {n_now} now with the drawn ones: "
-                "items were labelled for training or their labels withdrawn)")  # fmt: skip
+                "items were labelled for training, their labels withdrawn, or rows appended)")  # fmt: skip
     return None
 
 

@@ -260,6 +260,8 @@ def test_the_population_fingerprint_refuses_a_changed_pool():
     assert same_population(record, candidates[::-1], drawn) is None  # the order does not matter
     assert "changed" in same_population(record, candidates[:3], drawn)  # item 7 labelled for training
     assert "changed" in same_population(record, np.array([3, 4, 5, 8]), drawn)  # same count, another item
+    appended = same_population(record, np.array([3, 4, 5, 7, 8, 9]), drawn)  # `pool add --append`: two more items
+    assert "6 items then, 8 now" in appended and "rows appended" in appended
     assert "earlier version" in same_population({"pool": 6, "items": []}, candidates, drawn)
 
 
