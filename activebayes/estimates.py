@@ -74,7 +74,8 @@ raise it further, and a skewed pool's sample ĉ² is biased low because its few 
 usually not drawn: a handful of draws cannot show the tail that carries the mean. The cap at κ = 6
 (ν ≤ M/3) is what seeded simulations needed (a pool of 1,000 items, 1,000 draws of M = 2, 5, 10,
 20, 60 labels each, uniform, by the active-testing proposal, or auto's fixed items plus M random;
-`tests/test_estimate_coverage.py`): with κ = 2 (ν ≤ M) the interval of the MSE held the pool's in
+`studies/estimates/coverage.py 1000 --kappa K`, and with the code before this interval for the t
+interval's figures; `tests/test_estimate_coverage.py` asserts κ = 6's): with κ = 2 (ν ≤ M) the interval of the MSE held the pool's in
 85-91 % of uniform draws of residuals with log-normal scales (σ_i = exp(0.5·N(0, 1))) and in 71-90
 % of draws of t_3 residuals, and the t interval of a categorical NLL held it in 48-91 %; κ = 4
 still left 85 % (t_3, auto, 20 draws) and 83 % (NLL, 10 draws). With κ = 6: 96-100 % and 92-98 %
@@ -425,8 +426,7 @@ def summed_estimate(first: Estimate, second: Estimate) -> Estimate:
     >>> (e.value, e.low, e.high, e.interval, e.dof)
     (1.5, 0.7, 3.5, 'sum', None)
     """
-    return Estimate(first.value + second.value, first.low + second.low, first.high + second.high, first.n, first.pool, "sum",
-                    known=first.known + second.known)  # fmt: skip
+    return Estimate(first.value + second.value, first.low + second.low, first.high + second.high, first.n, first.pool, "sum")
 
 
 # ---- active testing's proposal ----------------------------------------------------------------

@@ -15,11 +15,9 @@ round of N items: the prompt as `activebayes label` runs it for answers piped in
 then the same `record_labels`), against the plain `record_labels` of the same answers (the peer:
 the prompt before it took turns), alternating on fresh projects, best of 3 each; the ratio is the
 prompt's time over the plain writes'.
-Measured 2026-11-28, shared 2-core machine (load 1.4-1.9), `bench/labels.py --writers 2 --answers
-20 --prompt 300`: plain writes ~1,000/s (SQLite) and ~400/s (PostgreSQL); the prompt 419-444/s
-and 173-199/s, 1.2-1.4 and 2.8-3.2 ms more an answer (a lease of the item shown, one read of
-the round before the answer). With the round read in a transaction of its own before each lease
-it was 355-364/s and 162-163/s (1.7-1.8 and 3.9 ms more).
+Measured 2026-11-28, shared 2-core machine, `bench/labels.py --writers 2 --answers 20 --prompt
+300`: plain writes 925/s (SQLite) and 418/s (PostgreSQL); the prompt 403/s and 192/s, 1.40 and
+2.81 ms more an answer (a lease of the item shown, one read of the round before the answer).
 
 Databases: each `--db URL` (a SQLite file, or PostgreSQL, where a fresh schema is created and
 dropped); by default a temporary SQLite file and PostgreSQL at $ACTIVEBAYES_TEST_PG_URL (or

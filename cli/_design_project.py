@@ -58,16 +58,11 @@ def refuse_design(st: CliState, name: str, info: Any, command: str) -> None:
     )
 
 
-def _time(value: Any) -> str | None:
-    from activebayes.store.models import utc_text
-
-    return utc_text(value)
-
-
 def design_status(st: CliState, store: Any, name: str, info: Any) -> None:
     """`activebayes status` of a design project: its participants, trials and span estimates."""
     from activebayes.design import summarise_posterior
     from activebayes.design.record import recorded_trials, replay
+    from activebayes.store.models import utc_text
 
     trials = recorded_trials(store, name)
     by_participant: dict[str, list[dict[str, Any]]] = {}
@@ -78,8 +73,8 @@ def design_status(st: CliState, store: Any, name: str, info: Any) -> None:
     for who, theirs in by_participant.items():
         posterior = session_posterior(learn_slope)
         replay(posterior, theirs)
-        participants.append({"participant": who, "trials": len(theirs), "first": _time(theirs[0]["time"]),
-                             "last": _time(theirs[-1]["time"]), "span": summarise_posterior(posterior)})  # fmt: skip
+        participants.append({"participant": who, "trials": len(theirs), "first": utc_text(theirs[0]["time"]),
+                             "last": utc_text(theirs[-1]["time"]), "span": summarise_posterior(posterior)})  # fmt: skip
     if trials:
         latest = trials[-1]["participant"]
         next_step = (f"more trials with `{design_command(st, name, latest)}` (resumes {latest!r}; "
@@ -114,13 +109,14 @@ def trial_records(store: Any, name: str) -> tuple[list[str], list[dict[str, Any]
     numbered from 1 per participant (as `design memory-span` prints it), the list length in
     digits (and the rate of a 2-D design), the outcome (1 recalled, 0 not), the EIG in nats."""
     from activebayes.design.record import recorded_trials
+    from activebayes.store.models import utc_text
 
     records = []
     for t in recorded_trials(store, name):
         design = t["design"] if isinstance(t["design"], list) else [t["design"]]
         records.append({"participant": t["participant"], "trial": int(t["trial"]) + 1, "digits": design[0],
                         **({"rate": design[1]} if len(design) > 1 else {}), "outcome": int(t["outcome"]),
-                        "eig": t["eig"], "source": t["source"], "time": _time(t["time"])})  # fmt: skip
+                        "eig": t["eig"], "source": t["source"], "time": utc_text(t["time"])})  # fmt: skip
     two_d = any("rate" in r for r in records)
     columns = ["participant", "trial", "digits", *(["rate"] if two_d else []), "outcome", "eig", "source", "time"]
     return columns, records

@@ -92,7 +92,7 @@ def stop_sentence(signal: Any, latest: Headline | None) -> str:
         e = latest.estimate
         note = f"; {latest.note}" if latest.note else ""
         parts.append(f"round {latest.round}'s estimated {latest.figure} {figure_text(shown_value(e, latest.bounds))} "
-                     f"(95 % interval {figure_text(e.low)} to {figure_text(e.high) if math.isfinite(e.high) else 'no upper end'}{note})")  # fmt: skip
+                     f"(95 % interval {figure_text(e.low)} to {figure_text(e.high) if math.isfinite(e.high) else NO_UPPER_END}{note})")  # fmt: skip
     if signal.mean_agreement is None:
         verdict = f"too few rounds to judge whether to stop ({signal.window} pairs of rounds needed)"
     elif signal.stop:
@@ -173,9 +173,9 @@ def render_estimates(console: Console, estimates: list[tuple[Any, Any]], task: s
         (main, main_key), (_, nll_key) = ESTIMATE_FIGURES.get(task, ESTIMATE_FIGURES["classification"])
         has_test = any(main_key in (r.metrics or {}) for r, _ in estimates)
         columns = ["round", "labelled", f"est. {main}", "est. nll", *((f"test {main}", "test nll") if has_test else ()), "from"]
-        rows = []
+        rows, shown_figures = [], SHOWN.get(task, SHOWN["classification"])
         for r, e in estimates:
-            shown = [interval_text(getattr(e, a), RANGES[a]) for a in SHOWN.get(task, SHOWN["classification"])]
+            shown = [interval_text(getattr(e, a), RANGES[a]) for a in shown_figures]
             test = [figure_text(r.metrics[k]) if isinstance((r.metrics or {}).get(k), (int, float)) else "-" for k in (main_key, nll_key)]
             source = f"{e.labels} labels of {e.pool}" + (f"; {e.note}" if e.note else "") if e.available else (e.reason or "")
             rows.append([str(r.number), str(r.labelled_count), *shown, *(test if has_test else ()), source])
@@ -193,7 +193,7 @@ def render_estimates(console: Console, estimates: list[tuple[Any, Any]], task: s
             for row in rows:
                 pairs = ", ".join(f"{c} {v}" for c, v in zip(columns[2:-1], row[2:-1]) if v != "-")
                 console.print(f"  round {row[0]} ({row[1]} labelled): {pairs or 'no estimate'}; {row[-1]}")
-        if any(NO_UPPER_END in cell for row in rows for cell in row):
+        if any(not math.isfinite(x.high) for _, e in estimates for x in (getattr(e, a) for a in shown_figures) if x is not None):
             console.print(NO_UPPER_END_NOTE + (f"; `{evaluate_command}` sets items apart for an estimate with both ends" if evaluation is None else ""))
     if evaluation is not None:
         if evaluation.available:

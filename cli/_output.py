@@ -161,6 +161,12 @@ def early_round_note(settings: Mapping[str, Any] | None) -> str:
 TRUTH_TEXT = {"none": "no labels", "known": "labels imported", "held-back": "labels held back as the truth"}
 
 
+def items_from(verb: str, summary: dict, source: Any) -> str:
+    """"Added 40 pool items and 10 test items from FILE" (the test items when there are any)."""
+    test = f" and {summary['test_items']} test items" if summary["test_items"] else ""
+    return f"{verb} {summary['pool_items']} pool items{test} from {source}"
+
+
 def after_pool_add(st: Any, truth: str) -> str:
     """`pool add`'s Next line: a round a person answers, and where labels are held back the
     simulated round they answer too (before, only that one was named, to a person who meant to

@@ -216,13 +216,13 @@ def append_table(store: Any, name: str, file: Path, *, test_fraction: float, see
 
     info = store.project(name)
     refuse_unappendable(name, info, file)
-    old_path = store.verify_data(name)  # a changed data file is refused here, as at `round`
+    old = load_project_data(store, name)  # a changed data file is refused here, as at `round` (its sha256 read once)
+    old_path = Path(info.data_path)
     settings = info.settings
     spec, label, key = settings["features"], settings.get("label_column"), settings.get("key_column")
     _same_columns(old_path, file)
     text = tuple(n for n in (label, key, *(c["name"] for c in spec["columns"] if c["kind"] == "text")) if n is not None)
     table = read_csv_table(file, text_columns=text)
-    old = load_project_data(store, name)
     _same_writing(old, table, file)
     kept = _kept_rows(table, spec, file)
     new = dataset_from_table(table, spec, label, key)  # the frozen spec: an unseen category is refused here

@@ -22,7 +22,7 @@ from typing import Any
 from activebayes_cli._app import CliError, with_typed_db
 from activebayes_cli._context import sqlite_path
 from activebayes_cli._design_project import refuse_design
-from activebayes_cli._output import TRUTH_TEXT, after_pool_add, refuse_second_pool
+from activebayes_cli._output import TRUTH_TEXT, after_pool_add, items_from, refuse_second_pool
 from activebayes_cli._parse import existing_file, fraction
 
 CACHE_FOLDER = "activebayes-cache"
@@ -131,9 +131,8 @@ def add_folder(
     def render(console: Any) -> None:
         c, (h, w) = images["channels"], images["size"]
         console.print(
-            f"Added {summary['pool_items']} pool items"
-            + (f" and {summary['test_items']} test items" if summary["test_items"] else "")
-            + f" from the images in {folder} ({'grey' if c == 1 else 'RGB'} {h}x{w}, features [{c}, {h}, {w}]; "
+            items_from("Added", summary, f"the images in {folder}")
+            + f" ({'grey' if c == 1 else 'RGB'} {h}x{w}, features [{c}, {h}, {w}]; "
             + f"{TRUTH_TEXT[summary['truth']]})."
         )
         console.print(f"Next: {next_hint}")

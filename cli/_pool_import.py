@@ -164,7 +164,7 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     from activebayes.data.csv_table import shown
     from activebayes.data.table_gaps import EXCEL_ERRORS, formula_errors
     from activebayes.data.tabular import plan_table
-    from activebayes.data.label_spellings import merged_spellings
+    from activebayes.data.label_spellings import merged_spellings, spelled_as
 
     file = table.path
     plan = plan_table(table, options)
@@ -184,7 +184,7 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
         labels = np.where(failed, "", labels.astype(str)) if failed.any() else labels
     spellings = merged_spellings(labels.tolist(), classes) if merge_spellings and labels is not None and task == "classification" else {}
     if spellings:
-        labels = np.asarray([spellings.get(v.strip(), v) for v in labels.astype(str).tolist()])
+        labels = spelled_as(labels, spellings)
         plan.notes.append("labels spelled another way read as one class: " + ", ".join(f"{a!r} as {b!r}" for a, b in spellings.items()))
     unlabelled = np.char.str_len(np.char.strip(labels.astype(str))) == 0 if labels is not None else np.zeros(len(table), dtype=bool)
     if unlabelled.any() and not labels_are_known:

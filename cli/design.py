@@ -153,14 +153,15 @@ def memory_span(
 
         settings: dict[str, Any] = {"model": repr(posterior.model), "prior": "theta ~ N(7, 2^2)", "learn_slope": learn_slope}
         store = cli.store(create=True)
-        if project in store.projects() and store.project(project).task != "design":
-            raise CliError(f"project {project!r} in {shown_url(cli.db)} is a {store.project(project).task} project, not a design project",
+        existing = store.project(project) if project in store.projects() else None  # read once
+        if existing is not None and existing.task != "design":
+            raise CliError(f"project {project!r} in {shown_url(cli.db)} is a {existing.task} project, not a design project",
                            "name another with the global --project NAME (before `design`), e.g. `activebayes --project span design memory-span`")  # fmt: skip
-        recorded_slope = bool((store.project(project).settings or {}).get("learn_slope")) if project in store.projects() else learn_slope
+        recorded_slope = bool((existing.settings or {}).get("learn_slope")) if existing is not None else learn_slope
         _check(recorded_slope == learn_slope,  # status, export and every resume read the trials with the project's model
                f"--learn-slope: project {project!r} was set up {'with' if recorded_slope else 'without'} it, and its status and resumes use that model",
                f"{'pass' if recorded_slope else 'leave out'} --learn-slope, or give the other model a project of its own with the global --project NAME")  # fmt: skip
-        known = recorded_participants(store, project) if project in store.projects() else {}
+        known = recorded_participants(store, project) if existing is not None else {}
         _refuse_lookalike(who, known)
         record = DesignRecord(store, designs, participant=who, project=project, settings=settings)
         offset = record.replay(posterior)

@@ -396,8 +396,7 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
     if oracle.interrupted:
         _interrupted(st, store, name, target, saved["answers"])
 
-    latest = store.latest_round(name)  # the round waiting now: another session may have started the next one
-    waiting = latest.number if latest is not None and latest.status.waiting else target
+    waiting = _target_round(store, name, None) or target  # the round waiting now: another session may have started the next one
     remaining = _open_queries(store, name, waiting)
     recorded = saved["answers"]
     skipped = len(oracle.skipped)  # items shown and skipped; those after a `q` were not shown

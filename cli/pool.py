@@ -38,7 +38,7 @@ import typer
 from activebayes_cli._app import command_group, with_typed_db
 from activebayes_cli._context import state
 from activebayes_cli._design_project import refuse_design
-from activebayes_cli._output import TRUTH_TEXT, after_pool_add
+from activebayes_cli._output import TRUTH_TEXT, after_pool_add, items_from
 from activebayes_cli._parse import existing_file, fraction
 from activebayes_cli._pool_import import Categorical, ImageLayout, Missing, register_pool
 
@@ -171,12 +171,6 @@ def add_rows(st, file: Path, *, test_fraction: float, seed: int, labels_are_know
         console.print(f"Next: {next_hint}")
 
     st.out.result(summary, render)
-
-
-def items_from(verb: str, summary: dict, file: Path) -> str:
-    """"Added 40 pool items and 10 test items from FILE" (the test items when there are any)."""
-    test = f" and {summary['test_items']} test items" if summary["test_items"] else ""
-    return f"{verb} {summary['pool_items']} pool items{test} from {file}"
 
 
 def column_list(text: str, option: str) -> tuple[str, ...]:

@@ -1,5 +1,5 @@
 """The interval of an MSE (`lure_estimate(skewed=True)`, a regression's RMSE): Satterthwaite's
-scaled χ² on ν = min(2R̂²/(s_z²/M), 2M/κ) degrees of freedom (κ = 4), against hand computations
+scaled χ² on ν = min(2R̂²/(s_z²/M), 2M/κ) degrees of freedom (κ = 6), against hand computations
 and a seeded simulation of 8 labels, where the Wald interval it replaces was far too short above;
 the RMSE's value corrected for Jensen's bias (`root_value`)."""
 

@@ -163,7 +163,7 @@ def test_not_features_says_why_each_column_is_left_out(db):
     summary = json.loads(ok("--json", "pool", "add", "t.csv", "--ignore", "note").stdout)
     assert summary["key_column"] == "row_names"  # the row names are the keys
     assert summary["not_features"] == {"Unnamed: 0": "a saved index", "empty": "no values", "note": "--ignore"}
-    assert summary["ignored"] == list(summary["not_features"])
+    assert summary["ignored"] == ["Unnamed: 0", "empty", "note"]
     ok("init", "--name", "u")
     said = " ".join(ok("--project", "u", "pool", "add", "t.csv", "--features", "x", "--key-column", "Unnamed: 0").stdout.split())
     assert "Not features: row_names (row names), y (not in --features), empty (not in --features), note (not in --features)" in said

@@ -9,7 +9,9 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+
+import numpy as np
 
 
 def spelling_key(label: str) -> str:
@@ -32,3 +34,8 @@ def merged_spellings(labels: Sequence[str], classes: Sequence[str] | None = None
         target = named.get(key) or max(spellings, key=counts.__getitem__)  # sorted: a tie goes to the first
         merged.update({s: target for s in spellings if s != target})
     return merged
+
+
+def spelled_as(labels: np.ndarray, spellings: Mapping[str, str]) -> np.ndarray:
+    """[N] `labels` as text, each spelling in `spellings` (`merged_spellings`) read as its class."""
+    return np.asarray([spellings.get(v.strip(), v) for v in labels.astype(str).tolist()])

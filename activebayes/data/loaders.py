@@ -191,8 +191,9 @@ def dataset_from_table(table: Any, features: dict[str, Any], label_column: str |
 
         y = np.where(formula_errors(y, features["label_na"]), "", y.astype(str))
     if y is not None and features.get("label_spellings"):  # 'yes ' read as 'Yes' (`pool add --merge-label-spellings`)
-        spellings = features["label_spellings"]
-        y = np.asarray([spellings.get(v.strip(), v) for v in y.astype(str).tolist()])
+        from activebayes.data.label_spellings import spelled_as
+
+        y = spelled_as(y, features["label_spellings"])
     if y is not None and features.get("label_written"):  # regression targets written as "$1,200" or "3,5"
         from activebayes.data.parsed_columns import written_numbers
 

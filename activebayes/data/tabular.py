@@ -190,7 +190,7 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
     columns, refused, left_out = [], [], {}
     for name in names:
         try:
-            column = _plan_column(table, name, options, notes)
+            column = _plan_column(table, name, options, notes, left_out)
         except NotAFeature as exc:
             refused.append(exc)
             continue
@@ -199,8 +199,6 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
             notes.append(f"column {name!r} holds {one} in every row: it tells no rows apart (--ignore {name} leaves it out)")
         if column is not None:
             columns.append(column)
-        else:
-            left_out[name] = "a saved index" if ROW_INDEX_NAME.match(name) and not column_missing(table, name, gap_values(options)).all() else "no values"
     if len(refused) == 1:
         raise refused[0]
     if refused:
@@ -276,7 +274,7 @@ def _ambiguous_dates(levels: list[str]) -> bool:
     return bool(readable.all()) and date_order(levels) == "either"
 
 
-def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[str]) -> ColumnPlan | None:
+def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[str], left_out: dict[str, str]) -> ColumnPlan | None:
     path, n, lines = str(table.path), len(table), table.lines
     missing = column_missing(table, name, gap_values(options))
     if options.missing == "error" and missing.any():
@@ -289,6 +287,7 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
         raise DataError(f"{path!r}: column {name!r} has no values (all {n} missing); leave it out of --features")
     if missing.all():
         notes.append(f"column {name!r} has no values (all {n} missing): left out")
+        left_out[name] = "no values"
         return None
     note_excel_errors(table, name, notes)
     if name in options.text_columns:
@@ -308,6 +307,7 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
         if ROW_INDEX_NAME.match(name) and name not in (options.features or ()) and _distinct_whole_numbers(values):
             notes.append(f"column {name!r} holds row numbers, as pandas (Unnamed: 0), R (X) and readr (...1) write an index read with a file "
                          "and saved again: left out (name it in --features to keep it)")  # fmt: skip
+            left_out[name] = "a saved index"
             return None
         if names_an_identifier(name) and name not in (options.features or ()) and _distinct_whole_numbers(values):
             raise NotAFeature(

@@ -28,6 +28,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from activebayes.likelihoods import HETEROSCEDASTIC
 from activebayes.posteriors._network import NetworkPosterior
 from activebayes.posteriors.base import clone
 from activebayes.predictive import GaussianPredictive
@@ -35,7 +36,7 @@ from activebayes.training import as_tensor, standardise_targets
 
 
 def _applies(posterior: Any, y: Tensor) -> bool:
-    return isinstance(posterior, NetworkPosterior) and y.is_floating_point() and getattr(posterior, "likelihood", None) != "heteroscedastic"
+    return isinstance(posterior, NetworkPosterior) and y.is_floating_point() and getattr(posterior, "likelihood", None) != HETEROSCEDASTIC
 
 
 class StandardisedTargets:

@@ -5,6 +5,7 @@ The caller has written the combined data file (old rows, then the new ones) and 
 cache under new names beside the database; this records them. A failure or a kill anywhere
 before the commit leaves the project exactly as it was (its old data file, settings and items);
 the files written for it are then unreferenced, and a later append writes files of its own.
+`insert_rows` adds a table's items and known labels, here and at the first import.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sqlalchemy.orm import Session
 
 from activebayes.errors import StoreError
 from activebayes.store import item_access, label_access, project_access
+from activebayes.store.models import Project
 
 
 def append_pool(
@@ -47,9 +50,17 @@ def append_pool(
         project.data_path = str(Path(data_path).resolve())
         project.data_sha256 = data_sha256
         project.settings = {**(project.settings or {}), **settings}
-        added = item_access.insert_items(s, project.id, pool_rows, pool_keys)
-        if len(test_rows):
-            added += item_access.insert_items(s, project.id, test_rows, test_keys, split="test")
-        if observations:
-            label_access.record_observations(s, project, observations, who=who, source="import")
-        return added
+        return insert_rows(s, project, pool_rows, pool_keys, test_rows, test_keys, observations, who=who, source="import")
+
+
+def insert_rows(session: Session, project: Project, pool_rows: Sequence[int] | np.ndarray, pool_keys: Sequence[str] | None,
+                test_rows: Sequence[int] | np.ndarray | None, test_keys: Sequence[str] | None,
+                observations: Sequence[tuple[str, Any]], *, who: str, source: str) -> int:  # fmt: skip
+    """The items of a table's rows, pool then test split, and their known labels, inside the
+    caller's transaction (`PoolStore.import_pool`, `append_pool`); returns the items added."""
+    added = item_access.insert_items(session, project.id, pool_rows, pool_keys)
+    if test_rows is not None and len(test_rows):
+        added += item_access.insert_items(session, project.id, test_rows, test_keys, split="test")
+    if observations:
+        label_access.record_observations(session, project, observations, who=who, source=source)
+    return added

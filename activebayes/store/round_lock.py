@@ -56,7 +56,7 @@ class LockHolder:
     heartbeat: datetime
 
     def text(self) -> str:
-        return f"pid {self.pid} on host {self.host} at {_utc(self.started_at):%Y-%m-%d %H:%M:%S} UTC"
+        return f"pid {self.pid} on host {self.host} at {as_utc(self.started_at):%Y-%m-%d %H:%M:%S} UTC"
 
 
 @dataclass
@@ -79,7 +79,6 @@ class RoundLockInfo:
     _thread: threading.Thread | None = field(default=None, repr=False)
 
 
-_utc = as_utc  # SQLite hands back naive datetimes, written as UTC
 
 
 def _pid_running(pid: int) -> bool:
@@ -102,7 +101,7 @@ def _pid_running(pid: int) -> bool:
 
 
 def _holder(row: RoundLock) -> LockHolder:
-    return LockHolder(int(row.pid), str(row.host), _utc(row.started_at), _utc(row.heartbeat))
+    return LockHolder(int(row.pid), str(row.host), as_utc(row.started_at), as_utc(row.heartbeat))
 
 
 def _stale_reason(holder: LockHolder, token: str) -> str | None:

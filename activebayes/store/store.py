@@ -43,6 +43,7 @@ from activebayes.store.engine import (
     write_failure,
 )
 from activebayes.store.models import Project, RoundStatus
+from activebayes.store.pool_append import insert_rows
 from activebayes.store.records import ProjectInfo, QueryInfo, RoundInfo, _project_info, _round_info
 from activebayes.store.round_lock import LOCK_HEARTBEAT_S, LOCK_ORPHAN_S, LOCK_STALE_S, LockHolder, RoundLockInfo, RoundLocks
 from activebayes.store.schema_version import (
@@ -187,12 +188,7 @@ class PoolStore:
             if classes is not None:
                 project_access.set_classes(project, classes)
             project_access.attach_data_checked(s, project, data_path, data_format, settings)
-            added = item_access.insert_items(s, project.id, pool_rows, pool_keys)
-            if test_rows is not None and len(test_rows):
-                added += item_access.insert_items(s, project.id, test_rows, test_keys, split="test")
-            if observations:
-                label_access.record_observations(s, project, observations, who=who, source=source)
-            return added
+            return insert_rows(s, project, pool_rows, pool_keys, test_rows, test_keys, observations, who=who, source=source)
 
     def project(self, name: str) -> ProjectInfo:
         """Project `name`'s settings (StoreError naming the known projects when there is none)."""
