@@ -122,6 +122,22 @@ def write_png(path: Path, pixels: np.ndarray) -> None:
     imsave(path, img, cmap="gray", vmin=0.0, vmax=1.0, format="png")
 
 
+def copy_original(data: Any, key: str, rank: int, folder: Path) -> Path:
+    """A copy of item `key`'s original image, `<folder>/<rank + 1>-<key><suffix>`: what a person
+    labelling opens of a pool whose keys hide its paths (`keys_hide_paths`: the original's path
+    names its class folder). A file of the same name is replaced."""
+    import shutil
+
+    from activebayes.data.images import source_path
+
+    source = source_path(data, key)
+    assert source is not None, key  # the key of one of the pool's queries
+    folder.mkdir(exist_ok=True)
+    target = folder / f"{rank + 1:03d}-{safe_name(key)}{source.suffix.lower()}"
+    shutil.copyfile(source, target)
+    return target
+
+
 def _text(value: Any) -> str:
     """A feature as its shortest exact text (float32 keeps its own short repr)."""
     return str(value.item()) if isinstance(value, np.integer) else str(value)
@@ -132,22 +148,29 @@ def write_round_csv(path: Path, queries: list[Any], info: Any, data: Any) -> Pat
     round's prediction (`round_columns`: the most probable class and its probability, or the
     predictive mean and sd; empty in a cold-start round), then the item's features under their
     own names, or for an image pool the path (relative to the CSV) of a PNG of the item in
-    `images_folder(path)`. Returns that folder, or None. Written as the pool's csv came
+    `images_folder(path)`; for an image folder the original file, or where the keys hide the
+    paths (labels from sub-folders) a copy of it in that folder (`copy_original`). Returns that
+    folder, or None. Written as the pool's csv came
     (`write_csv_like_pool`), its score, mean and sd with 6 significant digits and, like its
     probability, with a decimal comma where the pool's numbers had one (`project_writing`)."""
+    from activebayes.data.images import keys_hide_paths, source_path
     from activebayes.data.number_style import project_writing, written_number
 
     shape = image_shape(info, data)
     originals = getattr(data, "folder", None)  # `pool add FOLDER`: the column names each original image file
-    folder = images_folder(path) if shape is not None and originals is None else None
+    folder = images_folder(path) if shape is not None and (originals is None or keys_hide_paths(data)) else None
     writing = project_writing(getattr(info, "settings", None))  # decimal commas where the pool had them
     leading = list(round_columns(info.task))
     rows = [[q.key, "", written_number(q.score, writing), str(q.rank + 1), *prediction_cells(q.prediction, info.task, writing)]
             for q in queries]  # fmt: skip
-    if originals is not None:
+    if originals is not None and folder is not None:
         header = [*leading, "image"]
         for row, q in zip(rows, queries):
-            row.append(str(Path(originals, *q.key.split("/"))))
+            row.append(copy_original(data, q.key, q.rank, folder).relative_to(path.parent).as_posix())
+    elif originals is not None:
+        header = [*leading, "image"]
+        for row, q in zip(rows, queries):
+            row.append(str(source_path(data, q.key)))
     elif folder is not None:
         folder.mkdir(exist_ok=True)
         header = [*leading, "image"]
@@ -194,6 +217,9 @@ def check_round_file(path: Path, info: Any, data: Any, force: bool) -> None:
             f"the round file {path} already exists (answers may have been filled in)",
             "label from it first, move it away, choose another file with --csv PATH, or pass --force to overwrite it",
         )
+    from activebayes.data.images import keys_hide_paths
+
     folder = images_folder(path)
-    if image_shape(info, data) is not None and getattr(data, "folder", None) is None and folder.exists() and any(folder.iterdir()):
+    copies = getattr(data, "folder", None) is None or keys_hide_paths(data)  # an image folder's originals are named, not copied
+    if image_shape(info, data) is not None and copies and folder.exists() and any(folder.iterdir()):
         raise CliError(f"the image folder {folder} of round file {path} already exists", "move it away, choose another --csv PATH, or pass --force")

@@ -122,6 +122,11 @@ def export(
                 }
             )
     columns = ["key", "row", "split", "label", "who", "source", "round", "time"]
+    files = image_files(store.project(name))
+    if files is not None:  # keys that hide the images' paths: each item's file, for the researcher
+        columns.insert(1, "path")
+        for record in records:
+            record["path"] = files.get(record["key"], "")
     if fmt == "csv":
         from activebayes.data.number_style import marked, project_writing
         from activebayes_cli._round_file import write_csv_like_pool
@@ -151,16 +156,17 @@ def export(
 def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | None, config: Path | None, image_url: str | None) -> None:
     """`export --format label-studio`: the round's queries as Label Studio tasks (JSON), and the
     labelling config (written to --config, else shown). An image-folder pool's tasks name the
-    original files; an image array's get PNGs in `<out stem>-images/` (as the round file does);
+    original files, or where the keys hide the paths (labels from sub-folders) copies of them in
+    `<out stem>-images/`; an image array's get PNGs there (as the round file does);
     with `image_url` each image is that prefix and its path relative to its folder (URL-quoted);
     a table's rows are `name: value` lines of text."""
     import numpy as np
 
-    from activebayes.data.images import source_path
+    from activebayes.data.images import keys_hide_paths, source_path
     from activebayes.data.label_studio import labelling_config, tasks_from_queries
     from activebayes.data import load_project_data
     from activebayes_cli._output import safe_name
-    from activebayes_cli._round_file import feature_columns, image_shape, images_folder, write_png
+    from activebayes_cli._round_file import copy_original, feature_columns, image_shape, images_folder, write_png
 
     st = state(ctx)
     writable_target(file, "--out", (".json",))
@@ -189,7 +195,10 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
     data = load_project_data(store, name)  # checked against its sha256 (an image folder: every image)
     images = texts = None
     shape = image_shape(info, data)
-    if getattr(data, "folder", None) is not None:  # `pool add FOLDER`: the original files
+    if keys_hide_paths(data):  # labels from sub-folders: copies, as the original's path names its class
+        folder = images_folder(file)
+        images = {q.key: image_address(copy_original(data, q.key, q.rank, folder), folder, image_url) for q in queries}
+    elif getattr(data, "folder", None) is not None:  # `pool add FOLDER`: the original files
         images = {q.key: image_address(source_path(data, q.key), Path(data.folder), image_url) for q in queries}
     elif shape is not None:  # an image array (IDX, .npy/.npz): one PNG per query next to the tasks
         folder = images_folder(file)
@@ -237,6 +246,17 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
         console.print(f"Then export from Label Studio as JSON and run: {st.next_command('label', '--from', 'EXPORT.json')}")
 
     st.out.result(summary, render)
+
+
+def image_files(info: Any) -> dict[str, str] | None:
+    """{key: path relative to the image folder} of a project whose keys hide its images' paths
+    (`pool add FOLDER --labels-from-folders`), read from its converted folder; None otherwise."""
+    if info.data_format != "image-folder" or not info.data_path:
+        return None
+    from activebayes.data.image_manifest import read_manifest
+
+    manifest, _ = read_manifest(info.data_path)
+    return None if manifest.paths is None else dict(zip(manifest.keys, manifest.paths))
 
 
 def image_address(path: Path, folder: Path, prefix: str | None) -> str:

@@ -5,6 +5,7 @@ and every mistake one line, exit 2, database unchanged, on SQLite and PostgreSQL
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 
@@ -64,10 +65,15 @@ def test_folder_end_to_end(db, tmp_path, rgb):
     with open("r3.csv", newline="", encoding="utf-8") as fh:
         rows = list(csv.reader(fh))
     assert rows[0][-1] == "image" and len(rows) == 3
+    originals = {f.read_bytes() for f in folder.glob("*/*.png")}
     for row in rows[1:]:
-        assert row[0].split("/")[0] in ("squares", "crosses")
-        assert Path(row[-1]) == folder.resolve() / row[0] and Path(row[-1]).is_file()
-    assert not Path("r3-images").exists()  # no PNG copies for a folder pool
+        # labels from sub-folders: neither the key nor the image's name shows the class folder,
+        # and the image is a copy of the original file beside the round file
+        assert row[0].startswith("img-") and not any(kind in row[0] + row[-1] for kind in ("squares", "crosses"))
+        assert row[-1] == f"r3-images/{row[3].zfill(3)}-{row[0]}.png"
+        assert Path(row[-1]).read_bytes() in originals
+    exported = list(csv.DictReader(io.StringIO(ok("export", "-").stdout)))  # the researcher's view: each key's file
+    assert exported and all((folder / e["path"]).is_file() and e["path"].split("/")[0] == e["label"] for e in exported)
 
 
 def test_resize_jpeg_and_truth_csv(db, tmp_path):

@@ -32,10 +32,13 @@ def test_grey_folder_round_trip(tmp_path):
     assert detect_format(out) == "image-folder" and out.parent == tmp_path / "cache"
     assert summary["images"] == 2 and summary["skipped"] == 1 and summary["channels"] == 1 and summary["size"] == [8, 8]
     data = load_dataset(out)
-    assert data.format == "image-folder" and data.keys == ["a/y.png", "b/x.png"] and data.y.tolist() == ["a", "b"]
+    # labels from the sub-folders: keys that do not name them, each item's file in `paths`
+    assert data.format == "image-folder" and sorted(data.keys) == ["img-0001", "img-0002"] and data.y.tolist() == ["a", "b"]
+    assert data.paths == ["a/y.png", "b/x.png"]
     assert data.x.dtype == np.float32 and data.x.shape == (2, 1, 8, 8)
     np.testing.assert_allclose(data.x[1, 0], img / 255.0, atol=1e-6)
-    assert source_path(data, "b/x.png") == (tmp_path / "src" / "b" / "x.png").resolve()
+    assert source_path(data, data.keys[1]) == (tmp_path / "src" / "b" / "x.png").resolve()
+    assert source_path(data, "b/x.png") is None  # a path is not a key of this pool
     assert default_model("cnn", data.x.shape[1:], 2)()(__import__("torch").from_numpy(data.x)).shape == (2, 2)
 
 
@@ -143,16 +146,15 @@ def test_prompt_draws_rgb_and_shrinks_wide_images():
 def test_the_page_serves_originals_a_browser_shows_and_a_png_of_the_rest(tmp_path):
     """WebP, GIF and BMP go to the browser as they are; a TIFF, which browsers do not show, gets
     no original (the page then serves a PNG of the pixels the model sees)."""
-    from types import SimpleNamespace
-
     from PIL import Image
 
+    from activebayes.data.images import ImageFolderDataset
     from activebayes.web.items import original_image
 
     img = np.full((4, 4), 90, dtype=np.uint8)
     for name in ("a.webp", "b.gif", "c.bmp", "d.tif"):
         Image.fromarray(img).save(tmp_path / name)
-    data = SimpleNamespace(folder=tmp_path)
+    data = ImageFolderDataset(np.zeros((4, 1, 4, 4)), None, ["a.webp", "b.gif", "c.bmp", "d.tif"], tmp_path, "image-folder", folder=tmp_path)
     assert [original_image(data, k)[1] for k in ("a.webp", "b.gif", "c.bmp")] == ["image/webp", "image/gif", "image/bmp"]
     assert original_image(data, "a.webp")[0] == (tmp_path / "a.webp").read_bytes()
     assert original_image(data, "d.tif") is None and original_image(data, "../x.png") is None

@@ -147,16 +147,19 @@ def test_image_folder_tasks_carry_image_paths(cli_db, tmp_path):
     ok("export", "--format", "label-studio", "--out", "tasks.json")
     tasks = json.loads(Path("tasks.json").read_text())
     assert len(tasks) == 3
-    for task in tasks:
+    originals = {f.read_bytes() for f in folder.glob("*/*.png")}
+    for task in tasks:  # labels from sub-folders: copies whose names, like the keys, do not show the class folder
         data = task["data"]
-        assert Path(data["image"]) == folder.resolve() / data["activebayes_key"] and Path(data["image"]).is_file()
-        assert "text" not in data
+        assert data["activebayes_key"].startswith("img-") and "text" not in data
+        assert Path(data["image"]).parent == Path("tasks-images").resolve() and data["activebayes_key"] in Path(data["image"]).name
+        assert Path(data["image"]).read_bytes() in originals
     printed = ok("export", "--format", "label-studio", "--out", "tasks.json").stdout
     assert '<Image name="image" value="$image"/>' in printed and '<Choice value="crosses"/>' in printed
     assert "--image-url" in " ".join(printed.split())  # bare paths: the way to reach the files is named
     served = ok("export", "--format", "label-studio", "--out", "served.json", "--image-url", "/data/local-files/?d=imgs/").stdout
     for task in json.loads(Path("served.json").read_text()):
-        assert task["data"]["image"] == "/data/local-files/?d=imgs/" + task["data"]["activebayes_key"]  # key: class/file.png
+        assert task["data"]["image"] == "/data/local-files/?d=imgs/" + Path(task["data"]["image"]).name  # within served-images/
+        assert (Path("served-images") / Path(task["data"]["image"]).name).is_file()
     assert "--image-url" not in served
     before = Path("served.json").read_text()
     assert_mistake(run("export", "--format", "label-studio", "--out", "served.json", "--image-url", "http://host:8081"), "ending in / or =")

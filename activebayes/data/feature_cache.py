@@ -230,15 +230,11 @@ def _table(path: Path, x: np.ndarray, rows: np.ndarray | None, table: dict[str, 
 def _image_folder(path: Path, x: np.ndarray) -> Dataset:
     """An image folder's Dataset with cached pixels, after checking the folder against the
     manifest in its converted file (as `load_image_pool` does, without decoding the pixels)."""
-    from activebayes.data.images import FORMAT, ImageFolderDataset, check_folder
+    from activebayes.data.images import check_folder, image_dataset, read_manifest
 
-    with np.load(path, allow_pickle=False) as archive:
-        keys = [str(k) for k in archive["keys"].tolist()]
-        folder = Path(str(archive["folder"]))
-        y = archive["y"] if "y" in archive.files else None
-        left_out = dict(zip(archive["unreadable"].tolist(), archive["unreadable_sha256"].tolist())) if "unreadable" in archive.files else {}
-        check_folder(folder, keys, [str(h) for h in archive["sha256"].tolist()], left_out)
-    return ImageFolderDataset(x, y, keys, path, FORMAT, folder=folder)
+    manifest, _ = read_manifest(path)
+    check_folder(manifest.folder, manifest.files, manifest.sha256, manifest.left_out)
+    return image_dataset(path, x, manifest)
 
 
 def parse_pool(info: Any, path: Path) -> Dataset:

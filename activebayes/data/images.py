@@ -4,19 +4,18 @@ checked every load.
 `convert_folder(folder, cache_dir)` reads every image below `folder` (sub-folders included; names
 starting with "." are ignored, other non-image files are skipped and counted), decodes it with
 Pillow, resizes it to `image_size` (H, W) when given, and writes ONE file
-`<cache_dir>/<stem>-<random>.image-folder.npz` holding
-
-    x       uint8 [N, C, H, W]   C = 1 when every image is grey (R = G = B), else 3 (RGB)
-    keys    [N]                  the images' paths relative to `folder`, POSIX separators, sorted
-    y       [N]                  with labels_from_folders: each image's top sub-folder name
-    sha256  [N]                  each image file's sha256 (the source manifest)
-    folder  []                   the folder's absolute path
+`<cache_dir>/<stem>-<random>.image-folder.npz` (`activebayes.data.image_manifest`: the pixels
+uint8 [N, C, H, W], the keys, each image's path and sha256, the labels from the sub-folders).
+With labels from the sub-folders the keys are `img-<number>`, not the paths, so that no key
+shows a person labelling the class folder (`image_manifest.hidden_keys`); otherwise each key is
+the image's path relative to `folder`, POSIX separators.
 
 That file is what the store records (path + sha256, format "image-folder"), so the manifest is
 itself checksummed. `load_image_pool` (reached through `load_dataset`) checks the folder against
 the manifest, refusing any image changed, removed or added since (one DataError line), and returns
-an `ImageFolderDataset` whose `x` is float32 [N, C, H, W] in [0, 1] and whose `folder` locates
-each item's original file (`source_path`).
+an `ImageFolderDataset` whose `x` is float32 [N, C, H, W] in [0, 1] and whose `folder` and
+`paths` locate each item's original file (`source_path`). `pool add FOLDER --append` adds the
+images put in the folder since (`activebayes.data.image_append`).
 
 Why convert once rather than decode every round: the pixels a round scores are exactly the ones
 `pool add` validated (a later Pillow, or a resize setting, cannot change them), a round reads one
@@ -37,18 +36,18 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import secrets
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from activebayes.data.dataset import Dataset, check_labels
+from activebayes.data.image_manifest import SUFFIX, Manifest, hidden_keys, read_manifest, write_manifest
 from activebayes.errors import DataError
 
 FORMAT = "image-folder"
-SUFFIX = ".image-folder.npz"
 EXTENSIONS = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff")
 EXTENSIONS_TEXT = "/".join(EXTENSIONS)  # for messages: .png/.jpg/...
 _SIXTEEN_BIT = ("I", "I;16", "I;16B", "I;16L", "I;16N")
@@ -56,9 +55,27 @@ _SIXTEEN_BIT = ("I", "I;16", "I;16B", "I;16L", "I;16N")
 
 @dataclass(frozen=True)
 class ImageFolderDataset(Dataset):
-    """A Dataset of an image folder; `folder` is where the original files are (keys are relative to it)."""
+    """A Dataset of an image folder; `folder` is where the original files are, `paths` each item's
+    file relative to it (None: the keys are those paths)."""
 
     folder: Path | None = None
+    paths: list[str] | None = None
+
+    @cached_property
+    def _file_of_key(self) -> dict[str, str]:
+        return dict(zip(self.keys or (), self.paths or ()))
+
+    def file_of(self, key: str) -> str | None:
+        """Item `key`'s file relative to `folder` (POSIX separators), or None for an unknown key."""
+        if self.paths is None:
+            return key
+        return self._file_of_key.get(key)
+
+
+def keys_hide_paths(data: Any) -> bool:
+    """Whether a pool's keys are not its images' paths (labels from sub-folders: a path would show
+    the class), so that what a person labelling sees of an image must not name its file."""
+    return getattr(data, "paths", None) is not None
 
 
 def is_image_pool(path: str | Path) -> bool:
@@ -79,9 +96,11 @@ def source_folder(path: str | Path) -> Path | None:
 
 
 def source_path(data: Any, key: str) -> Path | None:
-    """The original file of item `key` of an image-folder pool, or None for other pools."""
+    """The original file of item `key` of an image-folder pool, or None for other pools (and an
+    unknown key)."""
     folder = getattr(data, "folder", None)
-    return None if folder is None else Path(folder, *key.split("/"))
+    rel = data.file_of(key) if folder is not None else None
+    return None if rel is None else Path(folder, *rel.split("/"))
 
 
 def parse_image_size(text: str) -> tuple[int, int]:
@@ -152,52 +171,50 @@ def _decode(folder: Path, rel: str, size: tuple[int, int] | None) -> tuple[np.nd
         raise DataError(f"image folder {str(folder)!r}: {rel!r} is not a readable image ({reason}); repair or remove it") from None
 
 
-def convert_folder(
-    folder: str | Path,
-    cache_dir: str | Path,
-    *,
-    image_size: tuple[int, int] | None = None,
-    labels_from_folders: bool = False,
-    classes: Sequence[Any] | None = None,
-    stem: str = "pool",
-    skip_unreadable: bool = False,
-) -> tuple[Path, dict[str, Any]]:
-    """Read, check and convert an image folder (see the module docstring); returns (the .npz
-    written in `cache_dir`, a summary: images, skipped, skipped_example, size, channels,
-    manifest_sha256, unreadable). Everything is checked before the file is written; DataError
-    otherwise. An image that cannot be decoded is refused, or with `skip_unreadable` left out and
-    listed in `unreadable` as (path, reason); the manifest records it, so later loads accept it
-    as long as it stays unchanged."""
-    folder = Path(folder).resolve()
-    if not folder.is_dir():
-        raise DataError(f"image folder {str(folder)!r} does not exist; check the path")
-    keys, others = scan_folder(folder)
-    if not keys:
-        extra = f" ({len(others)} other file(s), e.g. {others[0]!r})" if others else ""
+def folder_labels(folder: Path, rels: Sequence[str], classes: Sequence[Any] | None) -> list[str]:
+    """Each image's top sub-folder name as its label; DataError for an image directly in `folder`
+    or (with `classes`) a sub-folder that is not one of them."""
+    loose = [k for k in rels if "/" not in k]
+    if loose:
         raise DataError(
-            f"image folder {str(folder)!r} holds no images{extra}; put {EXTENSIONS_TEXT} files in it (sub-folders are read too)"
+            f"labels_from_folders: {len(loose)} image(s) lie directly in {str(folder)!r}, e.g. {loose[0]!r}; "
+            "put every image in a sub-folder named after its label"
         )
-    labels: list[str] | None = None
-    if labels_from_folders:
-        loose = [k for k in keys if "/" not in k]
-        if loose:
+    labels = [k.split("/", 1)[0] for k in rels]
+    if classes is not None:
+        allowed = {str(c) for c in classes}
+        bad = next((i for i, lab in enumerate(labels) if lab not in allowed), None)
+        if bad is not None:
             raise DataError(
-                f"labels_from_folders: {len(loose)} image(s) lie directly in {str(folder)!r}, e.g. {loose[0]!r}; "
-                "put every image in a sub-folder named after its label"
+                f"labels_from_folders: the folder {labels[bad]!r} (of {rels[bad]!r}) is not one of the project's "
+                f"classes {sorted(allowed)[:20]}; rename the folder, or create the project with those classes"
             )
-        labels = [k.split("/", 1)[0] for k in keys]
-        if classes is not None:
-            allowed = {str(c) for c in classes}
-            bad = next((i for i, lab in enumerate(labels) if lab not in allowed), None)
-            if bad is not None:
-                raise DataError(
-                    f"labels_from_folders: the folder {labels[bad]!r} (of {keys[bad]!r}) is not one of the project's "
-                    f"classes {sorted(allowed)[:20]}; rename the folder, or create the project with those classes"
-                )
+    return labels
+
+
+@dataclass(frozen=True)
+class DecodedImages:
+    """Images read from a folder: `rgb` uint8 [N, H, W, 3] of the readable files `rels`, and the
+    files left out as unreadable, (path, reason)."""
+
+    rgb: np.ndarray
+    rels: list[str]
+    unreadable: list[tuple[str, str]]
+
+
+def decode_images(
+    folder: Path, rels: Sequence[str], image_size: tuple[int, int] | None, *, skip_unreadable: bool,
+    same_as: tuple[str, tuple[int, int]] | None = None,
+) -> DecodedImages:  # fmt: skip
+    """Decode the images `rels` of `folder` (resized to `image_size` when given). Without a size
+    every image must have the same (H, W) as the first, or as `same_as` (an image's path and its
+    (H, W)) when given: DataError otherwise, naming both. An unreadable image is refused, or with
+    `skip_unreadable` left out and listed."""
     pixels: list[np.ndarray] = []
-    first: tuple[str, tuple[int, int]] | None = None
+    kept: list[str] = []
+    first = same_as
     unreadable: list[tuple[str, str]] = []
-    for rel in keys:
+    for rel in rels:
         try:
             arr, original = _decode(folder, rel, image_size)
         except DataError as exc:
@@ -214,95 +231,122 @@ def convert_folder(
                     f"{first[1][0]}x{first[1][1]} (HxW); pass image_size=(H, W) to resize every image to one size"
                 )
         pixels.append(arr)
+        kept.append(rel)
     if not pixels:
-        raise DataError(f"image folder {str(folder)!r}: none of its {len(keys)} image(s) is readable, e.g. {unreadable[0][0]!r}")
-    if unreadable:
-        left_out = {rel for rel, _ in unreadable}
-        if labels is not None:
-            labels = [lab for k, lab in zip(keys, labels) if k not in left_out]
-        keys = [k for k in keys if k not in left_out]
-    x = np.stack(pixels)  # [N, H, W, 3]
-    grey = bool((x[..., 0] == x[..., 1]).all() and (x[..., 1] == x[..., 2]).all())
-    x = np.ascontiguousarray((x[..., :1] if grey else x).transpose(0, 3, 1, 2))
-    hashes = [_sha256(folder / rel) for rel in keys]
-    arrays: dict[str, np.ndarray] = {
-        "x": x,
-        "keys": np.asarray(keys, dtype=str),
-        "sha256": np.asarray(hashes, dtype=str),
-        "folder": np.asarray(str(folder)),
-    }
-    if labels is not None:
-        arrays["y"] = np.asarray(labels, dtype=str)
-    if unreadable:
-        arrays["unreadable"] = np.asarray([rel for rel, _ in unreadable], dtype=str)
-        arrays["unreadable_sha256"] = np.asarray([_sha256(folder / rel) for rel, _ in unreadable], dtype=str)
-    cache_dir = Path(cache_dir)
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", stem).strip("._") or "pool"
-    out = cache_dir / f"{safe}-{secrets.token_hex(4)}{SUFFIX}"
-    tmp = out.with_name(out.name + ".tmp")
-    with tmp.open("wb") as fh:
-        np.savez(fh, **arrays)
-    os.replace(tmp, out)
+        raise DataError(f"image folder {str(folder)!r}: none of its {len(rels)} image(s) is readable, e.g. {unreadable[0][0]!r}")
+    return DecodedImages(np.stack(pixels), kept, unreadable)
+
+
+def is_grey(rgb: np.ndarray) -> bool:
+    """Whether every image of uint8 [N, H, W, 3] has R = G = B."""
+    return bool((rgb[..., 0] == rgb[..., 1]).all() and (rgb[..., 1] == rgb[..., 2]).all())
+
+
+def channels_first(rgb: np.ndarray, channels: int) -> np.ndarray:
+    """uint8 [N, H, W, 3] as [N, C, H, W] with C = `channels` (1: the grey channel)."""
+    return np.ascontiguousarray((rgb[..., :1] if channels == 1 else rgb).transpose(0, 3, 1, 2))
+
+
+def convert_folder(
+    folder: str | Path,
+    cache_dir: str | Path,
+    *,
+    image_size: tuple[int, int] | None = None,
+    labels_from_folders: bool = False,
+    classes: Sequence[Any] | None = None,
+    stem: str = "pool",
+    skip_unreadable: bool = False,
+    seed: int = 0,
+    hide_keys: bool | None = None,
+) -> tuple[Path, dict[str, Any]]:
+    """Read, check and convert an image folder (see the module docstring); returns (the .npz
+    written in `cache_dir`, a summary: images, skipped, skipped_example, size, channels,
+    manifest_sha256, unreadable). Everything is checked before the file is written; DataError
+    otherwise. An image that cannot be decoded is refused, or with `skip_unreadable` left out and
+    listed in `unreadable` as (path, reason); the manifest records it, so later loads accept it
+    as long as it stays unchanged. `hide_keys` (default: `labels_from_folders`): key the items
+    `img-<number>` in an order drawn with `seed` (`image_manifest.hidden_keys`), not by path."""
+    folder = Path(folder).resolve()
+    if not folder.is_dir():
+        raise DataError(f"image folder {str(folder)!r} does not exist; check the path")
+    rels, others = scan_folder(folder)
+    if not rels:
+        extra = f" ({len(others)} other file(s), e.g. {others[0]!r})" if others else ""
+        raise DataError(
+            f"image folder {str(folder)!r} holds no images{extra}; put {EXTENSIONS_TEXT} files in it (sub-folders are read too)"
+        )
+    if labels_from_folders:
+        folder_labels(folder, rels, classes)  # checked before any image is decoded
+    images = decode_images(folder, rels, image_size, skip_unreadable=skip_unreadable)
+    rels = images.rels
+    x = channels_first(images.rgb, 1 if is_grey(images.rgb) else 3)
+    hashes = [_sha256(folder / rel) for rel in rels]
+    hide = labels_from_folders if hide_keys is None else hide_keys
+    manifest = Manifest(
+        folder=folder, keys=hidden_keys(len(rels), seed=seed) if hide else list(rels), sha256=hashes,
+        paths=list(rels) if hide else None, y=np.asarray(folder_labels(folder, rels, None), dtype=str) if labels_from_folders else None,
+        left_out={rel: _sha256(folder / rel) for rel, _ in images.unreadable}, image_size=image_size,
+    )  # fmt: skip
+    out = write_manifest(cache_dir, stem, manifest, x)
     summary = {
-        "images": len(keys),
+        "images": len(rels),
         "skipped": len(others),
         "skipped_example": others[0] if others else None,
         "size": [int(x.shape[2]), int(x.shape[3])],
         "channels": int(x.shape[1]),
-        "manifest_sha256": manifest_sha256(keys, hashes),
-        "unreadable": unreadable,
+        "manifest_sha256": manifest_sha256(rels, hashes),
+        "unreadable": images.unreadable,
     }
     return out, summary
 
 
 def check_folder(folder: Path, keys: Sequence[str], hashes: Sequence[str], left_out: dict[str, str] | None = None) -> None:
-    """DataError (one line) unless `folder` holds exactly the images `keys` with sha256 `hashes`,
-    besides the unreadable files `left_out` ({path: sha256}) at `pool add`, unchanged."""
+    """DataError (one line) unless `folder` holds exactly the images `keys` (their paths) with
+    sha256 `hashes`, besides the unreadable files `left_out` ({path: sha256}) at `pool add`, unchanged."""
+    changes = folder_changes(folder, keys, hashes, left_out)
+    if changes["added"] or changes["removed"] or changes["changed"]:
+        raise DataError(
+            f"image folder {str(folder)!r} changed since `pool add` recorded it: {changes_text(changes)}; "
+            "restore it, add new images with `pool add FOLDER --append`, or create a new project"
+        )
+
+
+def folder_changes(folder: Path, rels: Sequence[str], hashes: Sequence[str], left_out: dict[str, str] | None = None) -> dict[str, list[str]]:
+    """{"changed", "removed", "added"}: the images of `folder` whose sha256 differs from `hashes`,
+    those of `rels` gone, and those not among `rels` (an unreadable file of `left_out` unchanged
+    is none of them; one changed since counts as added); DataError when the folder is missing."""
     if not folder.is_dir():
         raise DataError(f"image folder {str(folder)!r} of this pool is missing; restore it or create a new project")
     now, _ = scan_folder(folder)
     left_out = left_out or {}
     now = [k for k in now if not (k in left_out and _sha256(folder / k) == left_out[k])]
-    recorded = dict(zip(keys, hashes))
-    added = [k for k in now if k not in recorded]
-    removed = sorted(set(recorded) - set(now))
-    changed = [k for k in now if k in recorded and _sha256(folder / k) != recorded[k]]
-    if added or removed or changed:
-        parts = [
-            f"{len(items)} {what} (e.g. {items[0]!r})"
-            for items, what in ((changed, "changed"), (removed, "removed"), (added, "added"))
-            if items
-        ]
-        raise DataError(
-            f"image folder {str(folder)!r} changed since `pool add` recorded it: {', '.join(parts)}; "
-            "restore it or create a new project"
-        )
+    recorded = dict(zip(rels, hashes))
+    return {
+        "changed": [k for k in now if k in recorded and _sha256(folder / k) != recorded[k]],
+        "removed": sorted(set(recorded) - set(now)),
+        "added": [k for k in now if k not in recorded],
+    }
+
+
+def changes_text(changes: dict[str, list[str]]) -> str:
+    """'1 changed (e.g. 'a.png'), 2 added (e.g. ...)' of `folder_changes`' non-empty lists."""
+    return ", ".join(f"{len(items)} {what} (e.g. {items[0]!r})" for what, items in changes.items() if items)
 
 
 def load_image_pool(path: str | Path, *, classes: Sequence[Any] | None = None) -> ImageFolderDataset:
     """A converted image folder: checks the source folder against its manifest, then returns the
-    images as float32 [N, C, H, W] in [0, 1] (labels, if any, in `y`; keys = relative paths)."""
-    path = Path(path)
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            missing = {"x", "keys", "sha256", "folder"} - set(archive.files)
-            if missing:
-                raise DataError(f"data file {str(path)!r}: not a converted image folder (no {sorted(missing)})")
-            x = archive["x"]
-            keys = [str(k) for k in archive["keys"].tolist()]
-            hashes = [str(h) for h in archive["sha256"].tolist()]
-            folder = Path(str(archive["folder"]))
-            y = archive["y"] if "y" in archive.files else None
-            left_out = (
-                dict(zip(archive["unreadable"].tolist(), archive["unreadable_sha256"].tolist())) if "unreadable" in archive.files else {}
-            )
-    except (OSError, ValueError) as exc:
-        raise DataError(f"data file {str(path)!r}: cannot read the converted image folder: {exc}") from exc
-    check_folder(folder, keys, hashes, left_out)
-    if classes is not None and y is not None:
-        check_labels(y, classes, path)
-    return ImageFolderDataset(x.astype(np.float32) / 255.0, y, keys, path, FORMAT, folder=folder)
+    images as float32 [N, C, H, W] in [0, 1] (labels, if any, in `y`)."""
+    manifest, x = read_manifest(path, pixels=True)
+    check_folder(manifest.folder, manifest.files, manifest.sha256, manifest.left_out)
+    if classes is not None and manifest.y is not None:
+        check_labels(manifest.y, classes, Path(path))
+    assert x is not None
+    return image_dataset(Path(path), x.astype(np.float32) / 255.0, manifest)
+
+
+def image_dataset(path: Path, x: np.ndarray, manifest: Manifest) -> ImageFolderDataset:
+    """The Dataset of converted image folder `path` with features `x` [N, C, H, W]."""
+    return ImageFolderDataset(x, manifest.y, manifest.keys, path, FORMAT, folder=manifest.folder, paths=manifest.paths)
 
 
 __all__ = [
@@ -313,6 +357,8 @@ __all__ = [
     "SUFFIX",
     "check_folder",
     "convert_folder",
+    "folder_changes",
+    "keys_hide_paths",
     "is_image_pool",
     "load_image_pool",
     "manifest_sha256",

@@ -88,11 +88,13 @@ def image_png(pixels: np.ndarray) -> bytes:
 def original_image(data: Any, key: str) -> tuple[bytes, str] | None:
     """(bytes, content type) of item `key`'s original file in an image-folder pool, or None for
     another pool or a path that leaves the folder."""
-    folder = getattr(data, "folder", None)
-    if folder is None:
+    from activebayes.data.images import source_path
+
+    file = source_path(data, key)
+    if file is None:
         return None
-    root = Path(folder).resolve()
-    path = Path(root, *key.split("/")).resolve()
+    root = Path(data.folder).resolve()
+    path = file.resolve()
     kind = _CONTENT_TYPES.get(path.suffix.lower())
     if kind is None or not path.is_relative_to(root) or not path.is_file():
         return None
