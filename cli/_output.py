@@ -190,14 +190,17 @@ def shown_data(path: str | None) -> str:
 
 def shown_source(info: Any) -> str:
     """The project's data as the user knows it (`shown_data`); after `pool add --append`, the
-    first file plus the files appended: "t.csv + 2 appended (b.csv, c.csv; 40 rows)"."""
+    first file plus the files appended: "t.csv + 2 appended (b.csv, c.csv; 40 rows)"; an image
+    folder plus the images appended to it: "/data/imgs (images) + 20 images appended"."""
     settings = info.settings or {}
     appended = settings.get("appended") or []
     if not appended:
         return shown_data(info.data_path)
+    rows = sum(a["rows"] for a in appended)
+    if info.data_format == "image-folder":  # new images put in the same folder
+        return f"{shown_data(info.data_path)} + {rows} images appended"
     names = ", ".join(Path(a["file"]).name for a in appended[-3:])
     more = "..., " if len(appended) > 3 else ""
-    rows = sum(a["rows"] for a in appended)
     return f"{settings.get('first_data_path')} + {len(appended)} appended ({more}{names}; {rows} rows)"
 
 

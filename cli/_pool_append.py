@@ -42,18 +42,22 @@ from activebayes_cli._app import CliError
 APPENDED = "-appended-"  # in the name of a combined data file written by an append
 
 
-def refuse_unappendable(name: str, info: Any, file: Path) -> None:
-    """CliError unless project `name` has a csv table pool recorded with a feature spec."""
+def refuse_unappendable(name: str, info: Any, file: Path, *, image_folder: bool = False) -> None:
+    """CliError unless project `name` has a pool that takes more of the same: a csv table recorded
+    with a feature spec, or (`image_folder`) a folder of images; neither with a separate truth file."""
     if info.data_path is None:
         raise CliError(f"--append: project {name!r} has no pool yet", f"add the first file with `activebayes pool add {file}` (without --append)")
-    if info.data_format == "image-folder":
-        raise CliError(f"--append: project {name!r} holds an image folder, to which no images can be appended",
-                       "add the new images, with the old ones, to a new project (`activebayes init --name NAME`, then `pool add FOLDER`)")  # fmt: skip
-    if info.data_format != "csv" or not (info.settings or {}).get("features"):
+    if (info.data_format == "image-folder") != image_folder:
+        what = "an image folder" if info.data_format == "image-folder" else f"a .{info.data_format} file"
+        given = "a folder of images" if image_folder else "a table's rows"
+        raise CliError(f"--append: project {name!r} holds {what}; {given} cannot be appended to it",
+                       "append data of the project's kind, or add the combined data to a new project (`activebayes init --name NAME`)")  # fmt: skip
+    if not image_folder and (info.data_format != "csv" or not (info.settings or {}).get("features")):
         raise CliError(f"--append: project {name!r} holds a .{info.data_format} file; only rows of a csv table can be appended",
                        "add the combined data to a new project (`activebayes init --name NAME`)")  # fmt: skip
     if info.settings.get("truth_path"):
         raise CliError(f"--append: project {name!r} reads its truth from a separate file ({info.settings['truth_path']})",
+                       "add all the images to a new project with --truth FILE covering them" if image_folder else
                        "put the labels in a column of both files, or add the combined data to a new project")  # fmt: skip
 
 
@@ -202,6 +206,20 @@ def _read_combined(path: Path, old: Any, new: Any, keys: list[str], spec: dict[s
     return data
 
 
+def split_new_rows(kept: np.ndarray, labels: list[str] | None, test_fraction: float, seed: int, *,
+                   known: bool) -> tuple[np.ndarray, np.ndarray, list[int]]:  # fmt: skip
+    """(pool rows, test rows, rows whose labels are recorded) among the new rows `kept` (indices
+    into `labels`, "" where a row has none): a seeded `test_fraction` of the labelled ones is the
+    test split; their labels are recorded, and the pool rows' too where the labels are `known`."""
+    from activebayes_cli._pool_import import split_rows
+
+    candidates = kept[[bool(labels[j]) for j in kept.tolist()]] if labels is not None else kept[:0]
+    test_j = candidates[split_rows(candidates.size, test_fraction, seed)[1]] if test_fraction > 0 else kept[:0]
+    pool_j = np.setdiff1d(kept, test_j)
+    observed = [j for j in [*test_j.tolist(), *(pool_j.tolist() if known else ())] if labels[j]] if labels is not None else []
+    return pool_j, test_j, observed
+
+
 def append_table(store: Any, name: str, file: Path, *, test_fraction: float, seed: int, folder: Path, who: str = "import") -> dict[str, Any]:
     """Append the rows of csv `file` to project `name`'s pool (module docstring); returns the
     summary `pool add` prints. `test_fraction`: a seeded share of the new labelled rows that
@@ -212,7 +230,6 @@ def append_table(store: Any, name: str, file: Path, *, test_fraction: float, see
     from activebayes.data.loaders import dataset_from_table
     from activebayes.data.project import load_project_data
     from activebayes.store.pool_append import append_pool
-    from activebayes_cli._pool_import import split_rows
 
     info = store.project(name)
     refuse_unappendable(name, info, file)
@@ -230,11 +247,7 @@ def append_table(store: Any, name: str, file: Path, *, test_fraction: float, see
     labels = _labels(info, new, table, kept, file)
     if test_fraction > 0 and labels is None:
         raise CliError(f"--test-fraction: {file} has no labels", "leave --test-fraction out")
-    candidates = kept[[bool(labels[j]) for j in kept.tolist()]] if labels is not None else kept[:0]
-    test_j = candidates[split_rows(candidates.size, test_fraction, seed)[1]] if test_fraction > 0 else kept[:0]
-    pool_j = np.setdiff1d(kept, test_j)
-    known = settings.get("truth") == "known"
-    observed = [j for j in [*test_j.tolist(), *(pool_j.tolist() if known else ())] if labels[j]] if labels is not None else []
+    pool_j, test_j, observed = split_new_rows(kept, labels, test_fraction, seed, known=settings.get("truth") == "known")
     n_old = len(old)
     appended = [*settings.get("appended", []), {
         "file": str(file.resolve()), "sha256": sha256_file(file), "rows": len(new), "pool_items": int(pool_j.size),

@@ -25,7 +25,8 @@ project created without --classes reads its classes from the labels here (natura
 
 With --append, the rows of a csv with the project's columns and new keys join the pool of a
 project that has one, read with the first import's options and frozen feature encoding
-(`activebayes_cli._pool_append`).
+(`activebayes_cli._pool_append`); for an image folder, the images put in it since
+(`activebayes_cli._pool_folder_append`).
 """
 
 from __future__ import annotations
@@ -67,11 +68,19 @@ def add(
     skip_unreadable: Annotated[bool, typer.Option("--skip-unreadable", help="FOLDER of images: leave out (and name) files that cannot be read, instead of refusing the folder.")] = False,
     image_size: Annotated[Optional[str], typer.Option("--image-size", help="FOLDER of images: resize every image to HxW (e.g. 32x32); default: their common size.")] = None,
     labels_from_folders: Annotated[bool, typer.Option("--labels-from-folders", help="FOLDER of images: each image's label is its sub-folder's name.")] = False,
-    append: Annotated[bool, typer.Option("--append", help="Add FILE's rows to the project's pool: a csv with the same columns and new keys, read with the first import's options and feature encoding; labels are taken as then; with --test-fraction a share of the new labelled rows becomes test items, else every new row is a pool item.")] = False,
+    append: Annotated[bool, typer.Option("--append", help="Add FILE's rows to the project's pool: a csv with the same columns and new keys, read with the first import's options and feature encoding; labels are taken as then; for a FOLDER of images (the project's own), the images put in it since, every recorded one unchanged; with --test-fraction a share of the new labelled rows becomes test items, else every new row is a pool item.")] = False,
 ) -> None:
     """Register a data file (path + sha256), or a FOLDER of images (PNG, JPEG, WebP, BMP, GIF, TIFF), and create one item per row/image;
     with --append, add a new batch of rows of the same table to the project's pool."""
     st = state(ctx)
+    if append and file.is_dir():  # new images in the project's image folder: see cli/_pool_folder_append.py
+        return add_images(st, file, test_fraction=test_fraction, seed=seed, image_size=image_size, skip_unreadable=skip_unreadable,
+                          labels_from_folders=labels_from_folders, labels_are_known=labels_are_known,
+                          options={"--key-column": key_column, "--label-column": label_column, "--features": features, "--ignore": ignore,
+                                   "--text-column": text_column, "--na-values": na_values, "--truth": truth,
+                                   "--merge-label-spellings": merge_label_spellings, "--no-standardize": not standardize,
+                                   "--categorical": categorical != Categorical.auto, "--missing": missing != Missing.impute,
+                                   "--image-layout": image_layout != ImageLayout.flat})  # fmt: skip
     if append:
         given = {"--features": features, "--ignore": ignore, "--text-column": text_column, "--na-values": na_values, "--truth": truth,
                  "--merge-label-spellings": merge_label_spellings, "--no-standardize": not standardize, "--categorical": categorical != Categorical.auto,
@@ -136,9 +145,6 @@ def add_rows(st, file: Path, *, test_fraction: float, seed: int, labels_are_know
     if options:
         raise CliError(f"--append: {', '.join(options)} cannot be given; the new rows are read as the first import read its table",
                        "leave them out")  # fmt: skip
-    if file.is_dir():
-        raise CliError(f"--append: {file} is a folder; only rows of a csv table can be appended",
-                       "add the new images, with the old ones, to a new project (`activebayes init --name NAME`, then `pool add FOLDER`)")  # fmt: skip
     existing_file(file, "FILE")
     fraction(test_fraction, "--test-fraction")
     store = st.store(upgrade=True)
@@ -171,6 +177,22 @@ def add_rows(st, file: Path, *, test_fraction: float, seed: int, labels_are_know
         console.print(f"Next: {next_hint}")
 
     st.out.result(summary, render)
+
+
+def add_images(st, folder: Path, *, test_fraction: float, seed: int, image_size: str | None, skip_unreadable: bool,
+               labels_from_folders: bool, labels_are_known: bool, options: dict) -> None:  # fmt: skip
+    """`pool add FOLDER --append` (`activebayes_cli._pool_folder_append`): a table's options are
+    refused, and --labels-are-known unless the project's labels were imported so."""
+    from activebayes_cli._app import CliError
+    from activebayes_cli._pool_folder_append import append_folder
+
+    given = [flag for flag, value in options.items() if value]
+    if given:
+        raise CliError(f"--append: {', '.join(given)} cannot be given with a folder of images", "leave them out")
+    if labels_are_known and (st.store().project(st.project_name()).settings or {}).get("truth") != "known":
+        raise CliError("--labels-are-known: the project holds its labels back as the truth", "leave --labels-are-known out with --append")
+    append_folder(st, folder, test_fraction=test_fraction, seed=seed, image_size=image_size, skip_unreadable=skip_unreadable,
+                  labels_from_folders=labels_from_folders)  # fmt: skip
 
 
 def column_list(text: str, option: str) -> tuple[str, ...]:

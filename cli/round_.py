@@ -150,7 +150,8 @@ def check_model_output(model_fn: Any, x: Any, n_classes: int, spec: str) -> None
     except Exception as exc:  # the user's network or a shape mismatch: one line
         raise CliError(
             f"--model {spec}: a forward pass on items of shape {tuple(x.shape[1:])} failed ({type(exc).__name__}: {exc})",
-            "make the network accept the data's shape (for cnn: images [1, H, W], see pool add --image-layout)",
+            f"make the network take items of shape {tuple(x.shape[1:])} (an image folder's size is set by pool add --image-size; "
+            "IDX images become [1, H, W] with --image-layout chw)",
         ) from exc
     if not isinstance(out, torch.Tensor) or tuple(out.shape) != (min(2, x.shape[0]), n_classes):
         got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
