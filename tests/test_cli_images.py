@@ -192,3 +192,56 @@ def test_one_unreadable_image_is_refused_or_skipped(db, tmp_path):
     ok("round", "--model", "cnn", "--oracle", "truth", "--k", "3", *TINY)
     (folder / "crosses" / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n changed")
     assert_mistake(run("round", "--model", "cnn", "--k", "3", *TINY), "changed since `pool add`", "1 added")
+
+
+USER_NETS = """\
+from torch import nn
+
+
+def small_cnn():
+    return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Dropout(0.2), nn.Linear(4 * 8 * 8, 2))
+
+
+def seven_outputs():
+    return nn.Sequential(nn.Flatten(), nn.Linear(64, 7))
+
+
+def for_28x28():
+    return nn.Sequential(nn.Flatten(), nn.Linear(784, 2))
+
+
+def for_colour():
+    return nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.Flatten(), nn.Linear(4 * 8 * 8, 2))
+
+
+def needs_weights():
+    raise FileNotFoundError("weights.pt")
+
+
+def not_a_network():
+    return "cnn"
+"""
+
+
+def test_a_users_model_package_on_an_image_folder(db, tmp_path):
+    """`--model mypkg.nets:factory` (a package in the working folder) runs on the images; each way
+    the factory can be wrong, or not fit the images' shape, is one line, exit 2, nothing written."""
+    folder = write_images(tmp_path / "imgs", n=3)
+    (Path("mypkg")).mkdir()
+    (Path("mypkg") / "__init__.py").write_text("")
+    (Path("mypkg") / "nets.py").write_text(USER_NETS)
+    ok("pool", "add", str(folder), "--labels-from-folders")
+    before = db_dump(db)
+    for spec, words in [
+        ("nopkg.nets:small_cnn", ["cannot import module 'nopkg.nets'", "PYTHONPATH"]),
+        ("mypkg.nets:big_cnn", ["has no attribute 'big_cnn'"]),
+        ("mypkg.nets:needs_weights", ["calling mypkg.nets:needs_weights() failed", "FileNotFoundError"]),
+        ("mypkg.nets:not_a_network", ["returned str, not a torch.nn.Module"]),
+        ("mypkg.nets:seven_outputs", ["expected logits [N, 2]", "got (2, 7)"]),
+        ("mypkg.nets:for_28x28", ["items of shape (1, 8, 8)", "--image-size"]),
+        ("mypkg.nets:for_colour", ["items of shape (1, 8, 8)", "3 channels"]),
+        ("mypkg.nets", ["expected mlp, cnn, auto, pkg.mod:factory"]),
+    ]:
+        assert_mistake(run("round", "--model", spec, "--oracle", "truth", "--k", "2", *TINY), "--model", *words)
+        assert db_dump(db) == before, spec
+    ok("round", "--model", "mypkg.nets:small_cnn", "--oracle", "truth", "--k", "2", *TINY)
