@@ -46,6 +46,28 @@ def flag_names(message: str) -> str:
     return message
 
 
+def size_option(image_size: str | None) -> tuple[int, int] | None:
+    """--image-size HxW as (H, W), None when not given; DataError naming the flag otherwise."""
+    from activebayes.data.images import parse_image_size
+    from activebayes.errors import DataError
+
+    try:
+        return parse_image_size(image_size) if image_size is not None else None
+    except DataError as exc:
+        raise DataError(flag_names(str(exc))) from exc
+
+
+def folder_mistake(exc: Exception) -> Exception:
+    """A library message about an image folder as `pool add` says it: its flags named, and
+    --skip-unreadable offered for an unreadable image."""
+    from activebayes.errors import DataError
+
+    message = flag_names(str(exc))
+    if "is not a readable image" in message:
+        message = message.replace("; repair or remove it", "; repair or remove it, or pass --skip-unreadable to leave it out")
+    return DataError(message)
+
+
 def add_folder(
     st: Any,
     folder: Path,
@@ -61,7 +83,7 @@ def add_folder(
     skip_unreadable: bool = False,
 ) -> None:
     """Check everything, convert the folder, record it through `register_pool`; print the summary."""
-    from activebayes.data.images import EXTENSIONS_TEXT, FORMAT, convert_folder, parse_image_size
+    from activebayes.data.images import EXTENSIONS_TEXT, FORMAT, convert_folder
     from activebayes.errors import DataError
     from activebayes_cli._pool_import import register_pool
 
@@ -82,10 +104,7 @@ def add_folder(
     if (labels_are_known or test_fraction > 0) and truth is None and not labels_from_folders:
         option = "--labels-are-known" if labels_are_known else "--test-fraction"
         raise CliError(f"{option}: the images of {folder} have no labels", "add --labels-from-folders or --truth FILE")
-    try:
-        size = parse_image_size(image_size) if image_size is not None else None
-    except DataError as exc:
-        raise DataError(flag_names(str(exc))) from exc
+    size = size_option(image_size)
     store = st.store(upgrade=True)
     name = st.project_name()
     info = store.project(name)
@@ -98,10 +117,7 @@ def add_folder(
             skip_unreadable=skip_unreadable,
         )
     except DataError as exc:
-        message = flag_names(str(exc))
-        if "is not a readable image" in message:
-            message = message.replace("; repair or remove it", "; repair or remove it, or pass --skip-unreadable to leave it out")
-        raise DataError(message) from exc
+        raise folder_mistake(exc) from exc
     try:
         summary = register_pool(
             store, name, npz, truth=truth, test_fraction=test_fraction, labels_are_known=labels_are_known, seed=seed,

@@ -30,19 +30,15 @@ def append_folder(st: Any, folder: Path, *, test_fraction: float, seed: int, ima
     """Check, convert and record the new images of `folder`, the project's image folder; print
     the summary. `labels_from_folders` may only say what the project was added with."""
     from activebayes.data.image_manifest import read_manifest
-    from activebayes.data.images import parse_image_size
     from activebayes.errors import DataError, RoundBusyError
     from activebayes_cli._design_project import refuse_design
     from activebayes_cli._output import after_pool_add, items_from
     from activebayes_cli._parse import fraction
     from activebayes_cli._pool_append import refuse_unappendable
-    from activebayes_cli._pool_folder import flag_names
+    from activebayes_cli._pool_folder import folder_mistake, size_option
 
     fraction(test_fraction, "--test-fraction")
-    try:
-        size = parse_image_size(image_size) if image_size is not None else None
-    except DataError as exc:
-        raise DataError(flag_names(str(exc))) from exc
+    size = size_option(image_size)
     store = st.store(upgrade=True)
     name = st.project_name()
     info = store.project(name)
@@ -62,10 +58,7 @@ def append_folder(st: Any, folder: Path, *, test_fraction: float, seed: int, ima
     except RoundBusyError as exc:
         raise CliError(str(exc).partition("; ")[0], "wait for it to finish, then run this command again") from exc
     except DataError as exc:
-        message = flag_names(str(exc))
-        if "is not a readable image" in message:
-            message = message.replace("; repair or remove it", "; repair or remove it, or pass --skip-unreadable to leave it out")
-        raise DataError(message) from exc
+        raise folder_mistake(exc) from exc
     next_hint = after_pool_add(st, summary["truth"])
 
     def render(console: Any) -> None:
