@@ -248,7 +248,7 @@ def test_only_a_csv_table_takes_rows(cli_db):
     write_rows(Path("more.csv"), 0, 3)
     assert_mistake(run("pool", "add", "more.csv", "--append"), "holds a .npy file; only rows of a csv table can be appended")
     Path("imgs").mkdir()
-    assert_mistake(run("pool", "add", "imgs", "--append"), "imgs is a folder; only rows of a csv table can be appended", "new project")
+    assert_mistake(run("pool", "add", "imgs", "--append"), "holds a .npy file; a folder of images cannot be appended to it", "new project")
 
 
 def test_refused_while_a_round_runs(cli_db):
