@@ -28,6 +28,14 @@ def saved(driver, item: str, label: str) -> None:
     wait(driver, lambda d: ack(d) == f"saved {item} → {label}", f"{item} acknowledged as {label}")
 
 
+def answer_the_first(driver, url: str, key: str) -> None:
+    """Open `url` and answer its first item, `key`, with key 1 (class a)."""
+    driver.get(url)
+    wait_for_item(driver, key)
+    press(driver, "1")
+    saved(driver, key, "a")
+
+
 def test_a_double_click_and_a_held_key_answer_once(sqlite_db, tmp_path, browser):
     """The second click of a double click (detail 2) that lands on the next item's button, once the
     first answer came back, and a key's auto-repeat, must not answer the next item unseen."""
@@ -79,10 +87,7 @@ def test_by_keyboard_alone_the_focus_is_on_the_next_item(sqlite_db, tmp_path, br
     keys = table_project(sqlite_db, tmp_path, k=3)
     with served(sqlite_db, "blobs", "ann", folder=tmp_path) as (_, urls):
         driver = browser()
-        driver.get(urls["ann"])
-        wait_for_item(driver, keys[0])
-        press(driver, "1")
-        saved(driver, keys[0], "a")
+        answer_the_first(driver, urls["ann"], keys[0])
         wait_for_item(driver, keys[1])
         focused = driver.switch_to.active_element
         assert (focused.get_attribute("role"), focused.get_attribute("aria-label")) == ("group", f"round 1, {keys[1]}")
@@ -131,20 +136,14 @@ def test_a_server_restarted_under_an_open_tab(sqlite_db, tmp_path, browser):
         wait(driver, lambda d: "not saved: forbidden: open the URL that `activebayes serve` printed for you" in ack(d), "refused")
         assert "Reload the page" not in ack(driver)
         assert web_answers(sqlite_db, "blobs") == []
-        driver.get(urls["ann"])
-        wait_for_item(driver, keys[0])
-        press(driver, "1")
-        saved(driver, keys[0], "a")
+        answer_the_first(driver, urls["ann"], keys[0])
 
 
 def test_the_back_button_a_finished_round_and_a_bad_url(sqlite_db, tmp_path, browser):
     keys = table_project(sqlite_db, tmp_path, k=2)
     with served(sqlite_db, "blobs", "ann", folder=tmp_path) as (_, urls):
         driver = browser()
-        driver.get(urls["ann"])
-        wait_for_item(driver, keys[0])
-        press(driver, "1")
-        saved(driver, keys[0], "a")
+        answer_the_first(driver, urls["ann"], keys[0])
         driver.find_element(By.LINK_TEXT, "status").click()
         wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, ".counts"), "the status page")
         driver.back()
