@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -138,6 +139,15 @@ def measure_http(url: str, labellers: int, answers: int, folder: Path) -> tuple[
     return labellers * answers / wall, np.concatenate([r[2] for r in runs])
 
 
+def each_database(folder: Path, no_pg: bool) -> Iterator[tuple[str, str]]:
+    """(name, URL) of a SQLite file in `folder`, then (unless `no_pg`) of a fresh PostgreSQL schema
+    at $ACTIVEBAYES_TEST_PG_URL or DEFAULT_PG when it answers (dropped once the caller moves on)."""
+    for url in [f"sqlite:///{folder / 'serve.db'}"] + ([] if no_pg else [os.environ.get("ACTIVEBAYES_TEST_PG_URL", DEFAULT_PG)]):
+        with database(url) as found:
+            if found is not None:
+                yield found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--labellers", type=int, default=8, help="concurrent labellers (processes)")
@@ -149,16 +159,11 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        urls = [f"sqlite:///{folder / 'serve.db'}"] + ([] if args.no_pg else [os.environ.get("ACTIVEBAYES_TEST_PG_URL", DEFAULT_PG)])
-        for url in urls:
-            with database(url) as found:
-                if found is None:
-                    continue
-                name, url = found
-                for how, run in (("HTTP", lambda: measure_http(url, args.labellers, args.answers, folder)),
-                                 ("direct", lambda: measure(url, args.labellers, args.answers))):  # fmt: skip
-                    rate, latency = run()
-                    rows.append((name, how, rate, *np.percentile(latency * 1000, [50, 99])))
+        for name, url in each_database(folder, args.no_pg):
+            for how, run in (("HTTP", lambda: measure_http(url, args.labellers, args.answers, folder)),
+                             ("direct", lambda: measure(url, args.labellers, args.answers))):  # fmt: skip
+                rate, latency = run()
+                rows.append((name, how, rate, *np.percentile(latency * 1000, [50, 99])))
     print(f"{args.labellers} labellers x {args.answers} answers, one transaction per answer; SQLite {sqlite3.sqlite_version}; {os.cpu_count()} CPUs")
     print(f"{'database':12s} {'path':8s} {'answers/s':>10s} {'p50 ms':>8s} {'p99 ms':>8s}")
     for name, how, rate, p50, p99 in rows:

@@ -60,7 +60,8 @@ def table_project(db: str, folder: Path, *, name: str = "blobs", k: int = 5, hos
 
 
 def image_project(db: str, folder: Path, *, name: str = "digits", k: int = 6) -> list[str]:
-    """sklearn's 8x8 digits (shipped with scikit-learn) as an npz of images [N, 8, 8], classes 0-9."""
+    """sklearn's 8x8 digits (shipped with scikit-learn) as an npz of images [N, 8, 8], classes 0-9;
+    the page's names of round 1's queries."""
     from sklearn.datasets import load_digits
 
     digits = load_digits()
@@ -68,12 +69,18 @@ def image_project(db: str, folder: Path, *, name: str = "digits", k: int = 6) ->
     np.savez(path, x=(digits.images[:60] / 16.0).astype(np.float32), y=digits.target[:60])
     ok("--db", db, "init", "--name", name, "--classes", ",".join(map(str, range(10))))
     ok("--db", db, "--project", name, "pool", "add", str(path))
-    return _round_of(db, name, k, predict=True)
+    return page_names(_round_of(db, name, k, predict=True))
+
+
+def page_names(keys: list[str]) -> list[str]:
+    """What the page calls an image pool's queries, in rank order: "query 1", ... (never the key)."""
+    return [f"query {rank + 1}" for rank in range(len(keys))]
 
 
 def image_folder_project(db: str, folder: Path, *, name: str = "shapes", k: int = 3, side: int = 16) -> list[str]:
     """A folder of small PNG files (side x side, classes dark and light in sub-folders), added as
-    `pool add FOLDER --labels-from-folders`: the page serves the files themselves."""
+    `pool add FOLDER --labels-from-folders`: the page serves the files themselves. The page's names
+    of round 1's queries (`page_names`: the keys, dark/dark0.png, spell the class)."""
     from PIL import Image
 
     rng = np.random.default_rng(0)
@@ -84,7 +91,7 @@ def image_folder_project(db: str, folder: Path, *, name: str = "shapes", k: int 
             Image.fromarray(pixels).save(folder / "images" / label / f"{label}{i}.png")
     ok("--db", db, "init", "--name", name, "--classes", "dark,light")
     ok("--db", db, "--project", name, "pool", "add", str(folder / "images"), "--labels-from-folders")
-    return _round_of(db, name, k, predict=False)
+    return page_names(_round_of(db, name, k, predict=False))
 
 
 def _csv_project(db: str, folder: Path, name: str, rows: list[list[str]], init: tuple[str, ...], add: tuple[str, ...], k: int,

@@ -8,6 +8,9 @@ Routes (every one under /p/{project}/ needs `?token=` of a grant for that projec
     GET  /p/{project}/label      the labelling page (a shell; its script asks for the first item)
     GET  /p/{project}/status     counts, labellers, learning curve, rounds
     GET  /p/{project}/image      ?round=&key= the image of one of the waiting round's queries
+
+An item is named by its key, or in an image pool by "query R" (`Labelling.name`: file paths may
+spell the class), in "key" of the requests, "shown" and "key" of the answers, and the card.
     GET  /p/{project}/progress   the running round's stage (JSON)
     POST /p/{project}/next       the next item's card (takes its lease); {"prefer": key, "unskip": true}
     POST /p/{project}/renew      keeps the lease on the item shown ({"round", "key"})
@@ -37,6 +40,7 @@ from activebayes.web.access import SECURITY_HEADERS, AccessKeys, Grant
 from activebayes.web.items import image_pixels, image_png, original_image
 from activebayes.web.labelling import BadAnswer, Card, Labelling, Outcome
 from activebayes.web.rounds import STAGES, RoundWorker
+from activebayes.web.shortcuts import class_keys, digit_named
 from activebayes.web.status import open_queries, project_status
 
 HERE = Path(__file__).resolve().parent
@@ -120,9 +124,9 @@ def create_app(config: ServeConfig) -> Any:
 
     def card_json(page: Labelling, card: Card, grant: Grant) -> dict[str, Any]:
         html = templates.get_template("_card.html").render(card=card, info=page.info, token=grant.token, project=page.project,
-                                                           rounds=worker.available, comma=page.writing == "decimal comma")  # fmt: skip
-        query = card.query
-        return {"card": html, "round": card.round, "shown": query.key if query is not None else None,
+                                                           rounds=worker.available, comma=page.writing == "decimal comma",
+                                                           answers=class_keys(page.info.classes or ()))  # fmt: skip
+        return {"card": html, "round": card.round, "shown": card.name,
                 "unlabelled": card.unlabelled, "held": card.held, "open": card.open}  # fmt: skip
 
     def outcome_json(outcome: Outcome) -> dict[str, Any]:
@@ -150,7 +154,7 @@ def create_app(config: ServeConfig) -> Any:
         grant = grant_of(request)
         page = await run_in_threadpool(labelling, grant.project)
         return templates.TemplateResponse(request, "label.html", page_context(request, grant, info=page.info,
-                                          lease_seconds=config.lease_seconds))  # fmt: skip
+                                          lease_seconds=config.lease_seconds, digits_named=digit_named(page.info.classes or ())))  # fmt: skip
 
     async def status_page(request: Request) -> Response:
         grant = grant_of(request)

@@ -24,6 +24,11 @@ one stays, and this answer is refused (`--relabel` is for files). With several a
 each labeller's answer is their own: it is recorded unless the same labeller gave it already.
 A regression answer is read as the project writes its numbers, as at the prompt
 (`activebayes.data.number_style.answer_number`: `151,5` and `151.5` alike).
+
+The page names an item by its key, except in an image pool: there keys are file paths, which
+often spell the class (`cat/01.png` of `pool add --labels-from-folders`, `dog.12.jpg`), so the
+page never sees them. It names the item "query R" (R its rank in the round, from 1) in the card,
+the image's URL, the requests that answer it and every message (`Labelling.name`).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from typing import Any
 
 from activebayes.data.number_style import AnswerError, answer_number, project_writing
 from activebayes.errors import DataError, StoreError
-from activebayes.web.items import ItemView, item_view, text_columns
+from activebayes.web.items import ItemView, is_image_pool, item_view, text_columns
 
 SOURCE = "web"
 
@@ -52,6 +57,7 @@ class Card:
 
     round: int | None
     query: Any = None
+    name: str | None = None  # what the page calls the query (`Labelling.name`)
     view: ItemView | None = None
     open: int = 0
     held: int = 0
@@ -61,7 +67,8 @@ class Card:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What became of an action: `status` "saved" | "repeat" | "refused" | "undone" | "nothing"."""
+    """What became of an action: `status` "saved" | "repeat" | "refused" | "undone" | "nothing";
+    `key` the item's name on the page (`Labelling.name`)."""
 
     status: str
     key: str | None = None
@@ -71,7 +78,7 @@ class Outcome:
 
 @dataclass
 class _Labeller:
-    undo: list[tuple[int, str, int | None]] = field(default_factory=list)  # (round, key, observation id or None)
+    undo: list[tuple[int, str, int | None]] = field(default_factory=list)  # (round, name, observation id or None)
     skipped: dict[int, set[str]] = field(default_factory=dict)  # round -> keys
 
 
@@ -88,6 +95,7 @@ class Labelling:
         self.lease_seconds = float(lease_seconds)
         self._texts = text_columns(self.info.settings)
         self.writing = project_writing(self.info.settings)  # decimal commas where the pool had them
+        self.hides_keys = is_image_pool(data)  # file paths that may spell the class
         self.labellers: dict[str, _Labeller] = labellers if labellers is not None else {}  # each one's undo list and skips
         self._asked_round: tuple[int, dict[str, Any]] | None = None
         self._lock = threading.Lock()
@@ -95,6 +103,10 @@ class Labelling:
     def _state(self, labeller: str) -> _Labeller:
         with self._lock:
             return self.labellers.setdefault(labeller, _Labeller())
+
+    def name(self, query: Any) -> str:
+        """What the page calls `query`: its key, or "query R" (its rank from 1) in an image pool."""
+        return f"query {query.rank + 1}" if self.hides_keys else query.key
 
     def waiting_round(self) -> int | None:
         latest = self.store.latest_round(self.project)
@@ -116,15 +128,15 @@ class Labelling:
 
     def next_card(self, labeller: str, prefer: str | None = None) -> Card:
         """The first open item that is not held by others, leased to `labeller` (their lease on
-        any other item ends); `prefer` (a key) goes first when it is open (an undone answer)."""
+        any other item ends); `prefer` (a name) goes first when it is open (an undone answer)."""
         number = self.waiting_round()
         if number is None:
             self.store.release_leases(self.project, labeller)
             return Card(None)
         queue, unlabelled = self._open(labeller, number)
         skipped = self._state(labeller).skipped.get(number, set())
-        wanted = [q for q in queue if q.key not in skipped or q.key == prefer]
-        wanted.sort(key=lambda q: q.key != prefer)  # stable: rank order otherwise
+        wanted = [q for q in queue if q.key not in skipped or self.name(q) == prefer]
+        wanted.sort(key=lambda q: self.name(q) != prefer)  # stable: rank order otherwise
         held = self.store.lease_item(self.project, labeller, [q.item_id for q in wanted], seconds=self.lease_seconds,
                                      holders=self.answers_per_item, round_number=number)  # fmt: skip
         shown_skips = sum(q.key in skipped for q in queue)
@@ -132,10 +144,11 @@ class Labelling:
             return Card(number, open=len(queue), held=len(wanted), skipped=shown_skips, unlabelled=unlabelled)
         query = next(q for q in wanted if q.item_id == held)
         view = item_view(self.data, query.row, self._texts)
-        return Card(number, query, view, open=len(queue), held=0, skipped=shown_skips, unlabelled=unlabelled)
+        return Card(number, query, self.name(query), view, open=len(queue), held=0, skipped=shown_skips, unlabelled=unlabelled)
 
     def _query(self, number: Any, key: Any) -> Any:
-        """The query `key` of round `number`, which must be the waiting round; BadAnswer otherwise."""
+        """The query named `key` (`name`) of round `number`, which must be the waiting round;
+        BadAnswer otherwise."""
         waiting = self.waiting_round()
         if not isinstance(number, int) or isinstance(number, bool) or number != waiting:
             raise BadAnswer(f"round {number!r} does not wait for answers" + (f" (round {waiting} does)" if waiting else ""))
@@ -145,18 +158,18 @@ class Labelling:
         return found
 
     def _asked(self, number: int) -> dict[str, Any]:
-        """{key: query} of round `number` (what it asked never changes: read once per round; the
+        """{name: query} of round `number` (what it asked never changes: read once per round; the
         answers in these records are those of that moment)."""
         with self._lock:
             if self._asked_round is not None and self._asked_round[0] == number:
                 return self._asked_round[1]
-        asked = {q.key: q for q in self.store.queries(self.project, number)}
+        asked = {self.name(q): q for q in self.store.queries(self.project, number)}
         with self._lock:
             self._asked_round = (number, asked)
         return asked
 
     def waiting_query(self, number: str, key: str | None) -> Any:
-        """The waiting round's query `key` when `number` (text) is that round, else None."""
+        """The waiting round's query named `key` when `number` (text) is that round, else None."""
         waiting = self.waiting_round()
         if waiting is None or number != str(waiting):
             return None
@@ -178,6 +191,7 @@ class Labelling:
     def answer(self, labeller: str, number: Any, key: Any, value: Any) -> Outcome:
         """Commit `labeller`'s answer `value` to query `key` of round `number` (one transaction)."""
         query = self._query(number, key)
+        name = self.name(query)
         several = self.answers_per_item > 1
         stored = value
         if self.info.task == "regression":
@@ -196,20 +210,20 @@ class Labelling:
             now = conflicts[query.key][1]
             given = self.store.round_answers(self.project, number).get(query.key, [])
             by = "you, in another tab or window," if given and given[-1][0] == labeller else "someone else"
-            return Outcome("refused", query.key, None, f"{query.key} was labelled {now!r} by {by} meanwhile; that label stays")
+            return Outcome("refused", name, None, f"{name} was labelled {now!r} by {by} meanwhile; that label stays")
         observation = ids[0]  # None: a repeat, nothing written
         with self._lock:
-            self.labellers.setdefault(labeller, _Labeller()).undo.append((number, query.key, observation))
+            self.labellers.setdefault(labeller, _Labeller()).undo.append((number, name, observation))
         if observation is None:
             current = self.store.label_states(self.project, [query.key])[query.key]["label"]
-            return Outcome("repeat", query.key, current, f"{query.key}: {current!r} was already its label; recorded once")
-        return Outcome("saved", query.key, str(value).strip(), f"saved {query.key}")
+            return Outcome("repeat", name, current, f"{name}: {current!r} was already its label; recorded once")
+        return Outcome("saved", name, str(value).strip(), f"saved {name}")
 
     def skip(self, labeller: str, number: Any, key: Any) -> Outcome:
         query = self._query(number, key)
         with self._lock:
             self.labellers.setdefault(labeller, _Labeller()).skipped.setdefault(number, set()).add(query.key)
-        return Outcome("nothing", query.key, message=f"skipped {query.key}")
+        return Outcome("nothing", self.name(query), message=f"skipped {self.name(query)}")
 
     def unskip(self, labeller: str) -> None:
         with self._lock:
@@ -229,6 +243,6 @@ class Labelling:
             return Outcome("nothing", key, message=f"{key}: that answer repeated its label and recorded nothing; nothing to undo")
         try:
             self.store.retract_observation(self.project, observation_id)
-        except StoreError as exc:
-            return Outcome("refused", key, message=str(exc).split("; ")[0])
+        except StoreError:  # its round closed, or it was taken back, meanwhile (the store's text names the key)
+            return Outcome("refused", key, message=f"the answer for {key} can no longer be taken back: its round closed meanwhile")
         return Outcome("undone", key, message=f"took back the answer for {key}")

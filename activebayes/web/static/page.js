@@ -23,6 +23,7 @@
       const error = new Error(data.message || `the server answered ${response.status}`);
       error.bad = data.status === "bad";  // refused as it was written (a number that is none): correct it and send it again
       error.retry = data.status === "unavailable";  // the database was away: nothing written, the same again later
+      error.forbidden = response.status === 403;  // a restarted server made new tokens: reloading this URL cannot help
       throw error;
     }
     return data;
@@ -56,24 +57,42 @@
   // server enlarges an array's image (web/items.py IMAGE_MIN_SIDE); a 16 x 16 PNG was a speck.
   const IMAGE_MIN_SIDE = 160;
 
-  function enlargeSmallImage() {
+  // The class buttons of an image item wait for its image: an answer given before the image is
+  // drawn (a slow network, a key pressed fast) would be a guess about an item never seen.
+  function enableButtons() {
+    const waiting = $("#card .card[data-loading]");
+    document.querySelectorAll("#card button").forEach((b) => { b.disabled = Boolean(waiting) && b.classList.contains("answer"); });
+  }
+
+  function whenImageDrawn() {
     const img = $("#card img.item");
     if (!img) return;
-    const fit = () => {
+    const card = currentCard();
+    const drawn = () => {
       const side = Math.max(img.naturalWidth, img.naturalHeight);
       if (side > 0 && side < IMAGE_MIN_SIDE) {
         img.style.width = `${img.naturalWidth * Math.ceil(IMAGE_MIN_SIDE / side)}px`;
         img.classList.add("enlarged");
       }
+      delete card.dataset.loading;
+      if (!busy) enableButtons();
     };
-    if (img.complete) fit(); else img.addEventListener("load", fit, { once: true });
+    if (img.complete && img.naturalWidth > 0) { drawn(); return; }
+    card.dataset.loading = "1";
+    enableButtons();
+    img.addEventListener("load", drawn, { once: true });
+    img.addEventListener("error", () => {
+      if (currentCard() === card) ack(`the image of ${card.dataset.key} did not load: skip it (s), or reload the page`, false);
+    }, { once: true });
   }
 
   function show(data) {
     $("#card").innerHTML = data.card;
-    enlargeSmallImage();
-    const input = $("#number") || (finding ? $("#find") : null);
-    if (input) input.focus();
+    whenImageDrawn();
+    // the focus goes to what answers next: the number field, the find field when it was used,
+    // else the item itself (a screen reader reads its name; the keys work from anywhere)
+    const input = $("#number") || (finding ? $("#find") : null) || $("#card .card");
+    if (input) input.focus({ preventScroll: !input.matches("input") });
     if ($("#card [data-wait]")) setTimeout(() => act("next", {}), 3000);
   }
 
@@ -97,8 +116,9 @@
       if ("card" in data) show(data);
       else if (data.next) ack(`${$("#ack") ? $("#ack").textContent : ""}; ${data.next}`, false);
     } catch (err) {
-      ack(`${what || action} not saved: ${err.message}` + (err.bad || err.retry ? "" : ". Reload the page once the server is back."), false);
-      document.querySelectorAll("#card button").forEach((b) => { b.disabled = false; });
+      const then = err.bad || err.retry || err.forbidden ? "" : ". Reload the page once the server is back.";
+      ack(`${what || action} not saved: ${err.message}${then}`, false);
+      enableButtons();
     } finally {
       busy = false;
     }
@@ -144,6 +164,9 @@
   document.addEventListener("click", (event) => {
     const button = event.target.closest("button");
     if (!button || button.disabled) return;
+    // the second click of a double click lands on the next item's button once the first one's
+    // answer has come back: it must not answer (or skip, or undo) that item unseen
+    if (event.detail > 1 && button.closest("#card")) return;
     if (button.classList.contains("answer")) { finding = document.activeElement === $("#find"); answer(button.dataset.value); }
     else if (button.id === "skip") skip();
     else if (button.id === "undo") act("undo", {});
@@ -193,13 +216,14 @@
 
   document.addEventListener("keydown", (event) => {
     if (page !== "label" || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.repeat && !(event.target instanceof HTMLInputElement)) { event.preventDefault(); return; }  // a key held down answers once
     const inField = event.target instanceof HTMLInputElement;
     if (inField && event.target.id === "find") return;  // typing a class name
     if (event.key === "/" && !inField && $("#find")) {
       event.preventDefault();
       $("#find").focus();
-    } else if (/^[0-9]$/.test(event.key) && !inField) {  // 1–9 the first nine classes, 0 the tenth
-      const button = document.querySelectorAll("#card button.answer")[event.key === "0" ? 9 : Number(event.key) - 1];
+    } else if (/^[0-9]$/.test(event.key) && !inField) {  // the class whose key it is (web/shortcuts.py)
+      const button = $(`#card button.answer[data-shortcut="${event.key}"]`);
       if (button) { event.preventDefault(); button.click(); }
     } else if (event.key === "s" || event.key === "S") {
       event.preventDefault();
