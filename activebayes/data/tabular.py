@@ -8,7 +8,10 @@ Three steps, each a function:
     x, names = apply_table_spec(plan.table, spec)               # table_spec: at every load, [N, D] float32
 
 Columns. The key column is `key_column`, else the first column named `key`, else `id` (any case),
-else none (items are keyed by row number): `key_column_of`. The label and key are never features;
+else a first column named rownames or row.names (R's row names), else unnamed row names, else none
+(items are keyed by row number): `key_column_of`. A key found by its name that repeats a value or
+has an empty cell is a group's id (a subject measured on several rows): the rows are keyed by their
+number and the column left out, with a note. The label and key are never features;
 `features` keeps only the columns it names and `ignore` leaves columns out. A feature column is
 
 - numeric when every value that is present parses as a number (an infinity is refused), as an
@@ -178,12 +181,16 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
     """The feature columns of `table` and their kinds; DataError (one line naming the column and
     the way out) for an identifier-like or too-many-level column, a gap under `missing="error"`,
     an infinity, or a column mixing numbers and text. A column with no values is left out with a
-    note, unless `features` names it; one with one value in every row gets a note."""
+    note, unless `features` names it; one with one value in every row gets a note; so does a
+    named key found by `key_column_of` that is not unique, left out (module docstring)."""
     _check_options(table, options)
     key = key_column_of(table.header, options.key_column, options.ignore, table.row_names) if options.find_key else options.key_column
     notes = [_encoding_note(table)] if table.fallback is not None else []
     left_out: dict[str, str] = {}
-    if key is not None and options.key_column is None and key != options.label_column and (repeated := _no_key(table, key)):
+    # a guessed key named so (id, key, rownames) that repeats is a group's id, as in long tables of subjects measured
+    # again; unnamed row names that repeat are refused at load (`loaders._csv_keys`) with their way out, as before
+    guessed = key is not None and options.key_column is None and key not in (options.label_column, ROW_NAMES)
+    if guessed and (repeated := _no_key(table, key)):
         kept = key in (options.features or ())
         fate = "a feature, as --features asks" if kept else "left out (a group's id, not a quantity; name it in --features to keep it)"
         notes.append(f"column {key!r} {repeated}, so it does not name the items: they are keyed by their row number "

