@@ -51,6 +51,13 @@ def test_a_repeated_id_column_keys_rows_by_number_and_is_left_out(db):
     ok("--project", "t", "round", "--oracle", "truth", "--k", "4", "--seed", "0")
 
 
+def test_a_repeated_id_beside_r_row_names_leaves_the_row_names_as_keys(db):
+    ok("init", "--name", "t")
+    write("t.csv", ["rownames,id,x,y", *(f"{i + 1},{i // 3},{i % 7},{'ab'[i % 2]}" for i in range(30))])
+    summary = added("t.csv", "--label-column", "y")
+    assert summary["key_column"] == "rownames" and list(summary["columns"]) == ["x"]
+
+
 def test_a_repeated_id_named_in_features_stays_a_feature(db):
     ok("init", "--name", "t")
     write("t.csv", ["id,x,y", *(f"{i // 3 + 1},{i % 7},{'ab'[i % 2]}" for i in range(30))])

@@ -197,7 +197,8 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
                      f"(--key-column names another key); {key!r} is {fate}")  # fmt: skip
         if not kept:
             left_out[key] = "not unique, so no key"
-        key = None
+        key = key_column_of(table.header, None, (*options.ignore, key), table.row_names)  # R's row names beside a subject id
+        key = key if key in R_ROW_NAMES + (ROW_NAMES,) and not _no_key(table, key) else None
     special = {options.label_column, key, *left_out} - {None}
     wanted = options.features if options.features is not None else table.header[table.row_names :]  # row names are no feature
     names = [h for h in table.header if h and h in wanted and h not in special and h not in options.ignore]
