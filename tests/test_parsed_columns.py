@@ -207,7 +207,8 @@ def test_written_days_against_hand_computed_dates():
         day, day, day, day + 14.5 / 24, day + 1]  # fmt: skip
     assert written_days(["12/31/2024", "12/31/2024 2:30 PM", "12/31/2024 12:00 AM", "12/31/2024 12:15 p.m.", "12/31/2024, 06:00:30"], "mdy") == (
         pytest.approx([day, day + 14.5 / 24, day, day + 12.25 / 24, day + (6 * 3600 + 30) / 86400]))  # fmt: skip
-    assert np.isnan(written_days(["31.12.2024", "2/30/2024", "12/31/24", "13:00 PM", "12/31/2024 13:00 PM", "2024-12-31"], "mdy")).all()
+    assert np.isnan(written_days(["31.12.2024", "2/30/2024", "12.31.24", "13:00 PM", "12/31/2024 13:00 PM", "2024-12-31"], "mdy")).all()
+    assert written_days(["12/31/24", "12/31/99"], "mdy").tolist() == [day, day - 25 * 365 - 7]  # spreadsheets' short dates: 2024, 1999
     assert written_days(["2024-12-31"], "ymd").tolist() == [day] and np.isnan(written_days(["31/12/2024"], "ymd")).all()
     assert has_times(["31/12/2024 14:30"]) and not has_times(["31/12/2024"])
 

@@ -145,12 +145,13 @@ def _csv_keys(table: Any, key_column: str) -> list[str]:
     keys = table.column(key_column)
     seen: dict[str, int] = {}
     numbered = f" (or --ignore {ROW_NAMES}, and the rows are keyed by their number)" if key_column == ROW_NAMES else ""
+    another = numbered or " (or leave --key-column out, and the rows are keyed by their number)"
     for key, line in zip(keys, table.lines):
         if not key:
             raise DataError(f"{str(table.path)!r} line {line}: empty key in the key column {key_column!r}; give every row a key{numbered}")
         if key in seen:
             raise DataError(f"{str(table.path)!r} line {line}: the key {shown(key)} of column {key_column!r} is also on line {seen[key]}; "
-                            f"keys must be unique{numbered}")  # fmt: skip
+                            f"keys must be unique: pass a --key-column of unique values{another}")  # fmt: skip
         seen[key] = line
     return keys
 

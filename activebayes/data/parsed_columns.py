@@ -23,7 +23,8 @@ kind, so a column is of a kind exactly when none of its present values is NaN.
   the time as the fraction of a day.
 - `date_order` and `written_days`: dates written day-first or month-first, as spreadsheets in
   most countries save them (31/12/2024, 12/31/2024, 31.12.2024, 31-12-2024, a four-digit year,
-  an optional time 14:30[:05] or 2:30 PM after a space): the order is "dmy" when some first
+  or a two-digit one after slashes as in spreadsheets' short dates, 8/6/20, where 00-29 are
+  2000-2029 and 30-99 are 1930-1999 (`full_year`, Excel's rule); an optional time 14:30[:05] or 2:30 PM after a space): the order is "dmy" when some first
   number is over 12 or the separator is a dot, "mdy" when some second number is over 12, and
   "either" when no value settles it (every value reads both ways: refused, never guessed).
 - `calendar_features`: [N, F] what a network is given for a date: the days themselves (a trend),
@@ -57,12 +58,13 @@ _ISO_DATE = re.compile(
     r"\s?(?P<tz>Z|[+-]\d{2}:?\d{2})?$"
 )
 _LOCAL_DATE = re.compile(
-    r"^(?P<a>\d{1,2})(?P<sep>[/.-])(?P<b>\d{1,2})(?P=sep)(?P<y>\d{4})"
+    r"^(?P<a>\d{1,2})(?P<sep>[/.-])(?P<b>\d{1,2})(?P=sep)(?P<y>\d{4}|\d{2})"
     r"(?:,?\s(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2}(?:\.\d+)?))?\s?(?P<ampm>[AaPp]\.?[Mm]\.?)?)?$"
 )
 UNIT_PREFIX = "unit:"  # a column's `written` for numbers with a unit after them: "unit:kg/m2"
 DATE_ORDERS = {"ymd": "YYYY-MM-DD", "dmy": "DD/MM/YYYY", "mdy": "MM/DD/YYYY"}
 EPOCH = dt.date(1970, 1, 1).toordinal()
+TWO_DIGIT_YEAR_CUT = 30  # a two-digit year below this is 20yy, else 19yy (`full_year`)
 YEAR_DAYS, WEEK_DAYS = 365.25, 7.0
 CALENDAR_PARTS = ("days", "season sin", "season cos", "weekday sin", "weekday cos")
 CLOCK_PARTS = ("time sin", "time cos")
@@ -184,7 +186,7 @@ def iso_days(texts: Sequence[str]) -> np.ndarray:
 
 def _local_day(text: str, order: str) -> float:
     m = _LOCAL_DATE.match(text)
-    if m is None or (m["sep"] == "." and order != "dmy"):
+    if m is None or (m["sep"] == "." and order != "dmy") or (len(m["y"]) == 2 and m["sep"] != "/"):  # 1.2.10: a version, not a date
         return math.nan
     day, month = (int(m["a"]), int(m["b"])) if order == "dmy" else (int(m["b"]), int(m["a"]))
     hours = int(m["H"] or 0)
@@ -192,7 +194,14 @@ def _local_day(text: str, order: str) -> float:
         if not 1 <= hours <= 12:
             return math.nan
         hours = hours % 12 + 12 * (m["ampm"][0] in "Pp")
-    return _day(int(m["y"]), month, day, hours, int(m["M"] or 0), float(m["S"] or 0))
+    return _day(full_year(m["y"]), month, day, hours, int(m["M"] or 0), float(m["S"] or 0))
+
+
+def full_year(written: str) -> int:
+    """The year of a date written with four digits, or with two as spreadsheets' short dates
+    write it (8/6/20): 00-29 are 2000-2029 and 30-99 are 1930-1999, Excel's rule."""
+    year = int(written)
+    return year if len(written) == 4 else year + (2000 if year < TWO_DIGIT_YEAR_CUT else 1900)
 
 
 def date_order(texts: Sequence[str]) -> str | None:

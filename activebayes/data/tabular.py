@@ -8,7 +8,10 @@ Three steps, each a function:
     x, names = apply_table_spec(plan.table, spec)               # table_spec: at every load, [N, D] float32
 
 Columns. The key column is `key_column`, else the first column named `key`, else `id` (any case),
-else none (items are keyed by row number): `key_column_of`. The label and key are never features;
+else a first column named rownames or row.names (R's row names), else unnamed row names, else none
+(items are keyed by row number): `key_column_of`. A key found by its name that repeats a value or
+has an empty cell is a group's id (a subject measured on several rows): the rows are keyed by their
+number and the column left out, with a note. The label and key are never features;
 `features` keeps only the columns it names and `ignore` leaves columns out. A feature column is
 
 - numeric when every value that is present parses as a number (an infinity is refused), as an
@@ -67,6 +70,7 @@ from activebayes.errors import DataError
 MISSING_MODES = ("impute", "drop", "error")
 CATEGORICAL_MODES = ("auto", "error", "force")
 KEY_NAMES = ("key", "id")
+R_ROW_NAMES = ("rownames", "row.names")  # a first column so named holds R's row names (Rdatasets' csv files)
 IDENTIFIER_MIN_VALUES = 20  # fewer values than this are never called an identifier
 IDENTIFIER_DISTINCT = 0.9  # share of distinct values that makes a text column an identifier
 IDENTIFIER_WORDS = ("id", "key", "uuid", "guid")  # a numeric column whose name ends in one of these may be an identifier
@@ -132,14 +136,19 @@ class TablePlan:
 
 def key_column_of(header: Sequence[str], key_column: str | None = None, ignore: Sequence[str] = (), row_names: bool = False) -> str | None:
     """The key column: `key_column` when given, else the first column named `key`, else `id`
-    (any case, not in `ignore`), else with `row_names` the row names (ROW_NAMES: a first column
-    without a name, as R and pandas write them), else None (rows are keyed by their number)."""
+    (any case, not in `ignore`), else a first column named as R's row names are in R's data sets'
+    csv files (R_ROW_NAMES: rownames, row.names), else with `row_names` the row names (ROW_NAMES:
+    a first column without a name, as R and pandas write them), else None (rows are keyed by
+    their number). `plan_table` keys the rows by number instead when a column it found here is
+    not unique."""
     if key_column is not None:
         return key_column
     for wanted in KEY_NAMES:
         found = next((h for h in header if h.lower() == wanted and h not in ignore), None)
         if found is not None:
             return found
+    if header[:1] and header[0] in R_ROW_NAMES and header[0] not in ignore:
+        return header[0]
     return ROW_NAMES if row_names and ROW_NAMES in header[:1] and ROW_NAMES not in ignore else None
 
 
@@ -172,22 +181,36 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
     """The feature columns of `table` and their kinds; DataError (one line naming the column and
     the way out) for an identifier-like or too-many-level column, a gap under `missing="error"`,
     an infinity, or a column mixing numbers and text. A column with no values is left out with a
-    note, unless `features` names it; one with one value in every row gets a note."""
+    note, unless `features` names it; one with one value in every row gets a note; so does a
+    named key found by `key_column_of` that is not unique, left out (module docstring)."""
     _check_options(table, options)
     key = key_column_of(table.header, options.key_column, options.ignore, table.row_names) if options.find_key else options.key_column
-    special = {options.label_column, key} - {None}
+    notes = [_encoding_note(table)] if table.fallback is not None else []
+    left_out: dict[str, str] = {}
+    # a guessed key named so (id, key, rownames) that repeats is a group's id, as in long tables of subjects measured
+    # again; unnamed row names that repeat are refused at load (`loaders._csv_keys`) with their way out, as before
+    guessed = key is not None and options.key_column is None and key not in (options.label_column, ROW_NAMES)
+    if guessed and (repeated := _no_key(table, key)):
+        kept = key in (options.features or ())
+        fate = "a feature, as --features asks" if kept else "left out (a group's id, not a quantity; name it in --features to keep it)"
+        notes.append(f"column {key!r} {repeated}, so it does not name the items: they are keyed by their row number "
+                     f"(--key-column names another key); {key!r} is {fate}")  # fmt: skip
+        if not kept:
+            left_out[key] = "not unique, so no key"
+        key = key_column_of(table.header, None, (*options.ignore, key), table.row_names)  # R's row names beside a subject id
+        key = key if key in R_ROW_NAMES + (ROW_NAMES,) and not _no_key(table, key) else None
+    special = {options.label_column, key, *left_out} - {None}
     wanted = options.features if options.features is not None else table.header[table.row_names :]  # row names are no feature
     names = [h for h in table.header if h and h in wanted and h not in special and h not in options.ignore]
     if not names:
         raise DataError(f"data file {str(table.path)!r}: no feature columns besides the label/key columns")
-    notes = [_encoding_note(table)] if table.fallback is not None else []
     if "" in table.header:  # read_csv_table refuses one with values
         notes.append(f"left out {table.header.count('')} empty column(s) without a name (separators at the start or end of the lines)")
     if table.row_names:
         notes.append(_row_names_note(table, key, options))
     elif key is not None and options.key_column is None:
         notes.append(f"using the column {key!r} as item keys (--key-column)")
-    columns, refused, left_out = [], [], {}
+    columns, refused = [], []
     for name in names:
         try:
             column = _plan_column(table, name, options, notes, left_out)
@@ -209,6 +232,18 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
     if not columns:
         raise DataError(f"data file {str(table.path)!r}: no feature columns besides the label/key columns (the others have no values)")
     return TablePlan(table, options, key, columns, notes, left_out)
+
+
+def _no_key(table: CsvTable, key: str) -> str | None:
+    """Why column `key` cannot key the items (a value on two rows, an empty cell), or None."""
+    seen: dict[str, int] = {}
+    for value, line in zip(table.column(key), table.lines.tolist()):
+        if not value.strip():
+            return f"has an empty cell (line {line})"
+        if value in seen:
+            return f"repeats its values ({shown(value)} on lines {seen[value]} and {line})"
+        seen[value] = line
+    return None
 
 
 def _one_value(table: CsvTable, column: ColumnPlan | None) -> str | None:
@@ -357,7 +392,7 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
         mixed = DataError(
             f"{path!r} line {lines[at]}: column {name!r} is not a number ({shown(table.cell(at, name))}) but line {lines[num]} holds "
             f"the number {shown(table.cell(num, name))} ({n_numbers} of its {n_present} values are numbers; a column is either numeric "
-            "or categorical); correct the text, or pass --na-values if it marks a gap"
+            f"or categorical); correct the text, pass --na-values if it marks a gap, or --ignore {name} if the column is a code"
         )
         if n_numbers >= MIXED_NUMBER_SHARE * n_present:  # mostly numbers: a typo or a gap marker in a numeric column
             raise mixed
