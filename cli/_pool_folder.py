@@ -22,7 +22,8 @@ from typing import Any
 from activebayes_cli._app import CliError
 from activebayes_cli._context import sqlite_path
 from activebayes_cli._design_project import refuse_design
-from activebayes_cli._output import TRUTH_TEXT, after_pool_add, items_from, refuse_second_pool
+from activebayes_cli._output import TRUTH_TEXT, after_pool_add, items_from
+from activebayes_cli._pool_import import refuse_second_pool
 from activebayes_cli._parse import existing_file, fraction
 
 CACHE_FOLDER = "activebayes-cache"
