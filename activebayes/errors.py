@@ -55,6 +55,15 @@ class RoundBusyError(StoreError):
         self.project, self.number, self.pid, self.host, self.started_at = project, number, pid, host, started_at
 
 
+class RecordedCountError(StoreError):
+    """A write meant to follow `expected` observations of one person found `found` (another
+    writer recorded some meanwhile); nothing was written."""
+
+    def __init__(self, message: str, *, who: str, expected: int, found: int) -> None:
+        super().__init__(message)
+        self.who, self.expected, self.found = who, expected, found
+
+
 def regression_only(name: str) -> ConfigError:
     """The error a regression posterior raises for a classifier-only method."""
     return ConfigError(

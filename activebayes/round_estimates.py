@@ -74,7 +74,8 @@ class LossTable:
     """Per-item losses [M] of M answered, predicted items (None where a loss is unknown).
 
     zero_one, class_nll (classification), squared, normal_nll and its misfit part normal_misfit
-    (y − μ)²/2σ² (regression).
+    (y − μ)²/2σ² (regression; `item_losses` gives the two together, and the NLL is estimated
+    only from both).
     """
 
     zero_one: np.ndarray | None = None
@@ -188,11 +189,10 @@ def pool_estimate(
 
     def normal_nll() -> Estimate | None:
         """The Gaussian NLL: the Wald interval of its log-variance part ½ log 2πσ² plus the
-        scaled-χ² one of its misfit part, each at 97.5 % (`summed_estimate`); the Wald interval
-        of the whole where the misfit is not recorded."""
+        scaled-χ² one of its misfit part, each at 97.5 % (`summed_estimate`); None without both."""
         misfit = one("normal_misfit", skewed=True, z=Z95_OF_TWO)
         if misfit is None or drawn.normal_nll is None:
-            return one("normal_nll", nonnegative=False)
+            return None
         known = np.zeros(0) if fixed is None else fixed.normal_nll - fixed.normal_misfit
         log_part = stratified_estimate(known, drawn.normal_nll - drawn.normal_misfit, probabilities, pool_size,
                                        nonnegative=False, z=Z95_OF_TWO)  # fmt: skip

@@ -1,8 +1,9 @@
 """A simulated study's results, read back from its database: one learning curve (test accuracy
 per label count) per (acquisition, repeat), their mean and sd (ddof=1; 0 for one repeat) over
 repeats, the labels each needed to reach ACCURACY_TARGETS, round timings, where each run's
-stopping signal fired (`stopped_at`, `activebayes.stopping.first_stop`), results.json and the
-learning-curve plot (`collect_results`).
+stopping signal fired (`stopped_at`, `activebayes.stopping.first_stop`), results.json (the
+same bytes for the same seed), timings.json (the seconds) and the learning-curve plot
+(`collect_results`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ GAL2017_TABLE1 = {"bald": (145, 335), "variation-ratio": (120, 295), "entropy": 
                   "mean-std": (230, 695), "random": (255, 835)}  # fmt: skip
 ACCURACY_TARGETS = (0.90, 0.95)
 TIMING_MILESTONES = (100, 500, 1000)
+TIMINGS_FILE = "timings.json"  # beside results.json: the seconds, which differ from run to run
 
 
 @dataclass(frozen=True)
@@ -69,19 +71,24 @@ def _accuracy_curve(records: list[dict[str, float]]) -> list[tuple[int, float]]:
     return [(int(r["labels"]), r["accuracy"]) for r in records]
 
 
-ROUND_RECORD_KEYS = ("accuracy", "nll", "ece", "fit_s", "score_s", "evaluate_s")
+ROUND_METRIC_KEYS = ("accuracy", "nll", "ece")  # results.json: the same for the same seed
+ROUND_TIMING_KEYS = ("fit_s", "score_s", "evaluate_s")  # timings.json: seconds, different every run
 
 
-def _round_records(store: Any, name: str, max_labels: int) -> list[dict[str, float]]:
-    """One run's finished rounds: {labels, accuracy, nll, ece (test metrics), fit_s, score_s,
-    evaluate_s (seconds)}, each key present where the round recorded it."""
+def _round_records(store: Any, name: str, max_labels: int, keys: Sequence[str] = ROUND_METRIC_KEYS) -> list[dict[str, float]]:
+    """One run's finished rounds: {labels, and each of `keys` the round recorded}, from its test
+    metrics (accuracy, nll, ece) and its timings (fit_s, score_s, evaluate_s: seconds)."""
     records = []
     for r in store.rounds(name):
         if r.status is RoundStatus.done and "accuracy" in r.metrics and r.labelled_count <= max_labels:
             values = {**(r.timings or {}), **r.metrics}
-            records.append({"labels": r.labelled_count} | {k: float(values[k]) for k in ROUND_RECORD_KEYS if k in values})
+            records.append({"labels": r.labelled_count} | {k: float(values[k]) for k in keys if k in values})
     return records
 
+
+def _only(record: Mapping[str, float], keys: Sequence[str]) -> dict[str, float]:
+    """A round record's labels and those of `keys` it holds."""
+    return {k: v for k, v in record.items() if k == "labels" or k in keys}
 
 
 def labels_to_reach(curve: Sequence[tuple[int, float]], target: float) -> int | None:
@@ -167,8 +174,12 @@ def plot_study(config: StudyConfig, curves: Mapping[str, list[dict[str, float]]]
 
 def collect_results(config: StudyConfig, out_dir: str | Path, *, rounds_run: int = 0,
                     started: float | None = None) -> StudyResult:  # fmt: skip
-    """Read every run's curve and timings from out_dir/study.db and write results.json and
-    learning-curve.png (after run_study, or after all run_one calls of a parallel runner)."""
+    """Read every run's curve and timings from out_dir/study.db and write results.json,
+    timings.json and learning-curve.png (after run_study, or after all run_one calls of a
+    parallel runner). results.json holds what the seed decides, so a study run again with the same
+    seed writes the same bytes; the seconds each round took are in timings.json beside it:
+    {"milestones": acquisition -> {labels: {fit_s, evaluate_s, score_s, n}}, "rounds": acquisition
+    -> one list per repeat of {labels, fit_s, score_s, evaluate_s}}."""
     from activebayes.store import PoolStore
 
     started = time.perf_counter() if started is None else started
@@ -176,6 +187,7 @@ def collect_results(config: StudyConfig, out_dir: str | Path, *, rounds_run: int
     db = out_dir / "study.db"
     runs: dict[str, list[list[tuple[int, float]]]] = {a: [] for a in config.acquisitions}
     rounds: dict[str, list[list[dict[str, float]]]] = {a: [] for a in config.acquisitions}
+    seconds: dict[str, list[list[dict[str, float]]]] = {a: [] for a in config.acquisitions}
     stops: dict[str, list[int | None]] = {a: [] for a in config.acquisitions}  # where the stopping signal fired
     with PoolStore(f"sqlite:///{db}") as store:
         projects = set(store.projects())
@@ -183,9 +195,10 @@ def collect_results(config: StudyConfig, out_dir: str | Path, *, rounds_run: int
             for acquisition in config.acquisitions:
                 name = f"{acquisition}-r{repeat + 1}"
                 if name in projects:
-                    records = _round_records(store, name, config.max_labels)  # one pass over the run's rounds
+                    records = _round_records(store, name, config.max_labels, ROUND_METRIC_KEYS + ROUND_TIMING_KEYS)  # one pass
                     runs[acquisition].append(_accuracy_curve(records))
-                    rounds[acquisition].append(records)
+                    rounds[acquisition].append([_only(r, ROUND_METRIC_KEYS) for r in records])
+                    seconds[acquisition].append([_only(r, ROUND_TIMING_KEYS) for r in records])
                     stops[acquisition].append(first_stop(store.rounds(name)))
         timings = _timing_summary(config, store)
     curves = {a: summarise_curves(points) for a, points in runs.items()}
@@ -193,13 +206,14 @@ def collect_results(config: StudyConfig, out_dir: str | Path, *, rounds_run: int
     document: dict[str, Any] = {
         "config": config.to_dict(), "curves": curves,
         "runs": {a: [[list(p) for p in run] for run in rs] for a, rs in runs.items()},
-        "labels_to_reach": _reach_summary(config, runs, curves), "timings": timings, "rounds": rounds,
+        "labels_to_reach": _reach_summary(config, runs, curves), "rounds": rounds,
         "stopped_at": {"rule": f"mean kappa of the last {WINDOW} pairs of rounds >= {THRESHOLD} (activebayes.stopping)", "labels": stops},
-        "database": str(db), "plot": str(plot),
+        "database": db.name, "plot": plot.name, "timings": TIMINGS_FILE,  # beside results.json
     }  # fmt: skip
     if config.paper == "gal2017":
         document["paper"] = {"source": "Gal, Islam & Ghahramani 2017, Table 1 (labels to reach 10% / 5% error)",
                              "labels_to_reach": {a: {"0.90": n90, "0.95": n95} for a, (n90, n95) in GAL2017_TABLE1.items()}}  # fmt: skip
     results = out_dir / "results.json"
     results.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    (out_dir / TIMINGS_FILE).write_text(json.dumps({"milestones": timings, "rounds": seconds}, indent=2) + "\n", encoding="utf-8")
     return StudyResult(config, out_dir, db, results, plot, runs, curves, rounds_run, time.perf_counter() - started)

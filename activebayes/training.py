@@ -241,15 +241,6 @@ def network_outputs(model: nn.Module, x: Tensor) -> Tensor:
     return torch.cat([regression_output(model(chunk.to(device)), 0) for chunk in x.split(_OUTPUT_CHUNK)])
 
 
-def standardise_targets(y: Tensor) -> tuple[Tensor, float, float]:
-    """((y − m) / s in y's dtype, m, s) of regression targets y [N]: m their mean, s their
-    population sd (1 when it is 0 or N = 1)."""
-    y64 = y.detach().to(torch.float64)
-    sd = float(y64.std(correction=0)) if y64.numel() > 1 else 0.0
-    location, scale = float(y64.mean()), sd if sd > 0 else 1.0
-    return ((y64 - location) / scale).to(y.dtype), location, scale
-
-
 def target_scale(y: Tensor) -> float:
     """s_y² = Var(y) of regression targets [N] (population variance), 1 when it is 0 or N = 1."""
     y64 = y.detach().to(torch.float64)

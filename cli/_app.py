@@ -10,7 +10,7 @@ and exits with code 2 — or, under `--json`, one JSON object on stderr,
     {"error": "<what is wrong>; <how to fix>", "exit_code": 2}
 
 Anything else is a bug and keeps its traceback. The fix names commands that work as typed: those
-in backquotes repeat a `--db` typed on the command line (`with_typed_db`), a root option given
+in backquotes repeat a `--db` typed on the command line (`CliState.as_typed`), a root option given
 after the command is answered with the command line that has it first (`misplaced_root_option`),
 a sub-command left out with the command line that has it (`missing_sub_command`: `pool iris.csv`
 -> `pool add iris.csv`), so is a required option left out before its value
@@ -103,20 +103,6 @@ def _database_error(exc: BaseException) -> str | None:
     if isinstance(exc, (sa_exc.ArgumentError, sa_exc.NoSuchModuleError)):
         return _shorten(f"error: --db is not a usable database URL ({' '.join(str(exc).split())}); use e.g. sqlite:///activebayes.db")
     return None
-
-
-_NAMED_COMMAND = re.compile(r"`activebayes (?!--db |--help`)")
-
-
-def with_typed_db(line: str, obj: Any) -> str:
-    """`line` with each command it names in backquotes (`activebayes init --name NAME`) given
-    the `--db URL` that the command line gave, so that a hint in an error works as typed, as the
-    Next: hints do (`CliState.db_words`); unchanged when the database came from ACTIVEBAYES_DB
-    or the default, and for a command that names its --db already."""
-    if not getattr(obj, "db_typed", False):
-        return line
-    prefix = " ".join(["`activebayes", *obj.db_words(), ""])
-    return _NAMED_COMMAND.sub(lambda _: prefix, line)
 
 
 def command_path(group: Any, words: list[str]) -> str:
@@ -317,7 +303,8 @@ class ActiveBayesGroup(TyperGroup):
             print("Aborted.", file=sys.stderr)
             sys.exit(1)
         except ActiveBayesError as exc:
-            fail(with_typed_db(format_error(exc), getattr(self._root_ctx, "obj", None)))
+            line, cli = format_error(exc), getattr(self._root_ctx, "obj", None)
+            fail(cli.as_typed(line) if cli is not None else line)
         except Exception as exc:
             line = _database_error(exc)
             if line is None:

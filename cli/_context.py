@@ -17,6 +17,7 @@ printed as the command's notes (`LibraryNotes`).
 from __future__ import annotations
 
 import logging
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 DEFAULT_DB = "sqlite:///activebayes.db"
 DB_FIX = "use sqlite:///path/to/file.db or postgresql+psycopg://user@host/dbname (--db or ACTIVEBAYES_DB)"
+_NAMED_COMMAND = re.compile(r"`activebayes (?!--db |--help`)")  # a command a line names, not naming its --db already
 
 
 def shown_url(url: str) -> str:
@@ -141,7 +143,7 @@ class CliState:
         try:
             self._store = PoolStore(self.db, create=create, upgrade=create or upgrade)
         except SchemaMissingError:
-            init = " ".join(["activebayes", *self.db_words(), "init", "--name", "NAME"])
+            init = self.command_line("init", "--name", "NAME")
             other = "or check the --db you gave" if self.db_typed else "or pass --db / ACTIVEBAYES_DB"
             raise CliError(f"no activebayes database at {shown}", f"run `{init}` first, {other}") from None
         except SchemaVersionError as exc:
@@ -181,7 +183,7 @@ class CliState:
             return names[0]
         if not names:
             raise CliError(f"the database {shown_url(self.db)} holds no project", "run `activebayes init --name NAME` first")
-        example = " ".join(["activebayes", *self.db_words(), "--project", shlex.quote(names[0]), self.command or "COMMAND"])
+        example = self.command_line("--project", shlex.quote(names[0]), self.command or "COMMAND")
         raise CliError(
             f"the database holds {len(names)} projects ({', '.join(names)})",
             f"choose one with --project NAME before the command (`{example} ...`) or ACTIVEBAYES_PROJECT",
@@ -191,6 +193,18 @@ class CliState:
         """["--db", URL] when the command line gave --db (a hint repeats it so as to work as typed), else []."""
         return ["--db", shlex.quote(shown_url(self.db))] if self.db_typed else []
 
+    def command_line(self, *words: str) -> str:
+        """"activebayes [--db URL] WORDS": a command a hint names, with the --db the command line
+        gave (`db_words`); the words as given (shell-quote a name first)."""
+        return " ".join(["activebayes", *self.db_words(), *words])
+
+    def as_typed(self, line: str) -> str:
+        """`line` (an error's or a note's text) with each command it names in backquotes
+        (`activebayes init --name NAME`) given the --db the command line gave, as `command_line`
+        gives it to the hints built here; unchanged when the database came from ACTIVEBAYES_DB or
+        the default, and for a command that names its --db already."""
+        return _NAMED_COMMAND.sub(lambda _: f"`{self.command_line()} ", line) if self.db_typed else line
+
     def next_command(self, *words: str, project: str | None = None) -> str:
         """The command line a hint suggests, e.g. next_command("round", "--oracle", "truth") ->
         "activebayes round --oracle truth", or "activebayes --project digits round --oracle truth"
@@ -199,11 +213,10 @@ class CliState:
 
         `project`: the project the hint is about (default: --project, or the only one). Each word
         is shell-quoted; pass placeholders such as "FILE" as they are."""
-        parts = ["activebayes", *self.db_words()]
+        parts = []
         if len(self.store().projects()) > 1:
             parts += ["--project", shlex.quote(project if project is not None else self.project_name())]
-        parts += [shlex.quote(word) for word in words]
-        return " ".join(parts)
+        return self.command_line(*parts, *(shlex.quote(word) for word in words))
 
     def answer_commands(self, project: str, number: int) -> str:
         """The two ways to answer round `number`'s open queries, as a hint: "`activebayes label

@@ -41,8 +41,7 @@ def design_command(st: CliState, name: str, participant: str = "ID") -> str:
     """The command that adds trials to design project `name`: `activebayes [--db URL] [--project
     NAME] design memory-span --participant ID` (it resumes a participant already recorded)."""
     project = ["--project", shlex.quote(name)] if name != DEFAULT_PROJECT else []
-    words = ["activebayes", *st.db_words(), *project, "design", "memory-span", "--participant", shlex.quote(participant)]
-    return " ".join(words)
+    return st.command_line(*project, "design", "memory-span", "--participant", shlex.quote(participant))
 
 
 def refuse_design(st: CliState, name: str, info: Any, command: str) -> None:
@@ -50,7 +49,7 @@ def refuse_design(st: CliState, name: str, info: Any, command: str) -> None:
     round, label, evaluate, ...) does not work on; nothing has been written when it is raised."""
     if info.task != "design":
         return
-    init = " ".join(["activebayes", *st.db_words(), "init", "--name", "NAME"])
+    init = st.command_line("init", "--name", "NAME")
     raise CliError(
         f"project {name!r} is a design project: `activebayes design memory-span` chooses and records its trials, "
         f"and `{command}` works on a pool of items to label",

@@ -80,7 +80,7 @@ def round_model(
     else:  # in units of their spread, as the round fits them (activebayes.posteriors.standardised)
         import torch
 
-        from activebayes.training import standardise_targets
+        from activebayes.target_units import standardise_targets
 
         y = standardise_targets(torch.tensor([float(v) for v in values], dtype=torch.float64))[0].float().numpy()
     outputs = network_outputs(info.task, len(info.classes or []), options.options)

@@ -27,7 +27,6 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from activebayes_cli._app import CliError
 
 
 @dataclass
@@ -202,11 +201,3 @@ def shown_source(info: Any) -> str:
     names = ", ".join(Path(a["file"]).name for a in appended[-3:])
     more = "..., " if len(appended) > 3 else ""
     return f"{settings.get('first_data_path')} + {len(appended)} appended ({more}{names}; {rows} rows)"
-
-
-def refuse_second_pool(store: Any, name: str, info: Any) -> None:
-    """A CliError when project `name` has a pool already (one data file a project)."""
-    if info.data_path is not None and store.count_items(name) > 0:
-        raise CliError(f"project {name!r} already has a pool from {shown_source(info)}",
-                       ("to add rows of the same table run `activebayes pool add FILE --append`; for other data, " if info.data_format == "csv" else "")
-                       + "create another project with `activebayes init --name NAME`")  # fmt: skip

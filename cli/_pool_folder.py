@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 
-from activebayes_cli._app import CliError, with_typed_db
+from activebayes_cli._app import CliError
 from activebayes_cli._context import sqlite_path
 from activebayes_cli._design_project import refuse_design
-from activebayes_cli._output import TRUTH_TEXT, after_pool_add, items_from, refuse_second_pool
+from activebayes_cli._output import TRUTH_TEXT, after_pool_add, items_from
+from activebayes_cli._pool_import import refuse_second_pool
 from activebayes_cli._parse import existing_file, fraction
 
 CACHE_FOLDER = "activebayes-cache"
@@ -141,7 +142,7 @@ def add_folder(
         summary["notes"].append(f"left out {len(images['unreadable'])} unreadable image(s) (--skip-unreadable): {shown_files}{more}")
     summary["unreadable"] = [rel for rel, _ in images["unreadable"]]
     for note in summary["notes"]:
-        st.out.note(with_typed_db(note, st))  # a note's commands work as typed too
+        st.out.note(st.as_typed(note))  # a note's commands work as typed too
     next_hint = after_pool_add(st, summary["truth"])
 
     def render(console: Any) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from activebayes_cli._app import CliError
-from activebayes_cli._output import refuse_second_pool
+from activebayes_cli._output import shown_source
 
 
 TARGET_NAMES = ("class", "target", "y", "outcome", "labels")  # a column named so is likely the labels: `pool add` says so
@@ -245,6 +245,14 @@ def split_rows(n: int, test_fraction: float, seed: int) -> tuple[np.ndarray, np.
         )
     order = np.random.default_rng(seed).permutation(n)
     return np.sort(order[n_test:]), np.sort(order[:n_test])
+
+
+def refuse_second_pool(store: Any, name: str, info: Any) -> None:
+    """A CliError when project `name` has a pool already (one data file a project)."""
+    if info.data_path is not None and store.count_items(name) > 0:
+        raise CliError(f"project {name!r} already has a pool from {shown_source(info)}",
+                       ("to add rows of the same table run `activebayes pool add FILE --append`; for other data, " if info.data_format == "csv" else "")
+                       + "create another project with `activebayes init --name NAME`")  # fmt: skip
 
 
 def register_pool(

@@ -64,15 +64,15 @@ class PromptTurns:
         self.seconds = float(seconds)
         self.pass_over = pass_over
         self.current: str | None = None  # the key this session holds now
-        self.passed: list[str] = []  # keys passed over: held by another labeller, or answered meanwhile
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def take(self, key: str) -> bool:
-        """Lease `key` to this session (its lease on any other item ends); False, and `key` is
-        noted in `passed`, when another labeller holds it or it was answered in the round (True
-        all the same without `pass_over`: answers piped in are each for the next item listed)."""
+        """Lease `key` to this session (its lease on any other item ends); False when another
+        labeller holds it or it was answered in the round, so that the prompt passes it over (and
+        notes it in `PromptOracle.passed`); True all the same without `pass_over`: answers piped in
+        are each for the next item listed."""
         try:
             with self._lock:
                 leased = self._lease(key, waiting=True)  # one transaction: the round still waits, and the lease
@@ -80,8 +80,6 @@ class PromptTurns:
             raise self._gone() from None
         except DATABASE_AWAY:  # a lease is advisory: show the item; its answer says whether the database is back
             return True
-        if not leased and self.pass_over and key not in self.passed:
-            self.passed.append(key)
         return leased or not self.pass_over
 
     def _waiting(self) -> Any:

@@ -56,7 +56,7 @@ def delete(
     if design:
         again = design_command(st, name)
     else:
-        again = " ".join(["activebayes", *st.db_words(), "init", "--name", shlex.quote(name)])
+        again = st.command_line("init", "--name", shlex.quote(name))
     lost = f" and the {given} {what}s {people} gave" if given else ""
     st.out.result(
         {"deleted": name, "labels_lost": given},

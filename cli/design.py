@@ -9,13 +9,15 @@ session's nowhere (the output says which). A participant recorded before is resu
 counts the trials to run now, after the recorded ones, and a simulated participant's answer to
 trial n is drawn from (--seed, participant, n), as is the digit list shown to a person at trial n
 (`activebayes.design.digit_lists`), so a session resumed after k trials answers, and shows, as
-one run straight through. --json prints one JSON object on stdout.
+one run straight through. --json prints one JSON object on stdout. Ctrl-C keeps the trials
+answered, says so in one line and exits 130, as `label` does.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -24,7 +26,7 @@ from rich.console import Console
 from typer import Abort
 
 from activebayes.errors import StoreError
-from activebayes_cli._app import CliError, command_group
+from activebayes_cli._app import INTERRUPTED, CliError, command_group
 from activebayes_cli._context import shown_url, state
 from activebayes_cli._design_project import DEFAULT_PROJECT, session_posterior
 from activebayes_cli._memory_span import trial_line
@@ -38,7 +40,7 @@ _QUIT = {"q", "quit"}
 
 
 class _Stop(Exception):
-    """The person ended the session (end of input or Ctrl-C at the prompt)."""
+    """The person ended the session (q or the end of input; Ctrl-C is a KeyboardInterrupt)."""
 
 
 class _PromptParticipant:
@@ -59,7 +61,11 @@ class _PromptParticipant:
         while True:
             try:
                 reply = typer.prompt("recalled? [y/n, q stops]", err=self.console.stderr).strip().lower()
-            except (Abort, EOFError):
+            except Abort as exc:  # click turns both Ctrl-C and the end of input into Abort
+                if isinstance(exc.__context__, KeyboardInterrupt):
+                    raise KeyboardInterrupt from None
+                raise _Stop from None
+            except EOFError:
                 raise _Stop from None
             if reply in _QUIT:
                 raise _Stop
@@ -95,6 +101,19 @@ def _refuse_lookalike(who: str, known: dict[str, int]) -> None:
     _check(twin is None, f"--participant {who!r}: no trials are recorded under that id, but {twin!r} has {known.get(twin or '', 0)}"
            " (ids that differ only in case or spacing are taken for a typo)",
            f"pass --participant {twin!r} to resume them, or an id of its own for a new participant")  # fmt: skip
+
+
+def _interrupted(cli: Any, who: str, record: Any) -> None:
+    """Ctrl-C: one line on stderr saying what was kept (the trials in the store, read back: one
+    interrupted while it was written is there or not, whole) and how to resume; exit 130, as `label`."""
+    if record is None:
+        kept = "nothing recorded (a simulated session is recorded only with --db FILE or ACTIVEBAYES_DB)"
+    else:
+        trials = len(record.trials())
+        kept = (f"{trials} trial{'s' if trials != 1 else ''} of {who!r} recorded; "
+                f"`{cli.next_command('design', 'memory-span', '--participant', who)}` resumes")  # fmt: skip
+    print(f"interrupted: {kept}", file=sys.stderr, flush=True)
+    raise typer.Exit(INTERRUPTED)
 
 
 def _plural_people(n: int) -> str:
@@ -198,6 +217,8 @@ def memory_span(
     except _Stop:
         trace = SessionTrace("eig", done, posterior)
         console.print("stopped before this list was answered")
+    except KeyboardInterrupt:  # Ctrl-C: the trials answered are recorded (each in its own transaction), nothing else is written
+        _interrupted(cli, who, record)
     if plot is not None:
         from activebayes.design.plots import plot_session
 

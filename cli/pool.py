@@ -36,7 +36,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from activebayes_cli._app import command_group, with_typed_db
+from activebayes_cli._app import command_group
 from activebayes_cli._context import state
 from activebayes_cli._design_project import refuse_design
 from activebayes_cli._output import TRUTH_TEXT, after_pool_add, items_from
@@ -114,7 +114,7 @@ def add(
         text_folder=cache_folder(st.db), merge_spellings=merge_label_spellings,
     )  # fmt: skip
     for note in summary["notes"]:
-        st.out.note(with_typed_db(note, st))  # a note's commands work as typed too
+        st.out.note(st.as_typed(note))  # a note's commands work as typed too
     next_hint = after_pool_add(st, summary["truth"])
 
     def render(console) -> None:

@@ -57,19 +57,21 @@ def blobs(tmp_path: Path, db: str, n: int = 30, k: int = 5) -> list[str]:
     return first_round(db, "blobs", k)
 
 
-def spawn(tmp_path: Path, db: str, *args: str, columns: str | None = "100", size: tuple[int, int] = (24, 100)):
-    """`activebayes label ARGS` in a pseudo-terminal of `size` (rows, columns); $COLUMNS unset
-    when `columns` is None, so the terminal's own width counts."""
+def spawn(tmp_path: Path, db: str, *args: str, columns: str | None = "100", size: tuple[int, int] = (24, 100),
+          command: tuple[str, ...] = ("label", "--who", "tester")):  # fmt: skip
+    """`activebayes COMMAND ARGS` (by default `activebayes label --who tester ARGS`) in a
+    pseudo-terminal of `size` (rows, columns); $COLUMNS unset when `columns` is None, so the
+    terminal's own width counts."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACTIVEBAYES_") and k not in ("COLUMNS", "LINES")}
     env.update(ACTIVEBAYES_DB=db, TERM="dumb")
     if columns is not None:
         env["COLUMNS"] = columns
-    command = str(SCRIPT) if SCRIPT.exists() else sys.executable
-    argv = ["label", "--who", "tester", *args]
+    program = str(SCRIPT) if SCRIPT.exists() else sys.executable
+    argv = [*command, *args]
     argv = argv if SCRIPT.exists() else ["-m", "activebayes_cli.main", *argv]
     # as typed in a terminal: Ctrl-C interrupts even where the test runner was started with
     # SIGINT ignored (a shell's background job inherits that, and so would the child)
-    return pexpect.spawn(command, argv, cwd=str(tmp_path), env=env, encoding="utf-8", timeout=120, dimensions=size,
+    return pexpect.spawn(program, argv, cwd=str(tmp_path), env=env, encoding="utf-8", timeout=120, dimensions=size,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
 
 

@@ -238,3 +238,13 @@ def test_float_labels_are_compared_as_the_store_keeps_them():
         check_labels(np.asarray([1.0, 0.0, 5.0]), range(3), Path("f.csv"))
     with pytest.raises(DataError, match=r"\(init --name NAME --classes naming them\)"):  # a comma in a label: no exact command to give
         check_labels(np.asarray(["a,b", "c"]), range(3), Path("f.csv"))
+
+
+@pytest.mark.parametrize(("label", "hinted"), [("3,5", True), ("1.234,50", True), ("12,50 €", True), ("1,234", False), ("n/a", False)])
+def test_a_regression_label_only_a_decimal_comma_explains_gets_the_hint(label, hinted):
+    """The hint is the one rule of `surely_decimal_comma`: "1,234" may be thousands, so no hint."""
+    from activebayes.data.dataset import check_labels
+
+    with pytest.raises(DataError, match="not a finite number") as caught:
+        check_labels(np.asarray(["1.5", label]), None, Path("y.csv"), numeric=True)
+    assert ("decimal comma is read only" in str(caught.value)) is hinted

@@ -146,3 +146,27 @@ def test_learn_slope_must_match_the_project_s_model(tmp_path):
     slope = ["--db", db, "--project", "span-slope", "design", "memory-span", "--participant", "ann", "--trials", "1", "--learn-slope"]
     assert runner.invoke(app, slope, input="y\n").exit_code == 0  # a project of its own
     assert_mistake(runner.invoke(app, slope[:-1], input="y\n"), "set up with it", "pass --learn-slope")
+
+
+def test_ctrl_c_exits_130_in_one_line_with_the_answered_trials_recorded(tmp_path):
+    """Ctrl-C at the prompt: one line saying what is kept and how to resume, exit 130 (as
+    `label`), the trial answered before it recorded and no summary or plot written."""
+    from activebayes.store import PoolStore
+    from test_cli_interactive import pexpect, spawn
+
+    db = f"sqlite:///{tmp_path / 'span.db'}"
+    plot = tmp_path / "span.png"
+    child = spawn(tmp_path, db, "--participant", "ann", "--trials", "5", "--plot", str(plot), command=("design", "memory-span"))
+    try:
+        child.expect(r"recalled\? \[y/n, q stops\]: ")
+        child.sendline("y")
+        child.expect(r"recalled\? \[y/n, q stops\]: ")
+        child.sendcontrol("c")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 130, (child.exitstatus, child.signalstatus, child.before)
+    assert "interrupted: 1 trial of 'ann' recorded; `activebayes design memory-span --participant ann` resumes" in child.before
+    assert "Traceback" not in child.before and "span estimate" not in child.before and not plot.exists()
+    with PoolStore(db) as store:
+        assert [o["who"] for o in store.observations("memory-span")] == ["ann"]

@@ -352,21 +352,26 @@ def test_protocol_study_end_to_end(tmp_path):
     assert set(doc["labels_to_reach"]["bald"]) == {"0.90", "0.95"}
     reach = doc["labels_to_reach"]["bald"]["0.90"]
     assert len(reach["per_seed"]) == 2 and all(v is None or v in (20, 60, 100) for v in reach["per_seed"])
+    timings = json.loads((a.out_dir / doc["timings"]).read_text())  # the seconds: beside results.json, not in it
     for acquisition in ("bald", "random"):
-        t = doc["timings"][acquisition]["100"]
+        t = timings["milestones"][acquisition]["100"]
         assert t["n"] == 2 and all(t[k] is not None and t[k] >= 0 for k in ("fit_s", "evaluate_s", "score_s"))
     assert doc["paper"]["labels_to_reach"]["bald"] == {"0.90": 145, "0.95": 335}
-    for acquisition, runs in doc["rounds"].items():  # every round's test metrics and seconds
+    for acquisition, runs in doc["rounds"].items():  # every round's test metrics, and its seconds in timings.json
         assert [[r["labels"] for r in run] for run in runs] == [[n for n, _ in run] for run in doc["runs"][acquisition]]
+        assert [[r["labels"] for r in run] for run in timings["rounds"][acquisition]] == [[r["labels"] for r in run] for run in runs]
         assert [[r["accuracy"] for r in run] for run in runs] == [[acc for _, acc in run] for run in doc["runs"][acquisition]]
         for r in (r for run in runs for r in run):
-            assert r["nll"] > 0 and 0 <= r["ece"] <= 1 and r["fit_s"] >= 0 and r["evaluate_s"] >= 0
+            assert r["nll"] > 0 and 0 <= r["ece"] <= 1 and set(r) == {"labels", "accuracy", "nll", "ece"}
+        for r in (r for run in timings["rounds"][acquisition] for r in run):
+            assert r["fit_s"] >= 0 and r["evaluate_s"] >= 0 and r["score_s"] >= 0
     assert a.plot.stat().st_size > 0
     with sqlite3.connect(a.database) as conn:  # the validation rows are in no pool
         pool = conn.execute("SELECT COUNT(*) FROM items WHERE split = 'pool' GROUP BY project_id").fetchall()
     assert {n for (n,) in pool} == {400}
     b = run_study(config, tmp_path / "b", device="cpu")
     assert b.runs == a.runs  # seeded subset and masks: the same study again
+    assert b.results.read_bytes() == a.results.read_bytes()  # and the same results file, byte for byte
 
 
 def test_early_stopping_on_the_validation_split_with_fixed_length_epochs(tmp_path, monkeypatch):

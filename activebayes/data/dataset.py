@@ -106,7 +106,9 @@ def check_labels(y: np.ndarray, classes: Sequence[Any] | None, path: Path, lines
             raise DataError(f"{where} has an empty label{at}{outside}; fill it in or drop the row")
         label = shown(value) if isinstance(value, str) else repr(value)
         if listed is None:
-            comma = isinstance(value, str) and _finite_number(value.strip().replace(".", "").replace(",", ".", 1))
+            from activebayes.data.parsed_columns import surely_decimal_comma  # it reads labels with `label_text`
+
+            comma = isinstance(value, str) and surely_decimal_comma(value)
             why = ("; a decimal comma is read only in a file whose cells are separated by ';' or tabs (save it so, "
                    "as spreadsheets in comma-decimal locales do), or write the number with a point") if comma else ""
             raise DataError(f"{where} has label {label}{at}, not a finite number; a regression label is a number{why}")

@@ -31,14 +31,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from activebayes.data.parsed_columns import decimal_comma_numbers, unit_numbers
+from activebayes.data.parsed_columns import decimal_comma_numbers, grouped_thousands, has_unit_sign, unit_numbers
 from activebayes.errors import DataError
 
 DIGITS = 6  # significant digits of a prediction, sd or score in a round file
 _PLAIN = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$", re.ASCII)
 _ONE_MARK = re.compile(r"^(?P<sign>[+-]?)(?P<int>\d+)(?P<mark>[.,])(?P<frac>\d+)(?P<exp>[eE][+-]?\d+)?$", re.ASCII)  # 151,5, 1.500, 2,5e-05
-_GROUPED = re.compile(r"^[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$", re.ASCII)  # 1,234.5 and 1,234,567
-_UNIT_SIGNS = re.compile(r"[$€£¥%]")
 
 
 class AnswerError(DataError):
@@ -124,9 +122,9 @@ def answer_number(text: str, writing: str = "plain") -> float:
         value = float(f"{one['sign']}{one['int']}.{one['frac']}{one['exp'] or ''}")
     elif _PLAIN.match(text):
         value = float(text)
-    elif writing == "decimal comma" and not _UNIT_SIGNS.search(text):
+    elif writing == "decimal comma" and not has_unit_sign(text):
         value = float(decimal_comma_numbers([text])[0])  # 1.234,5 and 1 234,5
-    elif writing == "units" or _GROUPED.match(text):
+    elif writing == "units" or grouped_thousands(text):
         value = float(unit_numbers([text])[0])  # 1,234.5 and 1,234,567 (and $1,200 in a project of amounts)
     else:
         value = math.nan

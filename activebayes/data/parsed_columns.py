@@ -45,13 +45,16 @@ import numpy as np
 from activebayes.data.dataset import label_text
 from activebayes.data.features import is_number
 
+_CURRENCY = "$€£¥"  # the signs an amount may carry before or after it (and % after it)
+_THOUSANDS = r"\d{1,3}(?:,\d{3})+"  # 1,234,567: commas between groups of three digits
 _UNIT_NUMBER = re.compile(
-    r"^(?P<sign>[+-]?)(?P<cur>[$€£¥]?)\s?(?P<sign2>[+-]?)(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?P<frac>\.\d+)?\s?(?P<post>[%$€£¥]?)$"
+    rf"^(?P<sign>[+-]?)(?P<cur>[{_CURRENCY}]?)\s?(?P<sign2>[+-]?)(?P<int>{_THOUSANDS}|\d+)(?P<frac>\.\d+)?\s?(?P<post>[%{_CURRENCY}]?)$"
 )
 _DECIMAL_COMMA_NUMBER = re.compile(
-    r"^(?P<sign>[+-]?)(?P<cur>[$€£¥]?)\s?(?P<int>\d{1,3}(?P<group>[.\u00a0\u202f ])\d{3}(?:(?P=group)\d{3})*|\d+)(?P<frac>,\d+)?"
-    r"\s?(?P<post>[%$€£¥]?)$"
+    rf"^(?P<sign>[+-]?)(?P<cur>[{_CURRENCY}]?)\s?(?P<int>\d{{1,3}}(?P<group>[.\u00a0\u202f ])\d{{3}}(?:(?P=group)\d{{3}})*|\d+)(?P<frac>,\d+)?"
+    rf"\s?(?P<post>[%{_CURRENCY}]?)$"
 )
+_GROUPED = re.compile(rf"^[+-]?{_THOUSANDS}(?:\.\d+)?$", re.ASCII)  # 1,234.5 and 1,234,567: no sign of a unit
 _ISO_DATE = re.compile(
     r"^(?P<y>\d{4})(?P<sep>[-/])(?P<m>\d{1,2})(?P=sep)(?P<d>\d{1,2})"
     r"(?:[T ](?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2}(?:\.\d+)?))?)?"
@@ -113,6 +116,17 @@ def measured_numbers(texts: Sequence[str], unit: str) -> np.ndarray:
 def unit_numbers(texts: Sequence[str]) -> np.ndarray:
     """[T] float64: each text's value as an amount (module docstring), NaN where it is none."""
     return np.asarray([_unit_number(t) for t in texts], dtype=np.float64)
+
+
+def grouped_thousands(text: str) -> bool:
+    """Whether `text` is a number with commas between thousands and nothing else of an amount
+    (1,234.5, -1,234,567; not $1,200 or 1,200 %): `unit_numbers` reads it."""
+    return _GROUPED.match(text) is not None
+
+
+def has_unit_sign(text: str) -> bool:
+    """Whether `text` holds a currency sign or a %, as the amounts of `unit_numbers` may."""
+    return any(c in _CURRENCY or c == "%" for c in text)
 
 
 def decimal_comma_numbers(texts: Sequence[str]) -> np.ndarray:

@@ -25,7 +25,7 @@ from torch import Tensor
 
 from activebayes.design.grid import GridPosterior
 from activebayes.design.session import Trial
-from activebayes.errors import DataError, StoreError
+from activebayes.errors import DataError, RecordedCountError, StoreError
 from activebayes.store import PoolStore
 
 
@@ -99,16 +99,17 @@ class DesignRecord:
         that many must be recorded already. Otherwise another session of the same participant id
         recorded trials meanwhile (the same person in two terminals, or two people given one id),
         and this session's design rests on a posterior that misses them: StoreError, and nothing
-        is recorded."""
+        is recorded. The count and the write are one transaction (`PoolStore.record_observations`
+        with `after`), so of two sessions writing trial n at once one records it and the other
+        gets the StoreError."""
         number = trial.index + offset
-        recorded = len(self.trials())
-        if recorded != number:
-            raise StoreError(f"participant {self.participant!r} has {recorded} recorded trials where this session expected {number}: "
-                             "another session of this participant id recorded trials meanwhile")  # fmt: skip
         value = {"trial": number, "design": trial.design, "outcome": trial.outcome, "eig": trial.eig}
-        self.store.record_observations(
-            self.project, [(design_key(trial.design), json.dumps(value))], who=self.participant, source=f"design:{strategy}"
-        )
+        try:
+            self.store.record_observations(self.project, [(design_key(trial.design), json.dumps(value))], who=self.participant,
+                                           source=f"design:{strategy}", after=number)  # fmt: skip
+        except RecordedCountError as exc:
+            raise StoreError(f"participant {self.participant!r} has {exc.found} recorded trials where this session expected {number}: "
+                             "another session of this participant id recorded trials meanwhile") from exc  # fmt: skip
 
     def replay(self, posterior: GridPosterior) -> int:
         """Condition `posterior` on this participant's recorded trials; returns how many."""

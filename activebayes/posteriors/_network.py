@@ -43,6 +43,7 @@ from activebayes.errors import ConfigError, ShapeError, classification_only, reg
 from activebayes.likelihoods import HETEROSCEDASTIC, heteroscedastic_loss, mean_variance_of_output
 from activebayes.posteriors.base import check_fitted
 from activebayes.predictive import GaussianPredictive, Predictive
+from activebayes.target_units import in_target_units, standardise_targets
 from activebayes.training import (
     TrainConfig,
     as_tensor,
@@ -50,7 +51,6 @@ from activebayes.training import (
     check_positive_int,
     regression_output,
     resolve_likelihood,
-    standardise_targets,
 )
 
 ModelFn = Callable[[], nn.Module]
@@ -271,9 +271,8 @@ class NetworkPosterior:
         with mean [S, N] and var [S, N] = σ² (`noise`: a float, or σ_s² [S] per sample;
         default `noise_`)."""
         if self.likelihood_ == HETEROSCEDASTIC:  # outputs [S, N, 2] -> each sample's μ_s, σ²_s [S, N]
-            mean, var = mean_variance_of_output(logits)
-            scale = self.target_scale_
-            return GaussianPredictive(self.target_location_ + scale * mean, scale**2 * var, check=False)
+            mean, var = in_target_units(*mean_variance_of_output(logits), self.target_location_, self.target_scale_)
+            return GaussianPredictive(mean, var, check=False)
         if self.likelihood_ == "gaussian":
             mean = regression_output(logits, 1)
             noise = self.noise_ if noise is None else noise

@@ -32,7 +32,8 @@ from activebayes.likelihoods import HETEROSCEDASTIC
 from activebayes.posteriors._network import NetworkPosterior
 from activebayes.posteriors.base import clone
 from activebayes.predictive import GaussianPredictive
-from activebayes.training import as_tensor, standardise_targets
+from activebayes.target_units import in_target_units, standardise_targets
+from activebayes.training import as_tensor
 
 
 def _applies(posterior: Any, y: Tensor) -> bool:
@@ -64,7 +65,7 @@ class StandardisedTargets:
         return self
 
     def _in_units(self, mean: Tensor, var: Tensor) -> tuple[Tensor, Tensor]:
-        return self.location_ + self.scale_ * mean, self.scale_**2 * var
+        return in_target_units(mean, var, self.location_, self.scale_)
 
     def predict(self, x: Tensor, n_samples: int | None = None) -> Any:
         """The wrapped posterior's predictive, a GaussianPredictive in target units."""

@@ -18,7 +18,7 @@ from sqlalchemy import and_, delete, func, insert, not_, select
 from sqlalchemy.orm import Session
 
 from activebayes.data.dataset import label_text
-from activebayes.errors import DataError, StoreError
+from activebayes.errors import DataError, RecordedCountError, StoreError
 from activebayes.store.bulk_sql import CHUNK, KEY_CHUNK, core_rows
 from activebayes.store.item_access import item_ids_for_keys
 from activebayes.store.models import Item, Observation, Project, Round, RoundStatus, utcnow
@@ -151,6 +151,21 @@ def count_labelled(session: Session, project_id: int, split: str = "pool") -> in
     labelled_ids = select(Observation.item_id)
     stmt = select(func.count(Item.id)).where(Item.project_id == project_id, Item.split == split, Item.id.in_(labelled_ids))
     return int(session.scalar(stmt) or 0)
+
+
+def check_recorded_count(session: Session, project_id: int, who: str, expected: int) -> None:
+    """RecordedCountError unless the project holds exactly `expected` observations of `who`.
+
+    Called in the transaction that then writes, so the count and the write cannot interleave with
+    another writer's: on PostgreSQL the project's row is locked first (FOR NO KEY UPDATE, held to
+    the commit; a second writer waits, then counts the first one's rows), and SQLite write
+    transactions are BEGIN IMMEDIATE, which serialises writers."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(select(Project.id).where(Project.id == project_id).with_for_update(key_share=True)).all()
+    mine = select(func.count(Observation.id)).join(Item, Item.id == Observation.item_id)
+    found = int(session.scalar(mine.where(Item.project_id == project_id, Observation.who == who)) or 0)
+    if found != expected:
+        raise RecordedCountError(f"{who!r} has {found} recorded observations where {expected} were expected", who=who, expected=expected, found=found)
 
 
 def observations(session: Session, project_id: int) -> list[dict[str, Any]]:

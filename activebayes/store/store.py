@@ -238,13 +238,17 @@ class PoolStore:
         who: str = "",
         source: str = "",
         round_number: int | None = None,
+        after: int | None = None,
     ) -> int:
         """Append answers `(key, value)` (or `Answer`s; skipped ones, value None, are ignored) in one
-        transaction; returns how many were recorded. See `label_access.record_observations`."""
+        transaction; returns how many were recorded (`label_access.record_observations`). `after`: the
+        observations of `who` the project must hold, counted in it (`label_access.check_recorded_count`)."""
         pairs = [(a.key, a.value) if hasattr(a, "key") else (a[0], a[1]) for a in answers]
         pairs = [(k, v) for k, v in pairs if v is not None]
         with self.transaction() as s:
             project = project_access.get_project(s, name)
+            if after is not None:
+                label_access.check_recorded_count(s, project.id, who, after)
             round_id = round_access.get_round(s, project, round_number).id if round_number is not None else None
             return label_access.record_observations(s, project, pairs, who=who, source=source, round_id=round_id)
 

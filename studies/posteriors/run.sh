@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # BALD with each posterior on MNIST, one study per posterior from the template mnist.toml:
 #     studies/posteriors/run.sh OUT_DIR [JOBS] [DEVICE]
-# writes OUT_DIR/<posterior>/{config.toml, study.db, results.json, learning-curve.png} (each
+# writes OUT_DIR/<posterior>/{config.toml, study.db, results.json, timings.json, learning-curve.png} (each
 # resumable), then OUT_DIR/table.md and OUT_DIR/posteriors.png (table.py). JOBS worker processes
 # per posterior study (default 3: one per seed); DEVICE defaults to auto (CUDA when present).
 # MNIST=/path/to/mnist overrides the template's data.path; POSTERIORS="name:S[:key=value,...[:folder]] ..."

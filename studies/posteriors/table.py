@@ -27,8 +27,9 @@ def at(run: list[dict], labels: int) -> dict | None:
     return next((r for r in run if r["labels"] >= labels), None)
 
 
-def summary(runs: list[list[dict]], milestones: tuple[int, ...] = MILESTONES) -> dict:
-    """{metric: {labels: (mean, sd, n)}, "to_90": labels or None, "round_s": median seconds}."""
+def summary(runs: list[list[dict]], seconds: list[list[dict]], milestones: tuple[int, ...] = MILESTONES) -> dict:
+    """{metric: {labels: (mean, sd, n)}, "to_90": labels or None, "round_s": median seconds}, from
+    results.json's rounds (`runs`) and timings.json's (`seconds`)."""
     out: dict = {m: {} for m in METRICS}
     for metric in METRICS:
         for labels in milestones:
@@ -42,8 +43,8 @@ def summary(runs: list[list[dict]], milestones: tuple[int, ...] = MILESTONES) ->
         if all(v is not None for v in values) and np.mean([v["accuracy"] for v in values]) >= 0.90:
             out["to_90"] = labels
             break
-    seconds = [sum(r.get(k, 0.0) for k in ("fit_s", "score_s", "evaluate_s")) for run in runs for r in run]
-    out["round_s"] = float(np.median(seconds)) if seconds else None
+    per_round = [sum(r.get(k, 0.0) for k in ("fit_s", "score_s", "evaluate_s")) for run in seconds for r in run]
+    out["round_s"] = float(np.median(per_round)) if per_round else None
     out["seeds"] = len(runs)
     out["last"] = min((run[-1]["labels"] for run in runs if run), default=0)
     return out
@@ -61,8 +62,9 @@ def main(out: Path, milestones: tuple[int, ...] = MILESTONES) -> int:
         if runs:
             config = document["config"]
             options = ", ".join(f"{k}={v}" for k, v in config.get("posterior_options", {}).items())
+            seconds = json.loads((results.parent / document["timings"]).read_text(encoding="utf-8"))["rounds"]["bald"]
             studies[results.parent.name] = (config | {"label": config["posterior"] + (f" ({options})" if options else "")},
-                                            summary(runs, milestones))  # fmt: skip
+                                            summary(runs, seconds, milestones))  # fmt: skip
     if not studies:
         print(f"table.py: no results.json with rounds under {out}", file=sys.stderr)
         return 2
