@@ -12,7 +12,8 @@ Tables are made ready for a network (`activebayes.data.tabular`). The key column
 --key-column, else a column named `key` or `id` (any case), else the row number; --features and
 --ignore choose the feature columns. A text column is one-hot encoded (--categorical auto; `error`
 refuses text), except one that looks like an identifier or has more levels than max(50, 5 % of
-rows), which is refused in one line unless --categorical force, and so is a numeric column
+rows), which is refused in one line unless --categorical force (one of 5 words a value or more as free
+text, naming --text-column), and so is a numeric column
 named like an identifier (customer_id) holding distinct whole numbers, unless --features names it;
 numbers among a text column's values are levels when under half of them (else refused);
 amounts written as text ($1,578.50, 53%) are numbers and ISO dates calendar features;
