@@ -13,6 +13,7 @@ import pytest
 from activebayes.data.csv_table import read_csv_table
 from activebayes.data.tabular import TableOptions, plan_table
 from activebayes.errors import DataError
+from activebayes.store import PoolStore
 from cli_checks import assert_mistake, db_dump, ok, run
 
 TICKETS = [
@@ -87,3 +88,28 @@ def test_pool_add_of_prose_without_text_column_is_one_line_and_writes_nothing(db
     assert_mistake(run("pool", "add", "tickets.csv", "--label-column", "category", "--key-column", "ticket_id"),
                    "'text' looks like free text", "--text-column text")  # fmt: skip
     assert db_dump(db) == before
+
+
+def test_a_text_pasted_under_several_keys_is_asked_once_a_batch(db):
+    """PASTED under 12 keys (one in capitals) among 21 tickets: pool add notes the repeats, and no
+    batch, random or chosen by BALD, asks about two copies; each round's candidates count the
+    different inputs."""
+    write_tickets(Path("tickets.csv"), copies=12)
+    added = ok("--json", "pool", "add", "tickets.csv", "--label-column", "category", "--key-column", "ticket_id", "--text-column", "text")
+    assert "11 pool rows repeat another row's features" in added.stdout and "22 different rows in all" in added.stdout
+    fast = ("--device", "cpu", "--samples", "2", "--epochs", "2", "--oracle", "truth", "--k", "8")
+    ok("round", *fast)  # a random first batch: 8 of 33 rows holds 2 copies or more about 9 times in 10 without this
+    ok("round", *fast, "--acquisition", "bald")  # top-k: equal inputs score alike
+    asked = _asked_by_round(db)
+    assert sorted(asked) == [1, 2] and all(len(keys) == 8 for keys in asked.values())
+    copies = {number: sum(key.startswith("P") for key in keys) for number, keys in asked.items()}
+    assert max(copies.values()) <= 1, asked
+    with PoolStore(db) as store:
+        candidates = [r.acquisition_settings["candidates"] for r in store.rounds("t")]
+    assert candidates == [22, 22 - 8 + copies[1]]  # a labelled copy leaves the other 11 as one input
+
+
+def _asked_by_round(db: str) -> dict[int, list[str]]:
+    """{round: the keys its queries asked}."""
+    with PoolStore(db) as store:
+        return {r.number: [q.key for q in store.queries("t", r.number)] for r in store.rounds("t")}
