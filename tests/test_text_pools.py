@@ -113,3 +113,38 @@ def _asked_by_round(db: str) -> dict[int, list[str]]:
     """{round: the keys its queries asked}."""
     with PoolStore(db) as store:
         return {r.number: [q.key for q in store.queries("t", r.number)] for r in store.rounds("t")}
+
+
+LONG = ("The export to Excel stopped working after Tuesday's update. " * 30 + "\n\n\n"
+        "Steps:\n1. open Reports\n2. click Export\n\nThanks, Maria")  # 300 words and more, with paragraphs
+
+
+def test_a_long_ticket_is_shown_whole_wrapped_with_its_paragraphs_and_round_trips_the_round_file(db, monkeypatch):
+    """At the prompt a 330-word ticket with blank lines and a list comes whole, wrapped to the
+    terminal's width, its lines kept; the round file holds it as written, and a label written
+    into that file by a spreadsheet-like csv writer is read back with `label --from`."""
+    write_tickets(Path("tickets.csv"), extra=[("L1", LONG, "bug"), ("L2", LONG.replace("Excel", "PDF"), "bug")])
+    ok("pool", "add", "tickets.csv", "--label-column", "category", "--key-column", "ticket_id", "--text-column", "text")
+    ok("round", "--device", "cpu", "--k", "23")  # every ticket, the long ones among them
+    with Path("t-round-1.csv").open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {r["key"]: r["text"] for r in rows}["L1"] == LONG  # newlines and all
+    order = [r["key"] for r in rows]
+    monkeypatch.setenv("COLUMNS", "72")
+    answers = "".join("bug\n" if key.startswith("L") else "s\n" for key in order)
+    shown = run("label", input=answers).stdout
+    screen = shown[shown.index(f"item {order.index('L1') + 1}/23: L1") :]
+    screen = screen[: screen.index("label [")].splitlines()
+    text = screen[screen.index("text:") + 1 :]
+    assert all(len(line) <= 72 and line.startswith("  ") for line in text if line)  # $COLUMNS
+    assert text[-6:] == ["", "  Steps:", "  1. open Reports", "  2. click Export", "", "  Thanks, Maria"]
+    assert " ".join(" ".join(text).split()).startswith("The export to Excel stopped working after Tuesday's update. The export")
+    for r in rows:
+        r["label"] = "billing" if r["key"].startswith("T0") else ""
+    with Path("t-round-1.csv").open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]), quoting=csv.QUOTE_ALL, lineterminator="\r\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    ok("label", "--from", "t-round-1.csv")
+    with PoolStore(db) as store:
+        assert store.count_labelled("t") == 2 + sum(key.startswith("T0") for key in order)
