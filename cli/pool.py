@@ -197,7 +197,10 @@ def table_lines(summary: dict) -> list[str]:
     gaps = summary.get("missing") or {}
     if gaps:
         listed = ", ".join(f"{name} {count}" for name, count in gaps.items())
-        done = {"impute": "imputed, with an indicator per column", "drop": f"{len(summary['dropped_rows'])} row(s) left out"}
+        texts = [name for name in gaps if name in (summary.get("text_columns") or ())]
+        imputed = [part for part, wanted in (("imputed, with an indicator per column", len(texts) < len(gaps)),
+                                             ("an empty text reads as no words", bool(texts))) if wanted]  # fmt: skip
+        done = {"impute": "; ".join(imputed), "drop": f"{len(summary['dropped_rows'])} row(s) left out"}
         lines.append(f"Missing values: {sum(gaps.values())} ({listed}); {done.get(summary['missing_mode'], '')}.")
     return lines
 

@@ -148,3 +148,17 @@ def test_a_long_ticket_is_shown_whole_wrapped_with_its_paragraphs_and_round_trip
     ok("label", "--from", "t-round-1.csv")
     with PoolStore(db) as store:
         assert store.count_labelled("t") == 2 + sum(key.startswith("T0") for key in order)
+
+
+def test_an_empty_ticket_is_no_words_and_the_summary_says_so(db):
+    """An empty text has no indicator column: the summary says it reads as no words, and says
+    imputed with an indicator only for the other columns' gaps."""
+    path = write_tickets(Path("tickets.csv"), extra=[("E1", "", "bug")])
+    added = ok("pool", "add", "tickets.csv", "--label-column", "category", "--key-column", "ticket_id", "--text-column", "text").stdout
+    assert "Missing values: 1 (text 1); an empty text reads as no words." in " ".join(added.split())
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write("E2,,,bug\n")  # no text, no product
+    ok("init", "--name", "u", "--task", "classification", "--classes", "billing,bug,feature")
+    added = ok("--project", "u", "pool", "add", "tickets.csv", "--label-column", "category", "--key-column", "ticket_id", "--text-column", "text").stdout
+    assert ("Missing values: 3 (text 2, product 1); imputed, with an indicator per column; an empty text reads as no words."
+            in " ".join(added.split()))  # fmt: skip
