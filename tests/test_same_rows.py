@@ -40,3 +40,32 @@ def test_shapes_are_checked():
         row_fingerprints(np.float32(1.0))
     with pytest.raises(ShapeError, match=r"expected fingerprints \[N, 2\]"):
         first_of_each(np.zeros(3, dtype=np.uint64))
+
+
+def test_a_round_and_the_lockstep_runs_take_one_of_each_group_of_equal_rows(tmp_path):
+    """A pool of 40 rows, 15 of them one row repeated: every round asks about at most one of the
+    copies, and the lockstep study path prepares the very candidate rows the loop scores."""
+    from activebayes.batched_runs.lockstep import _candidate_rows
+    from activebayes.loop import ActiveLearningLoop, round_seed
+    from activebayes.oracles import SimulatedOracle
+    from activebayes.store import PoolStore
+    from test_loop import TinySoftmax
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(40, 4)).astype(np.float32)
+    x[25:] = x[24]
+    y = (x[:, 0] > 0).astype(np.int64)
+    np.savez(tmp_path / "pool.npz", x=x, y=y)
+    with PoolStore(f"sqlite:///{tmp_path / 'p.db'}") as store:
+        store.create_project("p", task="classification", classes=[0, 1], data_path=tmp_path / "pool.npz")
+        store.add_items("p", rows=np.arange(40))
+        loop = ActiveLearningLoop(lambda seed: TinySoftmax(n_classes=2, seed=seed), "bald", store, "p", SimulatedOracle(y),
+                                  batch_size=8, seed=1, device="cpu")  # fmt: skip
+        for number in (1, 2, 3):
+            candidates = store.candidates("p")[1].tolist()
+            copies = [r for r in candidates if r >= 24]
+            expected = [r for r in candidates if r < 24] + copies[:1]  # the first copy left stands for the rest
+            assert sorted(_candidate_rows(loop, round_seed(1, number)).tolist()) == expected
+            loop.step()
+            rows = [q.row for q in store.queries("p", number)]
+            assert len(rows) == 8 and sum(r >= 24 for r in rows) <= 1, rows
