@@ -10,6 +10,11 @@ Each selection also leaves the probability with which every chosen item was draw
 queries): the selector's `BatchSelection.probabilities` for a stochastic acquisition, 1/(n − m + 1)
 for each uniform draw (a random round or auto's random share), None for a deterministic choice.
 
+Candidates with equal features (a text pasted under two keys) are one candidate to every
+selector (`_distinct`, `activebayes.same_rows`): the round chooses among the first of each group,
+so a batch never holds two copies of one input, and records that number as its candidates (the
+N_t of its estimates). A later round may ask about another copy, once the first is labelled.
+
 Early rounds (the loop's `first` and `cover_classes`):
 * `first="auto"` (the CLI's default) takes TypiClust's batch (`acquisition.typical`), the labelled
   items clustered with the candidates, in every round whose labels, with its batch, number at most
@@ -78,6 +83,17 @@ class PoolSelection:
             return None  # (checked before the count, which costs a query)
         k = min(self.batch_size, self.store.count_candidates(self.project))
         return {"labels": labelled, "classes": classes} if labelled + k <= budget else None
+
+    def _distinct(self, rows: np.ndarray, k: int) -> np.ndarray:
+        """Positions into the candidates' `rows` of the first of each group with equal features
+        (`activebayes.same_rows`), so that no batch asks twice about one input; every position
+        when fewer than `k` candidates are distinct (a batch of k must then repeat one)."""
+        from activebayes.same_rows import first_of_each, row_fingerprints
+
+        chunk = max(self.score_batch_size * 16, 1 << 16)  # features held in memory at once, as `_scores`
+        prints = [row_fingerprints(self._features(rows[start : start + chunk]).numpy()) for start in range(0, len(rows), chunk)]
+        keep = first_of_each(np.concatenate(prints)) if prints else np.zeros(0, dtype=np.int64)
+        return keep if len(keep) >= k else np.arange(len(rows))
 
     def _select_typical(self, cand_rows: Any, rows: Any, k: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
         """TypiClust's batch (`acquisition.typical.typical_batch`): the candidates (`cand_rows`) and

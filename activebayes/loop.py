@@ -347,6 +347,8 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
         if self.acquisition_subset is not None and len(item_ids) > self.acquisition_subset:
             keep = subset_positions(len(item_ids), self.acquisition_subset, rnd.seed)
             item_ids, cand_rows = item_ids[keep], np.asarray(cand_rows)[keep]
+        keep = self._distinct(np.asarray(cand_rows), min(self.batch_size, len(item_ids)))  # one of each group of equal inputs
+        item_ids, cand_rows = item_ids[keep], np.asarray(cand_rows)[keep]
         k = min(self.batch_size, len(item_ids))
         generator = torch.Generator().manual_seed(rnd.seed)
         rows, keys, values = self.store.labels(self.project)

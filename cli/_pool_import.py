@@ -221,6 +221,17 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     return {"data": data, "spec": spec, "plan": plan, "pool_rows": pool_rows, "test_rows": test_rows, "dropped": dropped}
 
 
+def repeated_rows_note(x: np.ndarray) -> list[str]:
+    """A note on the pool rows [N, D] whose features repeat an earlier row's (`activebayes.same_rows`), or none."""
+    from activebayes.same_rows import first_of_each, row_fingerprints
+
+    distinct = len(first_of_each(row_fingerprints(x)))
+    if distinct == len(x):
+        return []
+    return [f"{len(x) - distinct} pool rows repeat another row's features (the same text or values under another key; {distinct} "
+            "different rows in all): a round asks about one of each at a time"]  # fmt: skip
+
+
 def refuse_constant_target(labels: list[str], rows: np.ndarray, column: str) -> None:
     """A one-line CliError when the regression labels at `rows` (those given; "" is a row still to
     label) all take one value (`activebayes.data.plausible.constant_value`): nothing can be learnt."""
@@ -331,7 +342,7 @@ def register_pool(
         )  # fmt: skip
         data, plan = table["data"], table["plan"]
         key_column = plan.key_column
-        notes = plan.notes + notes
+        notes = plan.notes + notes + repeated_rows_note(data.x[table["pool_rows"]])
     else:
         data = load_dataset(file, format=fmt, classes=classes, image_layout=image_layout)
     cache = None

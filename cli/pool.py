@@ -12,7 +12,8 @@ Tables are made ready for a network (`activebayes.data.tabular`). The key column
 --key-column, else a column named `key` or `id` (any case), else the row number; --features and
 --ignore choose the feature columns. A text column is one-hot encoded (--categorical auto; `error`
 refuses text), except one that looks like an identifier or has more levels than max(50, 5 % of
-rows), which is refused in one line unless --categorical force, and so is a numeric column
+rows), which is refused in one line unless --categorical force (one of 5 words a value or more as free
+text, naming --text-column), and so is a numeric column
 named like an identifier (customer_id) holding distinct whole numbers, unless --features names it;
 numbers among a text column's values are levels when under half of them (else refused);
 amounts written as text ($1,578.50, 53%) are numbers and ISO dates calendar features;
@@ -218,7 +219,10 @@ def table_lines(summary: dict) -> list[str]:
     gaps = summary.get("missing") or {}
     if gaps:
         listed = ", ".join(f"{name} {count}" for name, count in gaps.items())
-        done = {"impute": "imputed, with an indicator per column", "drop": f"{len(summary['dropped_rows'])} row(s) left out"}
+        texts = [name for name in gaps if name in (summary.get("text_columns") or ())]
+        imputed = [part for part, wanted in (("imputed, with an indicator per column", len(texts) < len(gaps)),
+                                             ("an empty text reads as no words", bool(texts))) if wanted]  # fmt: skip
+        done = {"impute": "; ".join(imputed), "drop": f"{len(summary['dropped_rows'])} row(s) left out"}
         lines.append(f"Missing values: {sum(gaps.values())} ({listed}); {done.get(summary['missing_mode'], '')}.")
     return lines
 

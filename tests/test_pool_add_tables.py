@@ -31,7 +31,7 @@ def test_pool_add_with_only_the_label_column(db):
     Path("q.csv").write_text(Path("p.csv").read_text())
     before = db_dump(db)
     refused = run("pool", "add", "p.csv", "--label-column", "label", "--test-fraction", "0.3")
-    assert_mistake(refused, "'note' looks like an identifier", "--ignore note")
+    assert_mistake(refused, "'note' looks like free text", "--text-column note", "--ignore note")
     assert db_dump(db) == before
     added = ok("--json", "pool", "add", "p.csv", "--label-column", "label", "--test-fraction", "0.3", "--ignore", "note")
     summary = json.loads(added.stdout)

@@ -130,14 +130,15 @@ def _scores_candidates(loop: Any) -> bool:
 
 
 def _candidate_rows(loop: Any, seed: int) -> np.ndarray:
-    """The rows the round scores: the candidates, or the round's acquisition subset of them."""
+    """The rows the round scores: the candidates, or the round's acquisition subset of them, one
+    of each group with equal features (`_fit_and_select`'s order)."""
     from activebayes.loop import subset_positions
 
     item_ids, rows = loop.store.candidates(loop.project)
     rows = np.asarray(rows)
     if loop.acquisition_subset is not None and len(item_ids) > loop.acquisition_subset:
         rows = rows[subset_positions(len(item_ids), loop.acquisition_subset, seed)]
-    return rows
+    return rows[loop._distinct(rows, min(loop.batch_size, len(rows)))]
 
 
 def _stop_set_rows(loop: Any) -> np.ndarray:

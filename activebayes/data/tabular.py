@@ -31,7 +31,8 @@ number and the column left out, with a note. The label and key are never feature
   (a typo, or a gap marker for `na_values`), and so is one whose numbers make over MAX_LEVELS
   levels. A column that looks like an identifier (at least 20 values, 90 % of them distinct)
   or has more levels than max(50, 5 % of the rows) is refused in one line naming it, unless
-  `categorical="force"`; it is a key, free text or noise, not a category. So is a numeric column
+  `categorical="force"`; it is a key, free text or noise, not a category (free text when its
+  median value has PROSE_WORDS words or more: then the way out named is `text_columns`). So is a numeric column
   whose name ends in the word id or key (customer_id, OrderID) and whose values are whole numbers,
   90 % of them distinct, unless `features` names it: its numbers order the rows, they are not a
   quantity. A column of distinct whole numbers named as pandas (Unnamed: 0), R (X), readr (...1)
@@ -76,6 +77,7 @@ IDENTIFIER_DISTINCT = 0.9  # share of distinct values that makes a text column a
 IDENTIFIER_WORDS = ("id", "key", "uuid", "guid")  # a numeric column whose name ends in one of these may be an identifier
 ROW_INDEX_NAME = re.compile(r"^(Unnamed: \d+|X|\.\.\.1|index|level_0)$")  # a saved index's name: pandas, R's read.csv, readr, reset_index
 MAX_LEVELS, MAX_LEVEL_SHARE = 50, 0.05  # a categorical column may have max(50, 5 % of rows) levels
+PROSE_WORDS = 5  # a refused text column whose median value has this many words or more is free text (--text-column)
 MIXED_NUMBER_SHARE = 0.5  # a text column with fewer than this share of numbers is categorical; with more, refused
 AMBIGUOUS_DATES_CHECKED = 10_000  # levels looked at to tell a categorical column of dates no day settles
 
@@ -226,9 +228,12 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
         raise refused[0]
     if refused:
         reasons = "; ".join(f"{e.column!r} {e.reason}" for e in refused)
-        leave_out = " ".join(f"--ignore {e.column}" for e in refused)
-        raise DataError(f"{str(table.path)!r}: {len(refused)} columns are not features as they stand: {reasons}; leave them out with "
-                        f"{leave_out}, or take one as --key-column, --text-column or with --categorical force")  # fmt: skip
+        prose = " ".join(f"--text-column {e.column}" for e in refused if e.prose)
+        leave_out = " ".join(f"--ignore {e.column}" for e in refused if not e.prose)
+        ways = [f"read the free text with {prose}"] if prose else []
+        ways += [f"leave {'the others' if prose else 'them'} out with {leave_out}"] if leave_out else []
+        raise DataError(f"{str(table.path)!r}: {len(refused)} columns are not features as they stand: {reasons}; {'; '.join(ways)}, "
+                        "or take one as --key-column, --text-column or with --categorical force")  # fmt: skip
     if not columns:
         raise DataError(f"data file {str(table.path)!r}: no feature columns besides the label/key columns (the others have no values)")
     return TablePlan(table, options, key, columns, notes, left_out)
@@ -260,9 +265,9 @@ class NotAFeature(DataError):
     """A column that is a key, free text or noise as it stands (`reason`), refused unless the user
     says otherwise; `plan_table` names every such column in one line."""
 
-    def __init__(self, path: str, column: str, reason: str, ways: str) -> None:
+    def __init__(self, path: str, column: str, reason: str, ways: str, *, prose: bool = False) -> None:
         super().__init__(f"{path!r}: column {column!r} {reason}; {ways}")
-        self.column, self.reason = column, reason
+        self.column, self.reason, self.prose = column, reason, prose
 
     def __reduce__(self) -> tuple:  # across processes, the plain DataError with its line
         return DataError, (str(self),)
@@ -279,6 +284,11 @@ def _distinct_whole_numbers(values: np.ndarray) -> bool:
     """At least IDENTIFIER_MIN_VALUES present values, all whole numbers, IDENTIFIER_DISTINCT of them distinct."""
     return (len(values) >= IDENTIFIER_MIN_VALUES and bool(np.all(values == np.round(values)))
             and len(np.unique(values)) >= IDENTIFIER_DISTINCT * len(values))  # fmt: skip
+
+
+def median_words(texts: Sequence[str]) -> float:
+    """The median number of words (runs of non-space characters) in `texts`; 0 for none."""
+    return float(np.median([len(t.split()) for t in texts])) if len(texts) else 0.0
 
 
 def first_true(mask: np.ndarray) -> int:
@@ -409,9 +419,14 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
     if options.categorical != "force":
         ways = f"pass --key-column {name} if it names the items, --text-column {name} if it is prose, or --ignore {name}"
         ways += f"; or, since {either}, write them as YYYY-MM-DD" if either is not None else ""
-        if n_present >= IDENTIFIER_MIN_VALUES and len(levels) >= IDENTIFIER_DISTINCT * n_present:
-            raise NotAFeature(path, name, f"looks like an identifier, not a feature ({len(levels)} different values in {n_present} rows)", ways)
+        distinct = n_present >= IDENTIFIER_MIN_VALUES and len(levels) >= IDENTIFIER_DISTINCT * n_present
         limit = max(MAX_LEVELS, int(MAX_LEVEL_SHARE * n))
+        words = median_words(levels) if distinct or len(levels) > limit else 0
+        if words >= PROSE_WORDS:
+            raise NotAFeature(path, name, f"looks like free text, not a category ({len(levels)} different values in {n_present} rows, "
+                              f"{words:g} words in the median one)", f"pass --text-column {name} to read it as prose, or --ignore {name}", prose=True)  # fmt: skip
+        if distinct:
+            raise NotAFeature(path, name, f"looks like an identifier, not a feature ({len(levels)} different values in {n_present} rows)", ways)
         if len(levels) > limit:
             raise NotAFeature(
                 path, name, f"has {len(levels)} categories, more than max({MAX_LEVELS}, 5 % of {n} rows) = {limit}, so one-hot encoding "

@@ -8,7 +8,8 @@ to fit the terminal's width. Table rows are drawn as a `rich` table under their 
 when that table is wider than the terminal, as `name: value` cells: one a line while they fit the
 terminal's height, else packed into columns down the page (as `ls` packs file names), and a row
 still too long for the screen (thousands of columns) is cut there, with `a` to show every cell.
-A cell too long to share a line (a text column) always gets a line of its own, whole.
+A cell too long to share a line (a text column) always comes whole, under its name, wrapped to
+the terminal's width with its paragraphs kept (`wrapped_cell`).
 
 At the prompt the person types a label, or a class's number in the list shown (1 for the first,
 as the labelling page's number keys; only where no class is itself named by a number), or
@@ -46,25 +47,47 @@ def _one_line(value: Any) -> str:
     return " ".join(str(value).split())
 
 
-def name_value_cells(names: Sequence[str], values: Sequence[str], width: int, max_lines: int | None) -> tuple[str, int]:
+def wrapped_cell(name: str, text: str, width: int) -> str:
+    """A cell too long to share a line (a text column): `name:` on a line, then `text` whole,
+    wrapped at spaces to `width` two spaces in; each of its lines (a paragraph, a list item) is
+    wrapped on its own and a run of blank lines between them is kept as one."""
+    import textwrap
+
+    out, blank = [f"{name}:"], False
+    for line in text.splitlines():
+        words = " ".join(line.split())
+        if not words:
+            blank = len(out) > 1
+            continue
+        out += [""] if blank else []
+        out += textwrap.wrap(words, width=max(width, 20), initial_indent="  ", subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+        blank = False
+    return "".join(line + "\n" for line in out)
+
+
+def name_value_cells(names: Sequence[str], cells: Sequence[str], width: int, max_lines: int | None) -> tuple[str, int]:
     """`name: value` cells of a row too wide for a table; returns (text, number of cells left out).
 
-    A cell longer than half the width (a text column) gets a line of its own, whole, after the
-    others. The others are one a line when they fit in `max_lines`; else they are packed
+    A cell longer than half the width (a text column) comes after the others, whole, wrapped to
+    the width with its paragraphs (`wrapped_cell`). The others, each on one line, are one a line
+    when they fit in `max_lines` (each long cell counted as one line); else they are packed
     column-major into as many equal columns as `width` holds (names left-aligned, values
     right-aligned, three spaces apart) and cut to `max_lines - 1` lines with the long ones, leaving
     one for the caller's note. `max_lines=None` packs them and never cuts.
     """
-    short = [(n, v) for n, v in zip(names, values) if len(n) + 2 + len(v) <= width // 2]
-    long = "".join(f"{n}: {v}\n" for n, v in zip(names, values) if len(n) + 2 + len(v) > width // 2)
+    values = [_one_line(c) for c in cells]
+    fits = [len(n) + 2 + len(v) <= width // 2 for n, v in zip(names, values)]
+    short = [(n, v) for n, v, ok in zip(names, values, fits) if ok]
+    long = "".join(wrapped_cell(n, str(c), width) for n, c, ok in zip(names, cells, fits) if not ok)
+    n_long = len(fits) - len(short)
     if not short:
         return long, 0
     pad, right = max(len(n) for n, _ in short) + 1, max(len(v) for _, v in short)
     lines = [f"{n + ':':<{pad}} {v:>{right}}" for n, v in short]
-    if max_lines is not None and len(lines) + long.count("\n") <= max_lines:
+    if max_lines is not None and len(lines) + n_long <= max_lines:
         return "".join(line + "\n" for line in lines) + long, 0
     columns = max(1, (width + 3) // (pad + 1 + right + 3))
-    shown = len(lines) if max_lines is None else min(len(lines), columns * max(1, max_lines - 1 - long.count("\n")))
+    shown = len(lines) if max_lines is None else min(len(lines), columns * max(1, max_lines - 1 - n_long))
     rows = -(-shown // columns)
     grid = ("   ".join(lines[c * rows + r] for c in range(columns) if c * rows + r < shown) for r in range(rows))
     return "".join(line + "\n" for line in grid) + long, len(lines) - shown
@@ -185,7 +208,8 @@ class PromptOracle:
         from rich.console import Console
         from rich.table import Table
 
-        values = [f"{v:.4g}" if isinstance(v, (int, float)) else _one_line(v) for v in np.asarray(row).reshape(-1).tolist()]
+        cells = [f"{v:.4g}" if isinstance(v, (int, float)) else str(v) for v in np.asarray(row).reshape(-1).tolist()]
+        values = [_one_line(c) for c in cells]
         names = list(self.feature_names or [])
         if len(names) != len(values):
             names = [f"x{j}" for j in range(len(values))]
@@ -195,7 +219,7 @@ class PromptOracle:
         self._cut = False
         if table_width > width:
             max_lines = None if whole else max(12, self.terminal_height() - 8)
-            text, left_out = name_value_cells(names, values, width, max_lines)
+            text, left_out = name_value_cells(names, cells, width, max_lines)
             if left_out:
                 self._cut = True
                 text += f"… {left_out:,} more columns: type {self.keys['a']} to show every one\n"
