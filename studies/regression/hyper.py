@@ -1,0 +1,127 @@
+"""The regression GP with its hyper-parameters integrated out (`GaussianProcess(hyper_samples=K)`)
+against the MAP plug-in (today's default) on the tables of kernels.py.
+
+    OMP_NUM_THREADS=1 .venv/bin/python studies/regression/hyper.py [--seeds 3] [--k 32]
+        [--tables diabetes ...] [--labels 10 20 40 60 80 100] [--json out.json]
+
+Per table and repeat r (the CLI's features and split with seed r, as in kernels.py) and per model
+("map": `GaussianProcess()`; "K=32": `GaussianProcess(hyper_samples=32)`; seed r), from the same 5
+random first labels:
+- random: 5 more labels a round drawn uniformly (one permutation per repeat, shared by the models);
+- variance: 5 more a round, the largest epistemic variance of the model's own predictive
+  (`acquisition.scores.variance(gp.predict(pool), "epistemic")`, the `variance` acquisition).
+At each label count of --labels, on the test rows: RMSE of the predictive mean; NLL, the mean of
+−log p(y | x) under the predictive mixture Σ_k w_k N(m_k, v_k) (`predict_mixture`; one Gaussian for
+the MAP); coverage, the share of test targets inside the central 95 % interval, i.e. with
+0.025 <= F(y) <= 0.975, F the mixture's CDF (exact, no Gaussian approximation of the mixture); and
+the seconds of a round (fit + the pool's scores) under `variance`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from kernels import TABLES, cli_features  # noqa: E402
+
+
+def mixture_scores(w: np.ndarray, mean: np.ndarray, var: np.ndarray, target: np.ndarray) -> tuple[float, float, float]:
+    """(rmse of Σ_k w_k mean_k, mean NLL, central-95 % coverage) of the mixtures Σ_k w_k N(mean[k, n],
+    var[k, n]) at the targets [N]; w [K], mean and var [K, N]."""
+    from scipy.special import logsumexp
+    from scipy.stats import norm
+
+    sd = np.sqrt(var)
+    mu = w @ mean
+    log_p = logsumexp(np.log(w)[:, None] + norm.logpdf(target[None], mean, sd), axis=0)
+    cdf = w @ norm.cdf((target[None] - mean) / sd)
+    inside = (cdf >= 0.025) & (cdf <= 0.975)
+    return float(np.sqrt(np.mean((mu - target) ** 2))), float(-np.mean(log_p)), float(np.mean(inside))
+
+
+def fit_score(k: int, x, y, train, test, pool, seed: int):
+    """(scores on the test rows, epistemic variance [pool], seconds) of one fit on rows `train`."""
+    from activebayes.acquisition.scores import variance
+    from activebayes.posteriors.gp import GaussianProcess
+
+    start = time.perf_counter()
+    gp = GaussianProcess(hyper_samples=k, seed=seed, device="cpu").fit(torch.from_numpy(x[train]), torch.from_numpy(y[train]))
+    epistemic = variance(gp.predict(torch.from_numpy(x[pool])), "epistemic").double().numpy()
+    seconds = time.perf_counter() - start
+    w, mean, var = (t.double().numpy() for t in gp.predict_mixture(torch.from_numpy(x[test])))
+    return mixture_scores(w / w.sum(), mean, var, y[test]), epistemic, seconds
+
+
+def run_repeat(folder: Path, table: str, seed: int, models: dict[str, int], counts: list[int]) -> dict:
+    """{"model strategy": {labels: [rmse, nll, coverage, seconds]}} of one repeat."""
+    x, y, pool, test = cli_features(folder, table, seed)
+    order = np.random.default_rng(seed).permutation(pool)
+    out: dict[str, dict[int, list[float]]] = {}
+    for name, k in models.items():
+        for strategy in ("random", "variance"):
+            train, rows = list(order[:5]), out.setdefault(f"{name} {strategy}", {})
+            while len(train) <= max(counts):
+                rest = np.setdiff1d(pool, train)
+                scores, epistemic, seconds = fit_score(k, x, y, np.asarray(train), test, rest, seed)
+                if len(train) in counts:
+                    rows[len(train)] = [*scores, seconds]
+                if strategy == "random":
+                    train = list(order[: len(train) + 5])
+                else:
+                    train += list(rest[np.argsort(-epistemic, kind="stable")[:5]])
+    return out
+
+
+def table_text(table: str, runs: list[dict], counts, which: int, title: str, digits: str = ".4g") -> str:
+    columns = list(runs[0])
+    head = f"**{table}** — {title}, mean ± sd over {len(runs)} repeats\n\n| labels | " + " | ".join(columns) + " |\n|---:|" + "---:|" * len(columns)
+    rows = []
+    for n in counts:
+        cells = []
+        for c in columns:
+            values = [r[c][n][which] for r in runs if n in r[c]]
+            spread = statistics.stdev(values) if len(values) > 1 else 0.0
+            cells.append(f"{statistics.mean(values):{digits}} ± {spread:.2g}")
+        rows.append(f"| {n} | " + " | ".join(cells) + " |")
+    return "\n".join([head, *rows]) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--k", type=int, default=32, help="hyper_samples of the integrated model")
+    parser.add_argument("--tables", nargs="+", default=list(TABLES), choices=TABLES)
+    parser.add_argument("--labels", nargs="+", type=int, default=[10, 20, 40, 60, 80, 100])
+    parser.add_argument("--json", type=Path, default=None, help="write every repeat's figures here")
+    parser.add_argument("--folder", type=Path, default=None, help="scratch folder (default: a temporary one)")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    import warnings
+
+    warnings.simplefilter("ignore")  # gpytorch's jitter notes
+    models = {"map": 0, f"K={args.k}": args.k}
+    everything: dict[str, list] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = args.folder or Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        for table in args.tables:
+            runs = [run_repeat(folder, table, seed, models, args.labels) for seed in range(args.seeds)]
+            everything[table] = runs
+            for which, title in enumerate(("test RMSE", "test NLL (nats)", "95 % interval coverage", "seconds per round")):
+                print(table_text(table, runs, args.labels, which, title, ".3g" if which == 3 else ".4g"), flush=True)
+            if args.json:
+                args.json.write_text(json.dumps(everything))
+
+
+if __name__ == "__main__":
+    main()
