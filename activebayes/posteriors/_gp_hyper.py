@@ -184,7 +184,7 @@ def draw_t(mode: Tensor, covariance: Tensor, free: Tensor, k: int, generator: to
     f = covariance.shape[0]
     chol = torch.linalg.cholesky(covariance)
     z = torch.randn(k, f, generator=generator, dtype=_WORK).to(mode.device)
-    chi2 = 2.0 * torch._standard_gamma(torch.full((k,), _NU / 2, dtype=_WORK)).to(mode.device)  # χ²_ν
+    chi2 = (torch.randn(k, int(_NU), generator=generator, dtype=_WORK) ** 2).sum(-1).to(mode.device)  # χ²_ν, ν an integer
     scale = (_NU / chi2).sqrt()
     phi = mode[None].repeat(k, 1)
     phi[:, free.nonzero().reshape(-1)] = mode[free][None] + scale[:, None] * (z @ chol.T)
