@@ -166,7 +166,7 @@ def test_mixture_predictive_contract():
     assert torch.allclose(variance(pred, "epistemic"), var_f, rtol=1e-4)  # the nodes' law of total variance
     assert torch.equal(GaussianProcess(hyper_samples=16, n_samples=6, seed=3, device="cpu").fit(x, y).predict(q).mean, pred.mean)
     assert torch.allclose(torch.cat([gp.predict(q[:2]).mean, gp.predict(q[2:]).mean], 1), pred.mean)
-    assert gp.to("cpu").predict(q).mean.shape == pred.mean.shape
+    assert gp.to("cpu").predict(q).mean.shape == pred.mean.shape and gp.predict(q[:0]).mean.shape == (k * 6, 0)
 
 
 def test_fixed_hyperparameters_are_not_drawn_and_few_points_plug_in_the_map():

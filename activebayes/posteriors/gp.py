@@ -492,7 +492,8 @@ class GaussianProcess:
         mean = mu[:, None, :] + math.sqrt(2.0) * var.sqrt()[:, None, :] * nodes[None, :, None]  # [K, S, N]
         noise = noise[:, None, None].expand_as(mean)
         weights = (w[:, None] * weights[None, :]).reshape(-1)
-        mean, noise = mean.reshape(-1, mean.shape[-1]), noise.reshape(-1, mean.shape[-1])
+        k, n = mu.shape
+        mean, noise = mean.reshape(k * s, n), noise.reshape(k * s, n)
         latent = dict(latent_mean=mu[0].to(_OUT), latent_var=var[0].to(_OUT)) if self.hyper_ is None else {}
         return GaussianPredictive(mean.to(_OUT), noise.to(_OUT), weights.to(_OUT), check=False, **latent)
 
