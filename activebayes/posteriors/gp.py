@@ -238,8 +238,8 @@ class GaussianProcess:
         self.noise_prior = _log_normal("noise_prior", noise_prior)
         self.hyper_samples = _count("hyper_samples", hyper_samples, 0)
         if self.hyper_samples == 1 or (self.hyper_samples and not self.priors):
-            raise ConfigError(f"hyper_samples: expected 0 (the MAP) or K >= 2 with priors=True, got {hyper_samples!r} "
-                              f"(priors={self.priors}); the posterior of the lengthscales needs their prior")
+            raise ConfigError(f"hyper_samples: expected 0 (the MAP) or K >= 2 with priors=True, got {hyper_samples!r} with "
+                              f"priors={self.priors}; give 0, or K >= 2 with the priors (the lengthscales' posterior needs them)")
         self.lengthscale = _positive("lengthscale", lengthscale)
         self.outputscale = _positive("outputscale", outputscale)
         self.n_samples = n_samples

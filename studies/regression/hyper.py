@@ -71,6 +71,9 @@ def run_repeat(folder: Path, table: str, seed: int, models: dict[str, int], coun
         for strategy in ("random", "variance"):
             train, rows = list(order[:5]), out.setdefault(f"{name} {strategy}", {})
             while len(train) <= max(counts):
+                if strategy == "random" and len(train) not in counts:  # fitted at the counts only
+                    train = list(order[: min(c for c in counts if c > len(train))])
+                    continue
                 rest = np.setdiff1d(pool, train)
                 scores, epistemic, seconds = fit_score(k, x, y, np.asarray(train), test, rest, seed)
                 if len(train) in counts:
@@ -96,31 +99,46 @@ def table_text(table: str, runs: list[dict], counts, which: int, title: str, dig
     return "\n".join([head, *rows]) + "\n"
 
 
+def print_tables(everything: dict[str, list], counts: list[int]) -> None:
+    for table, runs in everything.items():
+        for which, title in enumerate(("test RMSE", "test NLL (nats)", "95 % interval coverage", "seconds per round")):
+            print(table_text(table, runs, counts, which, title, ".3g" if which == 3 else ".4g"), flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=None, help="run only repeat r (< --seeds), e.g. one process per repeat")
     parser.add_argument("--k", type=int, default=32, help="hyper_samples of the integrated model")
     parser.add_argument("--tables", nargs="+", default=list(TABLES), choices=TABLES)
     parser.add_argument("--labels", nargs="+", type=int, default=[10, 20, 40, 60, 80, 100])
-    parser.add_argument("--json", type=Path, default=None, help="write every repeat's figures here")
+    parser.add_argument("--json", type=Path, default=None, help="write every repeat's figures here as each ends")
+    parser.add_argument("--read", type=Path, nargs="+", default=None, help="print the tables of these --json files instead")
     parser.add_argument("--folder", type=Path, default=None, help="scratch folder (default: a temporary one)")
     args = parser.parse_args(argv)
+    if args.read:
+        everything = {}
+        for path in args.read:
+            for table, runs in json.loads(path.read_text()).items():
+                everything[table] = [{c: {int(n): v for n, v in rows.items()} for c, rows in run.items()} for run in runs]
+        print_tables(everything, args.labels)
+        return
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     import warnings
 
     warnings.simplefilter("ignore")  # gpytorch's jitter notes
     models = {"map": 0, f"K={args.k}": args.k}
-    everything: dict[str, list] = {}
+    everything: dict[str, list] = {table: [] for table in args.tables}
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.folder or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        for table in args.tables:
-            runs = [run_repeat(folder, table, seed, models, args.labels) for seed in range(args.seeds)]
-            everything[table] = runs
-            for which, title in enumerate(("test RMSE", "test NLL (nats)", "95 % interval coverage", "seconds per round")):
-                print(table_text(table, runs, args.labels, which, title, ".3g" if which == 3 else ".4g"), flush=True)
-            if args.json:
-                args.json.write_text(json.dumps(everything))
+        repeats = range(args.seeds) if args.repeat is None else [args.repeat]
+        for seed in repeats:  # every table's repeat r before any table's r + 1
+            for table in args.tables:
+                everything[table].append(run_repeat(folder, table, seed, models, args.labels))
+                if args.json:
+                    args.json.write_text(json.dumps(everything))
+    print_tables(everything, args.labels)
 
 
 if __name__ == "__main__":
