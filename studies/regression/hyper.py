@@ -14,7 +14,8 @@ At each label count of --labels, on the test rows: RMSE of the predictive mean; 
 −log p(y | x) under the predictive mixture Σ_k w_k N(m_k, v_k) (`predict_mixture`; one Gaussian for
 the MAP); coverage, the share of test targets inside the central 95 % interval, i.e. with
 0.025 <= F(y) <= 0.975, F the mixture's CDF (exact, no Gaussian approximation of the mixture); and
-the seconds of a round (fit + the pool's scores) under `variance`.
+the CPU seconds of a round (fit + the pool's scores; `time.process_time`, so that the load of a
+shared machine does not count).
 """
 
 from __future__ import annotations
@@ -54,16 +55,17 @@ def fit_score(k: int, x, y, train, test, pool, seed: int):
     from activebayes.acquisition.scores import variance
     from activebayes.posteriors.gp import GaussianProcess
 
-    start = time.perf_counter()
+    start = time.process_time()
     gp = GaussianProcess(hyper_samples=k, seed=seed, device="cpu").fit(torch.from_numpy(x[train]), torch.from_numpy(y[train]))
     epistemic = variance(gp.predict(torch.from_numpy(x[pool])), "epistemic").double().numpy()
-    seconds = time.perf_counter() - start
+    seconds = time.process_time() - start  # CPU seconds: the shared machine's load does not count
     w, mean, var = (t.double().numpy() for t in gp.predict_mixture(torch.from_numpy(x[test])))
     return mixture_scores(w / w.sum(), mean, var, y[test]), epistemic, seconds
 
 
-def run_repeat(folder: Path, table: str, seed: int, models: dict[str, int], counts: list[int]) -> dict:
-    """{"model strategy": {labels: [rmse, nll, coverage, seconds]}} of one repeat."""
+def run_repeat(folder: Path, table: str, seed: int, models: dict[str, int], counts: list[int], save=None) -> dict:
+    """{"model strategy": {labels: [rmse, nll, coverage, seconds]}} of one repeat; `save(out)` is
+    called after every recorded fit (so a run stopped early keeps what it measured)."""
     x, y, pool, test = cli_features(folder, table, seed)
     order = np.random.default_rng(seed).permutation(pool)
     out: dict[str, dict[int, list[float]]] = {}
@@ -78,6 +80,8 @@ def run_repeat(folder: Path, table: str, seed: int, models: dict[str, int], coun
                 scores, epistemic, seconds = fit_score(k, x, y, np.asarray(train), test, rest, seed)
                 if len(train) in counts:
                     rows[len(train)] = [*scores, seconds]
+                    if save is not None:
+                        save(out)
                 if strategy == "random":
                     train = list(order[: len(train) + 5])
                 else:
@@ -99,7 +103,25 @@ def table_text(table: str, runs: list[dict], counts, which: int, title: str, dig
     return "\n".join([head, *rows]) + "\n"
 
 
+def summary_text(everything: dict[str, list], counts: list[int]) -> str:
+    """Per table, means over the repeats and label counts: coverage, NLL and RMSE of each model
+    under each strategy, and the acquisition's gain, RMSE(random) / RMSE(variance) − 1."""
+    def mean(table: str, column: str, which: int) -> float:
+        return statistics.mean(r[column][n][which] for r in everything[table] for n in counts if n in r[column])
+
+    models = sorted({c.split()[0] for run in next(iter(everything.values())) for c in run}, key=lambda m: m != "map")
+    head = ["table"] + [f"{m} {s} {what}" for s in ("random", "variance") for what in ("cover", "NLL", "RMSE") for m in models]
+    head += [f"{m} gain" for m in models]
+    rows = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    for table in everything:
+        cells = [f"{mean(table, f'{m} {s}', w):.3g}" for s in ("random", "variance") for w in (2, 1, 0) for m in models]
+        cells += [f"{mean(table, f'{m} random', 0) / mean(table, f'{m} variance', 0) - 1:+.3f}" for m in models]
+        rows.append(f"| {table} | " + " | ".join(cells) + " |")
+    return f"Means over {', '.join(map(str, counts))} labels and the repeats\n\n" + "\n".join(rows) + "\n"
+
+
 def print_tables(everything: dict[str, list], counts: list[int]) -> None:
+    print(summary_text(everything, counts))
     for table, runs in everything.items():
         for which, title in enumerate(("test RMSE", "test NLL (nats)", "95 % interval coverage", "seconds per round")):
             print(table_text(table, runs, counts, which, title, ".3g" if which == 3 else ".4g"), flush=True)
@@ -120,7 +142,7 @@ def main(argv: list[str] | None = None) -> None:
         everything = {}
         for path in args.read:
             for table, runs in json.loads(path.read_text()).items():
-                everything[table] = [{c: {int(n): v for n, v in rows.items()} for c, rows in run.items()} for run in runs]
+                everything.setdefault(table, []).extend({c: {int(n): v for n, v in rows.items()} for c, rows in run.items()} for run in runs)
         print_tables(everything, args.labels)
         return
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
@@ -135,9 +157,11 @@ def main(argv: list[str] | None = None) -> None:
         repeats = range(args.seeds) if args.repeat is None else [args.repeat]
         for seed in repeats:  # every table's repeat r before any table's r + 1
             for table in args.tables:
-                everything[table].append(run_repeat(folder, table, seed, models, args.labels))
-                if args.json:
-                    args.json.write_text(json.dumps(everything))
+                def save(out: dict, table: str = table) -> None:
+                    if args.json:
+                        args.json.write_text(json.dumps({**everything, table: everything[table] + [out]}))
+
+                everything[table].append(run_repeat(folder, table, seed, models, args.labels, save))
     print_tables(everything, args.labels)
 
 
