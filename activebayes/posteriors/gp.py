@@ -84,7 +84,9 @@ posterior (`activebayes.posteriors._gp_hyper`), and the predictive becomes the m
 gives the S Gauss–Hermite nodes of each draw's f(x_n): mean, var [K'·S, N], weights w_k w_s, no
 latent fields (σ_εk differs between draws), so the scores use their mixture forms; `predict_mixture`
 gives the K' Gaussians of y and `predict_mean_var` the mixture's moments. The reported
-`noise_`, `lengthscale_`, `outputscale_` stay the MAP's.
+`noise_`, `lengthscale_`, `outputscale_` stay the MAP's. On the tables of
+studies/regression/hyper.py (10-60 labels) K = 32 raised the coverage of the 95 % intervals with
+random labels on all seven but lost RMSE on diabetes and friedman1, so the default stays K = 0.
 
 There is no `predict_proba`: the Posterior protocol's `predict_proba` is the class-probability
 mean of a classifier, which regression does not have; use `predict_mean_var`.

@@ -90,15 +90,15 @@ def run_repeat(folder: Path, table: str, seed: int, models: dict[str, int], coun
 
 
 def table_text(table: str, runs: list[dict], counts, which: int, title: str, digits: str = ".4g") -> str:
-    columns = list(runs[0])
+    columns = list(dict.fromkeys(c for r in runs for c in r))
     head = f"**{table}** — {title}, mean ± sd over {len(runs)} repeats\n\n| labels | " + " | ".join(columns) + " |\n|---:|" + "---:|" * len(columns)
     rows = []
     for n in counts:
         cells = []
         for c in columns:
-            values = [r[c][n][which] for r in runs if n in r[c]]
+            values = [r[c][n][which] for r in runs if n in r.get(c, {})]
             spread = statistics.stdev(values) if len(values) > 1 else 0.0
-            cells.append(f"{statistics.mean(values):{digits}} ± {spread:.2g}")
+            cells.append(f"{statistics.mean(values):{digits}} ± {spread:.2g}" if values else "-")
         rows.append(f"| {n} | " + " | ".join(cells) + " |")
     return "\n".join([head, *rows]) + "\n"
 
@@ -107,7 +107,8 @@ def summary_text(everything: dict[str, list], counts: list[int]) -> str:
     """Per table, means over the repeats and label counts: coverage, NLL and RMSE of each model
     under each strategy, and the acquisition's gain, RMSE(random) / RMSE(variance) − 1."""
     def mean(table: str, column: str, which: int) -> float:
-        return statistics.mean(r[column][n][which] for r in everything[table] for n in counts if n in r[column])
+        values = [r[column][n][which] for r in everything[table] for n in counts if n in r.get(column, {})]
+        return statistics.mean(values) if values else float("nan")
 
     models = sorted({c.split()[0] for run in next(iter(everything.values())) for c in run}, key=lambda m: m != "map")
     head = ["table"] + [f"{m} {s} {what}" for s in ("random", "variance") for what in ("cover", "NLL", "RMSE") for m in models]
