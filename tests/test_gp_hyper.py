@@ -2,6 +2,7 @@
 brute-force quadrature, and the mixture predictive's contract."""
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -10,8 +11,8 @@ from scipy.stats import multivariate_t
 
 from activebayes.acquisition.scores import variance
 from activebayes.errors import ConfigError
-from activebayes.posteriors._gp_hyper import HyperModel, draw_t, log_evidence, log_prior
-from activebayes.posteriors._gp_kernels import Kernel
+from activebayes.posteriors._gp_hyper import HyperModel, _factor, draw_t, log_evidence, log_prior
+from activebayes.posteriors._gp_kernels import Kernel, parts
 from activebayes.posteriors.gp import GaussianProcess
 
 LENGTHSCALE, OUTPUTSCALE, NOISE = 0.7, 1.8, 0.05
@@ -91,15 +92,12 @@ def test_log_evidence_is_botorchs_at_the_map():
     x, y, _ = _data(n=12)
     for kernel in ("rbf", "matern52+linear"):
         gp = GaussianProcess(kernel=kernel, hyper_samples=4, seed=0, device="cpu").fit(x, y)
-        phi = gp.hyper_.model  # the HyperModel, its centre and priors
-        start = _map_logs(gp)
-        value = log_evidence(gp.hyper_.x, gp.hyper_.y, start[None], phi)
+        value = log_evidence(gp.hyper_.x, gp.hyper_.y, _map_logs(gp)[None], gp.hyper_.model)
         assert math.isclose(float(value) - 12 * math.log(float(y.std())), gp.log_marginal_likelihood_, abs_tol=1e-8)
 
 
 def _map_logs(gp):
-    from activebayes.posteriors._gp_kernels import parts
-
+    """φ̂ [P]: the logs of the fitted MAP's hyper-parameters (lengthscales, a, [v], σ̃²)."""
     scaled, linear = parts(gp.model_.covar_module)
     values = [scaled.base_kernel.lengthscale.reshape(-1), scaled.outputscale.reshape(1)]
     values += [linear.variance.reshape(1)] if linear is not None else []
@@ -108,14 +106,10 @@ def _map_logs(gp):
 
 def test_one_draw_at_the_map_predicts_as_the_map():
     """The mixture's machinery with the single draw φ̂ gives the MAP GP's latent moments."""
-    from dataclasses import replace
-
     x, y, q = _data(n=15)
     gp = GaussianProcess(kernel="matern52+linear", hyper_samples=4, seed=0, device="cpu").fit(x, y)
     mixture = gp.hyper_
     start = _map_logs(gp)[None]
-    from activebayes.posteriors._gp_hyper import _factor
-
     gp.hyper_ = replace(mixture, phi=start, weights=torch.ones(1, dtype=torch.float64), chol=_factor(mixture.x, start, mixture.model)[0])
     mean, var = gp.predict_mean_var(q)
     gp.hyper_ = None
@@ -181,3 +175,13 @@ def test_fixed_hyperparameters_are_not_drawn_and_few_points_plug_in_the_map():
 def test_bad_hyper_samples_is_one_config_error(bad):
     with pytest.raises(ConfigError, match="^hyper_samples: "):
         GaussianProcess(**bad)
+
+
+def test_the_cli_takes_hyper_samples_as_an_option():
+    """`round --option hyper_samples=K` reaches the constructor; K = 1 is one CliError line."""
+    from activebayes_cli._model import check_posterior_options
+    from activebayes_cli._app import CliError
+
+    check_posterior_options("gp", {"hyper_samples": 32})
+    with pytest.raises(CliError, match="^--option hyper_samples: expected 0"):
+        check_posterior_options("gp", {"hyper_samples": 1})

@@ -226,6 +226,13 @@ class HyperMixture:
             return empty, empty
         return torch.cat(means, 1), torch.cat(variances, 1)
 
+    def components(self, xq: Tensor, shift: Tensor, scale: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """(w [K'], μ_k [K', M], σ_k² [K', M], σ_εk² [K']) in the original units, for xq [M, D]
+        normalised and the targets' standardisation (m_y = shift, s_y = scale)."""
+        with torch.no_grad():
+            mu, var = self.latent(xq)
+        return self.weights, mu * scale + shift, var * scale**2, self.noise * scale**2
+
     def to(self, device: torch.device) -> HyperMixture:
         """A copy with every tensor on `device`."""
         model = replace(self.model, centre=self.model.centre.to(device), free=self.model.free.to(device))
