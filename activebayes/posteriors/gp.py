@@ -77,6 +77,14 @@ once σ_n ≫ σ_ε, which is why the scores use the latent fields instead.) Onl
 MARGINAL is represented: the nodes are not a joint sample across candidates, so BatchBALD-style
 joint entropies are not meaningful for this posterior (use `model_.posterior` for joints).
 
+Hyper-parameters integrated out (`hyper_samples` = K >= 2; exact fits of 3 to 2,000 points, priors
+on): from the MAP, an importance sampler over their posterior (`_gp_hyper`) keeps K' <= K draws
+(`hyper_`); the predictive is Σ_k w_k N(μ_k, σ_k² + σ_εk²) (`predict_mixture`; `predict_mean_var`
+its moments; `predict` the S nodes of every draw, [K'·S, N], weights w_k w_s, no latent fields).
+`noise_`, `lengthscale_`, `outputscale_` stay the MAP's. K = 32 raised the 95 % intervals' coverage
+with random labels on all seven tables of studies/regression/hyper.py but lost RMSE on two: K = 0
+stays the default.
+
 There is no `predict_proba`: the Posterior protocol's `predict_proba` is the class-probability
 mean of a classifier, which regression does not have; use `predict_mean_var`.
 
@@ -116,6 +124,7 @@ from activebayes.posteriors._gp_checks import log_normal as _log_normal
 from activebayes.posteriors._gp_checks import matrix as _matrix
 from activebayes.posteriors._gp_checks import positive as _positive
 from activebayes.posteriors._gp_checks import targets as _targets
+from activebayes.posteriors._gp_hyper import HyperMixture, integrate_map
 from activebayes.posteriors._gp_kernels import Kernel, covariance, parts, set_unit_variances
 from activebayes.posteriors.base import check_fitted
 from activebayes.predictive import GaussianPredictive
@@ -127,6 +136,7 @@ _MIN_NOISE = 1e-4  # BoTorch's MIN_INFERRED_NOISE_LEVEL: lower bound on a learnt
 _MIN_LENGTHSCALE = 2.5e-2  # BoTorch's lower bound on a learnt ℓ̃ (normalised units)
 NOISE_PRIOR = (-4.0, 1.0)  # BoTorch's LogNormal(μ, σ) on the standardised noise variance σ̃_ε²
 _MIN_RANGE = 1e-8  # a feature whose training range is below this is not rescaled (Normalize's rule)
+_MAX_INTEGRATED = 2000  # above, the hyper-parameters' posterior is narrow and K N³ dear: the MAP plugged in
 
 
 def hermite_rule(n_nodes: int) -> tuple[Tensor, Tensor]:
@@ -175,6 +185,8 @@ class GaussianProcess:
         noise_prior: (μ, σ) of the LogNormal prior on the standardised noise variance σ̃_ε² (with
             priors=True and the noise learnt); BoTorch's (−4, 1) by default.
         n_inducing: inducing points of the variational GP (capped at N).
+        hyper_samples: 0 plugs in the MAP hyper-parameters; K >= 2 averages the predictive over
+            K importance-weighted draws from their posterior (module docstring; priors=True).
 
     Not a network posterior (no `model_fn`, `train`), but the same protocol: `get_params()`
     gives the constructor arguments (`options` names them), `clone()` an unfitted copy, `to()`
@@ -184,7 +196,7 @@ class GaussianProcess:
     #: The constructor arguments, in `get_params` order.
     options: ClassVar[tuple[str, ...]] = (
         "kernel", "ard", "noise", "lengthscale", "outputscale", "n_samples", "training_iters", "lr", "seed",
-        "device", "priors", "max_exact", "n_inducing", "noise_prior",
+        "device", "priors", "max_exact", "n_inducing", "noise_prior", "hyper_samples",
     )  # fmt: skip
 
     def __init__(
@@ -204,6 +216,7 @@ class GaussianProcess:
         max_exact: int = 5000,
         n_inducing: int = 512,
         noise_prior: tuple[float, float] | list[float] = NOISE_PRIOR,
+        hyper_samples: int = 0,
     ) -> None:
         try:
             self.kernel = Kernel(kernel)
@@ -222,6 +235,10 @@ class GaussianProcess:
         self.priors = bool(priors)
         self.noise = _positive("noise", noise)
         self.noise_prior = _log_normal("noise_prior", noise_prior)
+        self.hyper_samples = _count("hyper_samples", hyper_samples, 0)
+        if self.hyper_samples == 1 or (self.hyper_samples and not self.priors):
+            raise ConfigError(f"hyper_samples: expected 0 (the MAP) or K >= 2 with priors=True, got {hyper_samples!r} with "
+                              f"priors={self.priors}; give 0, or K >= 2 with the priors (the lengthscales' posterior needs them)")
         self.lengthscale = _positive("lengthscale", lengthscale)
         self.outputscale = _positive("outputscale", outputscale)
         self.n_samples = n_samples
@@ -236,6 +253,7 @@ class GaussianProcess:
         self.outputscale_: float | None = None
         self.log_marginal_likelihood_: float | None = None
         self.linear_variance_: Tensor | None = None
+        self.hyper_: HyperMixture | None = None
 
     def get_params(self) -> dict[str, Any]:
         """The constructor arguments {name: value} (as checked and stored), so that
@@ -353,6 +371,11 @@ class GaussianProcess:
         self.lengthscale_ = lengthscale.to(_OUT).cpu()  # [D] with ard, else [1]
         slope_var = None if linear is None else linear.variance.detach().reshape(()) * y_scale**2 / (bounds[1] - bounds[0]) ** 2
         self.linear_variance_ = None if slope_var is None else slope_var.to(_OUT).cpu()  # [D]
+        self.hyper_ = None
+        if self.hyper_samples and not approximate and 3 <= n <= _MAX_INTEGRATED:
+            fixed = {"lengthscale": self.lengthscale, "outputscale": self.outputscale, "noise": self.noise}
+            x_unit = (x - bounds[0]) / (bounds[1] - bounds[0])
+            self.hyper_ = integrate_map(model, self.kernel, x_unit, centre, fixed, self.noise_prior, self.hyper_samples, seed)
         return self
 
     @staticmethod
@@ -393,6 +416,7 @@ class GaussianProcess:
             model.set_train_data(model.train_inputs[0].to(dev), model.train_targets.to(dev), strict=False)  # type: ignore[union-attr]
         model.eval()  # type: ignore[union-attr]
         self.device_ = dev
+        self.hyper_ = None if self.hyper_ is None else self.hyper_.to(dev)
         return self
 
     # --------------------------------------------------------------- prediction
@@ -419,31 +443,50 @@ class GaussianProcess:
             return empty, empty
         return torch.cat(means) * scale + shift, torch.cat(variances) * scale**2
 
+    def _components(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """(w [K], μ_k [K, N], σ_k² [K, N] of f(x), σ_εk² [K]) in original units, float64: K = 1,
+        the MAP, or the hyper-parameters' mixture (`hyper_`)."""
+        if self.hyper_ is None:
+            mu, var = self._latent(x)
+            return mu.new_ones(1), mu[None], var[None], mu.new_full((1,), self.noise_)  # type: ignore[arg-type]
+        bounds, outcome = self.model_.input_transform.bounds, self.model_.outcome_transform  # type: ignore[union-attr]
+        x = _matrix("x", x, bounds.shape[-1]).to(self.device_)
+        return self.hyper_.components((x - bounds[0]) / (bounds[1] - bounds[0]), outcome.means.reshape(()), outcome.stdvs.reshape(()))
+
+    def predict_mixture(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """The predictive of y(x_n) as a mixture Σ_k w_k N(mean[k, n], var[k, n]): (w [K], mean
+        [K, N], var [K, N] = σ_k² + σ_εk²), float32; K = 1 with the MAP plugged in."""
+        w, mu, var, noise = self._components(x)
+        return w.to(_OUT), mu.to(_OUT), (var + noise[:, None]).to(_OUT)
+
     def predict_mean_var(self, x: Tensor, *, observation_noise: bool = False) -> tuple[Tensor, Tensor]:
         """Latent posterior mean μ [N] and variance σ² [N] (closed form; float32); with
         observation_noise, the variance σ² + σ_ε² of a new observation y (BoTorch's convention,
-        shared by every regression posterior)."""
-        mean, var = self._latent(x)
+        shared by every regression posterior). Over the hyper-parameters' mixture: its moments,
+        μ = Σ_k w_k μ_k, σ² = Σ_k w_k (σ_k² + μ_k²) − μ² (+ Σ_k w_k σ_εk²)."""
+        w, mu_k, var_k, noise = self._components(x)
+        mean = w @ mu_k
+        var = (w @ (var_k + mu_k**2) - mean**2).clamp_min(0.0)
         if observation_noise:
-            var = var + self.noise_
+            var = var + w @ noise
         return mean.to(_OUT), var.to(_OUT)
 
     def predict(self, x: Tensor, n_samples: int | None = None) -> GaussianPredictive:
         """Gaussian predictive of y(x_n) (module docstring): latent_mean, latent_var [N] =
         μ_n, σ_n², with the Gauss–Hermite nodes of f(x_n) as mean [S, N], var [S, N] = σ_ε² and
-        weights [S]; float32. Deterministic; the same for any batching of the candidates.
+        weights [S]; float32. Deterministic; the same for any batching of the candidates. Over
+        the hyper-parameters' mixture: the nodes of every draw k, [K'·S, N], weights w_k w_s.
         """
         s = self.n_samples if n_samples is None else n_samples
         if isinstance(s, bool) or not isinstance(s, int) or s < 2:
             raise ConfigError(f"n_samples: expected an integer >= 2 (Gauss–Hermite nodes), got {s!r}")
-        mu, var = self._latent(x)
-        nodes, weights = hermite_rule(s)
-        nodes, weights = nodes.to(mu.device), weights.to(mu.device)
-        mean = mu[None, :] + math.sqrt(2.0) * var.sqrt()[None, :] * nodes[:, None]  # [S, N]
-        noise = torch.full_like(mean, self.noise_)  # type: ignore[arg-type]
-        return GaussianPredictive(
-            mean.to(_OUT), noise.to(_OUT), weights.to(_OUT), check=False, latent_mean=mu.to(_OUT), latent_var=var.to(_OUT)
-        )
+        w, mu, var, noise = self._components(x)
+        (k, n), (nodes, weights) = mu.shape, hermite_rule(s)
+        nodes, weights = nodes.to(mu.device), (w[:, None] * weights.to(mu.device)[None, :]).reshape(-1)  # [K·S]
+        mean = (mu[:, None, :] + math.sqrt(2.0) * var.sqrt()[:, None, :] * nodes[None, :, None]).reshape(k * s, n)
+        noise = noise[:, None, None].expand(k, s, n).reshape(k * s, n)
+        latent = dict(latent_mean=mu[0].to(_OUT), latent_var=var[0].to(_OUT)) if self.hyper_ is None else {}
+        return GaussianPredictive(mean.to(_OUT), noise.to(_OUT), weights.to(_OUT), check=False, **latent)
 
 
 def _y_scale(y: Tensor) -> float:

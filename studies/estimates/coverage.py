@@ -12,6 +12,13 @@ quoted in `activebayes/estimates.py`'s docstring come from this script:
     OMP_NUM_THREADS=1 .venv/bin/python studies/estimates/coverage.py 1000              # kappa 6, the default
     OMP_NUM_THREADS=1 .venv/bin/python studies/estimates/coverage.py 1000 --kappa 2    # the cap at M before
     PYTHONPATH=OLD_CHECKOUT ... coverage.py 1000                                        # the t intervals of c02f931
+    OMP_NUM_THREADS=1 .venv/bin/python studies/estimates/coverage.py 1000 --pooled     # auto's draws pooled over rounds
+
+--pooled asks whether auto's 2 random draws a round could be pooled over the last W rounds into one
+interval (`pooled_coverage`): each round's model is a different one, so W rounds' draws are 2W
+draws of W models' losses; it prints how often the pooled MSE interval holds the latest model's
+MSE and the W models' mean MSE, for learning curves whose first model in the window has `ratio`
+times the latest one's MSE.
 """
 
 from __future__ import annotations
@@ -142,13 +149,50 @@ CASES = [
 ]
 
 
+def pooled_coverage(kind: str, rounds: int, ratio: float, reps: int, seed: int, per_round: int = 2) -> tuple[float, float, float, float]:
+    """(share of pooled intervals holding the latest model's MSE, share whose upper end is at or
+    above it, share holding the W models' mean MSE, share with a finite upper end): W = `rounds` rounds, each drawing `per_round` items
+    uniformly; round t's model has squared errors r_i² c_t, c_t = ratio^((W − t)/(W − 1)) (c_W = 1),
+    and the W·per_round losses, each under its own round's model, go to `pool_estimate` as one
+    uniform sample."""
+    rng = np.random.default_rng(seed)
+    losses, _ = regression_pool(rng, kind)
+    scale = ratio ** ((rounds - 1 - np.arange(rounds)) / max(rounds - 1, 1))  # [W], the last 1
+    latest, mean = losses["squared"].mean(), losses["squared"].mean() * scale.mean()
+    m = rounds * per_round
+    held = under = held_mean = finite = 0
+    for _ in range(reps):
+        pos = rng.choice(N, m, replace=False)
+        squared = losses["squared"][pos] * np.repeat(scale, per_round)
+        e = pool_estimate(None, LossTable(squared=squared), 1.0 / (N - np.arange(m)), N, m).rmse.map(lambda x: x * x)
+        held += e.low <= latest <= e.high
+        under += latest <= e.high
+        held_mean += e.low <= mean <= e.high
+        finite += math.isfinite(e.high)
+    return held / reps, under / reps, held_mean / reps, finite / reps
+
+
+def main_pooled(reps: int) -> None:
+    print(f"auto's 2 random draws a round pooled over W rounds: coverage of the nominal 95 % MSE interval, {reps} seeded draws each")
+    print("per W: the interval holds the latest model's MSE, its upper end is above it, it holds the W models' mean MSE, finite upper end")
+    print(f"{'pool':9s} {'ratio':>5s} " + " ".join(f"{'W=' + str(w) + ' latest upper mean finite':>30s}" for w in (1, 2, 5, 10, 20)))
+    for i, kind in enumerate(("gauss", "lognormal", "t3")):
+        for ratio in (1.0, 1.5, 2.0, 4.0):
+            cells = [pooled_coverage(kind, w, ratio, reps, seed=100 * i + w) for w in (1, 2, 5, 10, 20)]
+            print(f"{kind:9s} {ratio:5.1f} " + " ".join(f"{a:12.3f} {b:5.3f} {c:5.3f} {d:5.2f}" for a, b, c, d in cells))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("reps", type=int, nargs="?", default=2000, help="seeded draws per cell")
     parser.add_argument("--kappa", type=float, default=None,
                         help="chi2_interval's cap on the squared CV (default MIN_SQUARED_CV; 2: the degrees of freedom capped at M)")
+    parser.add_argument("--pooled", action="store_true", help="auto's random draws pooled over rounds (`pooled_coverage`) instead")
     args = parser.parse_args()
     reps = args.reps
+    if args.pooled:
+        main_pooled(reps)
+        return
     if args.kappa is not None:  # the interval's kappa for this run
         estimates.chi2_interval.__defaults__ = (estimates.Z95, args.kappa)
     kappa = args.kappa if args.kappa is not None else getattr(estimates, "MIN_SQUARED_CV", "none: the code before it")
