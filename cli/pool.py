@@ -235,7 +235,15 @@ def read_as(columns: dict[str, dict]) -> str:
         names = [(n, c["features"]) for n, c in columns.items() if c["kind"] == kind]
         if not names:
             continue
-        shown = [n if (w == 1 and kind == "numeric") else f"{n} ({w} feature{'s' * (w != 1)})" for n, w in names[:LISTED]]
+        shown = [n if (w == 1 and kind == "numeric") else f"{n} ({w} feature{'s' * (w != 1)}{pooled(columns[n])})" for n, w in names[:LISTED]]
         more = f", ... ({len(names) - LISTED} more)" if len(names) > LISTED else ""
         parts.append(f"{word} ({len(names)}): {', '.join(shown)}{more}")
     return "; ".join(parts) + f"; {sum(c['features'] for c in columns.values())} in all"
+
+
+def pooled(column: dict) -> str:
+    """", its 12 frequent categories and 'other' for 61 more" for a many-level column encoded on
+    its frequent levels (`activebayes.data.frequent_levels`), else ""."""
+    if not column.get("other"):
+        return ""
+    return f": its {column['categories']} frequent categories and '(other)' for {column['other']} more; --categorical force encodes all"
