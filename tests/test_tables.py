@@ -1,5 +1,6 @@
 """Tables as users bring them (`activebayes.data.tabular`, `pool add`): an id column is the key,
-never a feature; identifier-like and many-level text columns are refused in one line; columns
+never a feature; an identifier-like text column is left out and a many-level one encoded on its
+frequent levels, each with a note (more in test_awkward_columns.py); columns
 can be chosen and left out; gaps are imputed (with indicators), dropped or refused; free text
 becomes TF-IDF + SVD features; the scikit-learn pipeline is fitted on the pool rows only,
 recorded as JSON and applied by pure numpy equal to its own transform."""
@@ -67,10 +68,13 @@ def test_missing_tokens():
     assert missing_mask(cells, ["-"]).tolist()[-1] is True
 
 
-def test_plan_reads_kinds_and_refuses_the_identifier(tmp_path):
+def test_plan_reads_kinds_and_leaves_the_identifier_out(tmp_path):
     f = people(tmp_path / "p.csv")
-    with pytest.raises(DataError, match=r"column 'note' looks like an identifier.*60 different values in 60 rows.*--text-column note.*--ignore note"):
-        plan(f, categorical="auto", missing="impute")
+    auto = plan(f, categorical="auto", missing="impute")
+    assert [c.name for c in auto.columns] == ["age", "height", "colour"]
+    assert auto.left_out == {"note": "looks like an identifier: 60 different values in 60 rows"}
+    assert any(n.startswith("column 'note' looks like an identifier (60 different values in 60 rows): left out") and "--text-column note" in n
+               and "--categorical force" in n for n in auto.notes)  # fmt: skip
     p = plan(f, categorical="auto", missing="impute", ignore=("note",))
     assert p.key_column == "id" and [(c.name, c.kind) for c in p.columns] == [("age", "numeric"), ("height", "numeric"), ("colour", "categorical")]
     assert p.missing_counts() == {"age": 9, "colour": 5}
@@ -87,12 +91,15 @@ def test_plan_reads_kinds_and_refuses_the_identifier(tmp_path):
         plan(f, features=("age", "label"))
 
 
-def test_many_levels_refused_unless_forced(tmp_path):
-    rows = [[f"{i}.5", f"city{i % 60}", "ab"[i % 2]] for i in range(600)]  # 60 levels > max(50, 5 % of 600 = 30)
+def test_many_levels_encoded_on_the_frequent_ones_unless_forced(tmp_path):
+    rows = [[f"{i}.5", f"city{i % 60}", "ab"[i % 2]] for i in range(600)]  # 60 levels > max(50, 5 % of 600 = 30), 10 rows each
     f = write_csv(tmp_path / "c.csv", ["x", "city", "label"], rows)
-    with pytest.raises(DataError, match=r"column 'city' has 60 categories, more than max\(50, 5 % of 600 rows\) = 50.*--categorical force"):
-        plan(f, categorical="auto")
-    assert plan(f, categorical="force").columns[1].levels[:3] == ["city0", "city1", "city2"]
+    auto = plan(f, categorical="auto").columns[1]
+    assert (auto.levels[:3], len(auto.levels), auto.other) == (["city0", "city1", "city2"], 50, 10)  # the first 50 of a 10-row tie
+    assert any(n.startswith("column 'city' has 60 categories, more than max(50, 5 % of 600 rows) = 50: one-hot encoded on the 50")
+               for n in plan(f, categorical="auto").notes)  # fmt: skip
+    forced = plan(f, categorical="force").columns[1]
+    assert (len(forced.levels), forced.other) == (60, 0)
     few = write_csv(tmp_path / "few.csv", ["x", "name", "label"], [[str(i), f"n{i}", "a"] for i in range(15)])
     assert plan(few, categorical="auto").columns[1].kind == "categorical"  # under 20 values: never an identifier
 
@@ -142,19 +149,20 @@ def test_empty_nameless_columns_are_left_out_and_a_nameless_value_is_refused(tmp
 
 
 def test_every_column_that_is_no_feature_is_named_in_one_line(tmp_path):
-    """A Kaggle-style passenger table: its PassengerId, Name, Ticket and Cabin are refused together,
-    each with its reason, and one command line leaves them all out; it then plans."""
-    rows = [[str(i + 1), f"Person, Mr. {i}", f"T{1000 + 7 * i}", f"C{i % 60}", f"{i % 70}", "ab"[i % 2]] for i in range(120)]
-    f = write_csv(tmp_path / "p.csv", ["PassengerId", "Name", "Ticket", "Cabin", "Age", "label"], rows)
+    """A Kaggle-style passenger table: its PassengerId and a numbered BookingKey are refused
+    together, each with its reason, and one command line leaves them out; the identifier-like Name
+    and Ticket are left out and the 60-level Cabin (2 rows a level) too, each with a note."""
+    rows = [[str(i + 1), str(5000 + i), f"Person, Mr. {i}", f"T{1000 + 7 * i}", f"C{i % 60}", f"{i % 70}", "ab"[i % 2]] for i in range(120)]
+    f = write_csv(tmp_path / "p.csv", ["PassengerId", "BookingKey", "Name", "Ticket", "Cabin", "Age", "label"], rows)
     with pytest.raises(DataError) as refused:
         plan(f, categorical="auto")
     line = str(refused.value)
-    assert "\n" not in line and line.startswith(f"{str(f)!r}: 4 columns are not features as they stand: ")
-    assert "'PassengerId' looks like an identifier, not a feature (120 different whole numbers in 120 rows); 'Name' looks" in line
-    assert "'Cabin' has 60 categories, more than max(50, 5 % of 120 rows) = 50" in line
-    assert "leave them out with --ignore PassengerId --ignore Name --ignore Ticket --ignore Cabin, or take one as" in line
-    kept = plan(f, categorical="auto", ignore=("PassengerId", "Name", "Ticket", "Cabin"))
+    assert "\n" not in line and line.startswith(f"{str(f)!r}: 2 columns are not features as they stand: ")
+    assert "'PassengerId' looks like an identifier, not a feature (120 different whole numbers in 120 rows); 'BookingKey' looks" in line
+    assert "leave them out with --ignore PassengerId --ignore BookingKey, or take one as" in line
+    kept = plan(f, categorical="auto", ignore=("PassengerId", "BookingKey"))
     assert [c.name for c in kept.columns] == ["Age"]
+    assert list(kept.left_out) == ["Name", "Ticket", "Cabin"] and kept.left_out["Cabin"] == "60 categories, each on under 5 rows"
     import pickle
 
     assert str(pickle.loads(pickle.dumps(refused.value))) == line  # crosses a process as a DataError
@@ -267,12 +275,10 @@ def test_pool_add_with_only_the_label_column(db):
     """An id column and gaps: the id is the key, the gaps imputed; the feature count is a person's."""
     people(Path("p.csv"))
     Path("q.csv").write_text(Path("p.csv").read_text())
-    before = db_dump(db)
-    refused = run("pool", "add", "p.csv", "--label-column", "label", "--test-fraction", "0.3")
-    assert_mistake(refused, "'note' looks like an identifier", "--ignore note")
-    assert db_dump(db) == before
-    added = ok("--json", "pool", "add", "p.csv", "--label-column", "label", "--test-fraction", "0.3", "--ignore", "note")
+    added = ok("--json", "pool", "add", "p.csv", "--label-column", "label", "--test-fraction", "0.3")
+    assert "column 'note' looks like an identifier (60 different values in 60 rows): left out" in " ".join(added.stderr.split())
     summary = json.loads(added.stdout)
+    assert summary["not_features"] == {"note": "looks like an identifier: 60 different values in 60 rows"}
     # age, its gap indicator, height, colour's three levels, its gap indicator
     assert summary["features"] == [7] and summary["key_column"] == "id" and summary["ignored"] == ["note"]
     assert summary["missing"] == {"age": 9, "colour": 5} and summary["missing_mode"] == "impute"
