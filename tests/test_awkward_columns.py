@@ -130,3 +130,13 @@ def test_a_numbered_identifier_is_still_refused(cli_db, name):
     before = db_dump(cli_db)
     assert_mistake(run("pool", "add", "c.csv"), f"'{name}' looks like an identifier", f"--ignore {name}")
     assert db_dump(cli_db) == before
+
+
+def test_a_table_whose_only_column_is_an_identifier_is_refused_with_the_reason(cli_db):
+    ok("init", "--name", "t")
+    Path("n.csv").write_text("name,label\n" + "".join(f"Person {i},{'ab'[i % 2]}\n" for i in range(30)))
+    before = db_dump(cli_db)
+    assert_mistake(run("pool", "add", "n.csv"), "no feature columns besides the label/key columns (left out: 'name' looks like an identifier: "
+                   "30 different values in 30 rows)", "--features")  # fmt: skip
+    assert db_dump(cli_db) == before
+    assert json.loads(ok("--json", "pool", "add", "n.csv", "--categorical", "force").stdout)["features"] == [30]

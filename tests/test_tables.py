@@ -159,7 +159,7 @@ def test_every_column_that_is_no_feature_is_named_in_one_line(tmp_path):
     line = str(refused.value)
     assert "\n" not in line and line.startswith(f"{str(f)!r}: 2 columns are not features as they stand: ")
     assert "'PassengerId' looks like an identifier, not a feature (120 different whole numbers in 120 rows); 'BookingKey' looks" in line
-    assert "leave them out with --ignore PassengerId --ignore BookingKey, or take one as" in line
+    assert "leave them out with --ignore PassengerId --ignore BookingKey, take one as --key-column, or name it in --features to use it as a number" in line
     kept = plan(f, categorical="auto", ignore=("PassengerId", "BookingKey"))
     assert [c.name for c in kept.columns] == ["Age"]
     assert list(kept.left_out) == ["Name", "Ticket", "Cabin"] and kept.left_out["Cabin"] == "60 categories, each on under 5 rows"

@@ -234,7 +234,7 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
         reasons = "; ".join(f"{e.column!r} {e.reason}" for e in refused)
         leave_out = " ".join(f"--ignore {e.column}" for e in refused)
         raise DataError(f"{str(table.path)!r}: {len(refused)} columns are not features as they stand: {reasons}; leave them out with "
-                        f"{leave_out}, or take one as --key-column, --text-column or with --categorical force")  # fmt: skip
+                        f"{leave_out}, take one as --key-column, or name it in --features to use it as a number")  # fmt: skip
     if not columns:
         why = "; ".join(f"{name!r} {reason}" for name, reason in left_out.items())
         raise DataError(f"data file {str(table.path)!r}: no feature columns besides the label/key columns (left out: {why}); "
