@@ -65,7 +65,7 @@ import numpy as np
 
 from activebayes.data.csv_table import ROW_NAMES, CsvTable, not_a_column, shown
 from activebayes.data.features import is_number, natural_sorted
-from activebayes.data.frequent_levels import (IDENTIFIER_DISTINCT, IDENTIFIER_MIN_VALUES, MAX_LEVELS, frequent_levels, identifier_note, level_limit,
+from activebayes.data.frequent_levels import (IDENTIFIER_DISTINCT, IDENTIFIER_MIN_VALUES, MAX_LEVELS, MIN_LEVEL_ROWS, frequent_levels, identifier_note, level_limit,
                                               looks_like_identifier, other_note, rare_note)
 from activebayes.data.table_gaps import EXCEL_ERRORS, column_missing, note_excel_errors
 from activebayes.data.parsed_columns import DATE_ORDERS, UNIT_PREFIX, common_unit, date_order, measured_numbers, decimal_comma_numbers, surely_decimal_comma, has_times, iso_days, unit_numbers, written_days
@@ -424,7 +424,7 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
         kept = frequent_levels(levels, counts, level_limit(n))
         if not kept:
             notes.append(rare_note(name, len(levels), n))
-            left_out[name] = f"{len(levels)} categories, each on under 5 rows"
+            left_out[name] = f"{len(levels)} categories, each on under {MIN_LEVEL_ROWS} rows"
             return None
         pooled = n_present - int(counts[np.isin(levels, kept)].sum())
         notes.append(other_note(name, len(levels), n, len(kept), pooled))
