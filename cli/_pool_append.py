@@ -4,10 +4,12 @@ project's pool, keeping every item, label, round, query and score.
 The encoding is frozen: the new rows are read with the feature spec recorded at the first import
 (categories, medians, means and scales, text models), so every existing item keeps exactly the
 features its rounds were scored on, a later `round` encodes old and new rows alike, and the
-same seed still gives the same queries on the old rows. A value the frozen spec cannot take (a
-category first seen in the new rows, text in a number column, a gap in a column that had none
-under --missing error) is refused in one line naming the new file's line: such a batch needs a
-new project (or its values mapped to the known ones).
+same seed still gives the same queries on the old rows. A category first seen in the new rows
+goes to the "other" feature of a column encoded on its frequent levels
+(`activebayes.data.frequent_levels`). A value the frozen spec cannot take (a category first seen
+in the new rows of a column encoded on all its levels, text in a number column, a gap in a
+column that had none under --missing error) is refused in one line naming the new file's line:
+such a batch needs a new project (or its values mapped to the known ones).
 
 Steps, so that a process killed at any instant leaves either the old project or the whole
 appended one:
@@ -242,7 +244,7 @@ def append_table(store: Any, name: str, file: Path, *, test_fraction: float, see
     table = read_csv_table(file, text_columns=text)
     _same_writing(old, table, file)
     kept = _kept_rows(table, spec, file)
-    new = dataset_from_table(table, spec, label, key)  # the frozen spec: an unseen category is refused here
+    new = dataset_from_table(table, spec, label, key)  # the frozen spec: an unseen category is refused here (or "other")
     keys = _new_keys(store, name, old, new, table, key, file)
     labels = _labels(info, new, table, kept, file)
     if test_fraction > 0 and labels is None:

@@ -103,11 +103,15 @@ def not_features(plan: Any, label_column: str | None, key_column: str | None) ->
 def feature_columns(spec: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     """{column: {"kind", "features"}} of a table's recorded spec (`activebayes.data.table_spec`),
     in file order: how many features each column became (a number 1, a date 5 or 7, a category
-    one per level, a text its SVD dimensions; a gap indicator one more)."""
+    one per level, and one for "other" where rare levels share it, a text its SVD dimensions; a
+    gap indicator one more); a many-level column's also says how many categories were kept and
+    how many share "other" ({"categories": 12, "other": 61})."""
     out = {}
     for c in (spec or {}).get("columns", []):
         width = {"numeric": 1, "date": 7 if c.get("clock") else 5}.get(c["kind"]) or len(c.get("categories") or ()) or int(c.get("dims", 0))
-        out[c["name"]] = {"kind": c["kind"], "features": width + bool(c.get("indicator"))}
+        out[c["name"]] = {"kind": c["kind"], "features": width + bool(c.get("other")) + bool(c.get("indicator"))}
+        if c.get("other"):
+            out[c["name"]].update(categories=len(c["categories"]), other=int(c["other"]))
     return out
 
 

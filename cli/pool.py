@@ -11,10 +11,12 @@ reports test accuracy.
 Tables are made ready for a network (`activebayes.data.tabular`). The key column is
 --key-column, else a column named `key` or `id` (any case), else the row number; --features and
 --ignore choose the feature columns. A text column is one-hot encoded (--categorical auto; `error`
-refuses text), except one that looks like an identifier or has more levels than max(50, 5 % of
-rows), which is refused in one line unless --categorical force (one of 5 words a value or more as free
-text, naming --text-column), and so is a numeric column
-named like an identifier (customer_id) holding distinct whole numbers, unless --features names it;
+refuses text); one of prose (5 words a value or more, as a rule) is refused, naming --text-column;
+one that looks like an identifier (90 % distinct values) is left out with a note,
+and one with more levels than max(50, 5 % of rows) is encoded on its levels on 5 rows or more
+(at most that many), the rest sharing one "other" feature, with a note, unless --categorical
+force encodes every level (`activebayes.data.frequent_levels`); a numeric column named like an
+identifier (customer_id) holding distinct whole numbers is refused, unless --features names it;
 numbers among a text column's values are levels when under half of them (else refused);
 amounts written as text ($1,578.50, 53%) are numbers and ISO dates calendar features;
 --text-column reads prose as TF-IDF + SVD features. Missing values (empty, NA, N/A, NaN, null, ?, #DIV/0! and the like,
@@ -59,7 +61,7 @@ def add(
     image_layout: Annotated[ImageLayout, typer.Option("--image-layout", help="IDX images as flat rows or [1, H, W] (for --model cnn).")] = ImageLayout.flat,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the test split.")] = 0,
     standardize: Annotated[bool, typer.Option("--standardize/--no-standardize", help="Standardise a table's features (mean 0, sd 1 over the pool; recorded, applied at every fit and score).")] = True,
-    categorical: Annotated[Categorical, typer.Option("--categorical", help="csv text columns: auto (one-hot encoded, categories recorded; identifier-like or many-level columns refused), force (encode those too) or error.")] = Categorical.auto,
+    categorical: Annotated[Categorical, typer.Option("--categorical", help="csv text columns: auto (one-hot encoded, categories recorded; an identifier-like column left out, a many-level one encoded on its levels on 5+ rows with one 'other' feature, each with a note), force (every level encoded) or error (text refused).")] = Categorical.auto,
     missing: Annotated[Missing, typer.Option("--missing", help="csv missing values: impute (median / most frequent level, plus a 0/1 indicator per column with gaps), drop (leave those rows out) or error.")] = Missing.impute,
     na_values: Annotated[Optional[list[str]], typer.Option("--na-values", metavar="<str>", help="More csv cells that mean 'missing' (besides empty, NA, N/A, NaN, null, ? and a formula's error values such as #DIV/0!); repeat it or separate with commas.")] = None,
     ignore: Annotated[Optional[list[str]], typer.Option("--ignore", metavar="<str>", help="A csv column to leave out (repeat it), e.g. a note, or a column the model must not see.")] = None,
@@ -239,7 +241,15 @@ def read_as(columns: dict[str, dict]) -> str:
         names = [(n, c["features"]) for n, c in columns.items() if c["kind"] == kind]
         if not names:
             continue
-        shown = [n if (w == 1 and kind == "numeric") else f"{n} ({w} feature{'s' * (w != 1)})" for n, w in names[:LISTED]]
+        shown = [n if (w == 1 and kind == "numeric") else f"{n} ({w} feature{'s' * (w != 1)}{pooled(columns[n])})" for n, w in names[:LISTED]]
         more = f", ... ({len(names) - LISTED} more)" if len(names) > LISTED else ""
         parts.append(f"{word} ({len(names)}): {', '.join(shown)}{more}")
     return "; ".join(parts) + f"; {sum(c['features'] for c in columns.values())} in all"
+
+
+def pooled(column: dict) -> str:
+    """", its 12 frequent categories and 'other' for 61 more" for a many-level column encoded on
+    its frequent levels (`activebayes.data.frequent_levels`), else ""."""
+    if not column.get("other"):
+        return ""
+    return f": its {column['categories']} frequent categories and '(other)' for {column['other']} more; --categorical force encodes all"

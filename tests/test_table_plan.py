@@ -1,5 +1,6 @@
 """How `activebayes.data.tabular` reads a table (`plan_table`, `fit_table_spec`): an id column is
-the key, never a feature; identifier-like and many-level text columns are refused in one line;
+the key, never a feature; a column of free text is refused in one line (identifier-like and
+many-level ones: test_awkward_columns.py);
 row names, titles above the header and Excel's sep= line are found; the scikit-learn pipeline is
 fitted on the pool rows only, recorded as JSON and applied by pure numpy equal to its own transform."""
 
@@ -33,7 +34,7 @@ def test_missing_tokens():
     assert missing_mask(cells, ["-"]).tolist()[-1] is True
 
 
-def test_plan_reads_kinds_and_refuses_the_identifier(tmp_path):
+def test_plan_reads_kinds_and_refuses_free_text(tmp_path):
     f = people(tmp_path / "p.csv")
     with pytest.raises(DataError, match=r"column 'note' looks like free text, not a category \(60 different values in 60 rows, 6 words in the median one\); pass --text-column note.*--ignore note"):
         plan(f, categorical="auto", missing="impute")
@@ -53,12 +54,15 @@ def test_plan_reads_kinds_and_refuses_the_identifier(tmp_path):
         plan(f, features=("age", "label"))
 
 
-def test_many_levels_refused_unless_forced(tmp_path):
-    rows = [[f"{i}.5", f"city{i % 60}", "ab"[i % 2]] for i in range(600)]  # 60 levels > max(50, 5 % of 600 = 30)
+def test_many_levels_encoded_on_the_frequent_ones_unless_forced(tmp_path):
+    rows = [[f"{i}.5", f"city{i % 60}", "ab"[i % 2]] for i in range(600)]  # 60 levels > max(50, 5 % of 600 = 30), 10 rows each
     f = write_csv(tmp_path / "c.csv", ["x", "city", "label"], rows)
-    with pytest.raises(DataError, match=r"column 'city' has 60 categories, more than max\(50, 5 % of 600 rows\) = 50.*--categorical force"):
-        plan(f, categorical="auto")
-    assert plan(f, categorical="force").columns[1].levels[:3] == ["city0", "city1", "city2"]
+    auto = plan(f, categorical="auto").columns[1]
+    assert (auto.levels[:3], len(auto.levels), auto.other) == (["city0", "city1", "city2"], 50, 10)  # the first 50 of a 10-row tie
+    assert any(n.startswith("column 'city' has 60 categories, more than max(50, 5 % of 600 rows) = 50: one-hot encoded on the 50")
+               for n in plan(f, categorical="auto").notes)  # fmt: skip
+    forced = plan(f, categorical="force").columns[1]
+    assert (len(forced.levels), forced.other) == (60, 0)
     few = write_csv(tmp_path / "few.csv", ["x", "name", "label"], [[str(i), f"n{i}", "a"] for i in range(15)])
     assert plan(few, categorical="auto").columns[1].kind == "categorical"  # under 20 values: never an identifier
 
@@ -108,19 +112,20 @@ def test_empty_nameless_columns_are_left_out_and_a_nameless_value_is_refused(tmp
 
 
 def test_every_column_that_is_no_feature_is_named_in_one_line(tmp_path):
-    """A Kaggle-style passenger table: its PassengerId, Name, Ticket and Cabin are refused together,
-    each with its reason, and one command line leaves them all out; it then plans."""
-    rows = [[str(i + 1), f"Person, Mr. {i}", f"T{1000 + 7 * i}", f"C{i % 60}", f"{i % 70}", "ab"[i % 2]] for i in range(120)]
-    f = write_csv(tmp_path / "p.csv", ["PassengerId", "Name", "Ticket", "Cabin", "Age", "label"], rows)
+    """A Kaggle-style passenger table: its PassengerId and a numbered BookingKey are refused
+    together, each with its reason, and one command line leaves them out; the identifier-like Name
+    and Ticket are left out and the 60-level Cabin (2 rows a level) too, each with a note."""
+    rows = [[str(i + 1), str(5000 + i), f"Person, Mr. {i}", f"T{1000 + 7 * i}", f"C{i % 60}", f"{i % 70}", "ab"[i % 2]] for i in range(120)]
+    f = write_csv(tmp_path / "p.csv", ["PassengerId", "BookingKey", "Name", "Ticket", "Cabin", "Age", "label"], rows)
     with pytest.raises(DataError) as refused:
         plan(f, categorical="auto")
     line = str(refused.value)
-    assert "\n" not in line and line.startswith(f"{str(f)!r}: 4 columns are not features as they stand: ")
-    assert "'PassengerId' looks like an identifier, not a feature (120 different whole numbers in 120 rows); 'Name' looks" in line
-    assert "'Cabin' has 60 categories, more than max(50, 5 % of 120 rows) = 50" in line
-    assert "leave them out with --ignore PassengerId --ignore Name --ignore Ticket --ignore Cabin, or take one as" in line
-    kept = plan(f, categorical="auto", ignore=("PassengerId", "Name", "Ticket", "Cabin"))
+    assert "\n" not in line and line.startswith(f"{str(f)!r}: 2 columns are not features as they stand: ")
+    assert "'PassengerId' looks like an identifier, not a feature (120 different whole numbers in 120 rows); 'BookingKey' looks" in line
+    assert "leave them out with --ignore PassengerId --ignore BookingKey, take one as --key-column, or name it in --features to use it as a number" in line
+    kept = plan(f, categorical="auto", ignore=("PassengerId", "BookingKey"))
     assert [c.name for c in kept.columns] == ["Age"]
+    assert list(kept.left_out) == ["Name", "Ticket", "Cabin"] and kept.left_out["Cabin"] == "60 categories, each on under 5 rows"
     import pickle
 
     assert str(pickle.loads(pickle.dumps(refused.value))) == line  # crosses a process as a DataError

@@ -12,7 +12,7 @@ The pipeline is scikit-learn's `ColumnTransformer` (one transformer per column, 
     {"version": 2, "standardize": bool, "na_values": [...], "columns": [
         {"name", "kind": "numeric", "fill": median, "mean", "scale", "indicator": bool, "written"?: str},
         {"name", "kind": "date", "fill": median days, "clock": bool, "mean": [F], "scale": [F], "indicator": bool, "written"?: str},
-        {"name", "kind": "categorical", "fill": level, "categories": [...], "indicator": bool},
+        {"name", "kind": "categorical", "fill": level, "categories": [...], "other"?: int, "indicator": bool},
         {"name", "kind": "text", "file", "sha256", "dims", "indicator": false}]}
 
 `pool add` adds "label_written" ("units" or "decimal comma") when a regression target is
@@ -25,7 +25,9 @@ A column's features: numeric `z = (v − mean) / scale` (or v unscaled), v parse
 `written` says ("units": an amount such as $1,578.50; "decimal comma": 3,5; "unit:kg": 70 kg); a date's F = 5 (7
 with `clock`) calendar features (of an ISO date, or one written as `written` says: "dmy"
 31/12/2024, "mdy" 12/31/2024), each standardised, named `name (days)`, `name (season sin)`,
-...; categorical one 0/1 per level; then its indicator `name (missing)` when it has one; text
+...; categorical one 0/1 per level, and with "other" (the number of rare levels of a
+many-level column pooled at import: `activebayes.data.frequent_levels`) one more, `name=(other)`,
+for every value outside the categories, an appended row's new level too; then its indicator `name (missing)` when it has one; text
 `name[0..dims)`.
 
 Memory. Each transformer is fitted on its own column alone, as the ColumnTransformer would fit
@@ -41,6 +43,7 @@ import numpy as np
 
 from activebayes.data.csv_table import CsvTable, shown
 from activebayes.data.features import is_number, one_hot_codes, unseen_category
+from activebayes.data.frequent_levels import OTHER
 from activebayes.data.parsed_columns import (CALENDAR_PARTS, CLOCK_PARTS, DATE_ORDERS, UNIT_PREFIX, calendar_features, decimal_comma_numbers, measured_numbers,
                                              unit_numbers, written_days)
 from activebayes.data.table_gaps import column_missing
@@ -82,6 +85,13 @@ def _calendar(days: np.ndarray, clock: bool) -> np.ndarray:
     return calendar_features(np.asarray(days, dtype=np.float64)[:, 0], clock)
 
 
+def _pooled(values: np.ndarray, levels: tuple[str, ...]) -> np.ndarray:
+    """[R, 1] object `values` with each one outside `levels` replaced by OTHER (the "other" step
+    of a many-level column's pipeline)."""
+    kept = set(levels)
+    return np.asarray([[v if v in kept else OTHER] for v in np.asarray(values, dtype=object)[:, 0]], dtype=object)
+
+
 def build_pipeline(plan: TablePlan, *, standardize: bool = True, text_dims: int | None = None) -> Any:
     """The unfitted `ColumnTransformer` for `plan` (module docstring): one transformer per
     column in file order, each gap indicator right after its column."""
@@ -102,8 +112,9 @@ def build_pipeline(plan: TablePlan, *, standardize: bool = True, text_dims: int 
             parts.append((f"{j}:{c.name}", Pipeline([("impute", imputer), *calendar, ("scale", scale)]), [j]))
         elif c.kind == "categorical":
             imputer = SimpleImputer(strategy="most_frequent", missing_values=np.nan, keep_empty_features=True)
-            encoder = OneHotEncoder(categories=[c.levels], handle_unknown="error", sparse_output=False)
-            parts.append((f"{j}:{c.name}", Pipeline([("impute", imputer), ("encode", encoder)]), [j]))
+            other = [("other", FunctionTransformer(_pooled, kw_args={"levels": tuple(c.levels)}))] if c.other else []
+            encoder = OneHotEncoder(categories=[[*c.levels, *[OTHER] * bool(c.other)]], handle_unknown="error", sparse_output=False)
+            parts.append((f"{j}:{c.name}", Pipeline([("impute", imputer), *other, ("encode", encoder)]), [j]))
         else:
             parts.append((f"{j}:{c.name}", text_pipeline(len(plan.table), text_dims), j))
         if impute and c.kind != "text" and c.missing.any():
@@ -160,7 +171,9 @@ def fit_table_spec(
                          **({"written": c.written} if c.written else {}))  # fmt: skip
         elif c.kind == "categorical":
             entry["fill"] = str(fitted[part].named_steps["impute"].statistics_[0])
-            entry["categories"] = [str(v) for v in fitted[part].named_steps["encode"].categories_[0]]
+            entry["categories"] = [str(v) for v in fitted[part].named_steps["encode"].categories_[0]][: len(c.levels)]
+            if c.other:
+                entry["other"] = c.other
         else:
             if text_folder is None:
                 raise DataError(f"text column {c.name!r}: no folder to record its text model in")
@@ -266,14 +279,16 @@ def _date_features(table: CsvTable, c: dict[str, Any], missing: np.ndarray) -> n
 
 
 def _category_indices(table: CsvTable, c: dict[str, Any], missing: np.ndarray) -> np.ndarray:
-    """[N] the index in c["categories"] of each cell (a gap: of c["fill"]); DataError naming the
-    row of a value outside the recorded categories."""
+    """[N] the index in c["categories"] of each cell (a gap: of c["fill"]); a value outside them
+    is len(c["categories"]), the "other" feature, when the column has one, else a DataError
+    naming its row."""
     name = c["name"]
     codes, texts = table.category_codes(name)  # numbers in a categorical column: by their own spelling
     values = [*texts, c["fill"]]
     index = {v: i for i, v in enumerate(c["categories"])}
     picked = np.where(missing, len(texts), codes)
-    out = np.asarray([index.get(v, -1) for v in values], dtype=np.int64)[picked]
+    outside = len(c["categories"]) if c.get("other") else -1
+    out = np.asarray([index.get(v, outside) for v in values], dtype=np.int64)[picked]
     if (out < 0).any():
         at = first_true(out < 0)
         raise unseen_category(at, values[int(picked[at])], c["categories"], column=name, path=table.path)
@@ -307,8 +322,8 @@ def apply_table_spec(table: CsvTable, spec: dict[str, Any], columns: list[dict[s
             blocks.append(_date_features(table, c, missing).astype(np.float32))
             names.extend(f"{name} ({part})" for part in (*CALENDAR_PARTS, *CLOCK_PARTS[: 2 * bool(c["clock"])]))
         elif kind == "categorical":
-            blocks.append(one_hot_codes(_category_indices(table, c, missing), len(c["categories"])))
-            names.extend(f"{name}={level}" for level in c["categories"])
+            blocks.append(one_hot_codes(_category_indices(table, c, missing), len(c["categories"]) + bool(c.get("other"))))
+            names.extend(f"{name}={level}" for level in [*c["categories"], *[OTHER] * bool(c.get("other"))])
         else:
             cells = table.column(name)
             blocks.append(apply_text_model(c, ["" if gap else v for v, gap in zip(cells, missing)]).astype(np.float32))

@@ -29,13 +29,16 @@ number and the column left out, with a note. The label and key are never feature
   ("error"). Numbers among its values are levels as spelled (a drive column of f, r and 4) when
   they are fewer than half the values present; a mostly numeric column with some text is refused
   (a typo, or a gap marker for `na_values`), and so is one whose numbers make over MAX_LEVELS
-  levels. A column that looks like an identifier (at least 20 values, 90 % of them distinct)
-  or has more levels than max(50, 5 % of the rows) is refused in one line naming it, unless
-  `categorical="force"`; it is a key, free text or noise, not a category (free text when its
-  median value has PROSE_WORDS words or more: then the way out named is `text_columns`). So is a numeric column
-  whose name ends in the word id or key (customer_id, OrderID) and whose values are whole numbers,
-  90 % of them distinct, unless `features` names it: its numbers order the rows, they are not a
-  quantity. A column of distinct whole numbers named as pandas (Unnamed: 0), R (X), readr (...1)
+  levels. Unless `categorical="force"` (every level encoded), a text column of prose (one that
+  would be left out or pooled below, whose median value has PROSE_WORDS words or more) is refused
+  in one line naming `text_columns` as the way in; a text column that looks like an
+  identifier (at least 20 values, 90 % of them distinct: a key or noise, not a
+  category) is left out with a note, and one with more levels than max(50, 5 % of the rows) is
+  encoded on its frequent levels, the rare ones sharing one "other" feature, with a note
+  (`activebayes.data.frequent_levels`, which gives the rule and its reasons). A numeric column
+  whose name ends in the word id or key (customer_id, OrderID) and whose values are whole
+  numbers, 90 % of them distinct, is refused in one line naming it, unless `features` names it:
+  its numbers order the rows, they are not a quantity. A column of distinct whole numbers named as pandas (Unnamed: 0), R (X), readr (...1)
   or reset_index (index, level_0) name a saved index is left out with a note, unless `features`
   names it: row numbers, which order the rows. So, too, is a column of whole numbers written as codes: with a leading zero (a zip
   code, 02134) or beyond a float's exact whole numbers (a 17-digit account id), unless `features`
@@ -64,6 +67,8 @@ import numpy as np
 
 from activebayes.data.csv_table import ROW_NAMES, CsvTable, not_a_column, shown
 from activebayes.data.features import is_number, natural_sorted
+from activebayes.data.frequent_levels import (IDENTIFIER_DISTINCT, IDENTIFIER_MIN_VALUES, MAX_LEVELS, MIN_LEVEL_ROWS, PROSE_WORDS, frequent_levels, identifier_note, level_limit,
+                                              looks_like_identifier, median_words, other_note, rare_note)
 from activebayes.data.table_gaps import EXCEL_ERRORS, column_missing, note_excel_errors
 from activebayes.data.parsed_columns import DATE_ORDERS, UNIT_PREFIX, common_unit, date_order, measured_numbers, decimal_comma_numbers, surely_decimal_comma, has_times, iso_days, unit_numbers, written_days
 from activebayes.errors import DataError
@@ -72,12 +77,8 @@ MISSING_MODES = ("impute", "drop", "error")
 CATEGORICAL_MODES = ("auto", "error", "force")
 KEY_NAMES = ("key", "id")
 R_ROW_NAMES = ("rownames", "row.names")  # a first column so named holds R's row names (Rdatasets' csv files)
-IDENTIFIER_MIN_VALUES = 20  # fewer values than this are never called an identifier
-IDENTIFIER_DISTINCT = 0.9  # share of distinct values that makes a text column an identifier
 IDENTIFIER_WORDS = ("id", "key", "uuid", "guid")  # a numeric column whose name ends in one of these may be an identifier
 ROW_INDEX_NAME = re.compile(r"^(Unnamed: \d+|X|\.\.\.1|index|level_0)$")  # a saved index's name: pandas, R's read.csv, readr, reset_index
-MAX_LEVELS, MAX_LEVEL_SHARE = 50, 0.05  # a categorical column may have max(50, 5 % of rows) levels
-PROSE_WORDS = 5  # a refused text column whose median value has this many words or more is free text (--text-column)
 MIXED_NUMBER_SHARE = 0.5  # a text column with fewer than this share of numbers is categorical; with more, refused
 AMBIGUOUS_DATES_CHECKED = 10_000  # levels looked at to tell a categorical column of dates no day settles
 
@@ -103,7 +104,8 @@ class ColumnPlan:
     `numbers` [N] float64 (NaN where missing) for a numeric column (`written`: "units" for
     amounts written as text, "decimal comma" for 3,5) or a date column (days since 1970-01-01;
     `clock`: some values have a time; `written`: "dmy" or "mdy" for 31/12/2024 or 12/31/2024,
-    None for ISO 8601); `levels` of a categorical column."""
+    None for ISO 8601); `levels` of a categorical column, and `other`: how many of its levels
+    (rare ones of a many-level column: `frequent_levels`) share one "other" feature, 0 none."""
 
     name: str
     kind: str
@@ -112,6 +114,7 @@ class ColumnPlan:
     levels: list[str] | None = None
     written: str | None = None
     clock: bool = False
+    other: int = 0
 
 
 @dataclass(frozen=True)
@@ -181,10 +184,13 @@ def _check_options(table: CsvTable, options: TableOptions) -> None:
 
 def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
     """The feature columns of `table` and their kinds; DataError (one line naming the column and
-    the way out) for an identifier-like or too-many-level column, a gap under `missing="error"`,
-    an infinity, or a column mixing numbers and text. A column with no values is left out with a
-    note, unless `features` names it; one with one value in every row gets a note; so does a
-    named key found by `key_column_of` that is not unique, left out (module docstring)."""
+    the way out) for a numeric column named and numbered like an identifier, a gap under
+    `missing="error"`, an infinity, or a column mixing numbers and text. A column with no values
+    is left out with a note, unless `features` names it; an identifier-like text column too,
+    and a many-level one is encoded on its frequent levels with a note, unless
+    `categorical="force"`; one
+    with one value in every row gets a note; so does a named key found by `key_column_of` that
+    is not unique, left out (module docstring)."""
     _check_options(table, options)
     key = key_column_of(table.header, options.key_column, options.ignore, table.row_names) if options.find_key else options.key_column
     notes = [_encoding_note(table)] if table.fallback is not None else []
@@ -232,10 +238,12 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
         leave_out = " ".join(f"--ignore {e.column}" for e in refused if not e.prose)
         ways = [f"read the free text with {prose}"] if prose else []
         ways += [f"leave {'the others' if prose else 'them'} out with {leave_out}"] if leave_out else []
-        raise DataError(f"{str(table.path)!r}: {len(refused)} columns are not features as they stand: {reasons}; {'; '.join(ways)}, "
-                        "or take one as --key-column, --text-column or with --categorical force")  # fmt: skip
+        raise DataError(f"{str(table.path)!r}: {len(refused)} columns are not features as they stand: {reasons}; {'; '.join(ways)}"
+                        + (", take one as --key-column, or name it in --features to use it as a number" if leave_out else ""))  # fmt: skip
     if not columns:
-        raise DataError(f"data file {str(table.path)!r}: no feature columns besides the label/key columns (the others have no values)")
+        why = "; ".join(f"{name!r} {reason}" for name, reason in left_out.items())
+        raise DataError(f"data file {str(table.path)!r}: no feature columns besides the label/key columns (left out: {why}); "
+                        "name the ones to use with --features, or see the ways in the notes")  # fmt: skip
     return TablePlan(table, options, key, columns, notes, left_out)
 
 
@@ -257,7 +265,7 @@ def _one_value(table: CsvTable, column: ColumnPlan | None) -> str | None:
     if column is None or column.kind == "text" or column.missing.any() or len(table) < 2:
         return None
     if column.kind == "categorical":
-        return shown(column.levels[0]) if len(column.levels) == 1 else None
+        return shown(column.levels[0]) if len(column.levels) == 1 and not column.other else None
     return shown(table.cell(0, column.name)) if np.all(column.numbers == column.numbers[0]) else None
 
 
@@ -284,11 +292,6 @@ def _distinct_whole_numbers(values: np.ndarray) -> bool:
     """At least IDENTIFIER_MIN_VALUES present values, all whole numbers, IDENTIFIER_DISTINCT of them distinct."""
     return (len(values) >= IDENTIFIER_MIN_VALUES and bool(np.all(values == np.round(values)))
             and len(np.unique(values)) >= IDENTIFIER_DISTINCT * len(values))  # fmt: skip
-
-
-def median_words(texts: Sequence[str]) -> float:
-    """The median number of words (runs of non-space characters) in `texts`; 0 for none."""
-    return float(np.median([len(t.split()) for t in texts])) if len(texts) else 0.0
 
 
 def first_true(mask: np.ndarray) -> int:
@@ -414,24 +417,28 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
         notes.append(f"column {name!r} mixes text and numbers ({n_numbers} of {n_present} values are numbers); its numbers are read as categories")
     either = f"its values are dates that read as well day-first as month-first ({shown(levels[0])}; no day is over 12)"
     either = either if _ambiguous_dates(levels[:AMBIGUOUS_DATES_CHECKED]) else None
-    if either is not None:
-        notes.append(f"column {name!r}: {either}, so they are taken as categories; write them as YYYY-MM-DD to read them as dates")
     if options.categorical != "force":
-        ways = f"pass --key-column {name} if it names the items, --text-column {name} if it is prose, or --ignore {name}"
-        ways += f"; or, since {either}, write them as YYYY-MM-DD" if either is not None else ""
-        distinct = n_present >= IDENTIFIER_MIN_VALUES and len(levels) >= IDENTIFIER_DISTINCT * n_present
-        limit = max(MAX_LEVELS, int(MAX_LEVEL_SHARE * n))
-        words = median_words(levels) if distinct or len(levels) > limit else 0
-        if words >= PROSE_WORDS:
+        words = median_words(levels) if looks_like_identifier(len(levels), n_present) or len(levels) > level_limit(n) else 0
+        if words >= PROSE_WORDS:  # prose, the features of a text pool: a decision for the user, not a column to drop or pool
             raise NotAFeature(path, name, f"looks like free text, not a category ({len(levels)} different values in {n_present} rows, "
                               f"{words:g} words in the median one)", f"pass --text-column {name} to read it as prose, or --ignore {name}", prose=True)  # fmt: skip
-        if distinct:
-            raise NotAFeature(path, name, f"looks like an identifier, not a feature ({len(levels)} different values in {n_present} rows)", ways)
-        if len(levels) > limit:
-            raise NotAFeature(
-                path, name, f"has {len(levels)} categories, more than max({MAX_LEVELS}, 5 % of {n} rows) = {limit}, so one-hot encoding "
-                f"it would add {len(levels)} features", f"{ways}, or --categorical force",
-            )
+    if options.categorical != "force" and looks_like_identifier(len(levels), n_present):
+        notes.append(identifier_note(name, len(levels), n_present, either))
+        left_out[name] = f"looks like an identifier: {len(levels)} different values in {n_present} rows"
+        return None
+    if either is not None:
+        notes.append(f"column {name!r}: {either}, so they are taken as categories; write them as YYYY-MM-DD to read them as dates")
+    if options.categorical != "force" and len(levels) > level_limit(n):
+        code_of = {t: k for k, t in enumerate(texts)}
+        counts = np.bincount(codes[present], minlength=len(texts))[[code_of[v] for v in levels]]
+        kept = frequent_levels(levels, counts, level_limit(n))
+        if not kept:
+            notes.append(rare_note(name, len(levels), n))
+            left_out[name] = f"{len(levels)} categories, each on under {MIN_LEVEL_ROWS} rows"
+            return None
+        pooled = n_present - int(counts[np.isin(levels, kept)].sum())
+        notes.append(other_note(name, len(levels), n, len(kept), pooled))
+        return ColumnPlan(name, "categorical", missing, levels=kept, other=len(levels) - len(kept))
     return ColumnPlan(name, "categorical", missing, levels=levels)
 
 
