@@ -324,7 +324,7 @@ def register_pool(
     table = None
     if fmt == "csv":
         from activebayes.data.csv_table import csv_header, named_header, read_csv_table
-        from activebayes.data.tabular import key_column_of
+        from activebayes.data.key_columns import key_column_of
 
         written = csv_header(file, name_row_names=False)
         header = named_header(written)

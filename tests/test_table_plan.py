@@ -15,7 +15,8 @@ import pytest
 from activebayes.data.csv_table import read_csv_table
 from activebayes.data.table_gaps import missing_mask
 from activebayes.data.table_spec import apply_table_spec, build_pipeline, fit_table_spec
-from activebayes.data.tabular import TableOptions, key_column_of, names_an_identifier, plan_table
+from activebayes.data.key_columns import key_column_of, names_an_identifier
+from activebayes.data.tabular import TableOptions, plan_table
 from activebayes.errors import DataError
 from table_files import people, plan, row_named, write_csv
 

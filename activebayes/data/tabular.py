@@ -9,7 +9,7 @@ Three steps, each a function:
 
 Columns. The key column is `key_column`, else the first column named `key`, else `id` (any case),
 else a first column named rownames or row.names (R's row names), else unnamed row names, else none
-(items are keyed by row number): `key_column_of`. A key found by its name that repeats a value or
+(items are keyed by row number): `activebayes.data.key_columns.key_column_of`. A key found by its name that repeats a value or
 has an empty cell is a group's id (a subject measured on several rows): the rows are keyed by their
 number and the column left out, with a note. The label and key are never features;
 `features` keeps only the columns it names and `ignore` leaves columns out. A feature column is
@@ -59,26 +59,22 @@ alone, as the ColumnTransformer would fit it, so no [N, M] matrix of Python obje
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from activebayes.data.csv_table import ROW_NAMES, CsvTable, not_a_column, shown
 from activebayes.data.features import is_number, natural_sorted
-from activebayes.data.frequent_levels import (IDENTIFIER_DISTINCT, IDENTIFIER_MIN_VALUES, MAX_LEVELS, MIN_LEVEL_ROWS, PROSE_WORDS, frequent_levels, identifier_note, level_limit,
+from activebayes.data.frequent_levels import (IDENTIFIER_MIN_VALUES, MAX_LEVELS, MIN_LEVEL_ROWS, PROSE_WORDS, frequent_levels, identifier_note, level_limit,
                                               looks_like_identifier, median_words, other_note, rare_note)
+from activebayes.data.key_columns import R_ROW_NAMES, ROW_INDEX_NAME, distinct_whole_numbers, key_column_of, names_an_identifier, no_key
 from activebayes.data.table_gaps import EXCEL_ERRORS, column_missing, note_excel_errors
 from activebayes.data.parsed_columns import DATE_ORDERS, UNIT_PREFIX, common_unit, date_order, measured_numbers, decimal_comma_numbers, surely_decimal_comma, has_times, iso_days, unit_numbers, written_days
 from activebayes.errors import DataError
 
 MISSING_MODES = ("impute", "drop", "error")
 CATEGORICAL_MODES = ("auto", "error", "force")
-KEY_NAMES = ("key", "id")
-R_ROW_NAMES = ("rownames", "row.names")  # a first column so named holds R's row names (Rdatasets' csv files)
-IDENTIFIER_WORDS = ("id", "key", "uuid", "guid")  # a numeric column whose name ends in one of these may be an identifier
-ROW_INDEX_NAME = re.compile(r"^(Unnamed: \d+|X|\.\.\.1|index|level_0)$")  # a saved index's name: pandas, R's read.csv, readr, reset_index
 MIXED_NUMBER_SHARE = 0.5  # a text column with fewer than this share of numbers is categorical; with more, refused
 AMBIGUOUS_DATES_CHECKED = 10_000  # levels looked at to tell a categorical column of dates no day settles
 
@@ -139,24 +135,6 @@ class TablePlan:
         return np.flatnonzero(np.any([c.missing for c in self.columns], axis=0))
 
 
-def key_column_of(header: Sequence[str], key_column: str | None = None, ignore: Sequence[str] = (), row_names: bool = False) -> str | None:
-    """The key column: `key_column` when given, else the first column named `key`, else `id`
-    (any case, not in `ignore`), else a first column named as R's row names are in R's data sets'
-    csv files (R_ROW_NAMES: rownames, row.names), else with `row_names` the row names (ROW_NAMES:
-    a first column without a name, as R and pandas write them), else None (rows are keyed by
-    their number). `plan_table` keys the rows by number instead when a column it found here is
-    not unique."""
-    if key_column is not None:
-        return key_column
-    for wanted in KEY_NAMES:
-        found = next((h for h in header if h.lower() == wanted and h not in ignore), None)
-        if found is not None:
-            return found
-    if header[:1] and header[0] in R_ROW_NAMES and header[0] not in ignore:
-        return header[0]
-    return ROW_NAMES if row_names and ROW_NAMES in header[:1] and ROW_NAMES not in ignore else None
-
-
 def gap_values(options: TableOptions) -> tuple[str, ...]:
     """The gap markers a table is planned with besides NA_VALUES: the user's `na_values` and
     EXCEL_ERRORS (recorded in the spec as its "na_values", so a spec fitted before they were
@@ -198,7 +176,7 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
     # a guessed key named so (id, key, rownames) that repeats is a group's id, as in long tables of subjects measured
     # again; unnamed row names that repeat are refused at load (`loaders._csv_keys`) with their way out, as before
     guessed = key is not None and options.key_column is None and key not in (options.label_column, ROW_NAMES)
-    if guessed and (repeated := _no_key(table, key)):
+    if guessed and (repeated := no_key(table, key)):
         kept = key in (options.features or ())
         fate = "a feature, as --features asks" if kept else "left out (a group's id, not a quantity; name it in --features to keep it)"
         notes.append(f"column {key!r} {repeated}, so it does not name the items: they are keyed by their row number "
@@ -206,7 +184,7 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
         if not kept:
             left_out[key] = "not unique, so no key"
         key = key_column_of(table.header, None, (*options.ignore, key), table.row_names)  # R's row names beside a subject id
-        key = key if key in R_ROW_NAMES + (ROW_NAMES,) and not _no_key(table, key) else None
+        key = key if key in R_ROW_NAMES + (ROW_NAMES,) and not no_key(table, key) else None
     special = {options.label_column, key, *left_out} - {None}
     wanted = options.features if options.features is not None else table.header[table.row_names :]  # row names are no feature
     names = [h for h in table.header if h and h in wanted and h not in special and h not in options.ignore]
@@ -247,18 +225,6 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
     return TablePlan(table, options, key, columns, notes, left_out)
 
 
-def _no_key(table: CsvTable, key: str) -> str | None:
-    """Why column `key` cannot key the items (a value on two rows, an empty cell), or None."""
-    seen: dict[str, int] = {}
-    for value, line in zip(table.column(key), table.lines.tolist()):
-        if not value.strip():
-            return f"has an empty cell (line {line})"
-        if value in seen:
-            return f"repeats its values ({shown(value)} on lines {seen[value]} and {line})"
-        seen[value] = line
-    return None
-
-
 def _one_value(table: CsvTable, column: ColumnPlan | None) -> str | None:
     """The value, quoted, of a column that holds the same one in every row (no gaps, 2 rows or
     more); else None."""
@@ -279,19 +245,6 @@ class NotAFeature(DataError):
 
     def __reduce__(self) -> tuple:  # across processes, the plain DataError with its line
         return DataError, (str(self),)
-
-
-def names_an_identifier(name: str) -> bool:
-    """Whether a column's name ends in the word id, key, uuid or guid (customer_id, CustomerID,
-    userId, order-key; not paid or valid)."""
-    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+", name)
-    return bool(words) and words[-1].lower() in IDENTIFIER_WORDS
-
-
-def _distinct_whole_numbers(values: np.ndarray) -> bool:
-    """At least IDENTIFIER_MIN_VALUES present values, all whole numbers, IDENTIFIER_DISTINCT of them distinct."""
-    return (len(values) >= IDENTIFIER_MIN_VALUES and bool(np.all(values == np.round(values)))
-            and len(np.unique(values)) >= IDENTIFIER_DISTINCT * len(values))  # fmt: skip
 
 
 def first_true(mask: np.ndarray) -> int:
@@ -352,12 +305,12 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
             at = first_true(bad)
             raise DataError(f"{path!r} line {lines[at]}: a feature is infinite (column {name!r}: {shown(table.cell(at, name))}); give a finite number")
         values = numbers[present]
-        if ROW_INDEX_NAME.match(name) and name not in (options.features or ()) and _distinct_whole_numbers(values):
+        if ROW_INDEX_NAME.match(name) and name not in (options.features or ()) and distinct_whole_numbers(values):
             notes.append(f"column {name!r} holds row numbers, as pandas (Unnamed: 0), R (X) and readr (...1) write an index read with a file "
                          "and saved again: left out (name it in --features to keep it)")  # fmt: skip
             left_out[name] = "a saved index"
             return None
-        if names_an_identifier(name) and name not in (options.features or ()) and _distinct_whole_numbers(values):
+        if names_an_identifier(name) and name not in (options.features or ()) and distinct_whole_numbers(values):
             raise NotAFeature(
                 path, name, f"looks like an identifier, not a feature ({len(np.unique(values))} different whole numbers in {len(values)} rows)",
                 f"pass --key-column {name} if it names the items, or --ignore {name} (name it in --features to use it as a number all the same)",
