@@ -9,14 +9,17 @@ random share of the rows becomes the test split, whose labels are recorded so th
 reports test accuracy.
 
 Tables are made ready for a network (`activebayes.data.tabular`). The key column is
---key-column, else a column named `key` or `id` (any case), else the row number; --features and
+--key-column, else a column named `key` or `id` (any case), else the first one named like an
+identifier (customer_id, PassengerId) whose values are distinct whole numbers or text with no
+gap, else the row number; --features and
 --ignore choose the feature columns. A text column is one-hot encoded (--categorical auto; `error`
 refuses text); one of prose (5 words a value or more, as a rule) is refused, naming --text-column;
 one that looks like an identifier (90 % distinct values) is left out with a note,
 and one with more levels than max(50, 5 % of rows) is encoded on its levels on 5 rows or more
 (at most that many), the rest sharing one "other" feature, with a note, unless --categorical
-force encodes every level (`activebayes.data.frequent_levels`); a numeric column named like an
-identifier (customer_id) holding distinct whole numbers is refused, unless --features names it;
+force encodes every level (`activebayes.data.frequent_levels`); any other numeric column named
+like an identifier (customer_id) holding distinct whole numbers is left out with a note naming
+--key-column and --features, unless --features names it (`activebayes.data.key_columns`);
 numbers among a text column's values are levels when under half of them (else refused);
 amounts written as text ($1,578.50, 53%) are numbers and ISO dates calendar features;
 --text-column reads prose as TF-IDF + SVD features. Missing values (empty, NA, N/A, NaN, null, ?, #DIV/0! and the like,
@@ -53,7 +56,7 @@ app = command_group(no_args_is_help=True)
 def add(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="Data file: .npy, .npz (x, y, keys), .csv (.tsv, .txt; the separator is read from the header) or MNIST IDX; or a FOLDER of images.")],
-    key_column: Annotated[Optional[str], typer.Option("--key-column", help="csv column of item keys (default: one named key or id, else the row names: a first column without a name, else the row number).")] = None,
+    key_column: Annotated[Optional[str], typer.Option("--key-column", help="csv column of item keys (default: one named key or id, else the row names: a first column without a name, else the first column named like an identifier, customer_id or PassengerId, whose values are distinct whole numbers or text, else the row number).")] = None,
     label_column: Annotated[Optional[str], typer.Option("--label-column", help="csv column of labels (default: 'label' if present).")] = None,
     test_fraction: Annotated[float, typer.Option("--test-fraction", help="Share of rows held out as a labelled test split (for metrics); with --append, a share of the new labelled rows.")] = 0.0,
     labels_are_known: Annotated[bool, typer.Option("--labels-are-known", help="Import the labels as observations instead of holding them back as the truth; rows with an empty label are the pool to label.")] = False,

@@ -124,12 +124,20 @@ def test_really_bad_input_is_still_refused_and_nothing_written(cli_db):
 
 
 @pytest.mark.parametrize("name", ["customer_id", "OrderKey"])
-def test_a_numbered_identifier_is_still_refused(cli_db, name):
+def test_a_numbered_identifier_is_the_key_and_a_second_one_left_out(cli_db, name):
+    """A numbered id column (10000, 10001, ...) keys the items; a second one, ref_id, is named
+    under `Not features:` (and in --json's not_features) with the ways in."""
     ok("init", "--name", "t")
-    Path("c.csv").write_text(f"{name},x,label\n" + "".join(f"{10000 + i},{i % 5},{'ab'[i % 2]}\n" for i in range(40)))
-    before = db_dump(cli_db)
-    assert_mistake(run("pool", "add", "c.csv"), f"'{name}' looks like an identifier", f"--ignore {name}")
-    assert db_dump(cli_db) == before
+    Path("c.csv").write_text(f"{name},ref_id,x,label\n" + "".join(f"{10000 + i},{70 + 3 * i},{i % 5},{'ab'[i % 2]}\n" for i in range(40)))
+    added = ok("pool", "add", "c.csv")
+    out = flat(added.stdout + added.stderr)
+    assert f"using the column {name!r} as item keys (--key-column)" in out and f"Keys: column {name!r}." in out
+    assert "Not features: ref_id (looks like an identifier: 40 different whole numbers in 40 rows)." in out
+    assert "pass --key-column ref_id if it names the items, or name it in --features to use it as a number" in out
+    ok("init", "--name", "j")
+    summary = json.loads(ok("--json", "--project", "j", "pool", "add", "c.csv").stdout)
+    assert summary["key_column"] == name and summary["features"] == [1]
+    assert summary["not_features"] == {"ref_id": "looks like an identifier: 40 different whole numbers in 40 rows"}
 
 
 def test_a_table_whose_only_column_is_an_identifier_is_refused_with_the_reason(cli_db):

@@ -58,16 +58,20 @@ def test_pool_add_with_only_the_label_column(db):
         assert line[6:] == shown  # a missing value is empty
 
 
-def test_pool_add_refuses_a_numeric_identifier_and_writes_nothing(db):
-    """`pool add` of a table whose customer_id counts from 10,000: one line naming the ways out,
-    nothing written (SQLite, then PostgreSQL); with --key-column customer_id the items are keyed by it."""
+def test_pool_add_keys_the_items_by_a_numeric_identifier(db):
+    """`pool add` of a table whose customer_id counts from 10,000: the items are keyed by it
+    (SQLite, then PostgreSQL); named in --features it is a number and the rows are keyed by
+    their number."""
     write_csv(Path("c.csv"), ["customer_id", "x", "label"], [[str(10000 + i), f"{(i * 0.37) % 1:.3f}", "ab"[i % 2]] for i in range(30)])
-    before = db_dump(db)
-    assert_mistake(run("pool", "add", "c.csv", "--label-column", "label"), "'customer_id' looks like an identifier",
-                   "--key-column customer_id", "--ignore customer_id")  # fmt: skip
-    assert db_dump(db) == before
-    summary = summary_of("c.csv", "--label-column", "label", "--key-column", "customer_id")
+    summary = summary_of("c.csv", "--label-column", "label")
     assert summary["key_column"] == "customer_id" and summary["features"] == [1]
+    from activebayes.store import PoolStore
+
+    with PoolStore(db, create=False) as store:
+        assert store.item_keys("t") == {str(10000 + i) for i in range(30)}
+    ok("init", "--name", "n")
+    named = summary_of("c.csv", "--label-column", "label", "--features", "customer_id,x", project="n")
+    assert named["key_column"] is None and named["features"] == [2]
 
 
 def test_label_gaps_and_non_numeric_targets_are_refused_with_their_line(cli_db):

@@ -1,6 +1,7 @@
 """How `activebayes.data.tabular` reads a table (`plan_table`, `fit_table_spec`): an id column is
-the key, never a feature; a column of free text is refused in one line (identifier-like and
-many-level ones: test_awkward_columns.py);
+the key, never a feature (a numbered customer_id too, or left out with a note when another key
+is); a column of free text is refused in one line (identifier-like and many-level ones:
+test_awkward_columns.py);
 row names, titles above the header and Excel's sep= line are found; the scikit-learn pipeline is
 fitted on the pool rows only, recorded as JSON and applied by pure numpy equal to its own transform."""
 
@@ -112,21 +113,42 @@ def test_empty_nameless_columns_are_left_out_and_a_nameless_value_is_refused(tmp
         read_csv_table(valued)
 
 
+def test_a_titanic_like_table_is_keyed_by_its_passenger_id(tmp_path):
+    """Kaggle's Titanic, shortened: PassengerId (1..120, the first column named like an id) keys
+    the items, with the note an id key gets; a second numbered id, BookingKey, is left out with a
+    note naming the ways in; Name and Ticket (identifier-like text) and the 60-level Cabin (2 rows
+    a level) are left out too, each with a note; the rest are features."""
+    rows = [[str(i + 1), "01"[i % 3 == 0], str(1 + i % 3), f"Person, Mr. {i}", ["male", "female"][i % 2], f"{i % 70}",
+             f"T{1000 + 7 * i}", f"{7.25 + i % 13:.2f}", f"C{i % 60}", str(5000 + i)] for i in range(120)]  # fmt: skip
+    header = ["PassengerId", "Survived", "Pclass", "Name", "Sex", "Age", "Ticket", "Fare", "Cabin", "BookingKey"]
+    f = write_csv(tmp_path / "train.csv", header, rows)
+    planned = plan_table(read_csv_table(f), TableOptions(label_column="Survived", categorical="auto"))
+    assert planned.key_column == "PassengerId"
+    assert "using the column 'PassengerId' as item keys (--key-column)" in planned.notes
+    assert [(c.name, c.kind) for c in planned.columns] == [("Pclass", "numeric"), ("Sex", "categorical"), ("Age", "numeric"), ("Fare", "numeric")]
+    assert planned.left_out == {"Name": "looks like an identifier: 120 different values in 120 rows",
+                                "Ticket": "looks like an identifier: 120 different values in 120 rows",
+                                "Cabin": "60 categories, each on under 5 rows",
+                                "BookingKey": "looks like an identifier: 120 different whole numbers in 120 rows"}  # fmt: skip
+    assert ("column 'BookingKey' looks like an identifier (120 different whole numbers in 120 rows): left out of the features; pass "
+            "--key-column BookingKey if it names the items, or name it in --features to use it as a number") in planned.notes  # fmt: skip
+    other = plan_table(read_csv_table(f), TableOptions(label_column="Survived", categorical="auto", key_column="BookingKey"))
+    assert other.key_column == "BookingKey" and other.left_out["PassengerId"] == "looks like an identifier: 120 different whole numbers in 120 rows"
+    assert not any("as item keys" in n for n in other.notes)
+
+
 def test_every_column_that_is_no_feature_is_named_in_one_line(tmp_path):
-    """A Kaggle-style passenger table: its PassengerId and a numbered BookingKey are refused
-    together, each with its reason, and one command line leaves them out; the identifier-like Name
-    and Ticket are left out and the 60-level Cabin (2 rows a level) too, each with a note."""
-    rows = [[str(i + 1), str(5000 + i), f"Person, Mr. {i}", f"T{1000 + 7 * i}", f"C{i % 60}", f"{i % 70}", "ab"[i % 2]] for i in range(120)]
-    f = write_csv(tmp_path / "p.csv", ["PassengerId", "BookingKey", "Name", "Ticket", "Cabin", "Age", "label"], rows)
+    """Two columns of codes written in digits (a zip code, a phone number, with leading zeros) are
+    refused together, each with its reason, and one command line leaves them out."""
+    rows = [[f"0{2100 + i}", f"0{7700900000 + 13 * i}", f"{i % 70}", "ab"[i % 2]] for i in range(40)]
+    f = write_csv(tmp_path / "p.csv", ["zip", "phone", "Age", "label"], rows)
     with pytest.raises(DataError) as refused:
         plan(f, categorical="auto")
     line = str(refused.value)
     assert "\n" not in line and line.startswith(f"{str(f)!r}: 2 columns are not features as they stand: ")
-    assert "'PassengerId' looks like an identifier, not a feature (120 different whole numbers in 120 rows); 'BookingKey' looks" in line
-    assert "leave them out with --ignore PassengerId --ignore BookingKey, take one as --key-column, or name it in --features to use it as a number" in line
-    kept = plan(f, categorical="auto", ignore=("PassengerId", "BookingKey"))
-    assert [c.name for c in kept.columns] == ["Age"]
-    assert list(kept.left_out) == ["Name", "Ticket", "Cabin"] and kept.left_out["Cabin"] == "60 categories, each on under 5 rows"
+    assert "'zip' holds codes written in digits, not quantities ('02100': a leading zero); 'phone' holds codes" in line
+    assert "leave them out with --ignore zip --ignore phone, take one as --key-column, or name it in --features to use it as a number" in line
+    assert [c.name for c in plan(f, categorical="auto", ignore=("zip", "phone")).columns] == ["Age"]
     import pickle
 
     assert str(pickle.loads(pickle.dumps(refused.value))) == line  # crosses a process as a DataError
@@ -137,19 +159,46 @@ def test_names_an_identifier_by_its_last_word():
     assert not any(map(names_an_identifier, ["paid", "valid", "idle", "keystrokes", "id_number", "x1", ""]))
 
 
-def test_numeric_identifier_refused_unless_key_ignored_or_named(tmp_path):
-    """customer_id 10000-10039 (distinct whole numbers): refused in one line naming the ways out; as
-    the key, ignored or named in features it is taken. A store_id with 4 values, distinct whole
-    numbers under another name, and an id column with fractions stay features."""
+def test_a_numeric_identifier_is_the_key_unless_another_is_given_or_features_names_it(tmp_path):
+    """customer_id 10000-10039 (distinct whole numbers): the key when none is given; ignored, no
+    key and the rest features; named in features, a number; with another key given, left out
+    with a note. A store_id with 4 values, distinct whole numbers under another name (count),
+    and an id column with fractions (batch_id) stay features and are no key."""
     rows = [[str(10000 + i), f"{(i * 0.37) % 1:.3f}", str(i % 4), str(7 * i), f"{i}.5", "ab"[i % 2]] for i in range(40)]
     f = write_csv(tmp_path / "t.csv", ["customer_id", "x", "store_id", "count", "batch_id", "label"], rows)
-    with pytest.raises(DataError, match=r"column 'customer_id' looks like an identifier, not a feature \(40 different whole numbers in "
-                                         r"40 rows\); pass --key-column customer_id .* or --ignore customer_id \(name it in --features"):
-        plan(f)
-    assert plan(f, key_column="customer_id").key_column == "customer_id"
-    kept = [(c.name, c.kind) for c in plan(f, ignore=("customer_id",)).columns]
-    assert kept == [("x", "numeric"), ("store_id", "numeric"), ("count", "numeric"), ("batch_id", "numeric")]
-    assert [c.name for c in plan(f, features=("customer_id", "x")).columns] == ["customer_id", "x"]
+    planned = plan(f)
+    assert planned.key_column == "customer_id" and "using the column 'customer_id' as item keys (--key-column)" in planned.notes
+    every = [("x", "numeric"), ("store_id", "numeric"), ("count", "numeric"), ("batch_id", "numeric")]
+    assert [(c.name, c.kind) for c in planned.columns] == every and planned.left_out == {}
+    ignored = plan(f, ignore=("customer_id",))
+    assert ignored.key_column is None and [(c.name, c.kind) for c in ignored.columns] == every
+    named = plan(f, features=("customer_id", "x"))
+    assert named.key_column is None and [(c.name, c.kind) for c in named.columns] == [("customer_id", "numeric"), ("x", "numeric")]
+    assert plan(f, features=("x",)).key_column == "customer_id"  # --features not naming it: still the key
+    other = plan(f, key_column="count")
+    assert other.key_column == "count" and other.left_out == {"customer_id": "looks like an identifier: 40 different whole numbers in 40 rows"}
+
+
+def test_an_id_column_with_a_repeat_or_a_gap_is_left_out_not_the_key(tmp_path):
+    """customer_id with one value on two rows, or one empty cell, names no item: the rows are
+    keyed by their number and the column, still identifier-like (39 of 40 distinct), left out;
+    a distinct order_id after it is the key; a text ticket_id is a key too."""
+    def table(name: str, cell, *extra: tuple[str, object]) -> Path:
+        header = ["customer_id", *(e for e, _ in extra), "x", "label"]
+        rows = [[cell(i), *(f(i) for _, f in extra), f"{(i * 0.37) % 1:.3f}", "ab"[i % 2]] for i in range(40)]
+        return write_csv(tmp_path / f"{name}.csv", header, rows)
+
+    repeat = table("repeat", lambda i: str(10000 + (i if i != 5 else 4)))
+    gap = table("gap", lambda i: "" if i == 5 else str(10000 + i))
+    for f, present in ((repeat, 40), (gap, 39)):
+        planned = plan(f, missing="impute")
+        assert planned.key_column is None and [c.name for c in planned.columns] == ["x"]
+        assert planned.left_out == {"customer_id": f"looks like an identifier: 39 different whole numbers in {present} rows"}
+        assert not any("as item keys" in n for n in planned.notes)
+    ordered = plan(table("order", lambda i: str(10000 + (i if i != 5 else 4)), ("order_id", lambda i: str(900 + 3 * i))))
+    assert ordered.key_column == "order_id" and list(ordered.left_out) == ["customer_id"]
+    ticketed = plan(table("ticket", lambda i: str(i % 7), ("ticket_id", lambda i: f"T-{i:03d}")))
+    assert ticketed.key_column == "ticket_id" and [c.name for c in ticketed.columns] == ["customer_id", "x"]
 
 
 def test_row_number_column_is_noted(tmp_path):

@@ -37,8 +37,9 @@ number and the column left out, with a note. The label and key are never feature
   encoded on its frequent levels, the rare ones sharing one "other" feature, with a note
   (`activebayes.data.frequent_levels`, which gives the rule and its reasons). A numeric column
   whose name ends in the word id or key (customer_id, OrderID) and whose values are whole
-  numbers, 90 % of them distinct, is refused in one line naming it, unless `features` names it:
-  its numbers order the rows, they are not a quantity. A column of distinct whole numbers named as pandas (Unnamed: 0), R (X), readr (...1)
+  numbers, 90 % of them distinct, is the key when no other is given or found and it is unique
+  (`activebayes.data.key_columns.identifier_key`), else left out with a note, unless `features`
+  names it: its numbers order the rows, they are not a quantity. A column of distinct whole numbers named as pandas (Unnamed: 0), R (X), readr (...1)
   or reset_index (index, level_0) name a saved index is left out with a note, unless `features`
   names it: row numbers, which order the rows. So, too, is a column of whole numbers written as codes: with a leading zero (a zip
   code, 02134) or beyond a float's exact whole numbers (a 17-digit account id), unless `features`
@@ -68,7 +69,8 @@ from activebayes.data.csv_table import ROW_NAMES, CsvTable, not_a_column, shown
 from activebayes.data.features import is_number, natural_sorted
 from activebayes.data.frequent_levels import (IDENTIFIER_MIN_VALUES, MAX_LEVELS, MIN_LEVEL_ROWS, PROSE_WORDS, frequent_levels, identifier_note, level_limit,
                                               looks_like_identifier, median_words, other_note, rare_note)
-from activebayes.data.key_columns import R_ROW_NAMES, ROW_INDEX_NAME, distinct_whole_numbers, key_column_of, names_an_identifier, no_key
+from activebayes.data.key_columns import (R_ROW_NAMES, ROW_INDEX_NAME, distinct_whole_numbers, identifier_key, key_column_of, names_an_identifier,
+                                          no_key, numeric_identifier_note)
 from activebayes.data.table_gaps import EXCEL_ERRORS, column_missing, note_excel_errors
 from activebayes.data.parsed_columns import DATE_ORDERS, UNIT_PREFIX, common_unit, date_order, measured_numbers, decimal_comma_numbers, surely_decimal_comma, has_times, iso_days, unit_numbers, written_days
 from activebayes.errors import DataError
@@ -162,9 +164,10 @@ def _check_options(table: CsvTable, options: TableOptions) -> None:
 
 def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
     """The feature columns of `table` and their kinds; DataError (one line naming the column and
-    the way out) for a numeric column named and numbered like an identifier, a gap under
-    `missing="error"`, an infinity, or a column mixing numbers and text. A column with no values
-    is left out with a note, unless `features` names it; an identifier-like text column too,
+    the way out) for a gap under `missing="error"`, an infinity, or a column mixing numbers and
+    text. A column with no values is left out with a note, unless `features` names it; an
+    identifier-like column too (text, or whole numbers under a name like customer_id, unless
+    it keys the items: `identifier_key`),
     and a many-level one is encoded on its frequent levels with a note, unless
     `categorical="force"`; one
     with one value in every row gets a note; so does a named key found by `key_column_of` that
@@ -185,6 +188,9 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
             left_out[key] = "not unique, so no key"
         key = key_column_of(table.header, None, (*options.ignore, key), table.row_names)  # R's row names beside a subject id
         key = key if key in R_ROW_NAMES + (ROW_NAMES,) and not no_key(table, key) else None
+    if key is None and options.find_key and options.key_column is None:  # Kaggle's PassengerId, a customer_id
+        unnamed = {options.label_column, *options.ignore, *left_out, *(options.features or ()), *options.text_columns}
+        key = identifier_key(table, [h for h in table.header if h and h not in unnamed], gap_values(options))
     special = {options.label_column, key, *left_out} - {None}
     wanted = options.features if options.features is not None else table.header[table.row_names :]  # row names are no feature
     names = [h for h in table.header if h and h in wanted and h not in special and h not in options.ignore]
@@ -311,10 +317,9 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
             left_out[name] = "a saved index"
             return None
         if names_an_identifier(name) and name not in (options.features or ()) and distinct_whole_numbers(values):
-            raise NotAFeature(
-                path, name, f"looks like an identifier, not a feature ({len(np.unique(values))} different whole numbers in {len(values)} rows)",
-                f"pass --key-column {name} if it names the items, or --ignore {name} (name it in --features to use it as a number all the same)",
-            )
+            notes.append(numeric_identifier_note(name, len(np.unique(values)), len(values)))
+            left_out[name] = f"looks like an identifier: {len(np.unique(values))} different whole numbers in {len(values)} rows"
+            return None
         code = table.columns[name].code
         if code is not None and name not in (options.features or ()) and np.all(values == np.floor(values)):
             why = "a leading zero" if code[:1] == "0" else f"{len(code.lstrip('+-'))} digits, more than a float holds exactly"
