@@ -28,8 +28,9 @@ number and the column left out, with a note. The label and key are never feature
 - otherwise categorical: one-hot encoded over its levels in natural order ("auto"), or refused
   ("error"). Numbers among its values are levels as spelled (a drive column of f, r and 4) when
   they are fewer than half the values present; a mostly numeric column with some text is refused
-  (a typo, or a gap marker for `na_values`), and so is one whose numbers make over MAX_LEVELS
-  levels. Unless `categorical="force"` (every level encoded), a text column of prose (one that
+  (a typo, or a gap marker for `na_values`) unless its text values are codes of letters and
+  digits ('PC 17599' among '113803': `activebayes.data.code_columns`), read as categories, and so
+  is a mostly-text column whose numbers make over MAX_LEVELS levels. Unless `categorical="force"` (every level encoded), a text column of prose (one that
   would be left out or pooled below, whose median value has PROSE_WORDS words or more) is refused
   in one line naming `text_columns` as the way in; a text column that looks like an
   identifier (at least 20 values, 90 % of them distinct: a key or noise, not a
@@ -65,6 +66,7 @@ from typing import Any
 
 import numpy as np
 
+from activebayes.data.code_columns import codes_note, written_as_codes
 from activebayes.data.csv_table import ROW_NAMES, CsvTable, not_a_column, shown
 from activebayes.data.features import is_number, natural_sorted
 from activebayes.data.frequent_levels import (IDENTIFIER_MIN_VALUES, MAX_LEVELS, MIN_LEVEL_ROWS, PROSE_WORDS, frequent_levels, identifier_note, level_limit,
@@ -77,7 +79,7 @@ from activebayes.errors import DataError
 
 MISSING_MODES = ("impute", "drop", "error")
 CATEGORICAL_MODES = ("auto", "error", "force")
-MIXED_NUMBER_SHARE = 0.5  # a text column with fewer than this share of numbers is categorical; with more, refused
+MIXED_NUMBER_SHARE = 0.5  # a text column with fewer than this share of numbers is categorical; with more, refused unless codes
 AMBIGUOUS_DATES_CHECKED = 10_000  # levels looked at to tell a categorical column of dates no day settles
 
 
@@ -357,7 +359,7 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
     if options.categorical == "error":
         raise DataError(f"{path!r} line {lines[at]}: column {name!r} is not a number ({shown(table.cell(at, name))})")
     n_present, n_numbers = int(present.sum()), int((numeric & present).sum())
-    mixed = None
+    mixed, coded = None, False
     if n_numbers:
         num = first_true(numeric & present)
         mixed = DataError(
@@ -365,13 +367,17 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
             f"the number {shown(table.cell(num, name))} ({n_numbers} of its {n_present} values are numbers; a column is either numeric "
             f"or categorical); correct the text, pass --na-values if it marks a gap, or --ignore {name} if the column is a code"
         )
-        if n_numbers >= MIXED_NUMBER_SHARE * n_present:  # mostly numbers: a typo or a gap marker in a numeric column
+        spellings = [texts[k] for k in np.unique(codes[text]).tolist()]
+        coded = n_numbers >= MIXED_NUMBER_SHARE * n_present and written_as_codes(spellings)  # ticket numbers, part numbers
+        if n_numbers >= MIXED_NUMBER_SHARE * n_present and not coded:  # mostly numbers: a typo or a gap marker in a numeric column
             raise mixed
         codes, texts = table.category_codes(name)  # mostly text: its numbers are categories too (drive: f, r, 4)
     levels = natural_sorted([texts[k] for k in np.unique(codes[present]).tolist()])
-    if mixed is not None and options.categorical != "force" and len(levels) > MAX_LEVELS:
+    if mixed is not None and not coded and options.categorical != "force" and len(levels) > MAX_LEVELS:
         raise mixed
-    if mixed is not None:
+    if coded:
+        notes.append(codes_note(name, n_numbers, n_present, spellings))
+    elif mixed is not None:
         notes.append(f"column {name!r} mixes text and numbers ({n_numbers} of {n_present} values are numbers); its numbers are read as categories")
     either = f"its values are dates that read as well day-first as month-first ({shown(levels[0])}; no day is over 12)"
     either = either if _ambiguous_dates(levels[:AMBIGUOUS_DATES_CHECKED]) else None
