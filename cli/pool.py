@@ -20,7 +20,9 @@ and one with more levels than max(50, 5 % of rows) is encoded on its levels on 5
 force encodes every level (`activebayes.data.frequent_levels`); any other numeric column named
 like an identifier (customer_id) holding distinct whole numbers is left out with a note naming
 --key-column and --features, unless --features names it (`activebayes.data.key_columns`);
-numbers among a text column's values are levels when under half of them (else refused);
+numbers among a text column's values are levels when under half of them, else refused (a typo
+or a gap marker: --na-values) unless the text values are codes of letters and digits (a ticket's
+PC 17599 among 113803: `activebayes.data.code_columns`), read as categories with a note;
 amounts written as text ($1,578.50, 53%) are numbers and ISO dates calendar features;
 --text-column reads prose as TF-IDF + SVD features. Missing values (empty, NA, N/A, NaN, null, ?, #DIV/0! and the like,
 and --na-values) are imputed (--missing impute: the median or most frequent level, plus a 0/1
