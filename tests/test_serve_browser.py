@@ -90,8 +90,12 @@ def press(driver, key: str) -> None:
 
 
 def answer_by_key(driver, press_key: str, item: str, label: str) -> None:
-    """Press `press_key` on item `item` and wait for the page to acknowledge `label` as saved."""
+    """Press `press_key` on item `item` and wait for the page to acknowledge `label` as saved. The
+    key is pressed once the item can be answered: an image item's class buttons wait for its image
+    to be drawn (page.js `enableButtons`), and a key pressed before then is ignored."""
     wait_for_item(driver, item)
+    ready = "const b = document.querySelector('#card button.answer'); return Boolean(b) && !b.disabled;"
+    wait(driver, lambda d: d.execute_script(ready), f"{item} ready to answer")
     press(driver, press_key)
     wait(driver, lambda d: ack(d) == f"saved {item} → {label}", f"{item} acknowledged as {label}")
 
