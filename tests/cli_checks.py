@@ -106,3 +106,20 @@ class InterleavedInput(io.BytesIO):
     def readinto(self, buffer):
         self._first()
         return super().readinto(buffer)
+
+
+def one_hot_rows(project: str, column: str, levels: list[str], keys: list[str]) -> list[list[float]]:
+    """The one-hot features `column=level` for each of `levels` of the items `keys`, as project
+    `project` of the ACTIVEBAYES_DB database loads them now (after `pool add --append`, say)."""
+    import os
+
+    import numpy as np
+
+    from activebayes.data.project import load_project_data
+    from activebayes.store import PoolStore
+
+    with PoolStore(os.environ["ACTIVEBAYES_DB"]) as store:
+        data = load_project_data(store, project)
+    at = {k: i for i, k in enumerate(data.keys)}
+    columns = [data.feature_names.index(f"{column}={level}") for level in levels]
+    return np.asarray(data.x)[[at[k] for k in keys]][:, columns].tolist()

@@ -5,7 +5,6 @@ marker is still refused; a Titanic-shaped table imports with `--label-column Sur
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,7 @@ from activebayes.data.code_columns import is_code, written_as_codes
 from activebayes.data.csv_table import read_csv_table
 from activebayes.data.tabular import TableOptions, plan_table
 from activebayes.errors import DataError
-from cli_checks import assert_mistake, db_dump, ok, run
+from cli_checks import assert_mistake, db_dump, ok, one_hot_rows, run
 
 TINY = ("--epochs", "2", "--samples", "4", "--device", "cpu")
 
@@ -130,12 +129,5 @@ def test_an_appended_new_code_goes_to_other_in_a_pooled_code_column(cli_db):
     assert db_dump(cli_db) == before
     Path("more.csv").write_text("id,ticket,x,label\nk200,WE/P 5735,1.5,a\nk201,113803,1.5,b\nk202,999999,1.5,a\nk203,PC 17599,2.5,b\n")
     ok("pool", "add", "more.csv", "--append")
-    from activebayes.data.project import load_project_data
-    from activebayes.store import PoolStore
-
-    with PoolStore(os.environ["ACTIVEBAYES_DB"]) as store:
-        data = load_project_data(store, "t")
-    at = {k: i for i, k in enumerate(data.keys)}
-    columns = [data.feature_names.index(f"ticket={s}") for s in ("113803", "A/5 21171", "PC 17599", "(other)")]
-    x = np.asarray(data.x)[[at["k200"], at["k201"], at["k202"], at["k203"]]][:, columns]
-    assert x.tolist() == [[0, 0, 0, 1], [1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]]
+    x = one_hot_rows("t", "ticket", ["113803", "A/5 21171", "PC 17599", "(other)"], ["k200", "k201", "k202", "k203"])
+    assert x == [[0, 0, 0, 1], [1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]]
