@@ -32,6 +32,8 @@ from typing import Sequence
 
 import numpy as np
 
+from activebayes.data.text_tokens import words
+
 IDENTIFIER_MIN_VALUES = 20  # fewer values than this are never called an identifier
 IDENTIFIER_DISTINCT = 0.9  # share of distinct values that makes a text column an identifier
 MAX_LEVELS, MAX_LEVEL_SHARE = 50, 0.05  # a categorical column is encoded whole up to max(50, 5 % of rows) levels
@@ -41,8 +43,9 @@ OTHER = "(other)"  # the feature name's level for the pooled levels: "city=(othe
 
 
 def median_words(texts: Sequence[str]) -> float:
-    """The median number of words (runs of non-space characters) in `texts`; 0 for none."""
-    return float(np.median([len(t.split()) for t in texts])) if len(texts) else 0.0
+    """The median number of words in `texts` (`text_tokens.words`: runs of non-space characters,
+    and one for every two Chinese or Japanese characters); 0 for none."""
+    return float(np.median([words(t) for t in texts])) if len(texts) else 0.0
 
 
 def level_limit(n_rows: int) -> int:

@@ -1,8 +1,10 @@
 """Free text as features: TF-IDF, then a truncated SVD (latent semantic analysis), fitted on the
 pool at `pool add` and recorded in a checksummed .npz (no pickle), applied by pure numpy.
 
-For documents d with term counts c_dt over a vocabulary of V terms (scikit-learn's tokens:
-lower-cased words of two or more characters, accents stripped):
+For documents d with term counts c_dt over a vocabulary of V terms (`text_tokens.terms`:
+scikit-learn's lower-cased words of two or more characters, accents stripped, and the characters
+and character pairs of Chinese and Japanese, which are written without spaces; a model recorded
+before that rule, without "tokens" in its entry, keeps scikit-learn's default terms):
 
     tf_dt  = 1 + log c_dt           (c_dt > 0; sublinear term frequency)
     idf_t  = 1 + log((1 + n) / (1 + df_t))
@@ -26,6 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from activebayes.data.text_tokens import TOKENS, terms
 from activebayes.errors import DataError
 
 TEXT_DIMS = 256  # components kept (fewer for a small pool or vocabulary)
@@ -33,10 +36,17 @@ MAX_TERMS = 10_000  # vocabulary kept: the most frequent terms
 SUFFIX = ".text-model.npz"
 
 
-def _vectorizer_options(n_rows: int) -> dict[str, Any]:
-    """The tokenizer's options (shared by fitting and applying): a term seen in one document only
-    is dropped once there are 50 documents or more."""
-    return {"strip_accents": "unicode", "lowercase": True, "min_df": 2 if n_rows >= 50 else 1}
+def _min_df(n_rows: int) -> int:
+    """A term seen in one document only is dropped once there are 50 documents or more."""
+    return 2 if n_rows >= 50 else 1
+
+
+def _analyzer_options(entry: dict[str, Any] | None = None) -> dict[str, Any]:
+    """How a document becomes terms: `terms` for a new model (entry None) or one recorded with
+    "tokens"; scikit-learn's default words for a model recorded before."""
+    if entry is not None and entry.get("tokens") != TOKENS:
+        return {"strip_accents": "unicode", "lowercase": True}
+    return {"analyzer": terms}
 
 
 def text_pipeline(n_rows: int, dims: int | None = None) -> Any:
@@ -69,7 +79,7 @@ def text_pipeline(n_rows: int, dims: int | None = None) -> Any:
         def transform(self, X):  # noqa: N803
             return np.asarray(X, dtype=np.float64) / self.scale_
 
-    tfidf = TfidfVectorizer(sublinear_tf=True, max_features=MAX_TERMS, **_vectorizer_options(n_rows))
+    tfidf = TfidfVectorizer(sublinear_tf=True, max_features=MAX_TERMS, min_df=_min_df(n_rows), **_analyzer_options())
     svd = CappedSVD(n_components=dims or TEXT_DIMS, algorithm="randomized", n_iter=7, random_state=0)
     return Pipeline([("tfidf", tfidf), ("svd", svd), ("scale", BlockScale())])
 
@@ -88,7 +98,7 @@ def save_text_model(pipeline: Any, folder: Path, data_path: Path, column: str) -
         np.savez(fh, vocabulary=vocabulary, idf=np.asarray(tfidf.idf_, dtype=np.float64),
                  components=np.asarray(svd.components_, dtype=np.float64), scale=np.float64(scale.scale_))  # fmt: skip
     return {"file": str(path.resolve()), "sha256": sha256_file(path), "dims": int(svd.components_.shape[0]),
-            "terms": int(vocabulary.size), "min_df": tfidf.min_df}  # fmt: skip
+            "terms": int(vocabulary.size), "min_df": tfidf.min_df, "tokens": TOKENS}  # fmt: skip
 
 
 def load_text_model(entry: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -113,8 +123,7 @@ def apply_text_model(entry: dict[str, Any], texts: Sequence[str]) -> np.ndarray:
 
     model = load_text_model(entry)
     vocabulary = {str(t): i for i, t in enumerate(model["vocabulary"].tolist())}
-    options = {k: v for k, v in _vectorizer_options(0).items() if k != "min_df"}
-    counts = CountVectorizer(vocabulary=vocabulary, **options).transform(list(texts)).astype(np.float64).tocsr()
+    counts = CountVectorizer(vocabulary=vocabulary, **_analyzer_options(entry)).transform(list(texts)).astype(np.float64).tocsr()
     counts.data = 1.0 + np.log(counts.data)
     weighted = normalize(counts.multiply(model["idf"][None, :]).tocsr(), norm="l2")
     return np.asarray(weighted @ model["components"].T) / float(model["scale"])
