@@ -165,9 +165,10 @@ def create_app(config: ServeConfig) -> Any:
 
     async def status_page(request: Request) -> Response:
         grant = grant_of(request)
-        summary = await run_in_threadpool(project_status, store, grant.project)
+        page = await run_in_threadpool(labelling, grant.project)  # items named as the labelling page names them
+        summary = await run_in_threadpool(project_status, store, grant.project, page.name)
         return templates.TemplateResponse(request, "status.html", page_context(request, grant, s=summary, stages=STAGES,
-                                          answers_per_item=config.answers_per_item))  # fmt: skip
+                                          answers_per_item=config.answers_per_item, by_rank=page.hides_keys))  # fmt: skip
 
     def image_bytes(project: str, number: str, key: str | None) -> tuple[bytes, str]:
         page = labelling(project)
