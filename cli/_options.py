@@ -45,6 +45,14 @@ Device = Annotated[str, typer.Option("--device", help="auto (CUDA when present),
 Engine = Annotated[str, typer.Option("--engine", help="local (this machine) or ray (a Ray cluster; pip install 'activebayes[ray]').")]
 Address = Annotated[Optional[str], typer.Option("--address", help="With --engine ray: auto or ray://host:port of a running cluster (default: a local Ray).")]
 
+# the labelling page and the terminal prompt: the round's prediction is hidden unless asked for
+ShowModelGuess = Annotated[bool, typer.Option(
+    "--show-model-guess",
+    help="Show the round's prediction for each item (class and probability, or mean ± sd) before it is answered. Off by "
+         "default: the queries are the items the model is unsure or wrong about, and its guess pulls the answer towards it "
+         "(the prediction is recorded either way).",
+)]  # fmt: skip
+
 
 def given(ctx: Any, name: str) -> bool:
     """Whether the parameter `name` of `ctx`'s command was given (command line, environment,
@@ -54,4 +62,4 @@ def given(ctx: Any, name: str) -> bool:
     return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
 
 
-__all__ = ["Address", "CommandDb", "DbUrl", "database_url", "Device", "Engine", "Json", "ProjectName", "Quiet", "given"]
+__all__ = ["Address", "CommandDb", "DbUrl", "database_url", "Device", "Engine", "Json", "ProjectName", "Quiet", "ShowModelGuess", "given"]

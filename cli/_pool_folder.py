@@ -155,3 +155,23 @@ def add_folder(
         console.print(f"Next: {next_hint}")
 
     st.out.result(summary, render)
+
+
+def remove_converted_folder(store: Any, info: Any) -> None:
+    """Delete the converted image folder of a project just deleted (`delete`): the
+    `<stem>-<random>.image-folder.npz` that `pool add FOLDER` (or an append) wrote into an
+    `activebayes-cache/` folder, unless a project left in `store` records the same file (one
+    given to its `pool add` as it was). The images themselves are the user's and stay, as does
+    any other data file."""
+    from activebayes.data.images import FORMAT, is_image_pool
+
+    if info.data_format != FORMAT or not info.data_path or not is_image_pool(info.data_path):
+        return
+    path = Path(info.data_path).resolve()
+    if path.parent.name != CACHE_FOLDER:
+        return
+    for other in store.projects():
+        recorded = store.project(other).data_path
+        if recorded and Path(recorded).resolve() == path:
+            return
+    path.unlink(missing_ok=True)

@@ -1,5 +1,7 @@
 """`activebayes delete NAME`: remove a project and everything recorded for it (its items, rounds,
-queries, answers and feature cache; the data file and round files are the user's and stay).
+queries, answers, and the files it wrote into `activebayes-cache/`: the feature cache, an image
+folder's converted .npz, a text column's model, an appended table; the data file, the images and
+round files are the user's and stay).
 
 The way out of an import that cannot be mended in place (classes that differ only in case, a
 changed data file): delete the project, correct the file, `init` and `pool add` again. A tool for
@@ -29,10 +31,13 @@ def delete(
     name: Annotated[str, typer.Argument(help="The project to delete (as `status` names it).", show_default=False)],
     yes: Annotated[bool, typer.Option("--yes", help="Delete even when people's labels would go with it (export them first).")] = False,
 ) -> None:
-    """Delete a project: its items, rounds and answers (not the data file). Refused without --yes
-    while it holds labels that people gave."""
+    """Delete a project: its items, rounds and answers, and the files it wrote into
+    activebayes-cache/ (not the data file, nor the images). Refused without --yes while it holds
+    labels that people gave."""
     from activebayes.data.feature_cache import remove_feature_cache
     from activebayes_cli._pool_append import remove_appended_data
+    from activebayes_cli._pool_folder import remove_converted_folder
+    from activebayes_cli._pool_import import remove_text_models
 
     st = state(ctx)
     store = st.store(upgrade=True)
@@ -53,6 +58,8 @@ def delete(
     store.delete_project(name)
     remove_feature_cache((info.settings or {}).get("feature_cache"))
     remove_appended_data(info)  # the combined file `pool add --append` wrote; the user's files stay
+    remove_converted_folder(store, info)  # the .npz `pool add FOLDER` converted the images into; the images stay
+    remove_text_models((info.settings or {}).get("features"))  # a csv's text columns' fitted models
     if design:
         again = design_command(st, name)
     else:

@@ -45,7 +45,8 @@ EXPORT_HELP = (
     "Label Studio: `export --format label-studio --out tasks.json --config config.xml`, import tasks.json "
     "into a Label Studio project whose labelling config is config.xml (an Image or Text object and a Choices "
     "control named \"label\" over the classes; printed when --config is left out), label, export from "
-    "Label Studio as JSON, and `activebayes label --from` that file."
+    "Label Studio as JSON, and `activebayes label --from` that file. The tasks carry the round's prediction as a "
+    "pre-annotation only with --show-model-guess."
 )
 
 
@@ -69,6 +70,12 @@ def export(
                      "/data/local-files/?d=shapes/ for Label Studio's local files (the folder's path under LOCAL_FILES_DOCUMENT_ROOT). "
                      "Without it tasks name the files' paths, which a browser cannot load."),
     ] = None,
+    show_model_guess: Annotated[
+        bool,
+        typer.Option("--show-model-guess", help="With --format label-studio: pre-annotate each task with the round's prediction for the item "
+                     "(Label Studio then shows that answer already chosen). Off by default, as on the labelling page and at the prompt: "
+                     "the queries are the items the model is unsure or wrong about, and its guess pulls the answer towards it."),
+    ] = False,
 ) -> None:
     """Write the labelled items (CSV or JSON), or a round's queries as Label Studio tasks (see EXPORT_HELP)."""
     if file is not None and out is not None:
@@ -80,9 +87,10 @@ def export(
     if to_stdout and fmt_option is ExportFormat.label_studio:
         raise CliError("export -: Label Studio tasks go to a file (their images sit beside it)", "name a .json file")
     if fmt_option is ExportFormat.label_studio:
-        _export_label_studio(ctx, file, round_number, config, image_url)
+        _export_label_studio(ctx, file, round_number, config, image_url, pre_annotate=show_model_guess)
         return
-    for flag, given in (("--round", round_number is not None), ("--config", config is not None), ("--image-url", image_url is not None)):
+    for flag, given in (("--round", round_number is not None), ("--config", config is not None), ("--image-url", image_url is not None),
+                        ("--show-model-guess", show_model_guess)):  # fmt: skip
         if given:
             raise CliError(f"{flag}: only applies to --format label-studio", f"add --format label-studio or leave {flag} out")
     if fmt_option is not None and not to_stdout and file.suffix.lower() != f".{fmt_option.value}":
@@ -153,9 +161,11 @@ def export(
     )
 
 
-def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | None, config: Path | None, image_url: str | None) -> None:
+def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | None, config: Path | None, image_url: str | None, *,
+                         pre_annotate: bool = False) -> None:  # fmt: skip
     """`export --format label-studio`: the round's queries as Label Studio tasks (JSON), and the
-    labelling config (written to --config, else shown). An image-folder pool's tasks name the
+    labelling config (written to --config, else shown); the round's predictions as pre-annotations
+    only with `pre_annotate` (--show-model-guess). An image-folder pool's tasks name the
     original files, or where the keys hide the paths (labels from sub-folders) copies of them in
     `<out stem>-images/`; an image array's get PNGs there (as the round file does);
     with `image_url` each image is that prefix and its path relative to its folder (URL-quoted);
@@ -217,7 +227,8 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
         }
     posterior = next((r.posterior for r in rounds if r.number == number), "")
     model_version = " ".join(filter(None, ["activebayes", posterior, f"round {number}"]))  # names the pre-annotations
-    tasks = tasks_from_queries(queries, project=name, round_number=number, images=images, texts=texts, model_version=model_version)
+    tasks = tasks_from_queries(queries, project=name, round_number=number, images=images, texts=texts, model_version=model_version,
+                               pre_annotate=pre_annotate)  # fmt: skip
     classes = info.classes if info.task == "classification" else None
     xml = labelling_config(classes, kind="image" if images is not None else "text")
     file.write_text(json.dumps(tasks, indent=2) + "\n", encoding="utf-8")
@@ -232,7 +243,9 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
 
     def render(console: Console) -> None:
         predicted = summary["predictions"]
-        notes = f"{predicted} pre-annotated with the round's prediction" if predicted else "no pre-annotations (a round without a fitted model)"
+        notes = (f"{predicted} pre-annotated with the round's prediction" if predicted else
+                 "no pre-annotations (a round without a fitted model)" if pre_annotate else
+                 "no pre-annotations: the model's guesses stay hidden unless --show-model-guess")  # fmt: skip
         console.print(f"Wrote {len(tasks)} Label Studio tasks of round {number} of {name} to {file} "
                       f"({open_queries} still open; {notes}).")  # fmt: skip
         if images is not None and image_url is None:

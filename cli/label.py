@@ -23,7 +23,9 @@ With no file, the open queries of the waiting round are shown one by one (digit 
 the terminal, table rows under the data file's column names, or `name: value` cells when the
 row is wider than the terminal, cut to the screen's height for a table of thousands of columns).
 Type a label (or a class's number in the list shown), `s` to skip, `u` to undo the last answer, `q`
-to stop, `a` to see every column of a cut row, `?` for help. Each answer is committed as it is given (one transaction each), so
+to stop, `a` to see every column of a cut row, `?` for help. The round's prediction for the item (`model: 7 (0.62)`) is shown under it only
+with --show-model-guess: the round asks about the items its model is unsure or wrong about, and a
+labeller shown its guess leans towards it (the prediction stays recorded). Each answer is committed as it is given (one transaction each), so
 Ctrl-C or a killed terminal loses nothing already typed: Ctrl-C says how many answers were saved
 and exits 130. Before it shows an item the prompt leases it as the labelling page does (`_prompt_turns`): an item
 another labeller (the page, another prompt) has on screen, or has answered since the prompt
@@ -51,6 +53,7 @@ import typer
 from activebayes_cli._app import INTERRUPTED, CliError, command_group
 from activebayes_cli._context import state
 from activebayes_cli._design_project import refuse_design
+from activebayes_cli._options import ShowModelGuess
 from activebayes_cli._parse import existing_file
 
 app = command_group()
@@ -102,13 +105,15 @@ def label(
     who: Annotated[Optional[str], typer.Option("--who", help="Who answered (default: $USER).")] = None,
     test: Annotated[bool, typer.Option("--test", help="With --from: allow rows naming test-split items.")] = False,
     relabel: Annotated[bool, typer.Option("--relabel", help="With --from: allow rows that change an item's current label.")] = False,
+    show_model_guess: ShowModelGuess = False,
 ) -> None:
     """Import answers from a CSV, or answer the waiting round's queries in the terminal.
 
     At the prompt each answer is saved as it is typed: a class by its name or its number in the
     list shown (regression: the number), s skips, u undoes the last answer, ? explains the keys,
     q (or Ctrl-C) stops. At a terminal, an item another labeller has on screen, or has answered
-    meanwhile, is passed over."""
+    meanwhile, is passed over. The round's prediction for the item is shown only with
+    --show-model-guess."""
     st = state(ctx)
     who = who or os.environ.get("USER") or os.environ.get("USERNAME") or "human"
     if from_csv is not None:
@@ -116,6 +121,8 @@ def label(
     elif test or relabel:
         flag = "--test" if test else "--relabel"
         raise CliError(f"{flag}: only applies to a file of answers (--from FILE)", f"pass --from FILE, or leave {flag} out")
+    if from_csv is not None and show_model_guess:
+        raise CliError("--show-model-guess: only applies to the terminal prompt (no --from FILE)", "leave --show-model-guess out")
     store = st.store(upgrade=True)  # writes: an older schema is upgraded first
     name = st.project_name()
     info = store.project(name)
@@ -124,7 +131,7 @@ def label(
     if from_csv is not None:
         _from_file(st, store, name, info, target, from_csv, who, allow_test=test, allow_relabel=relabel, round_number=round_number)
     else:
-        _in_terminal(st, store, name, info, target, who)
+        _in_terminal(st, store, name, info, target, who, show_guess=show_model_guess)
 
 
 # ---- --from FILE ------------------------------------------------------------------------------
@@ -301,7 +308,7 @@ def _next(st: Any, console: Any, target: int | None, remaining: int, evaluation:
 
 
 # ---- the terminal prompt ----------------------------------------------------------------------
-def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, who: str) -> None:
+def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, who: str, *, show_guess: bool = False) -> None:
     from activebayes.errors import StoreError
     from activebayes.data import load_project_data
     from activebayes.store.engine import DATABASE_AWAY, database_gone
@@ -381,7 +388,7 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
         return True
 
     classes = info.classes if info.task == "classification" else None
-    hints = {q.key: prediction_text(q.prediction, writing) for q in pending if q.prediction}  # the round's predictions
+    hints = {q.key: prediction_text(q.prediction, writing) for q in pending if q.prediction and show_guess}  # the round's predictions, when asked for
     turns = PromptTurns(store, name, target, holder_name(who), {q.key: q.item_id for q in pending},  # the page's leases
                         pass_over=_at_a_terminal())  # fmt: skip
     oracle = PromptOracle(classes=classes, feature_names=data.raw_columns if getattr(data, "raw_columns", None) is not None else data.feature_names, output=stream, on_answer=on_answer, on_undo=on_undo,

@@ -11,6 +11,10 @@ acquisition, model, k and its --option values) or with --round-args; it holds th
 so a `round` started meanwhile in a terminal is refused in one line, and one running there is
 reported on the page in one line.
 
+The page hides the round's prediction for each item unless --show-model-guess: the round asks
+about the items its model is unsure or wrong about, and a labeller shown its guess leans towards
+it. The prediction is recorded all the same (the store, the round file, `export`).
+
 Security: it listens on 127.0.0.1 only unless --host says otherwise; tokens are new at every
 start; see `activebayes.web` for the rest. Needs the `serve` extra (starlette, uvicorn, jinja2).
 """
@@ -31,6 +35,7 @@ import typer
 
 from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import state
+from activebayes_cli._options import ShowModelGuess
 
 app = command_group()
 
@@ -114,6 +119,7 @@ def serve(
     answers_per_item: Annotated[int, typer.Option("--answers-per-item", help="How many labellers answer each query (1: each item is shown to one labeller at a time).")] = 1,
     lease_seconds: Annotated[float, typer.Option("--lease-seconds", help="How long an item shown to one labeller is kept from the others (renewed while shown).")] = 120.0,
     round_args: Annotated[Optional[str], typer.Option("--round-args", help="Options of the rounds run from the page, e.g. \"--k 20 --acquisition bald\" (default: the latest round's).", show_default=False)] = None,
+    show_model_guess: ShowModelGuess = False,
 ) -> None:
     """Serve the labelling page: one URL per labeller, answers recorded as they are given."""
     _check_installed()
@@ -141,7 +147,8 @@ def serve(
 
     grants = tuple(Grant.new(name, project) for name in names)
     runner = round_runner(st.db, (lambda _: extra) if extra is not None else (lambda p: round_arguments(store, p)))
-    config = ServeConfig(st.db, grants, answers_per_item=answers_per_item, lease_seconds=lease_seconds, run_round=runner)
+    config = ServeConfig(st.db, grants, answers_per_item=answers_per_item, lease_seconds=lease_seconds, run_round=runner,
+                         show_model_guess=show_model_guess)  # fmt: skip
     sock = _listen(host, port)
     bound = sock.getsockname()[1]
     shown_host = f"[{host}]" if ":" in host else host

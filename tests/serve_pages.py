@@ -77,10 +77,11 @@ def page_names(keys: list[str]) -> list[str]:
     return [f"query {rank + 1}" for rank in range(len(keys))]
 
 
-def image_folder_project(db: str, folder: Path, *, name: str = "shapes", k: int = 3, side: int = 16) -> list[str]:
+def image_folder_project(db: str, folder: Path, *, name: str = "shapes", k: int = 3, side: int = 16, truth: bool = False) -> list[str]:
     """A folder of small PNG files (side x side, classes dark and light in sub-folders), added as
-    `pool add FOLDER --labels-from-folders`: the page serves the files themselves. The page's names
-    of round 1's queries (`page_names`: the keys, dark/dark0.png, spell the class)."""
+    `pool add FOLDER --labels-from-folders` (keys img-NNNN), or with `truth` as `--truth FILE` of
+    its paths (keys dark/dark0.png, which spell the class): the page serves the files themselves.
+    The page's names of round 1's queries (`page_names`)."""
     from PIL import Image
 
     rng = np.random.default_rng(0)
@@ -90,7 +91,12 @@ def image_folder_project(db: str, folder: Path, *, name: str = "shapes", k: int 
             pixels = np.clip(level + rng.normal(scale=20, size=(side, side)), 0, 255).astype(np.uint8)
             Image.fromarray(pixels).save(folder / "images" / label / f"{label}{i}.png")
     ok("--db", db, "init", "--name", name, "--classes", "dark,light")
-    ok("--db", db, "--project", name, "pool", "add", str(folder / "images"), "--labels-from-folders")
+    labels: tuple[str, ...] = ("--labels-from-folders",)
+    if truth:
+        rows = [f"{label}/{label}{i}.png,{label}\n" for label in ("dark", "light") for i in range(6)]
+        (folder / "truth.csv").write_text("key,label\n" + "".join(rows))
+        labels = ("--truth", str(folder / "truth.csv"))
+    ok("--db", db, "--project", name, "pool", "add", str(folder / "images"), *labels)
     return page_names(_round_of(db, name, k, predict=False))
 
 

@@ -103,7 +103,7 @@ def test_a_classification_round_file_writes_its_probability_with_a_decimal_comma
     assert rows[0][:6] == ["key", "label", "score", "rank", "predicted", "probability"]
     assert rows[1][:6] == ["r00", "", "0,0123457", "1", "a", "0,6250"] and rows[2][:6] == ["r01", "", "0", "2", "", ""]
     open_round(cli_db, "eu", ["r02"], predictions=[{"label": "b", "probability": 0.7}])  # the prompt's hint, written so too
-    result = run("label", "--who", "ann", input="q\n")
+    result = run("label", "--who", "ann", "--show-model-guess", input="q\n")
     assert result.exit_code == 0 and "model: b (0,70)\n" in result.stdout, result.output
 
 
@@ -150,7 +150,7 @@ def test_the_prompt_reads_a_decimal_comma_and_asks_again_for_an_ambiguous_answer
     with PoolStore(cli_db) as store:
         keys = [k for k, s in store.label_states("eu", sorted(store.item_keys("eu"))).items() if s["split"] == "pool"][:2]
     open_round(cli_db, "eu", keys, predictions=[{"mean": 151.25, "sd": 0.4}, None])
-    result = run("label", "--who", "ann", input="1.500\n151,5\n12.5\nq\n")
+    result = run("label", "--who", "ann", "--show-model-guess", input="1.500\n151,5\n12.5\nq\n")
     assert result.exit_code == 0, result.output
     assert "model: 151,2 ± 0,4\n" in result.stdout  # the hint written as the pool writes numbers
     assert "'1.500' could be 1500 or 1,5" in result.stdout and "write 1500 or 1,5" in result.stdout

@@ -48,3 +48,42 @@ def test_peoples_labels_are_kept_unless_yes(cli_db):
     assert db_dump(cli_db) == before
     assert "Deleted project t and the 2 labels people gave" in " ".join(ok("delete", "t", "--yes").stdout.split())
     assert json.loads(ok("--json", "--project", "other", "status").stdout)["project"] == "other"  # the other project is untouched
+
+
+def cache_left() -> list[str]:
+    """Every file left in activebayes-cache/ (converted images, feature caches, text models)."""
+    return sorted(p.name for p in Path("activebayes-cache").iterdir()) if Path("activebayes-cache").is_dir() else []
+
+
+def test_an_image_folder_s_converted_file_goes_with_its_project_and_the_images_stay(cli_db):
+    """`pool add FOLDER` converts the images into activebayes-cache/<name>-<random>.image-folder.npz;
+    deleting the project deletes it with the feature cache, never an image. A project given that
+    converted file as its pool keeps it until that project is deleted too."""
+    import numpy as np
+    from PIL import Image
+
+    for label, level in (("dark", 40), ("light", 215)):
+        Path("images", label).mkdir(parents=True)
+        for i in range(3):
+            Image.fromarray(np.full((8, 8), level + i, dtype=np.uint8)).save(Path("images", label, f"{label}{i}.png"))
+    images = {p: p.read_bytes() for p in Path("images").rglob("*.png")}
+    ok("init", "--name", "shapes", "--classes", "dark,light")
+    converted = Path(json.loads(ok("--json", "pool", "add", "images", "--labels-from-folders").stdout)["converted"])
+    assert converted.parent.name == "activebayes-cache" and converted.name.endswith(".image-folder.npz") and converted.is_file()
+    ok("init", "--name", "again", "--classes", "dark,light")
+    ok("--project", "again", "pool", "add", str(converted))  # the converted file as a pool of its own
+    ok("delete", "again")
+    assert converted.is_file()  # 'shapes' records it still
+    ok("delete", "shapes")
+    assert not converted.exists() and cache_left() == []
+    assert {p: p.read_bytes() for p in Path("images").rglob("*.png")} == images  # the user's images are untouched
+
+
+def test_a_text_column_s_model_goes_with_its_project(cli_db):
+    words = ("quiet", "bright", "slow", "river", "engine", "paper")
+    Path("r.csv").write_text("id,review,label\n" + "".join(f"r{i},the {words[i % 6]} {words[(i * 5) % 6]} ended,{'ab'[i % 2]}\n" for i in range(20)))
+    ok("init", "--name", "r", "--classes", "a,b")
+    ok("pool", "add", "r.csv", "--key-column", "id", "--text-column", "review")
+    assert any(name.endswith(".text-model.npz") for name in cache_left())
+    ok("delete", "r")
+    assert cache_left() == [] and Path("r.csv").is_file()

@@ -314,18 +314,42 @@ def test_prompt_commits_each_answer_and_u_takes_one_back(blobs):
     assert {k: (r["label"], r["round"]) for k, r in exported.items()} == {q[0]: ("a", "1"), q[1]: ("b", "1")}
 
 
-def test_prompt_shows_the_round_s_prediction_for_each_item(blobs):
-    q, p = blobs.queries, blobs.pool
-    write("answers.csv", "key,label\n" + "".join(f"{k},a\n" for k in q))
+def _predicted_round(blobs) -> list[str]:
+    """Round 1 answered and closed, round 2 waiting over two pool items, the first with the
+    prediction b (0.7), the second without one; those two keys."""
+    p = blobs.pool
+    write("answers.csv", "key,label\n" + "".join(f"{k},a\n" for k in blobs.queries))
     assert blobs.label("--from", "answers.csv").exit_code == 0
     with PoolStore(blobs.db) as store:  # round 1 answered and closed, as the next `round` would
         store.advance_round("blobs", 1, "answered")
         store.advance_round("blobs", 1, "done")
     open_round(blobs.db, "blobs", p[:2], predictions=[{"label": "b", "probability": 0.7}, None])
-    result = blobs.label(input="c\nq\n")
+    return p[:2]
+
+
+def test_prompt_shows_the_round_s_prediction_only_when_asked(blobs):
+    p = _predicted_round(blobs)
+    result = blobs.label("--show-model-guess", input="c\nq\n")
     assert result.exit_code == 0, result.output
     assert f"item 1/2: {p[0]}\nmodel: b (0.70)\n" in result.stdout and "model:" not in result.stdout.split(f"item 2/2: {p[1]}")[1]
     assert blobs.labels()[p[0]] == "c"  # what the person typed, not the model's guess
+
+
+def test_prompt_hides_the_round_s_prediction_by_default(blobs):
+    p = _predicted_round(blobs)
+    result = blobs.label(input="c\nq\n")
+    assert result.exit_code == 0, result.output
+    assert f"item 1/2: {p[0]}\n" in result.stdout and "model:" not in result.stdout and "0.70" not in result.stdout
+    assert blobs.labels()[p[0]] == "c"
+    with PoolStore(blobs.db) as store:  # hidden, not lost: the round keeps its prediction
+        assert store.queries("blobs", 2)[0].prediction == {"label": "b", "probability": 0.7}
+
+
+def test_show_model_guess_is_refused_with_a_file(blobs):
+    write("answers.csv", "key,label\n" + "".join(f"{k},a\n" for k in blobs.queries))
+    before = db_dump(blobs.db)
+    assert_mistake(blobs.label("--from", "answers.csv", "--show-model-guess"), "--show-model-guess", "terminal prompt")
+    assert db_dump(blobs.db) == before
 
 
 def test_prompt_with_nothing_waiting(blobs):

@@ -100,9 +100,14 @@ def test_round_trip_through_label_studio(waiting):
     assert json.loads(ok("--json", "label", "--from", write_json("again.json", export)).stdout)["recorded"] == 1
     nxt = json.loads(ok("--json", "round", *TINY, "--k", "3").stdout)
     assert nxt["round"] == 2 and nxt["labelled"] == 4 and len(nxt["queries"]) == 3
-    second = json.loads(ok("--json", "export", "--format", "label-studio", "--out", "round2.json").stdout)
+    hidden = json.loads(ok("--json", "export", "--format", "label-studio", "--out", "round2.json").stdout)
+    assert hidden["round"] == 2 and hidden["predictions"] == 0  # the model's guesses stay out unless asked for
+    assert not any("predictions" in t for t in json.loads(Path("round2.json").read_text()))
+    assert "the model's guesses stay hidden unless --show-model-guess" in " ".join(
+        ok("export", "--format", "label-studio", "--out", "round2.json").stdout.split())
+    second = json.loads(ok("--json", "export", "--format", "label-studio", "--out", "round2.json", "--show-model-guess").stdout)
     assert second["round"] == 2 and second["predictions"] == 3
-    # round 2 was fitted: each task carries the round's prediction for its item as a pre-annotation
+    # round 2 was fitted: with --show-model-guess each task carries the round's prediction for its item as a pre-annotation
     with PoolStore(db) as store:
         predicted = {q.key: q.prediction for q in store.queries("blobs", 2)}
         posterior = store.rounds("blobs")[1].posterior
@@ -164,6 +169,7 @@ def test_image_folder_tasks_carry_image_paths(cli_db, tmp_path):
     before = Path("served.json").read_text()
     assert_mistake(run("export", "--format", "label-studio", "--out", "served.json", "--image-url", "http://host:8081"), "ending in / or =")
     assert_mistake(run("export", "labels.csv", "--image-url", "http://host/"), "--image-url", "label-studio")
+    assert_mistake(run("export", "labels.csv", "--show-model-guess"), "--show-model-guess", "label-studio")
     assert Path("served.json").read_text() == before
 
 
@@ -191,13 +197,15 @@ class Q:
 
 def test_tasks_with_predictions_and_the_config():
     queries = [Q("b", 0.2, 1), Q("a", 0.9, 0, {"label": "cat", "probability": 0.8})]
-    tasks = tasks_from_queries(queries, project="p", round_number=2, images={"a": "/x/a.png", "b": "/x/b.png"}, model_version="v1")
+    images = {"a": "/x/a.png", "b": "/x/b.png"}
+    assert not any("predictions" in t for t in tasks_from_queries(queries, project="p", round_number=2, images=images))  # not by default
+    tasks = tasks_from_queries(queries, project="p", round_number=2, images=images, model_version="v1", pre_annotate=True)
     assert [t["data"]["activebayes_key"] for t in tasks] == ["a", "b"] and tasks[0]["data"]["image"] == "/x/a.png"
     assert tasks[0]["predictions"] == [{"model_version": "v1", "score": 0.8, "result": [
         {"from_name": "label", "to_name": "image", "type": "choices", "value": {"choices": ["cat"]}}]}]  # fmt: skip
     assert "predictions" not in tasks[1]
     # regression: the predictive mean as a number result, unscored
-    (task,) = tasks_from_queries([Q("r", 0.5, 0, {"mean": 2.5, "sd": 0.3})], project="p", round_number=1, texts={"r": "x: 1"})
+    (task,) = tasks_from_queries([Q("r", 0.5, 0, {"mean": 2.5, "sd": 0.3})], project="p", round_number=1, texts={"r": "x: 1"}, pre_annotate=True)
     assert task["predictions"] == [{"model_version": "activebayes", "result": [
         {"from_name": "label", "to_name": "text", "type": "number", "value": {"number": 2.5}}]}]  # fmt: skip
     assert '<Choice value="a &amp; b"/>' in labelling_config(["a & b"])

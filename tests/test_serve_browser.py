@@ -1,7 +1,8 @@
 """The labelling page in a real browser: headless Chromium (Debian's `chromium`) driven by
 Selenium through `chromedriver` (`chromium-driver`), against `activebayes serve` (uvicorn) in a
 child process. A round labelled by keyboard on an image pool and on a table, undo, two labellers
-at once, and a server killed between an answer and its acknowledgement. Skipped, with the reason,
+at once, a server killed between an answer and its acknowledgement, and the model's guess (no
+placeholder in the number box unless `serve --show-model-guess`). Skipped, with the reason,
 where chromium or chromedriver is not installed (`.ci/run` installs them).
 
 With ACTIVEBAYES_SCREENSHOTS=FOLDER the screenshots of each page type are written there (README.md's
@@ -236,12 +237,24 @@ def test_text_and_regression_pages(sqlite_db, tmp_path, browser):
         wait_for_item(driver, plots[0])
         field = driver.find_element(By.ID, "number")
         assert driver.switch_to.active_element == field  # ready to type
+        assert not field.get_attribute("placeholder")  # the round's prediction (2.5) is not offered as the answer
+        assert not driver.find_elements(By.CSS_SELECTOR, "#card .prediction")
         field.send_keys("3.25")
         screenshot(driver, "regression", tmp_path)
         field.send_keys("\n")
         wait(driver, lambda d: ack(d) == f"saved {plots[0]} → 3.25", "the number acknowledged")
         wait_for_item(driver, plots[1])
     assert web_answers(sqlite_db, "yield") == [(plots[0], "3.25", "ann")]
+
+
+def test_the_model_s_guess_only_with_show_model_guess(sqlite_db, tmp_path, browser):
+    plots = regression_project(sqlite_db, tmp_path)  # round 1's first query predicted 2.5 ± 0.4
+    with served(sqlite_db, "yield", "ann", folder=tmp_path, extra=("--show-model-guess",)) as (_, urls):
+        driver = browser()
+        driver.get(urls["ann"])
+        wait_for_item(driver, plots[0])
+        assert driver.find_element(By.ID, "number").get_attribute("placeholder") == "2.5"
+        assert driver.find_element(By.CSS_SELECTOR, "#card .prediction").text == "model: 2.5 ± 0.4"
 
 
 def test_status_page_with_a_learning_curve(sqlite_db, tmp_path, browser):

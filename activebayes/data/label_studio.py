@@ -5,16 +5,18 @@ Tasks (`tasks_from_queries`) follow Label Studio's JSON task format, one task pe
 
     {"data": {"activebayes_key": "12", "activebayes_project": "iris", "activebayes_round": 3,
               "score": 0.41, "rank": 1, "image": "/data/cats/001.png"},        # or "text": "..."
-     "predictions": [{"model_version": "...", "score": 0.93,                   # only when given
+     "predictions": [{"model_version": "...", "score": 0.93,                   # only when asked for
                       "result": [{"from_name": "label", "to_name": "image", "type": "choices",
                                   "value": {"choices": ["cat"]}}]}]}
 
 `score` is the query's acquisition score and `rank` its place in the round (1 = chosen first).
-`predictions` is the round's own prediction for the item (`QueryInfo.prediction`), a
-pre-annotation the labeller confirms or corrects: the most probable class with its probability
-as the prediction's score, or for a regression project the predictive mean as a `number`
-result. A query without one (a cold-start round, or one recorded before predictions were
-kept) gets no `predictions`.
+`predictions`, only with `pre_annotate=True`, is the round's own prediction for the item
+(`QueryInfo.prediction`), a pre-annotation the labeller confirms or corrects: the most probable
+class with its probability as the prediction's score, or for a regression project the predictive
+mean as a `number` result. A query without one (a cold-start round, or one recorded before
+predictions were kept) gets no `predictions`. It is off by default, as on the labelling page: a
+round asks about the items its model is unsure or wrong about, and an answer shown already
+chosen pulls the labeller towards the model's mistakes.
 `labelling_config` gives the matching labelling configuration (an `<Image>` or `<Text>` object
 named "image" / "text", and a `<Choices name="label">` over the classes, or `<Number>` for a
 regression project).
@@ -65,6 +67,7 @@ def tasks_from_queries(
     images: Mapping[str, str] | None = None,
     texts: Mapping[str, str] | None = None,
     model_version: str | None = None,
+    pre_annotate: bool = False,
 ) -> list[dict[str, Any]]:
     """One Label Studio task per query (objects with `key`, `score`, `rank` (0 = first) and
     `prediction`, like the store's QueryInfo), in rank order.
@@ -74,6 +77,7 @@ def tasks_from_queries(
         images: key -> the image's path or URL (`data["image"]`), for an image pool.
         texts: key -> the item as text (`data["text"]`), for any other pool.
         model_version: the predictions' `model_version` (default "activebayes").
+        pre_annotate: add each query's prediction as the task's `predictions` (module docstring).
     """
     to_name = "image" if images is not None else "text"
     tasks = []
@@ -91,7 +95,7 @@ def tasks_from_queries(
         elif texts is not None:
             data["text"] = texts[q.key]
         task: dict[str, Any] = {"data": data}
-        prediction = _prediction(getattr(q, "prediction", None), to_name, model_version or "activebayes")
+        prediction = _prediction(getattr(q, "prediction", None), to_name, model_version or "activebayes") if pre_annotate else None
         if prediction is not None:
             task["predictions"] = [prediction]
         tasks.append(task)

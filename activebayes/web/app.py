@@ -11,6 +11,10 @@ Routes (every one under /p/{project}/ needs `?token=` of a grant for that projec
 
 An item is named by its key, or in an image pool by "query R" (`Labelling.name`: file paths may
 spell the class), in "key" of the requests, "shown" and "key" of the answers, and the card.
+The card shows the round's prediction for the item ("model: 7 (62%)"; for regression the mean ±
+sd, and the mean as the number box's placeholder) only with `ServeConfig.show_model_guess`: the
+round asks about the items its model is unsure or wrong about, and a labeller shown its guess
+leans towards it (the prediction stays in the store, the round file and `export`).
     GET  /p/{project}/progress   the running round's stage (JSON)
     POST /p/{project}/next       the next item's card (takes its lease); {"prefer": key, "unskip": true}
     POST /p/{project}/renew      keeps the lease on the item shown ({"round", "key"})
@@ -50,13 +54,15 @@ MAX_BODY = 64 * 1024  # an answer is a few hundred bytes
 @dataclass(frozen=True)
 class ServeConfig:
     """What `create_app` serves: the database, who may label which project, how many answers each
-    item needs, how long a lease lasts, and the callback that runs a round (None: no button)."""
+    item needs, how long a lease lasts, the callback that runs a round (None: no button), and
+    whether the card shows the round's prediction for the item (`show_model_guess`)."""
 
     db_url: str
     grants: tuple[Grant, ...]
     answers_per_item: int = 1
     lease_seconds: float = 120.0
     run_round: Callable[[str], Any] | None = None
+    show_model_guess: bool = False  # the round's prediction on the card (anchors the labeller: off by default)
     secret: bytes | None = field(default=None, repr=False)
 
 
@@ -123,7 +129,8 @@ def create_app(config: ServeConfig) -> Any:
         return body
 
     def card_json(page: Labelling, card: Card, grant: Grant) -> dict[str, Any]:
-        html = templates.get_template("_card.html").render(card=card, info=page.info, token=grant.token, project=page.project,
+        guess = card.query.prediction if card.query is not None and config.show_model_guess else None
+        html = templates.get_template("_card.html").render(card=card, info=page.info, token=grant.token, project=page.project, guess=guess,
                                                            rounds=worker.available, comma=page.writing == "decimal comma",
                                                            answers=class_keys(page.info.classes or ()))  # fmt: skip
         return {"card": html, "round": card.round, "shown": card.name,
@@ -158,9 +165,10 @@ def create_app(config: ServeConfig) -> Any:
 
     async def status_page(request: Request) -> Response:
         grant = grant_of(request)
-        summary = await run_in_threadpool(project_status, store, grant.project)
+        page = await run_in_threadpool(labelling, grant.project)  # items named as the labelling page names them
+        summary = await run_in_threadpool(project_status, store, grant.project, page.name)
         return templates.TemplateResponse(request, "status.html", page_context(request, grant, s=summary, stages=STAGES,
-                                          answers_per_item=config.answers_per_item))  # fmt: skip
+                                          answers_per_item=config.answers_per_item, by_rank=page.hides_keys))  # fmt: skip
 
     def image_bytes(project: str, number: str, key: str | None) -> tuple[bytes, str]:
         page = labelling(project)

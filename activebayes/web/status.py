@@ -1,14 +1,18 @@
 """The status page's figures: counts, each labeller's answers and pace, the learning curve (an
 inline SVG drawn here, no plotting library, no script) and, with several answers per item, the
-items whose answers disagree.
+items whose answers disagree. Those items are named as the labelling page names them
+(`Labelling.name`): in an image pool "query R", R the rank in the round (the round file's `rank`
+column), never the key, a file path that may spell the class (`cat/01.png`) of an item that some
+labeller may still be asked.
 
-    summary = project_status(store, "digits")
+    summary = project_status(store, "digits", name=page.name)
     svg = curve_svg([(10, 0.61), (20, 0.74)], "accuracy")
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from html import escape
@@ -91,8 +95,19 @@ def disagreements(answers: dict[str, list[tuple[str, str]]]) -> list[tuple[str, 
     return [(key, given) for key, given in answers.items() if len({v for _, v in given}) > 1]
 
 
-def project_status(store: Any, project: str) -> dict[str, Any]:
-    """Counts, rounds, labellers' paces and the learning curve of `project`."""
+def named_disagreements(store: Any, project: str, number: int, name: Callable[[Any], str] | None = None) -> list[tuple[str, list[tuple[str, str]]]]:
+    """`disagreements` of round `number`, each item called `name(query)` (default: its key); an
+    answer outside the round's queries (none is recorded so) would be called "an item"."""
+    found = disagreements(store.round_answers(project, number))
+    if name is None or not found:
+        return found
+    queries = {q.key: q for q in store.queries(project, number)}
+    return [(name(queries[key]) if key in queries else "an item", given) for key, given in found]
+
+
+def project_status(store: Any, project: str, name: Callable[[Any], str] | None = None) -> dict[str, Any]:
+    """Counts, rounds, labellers' paces and the learning curve of `project`; `name` says what the
+    page calls a query of the latest round (`Labelling.name`; default: its key)."""
     rounds = store.rounds(project)
     metric, points = curve_points(rounds)
     latest = rounds[-1] if rounds else None
@@ -109,5 +124,5 @@ def project_status(store: Any, project: str) -> dict[str, Any]:
         "labellers": [LabellerPace(*row) for row in store.answer_counts(project)],
         "metric": metric,
         "curve": curve_svg(points, metric) if metric else "",
-        "disagreements": disagreements(store.round_answers(project, latest.number)) if latest is not None else [],
+        "disagreements": named_disagreements(store, project, latest.number, name) if latest is not None else [],
     }
