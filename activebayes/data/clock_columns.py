@@ -47,7 +47,7 @@ def read_times(table: CsvTable, name: str, missing: np.ndarray, numeric: np.ndar
     codes, texts = table.text_codes(name)
     present = ~missing
     used = np.unique(codes[present & ~numeric & (codes >= 0)]).tolist()
-    if not used:
+    if not any(":" in texts[k] for k in used):  # no time among them: not worth parsing
         return None
     is_clock = ~numeric & np.isfinite(np.append(clock_seconds(texts), np.nan)[codes])
     is_duration = ~numeric & np.isfinite(np.append(duration_hours(texts), np.nan)[codes])
