@@ -109,7 +109,8 @@ def test_a_clock_column_with_a_stray_value_names_it(tmp_path):
 def test_pool_add_reads_clock_times_and_appends_them_the_same_way(cli_db):
     """The reproduction: a clock column, one-hot encoded (6 rows) or left out as an identifier
     (40 rows) before; now 2 features of the time of day, a round runs, an appended file is read
-    with the recorded spec, and one whose column no longer parses is refused with nothing written."""
+    with the recorded spec (and the feature cache rebuilt from it), and one whose column no longer
+    parses is refused with nothing written."""
     rows = [f"{i + 1},{'' if i == 3 else CLOCKS[i % len(CLOCKS)]},{i % 7}.0,{'ab'[i % 2]}" for i in range(40)]
     write(Path("t.csv"), "id,when,x,y", rows)
     ok("init", "--name", "t")
@@ -131,3 +132,7 @@ def test_pool_add_reads_clock_times_and_appends_them_the_same_way(cli_db):
     angle = 2 * math.pi * 19.25 / 24
     np.testing.assert_allclose(x[:2], [[1, 0, 0], [math.sin(angle), math.cos(angle), 0]], atol=1e-6)
     assert x[2] == x[3] and x[2][2] == 1  # a gap, appended or not: the recorded fill, and its indicator
+    cached = list(Path("activebayes-cache").glob("t-*.features.npy"))
+    assert len(cached) == 1
+    cached[0].unlink()  # the feature cache rebuilt from the spec: the same features
+    assert feature_rows("t", ["when (time sin)", "when (time cos)", "when (missing)"], ["100", "101", "102", "4"]) == x
