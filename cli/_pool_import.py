@@ -108,7 +108,7 @@ def feature_columns(spec: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     how many share "other" ({"categories": 12, "other": 61})."""
     out = {}
     for c in (spec or {}).get("columns", []):
-        width = {"numeric": 1, "date": 7 if c.get("clock") else 5}.get(c["kind"]) or len(c.get("categories") or ()) or int(c.get("dims", 0))
+        width = {"numeric": 1, "date": 7 if c.get("clock") else 5, "time": 2}.get(c["kind"]) or len(c.get("categories") or ()) or int(c.get("dims", 0))
         out[c["name"]] = {"kind": c["kind"], "features": width + bool(c.get("other")) + bool(c.get("indicator"))}
         if c.get("other"):
             out[c["name"]].update(categories=len(c["categories"]), other=int(c["other"]))

@@ -37,7 +37,8 @@ class ExportFormat(str, Enum):
 
 
 EXPORT_HELP = (
-    "Write the labelled items with their labels and provenance (who, source, round, time), or, for a design "
+    "Write the labelled items with their labels and provenance (who, source, round, time), and for a pool "
+    "imported with --text-column each item's text as in the file, or, for a design "
     "project, every trial (participant, trial, digits, outcome, EIG, source, time); or with "
     "--format label-studio a round's queries as Label Studio tasks. A csv is written as the pool's csv came: "
     "with ';' between the cells when it had them, and with a UTF-8 byte-order mark when a spreadsheet saved it, "
@@ -135,6 +136,17 @@ def export(
         columns.insert(1, "path")
         for record in records:
             record["path"] = files.get(record["key"], "")
+    texts, unread = item_texts(store, name, [record["row"] for record in records])
+    for column, values in texts.items():  # `pool add --text-column`: the item's text as imported, before its row
+        column_name = column
+        while column_name in columns:
+            column_name = f"text_{column_name}"
+        columns.insert(columns.index("row"), column_name)
+        for record, value in zip(records, values):
+            record[column_name] = value
+    if unread is not None and not st.out.quiet:
+        st.out.err.print(f"note: the text of the items is left out of the export ({unread})")
+    records = [{k: record[k] for k in columns} for record in records]  # JSON's keys in the csv's order
     if fmt == "csv":
         from activebayes.data.number_style import marked, project_writing
         from activebayes_cli._round_file import write_csv_like_pool
@@ -259,6 +271,28 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
         console.print(f"Then export from Label Studio as JSON and run: {st.next_command('label', '--from', 'EXPORT.json')}")
 
     st.out.result(summary, render)
+
+
+def item_texts(store: Any, name: str, rows: list[int]) -> tuple[dict[str, list[str]], str | None]:
+    """({column: [R] texts}, None): the text columns of a table pool (`pool add --text-column`) at
+    data rows `rows`, each cell as in the file (a gap empty); ({}, None) for a pool without one;
+    ({}, why) when the data file cannot be read (moved or changed since `pool add`)."""
+    spec = store.project(name).settings.get("features") or {}
+    text_columns = [c["name"] for c in spec.get("columns", ()) if c.get("kind") == "text"]
+    if not text_columns or not rows:
+        return {}, None
+    import numpy as np
+
+    from activebayes.data import load_project_data
+    from activebayes.errors import DataError
+
+    try:
+        data = load_project_data(store, name)  # checked against its sha256
+    except DataError as exc:
+        return {}, str(exc)
+    cells = np.asarray(data.raw[rows], dtype=object)  # [R, M] the feature columns as in the file
+    positions = {c: list(data.raw_columns).index(c) for c in text_columns}
+    return {c: [str(v) for v in cells[:, j]] for c, j in positions.items()}, None
 
 
 def image_files(info: Any) -> dict[str, str] | None:

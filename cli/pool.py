@@ -24,6 +24,8 @@ numbers among a text column's values are levels when under half of them, else re
 or a gap marker: --na-values) unless the text values are codes of letters and digits (a ticket's
 PC 17599 among 113803: `activebayes.data.code_columns`), read as categories with a note;
 amounts written as text ($1,578.50, 53%) are numbers and ISO dates calendar features;
+clock times without a date (08:30, 7:15 PM) the time of day as (sin, cos), and durations with an
+hour over 23 (95:10) hours;
 --text-column reads prose as TF-IDF + SVD features. Missing values (empty, NA, N/A, NaN, null, ?, #DIV/0! and the like,
 and --na-values) are imputed (--missing impute: the median or most frequent level, plus a 0/1
 indicator per column with gaps), dropped with their rows (drop) or refused (error). The features of a csv/npz table are
@@ -234,7 +236,7 @@ def table_lines(summary: dict) -> list[str]:
     return lines
 
 
-KIND_WORDS = {"numeric": "numbers", "date": "dates", "categorical": "categories", "text": "text"}
+KIND_WORDS = {"numeric": "numbers", "date": "dates", "time": "times of day", "categorical": "categories", "text": "text"}
 LISTED = 8  # names shown per kind; the rest are counted
 
 

@@ -111,6 +111,12 @@ class InterleavedInput(io.BytesIO):
 def one_hot_rows(project: str, column: str, levels: list[str], keys: list[str]) -> list[list[float]]:
     """The one-hot features `column=level` for each of `levels` of the items `keys`, as project
     `project` of the ACTIVEBAYES_DB database loads them now (after `pool add --append`, say)."""
+    return feature_rows(project, [f"{column}={level}" for level in levels], keys)
+
+
+def feature_rows(project: str, names: list[str], keys: list[str]) -> list[list[float]]:
+    """The features named `names` of the items `keys`, as project `project` of the ACTIVEBAYES_DB
+    database loads them now (after `pool add --append`, say)."""
     import os
 
     import numpy as np
@@ -121,5 +127,5 @@ def one_hot_rows(project: str, column: str, levels: list[str], keys: list[str]) 
     with PoolStore(os.environ["ACTIVEBAYES_DB"]) as store:
         data = load_project_data(store, project)
     at = {k: i for i, k in enumerate(data.keys)}
-    columns = [data.feature_names.index(f"{column}={level}") for level in levels]
+    columns = [data.feature_names.index(name) for name in names]
     return np.asarray(data.x)[[at[k] for k in keys]][:, columns].tolist()

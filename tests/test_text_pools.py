@@ -5,6 +5,7 @@ is asked about once a batch, and a long ticket is shown whole, wrapped, with its
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import numpy as np
@@ -161,3 +162,27 @@ def test_an_empty_ticket_is_no_words_and_the_summary_says_so(db):
     added = ok("--project", "u", "pool", "add", "tickets.csv", "--label-column", "category", "--key-column", "ticket_id", "--text-column", "text").stdout
     assert ("Missing values: 3 (text 2, product 1); imputed, with an indicator per column; an empty text reads as no words."
             in " ".join(added.split()))  # fmt: skip
+
+
+def test_export_writes_each_labelled_items_text_as_imported(db):
+    """A --text-column pool's export holds each labelled ticket's text, as in the file (accents and
+    emoji included), after its key (csv) and in its JSON item; `label --from` reads the csv back.
+    With the data file moved, the labels are still written, with a note saying the text is not."""
+    write_tickets(Path("tickets.csv"))
+    ok("pool", "add", "tickets.csv", "--label-column", "category", "--key-column", "ticket_id", "--text-column", "text")
+    ok("round", "--device", "cpu", "--samples", "2", "--epochs", "2", "--oracle", "truth", "--k", "21")
+    ok("export", "labels.csv")
+    with open("labels.csv", newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0][:3] == ["key", "text", "row"]
+    text_of = {f"T{i:03d}": text for i, (_, text) in enumerate(TICKETS)}
+    assert len(rows) == 22 and {row[0]: row[1] for row in rows[1:]} == text_of
+    ok("export", "labels.json")
+    items = json.loads(Path("labels.json").read_text(encoding="utf-8"))["items"]
+    assert list(items[0])[:3] == ["key", "text", "row"] and {item["key"]: item["text"] for item in items} == text_of
+    ok("label", "--from", "labels.csv")  # every answer a repeat: harmless
+    Path("tickets.csv").rename("moved.csv")
+    moved = ok("export", "again.csv")
+    note = " ".join(moved.stderr.split())
+    assert "note: the text of the items is left out of the export" in note and "of project 't' is missing" in note
+    assert Path("again.csv").read_text(encoding="utf-8").splitlines()[0] == "key,row,split,label,who,source,round,time"

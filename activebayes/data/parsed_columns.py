@@ -31,6 +31,16 @@ kind, so a column is of a kind exactly when none of its present values is NaN.
   the season as (sin, cos) of 2π·day-of-year/365.25, the weekday as (sin, cos) of 2π·w/7 (w = 0
   on Monday), and, for a column with times, the time of day as (sin, cos) of 2π·(days mod 1), so
   that December meets January and Sunday meets Monday.
+- `clock_seconds`, `duration_hours` and `time_writing`: a column of times alone, without a date
+  (08:30, 14:05:10, 7:15 PM, 23:59): `clock_features` gives the time of day as (sin, cos) of
+  2π·(seconds since midnight / 86400), the CLOCK_PARTS of a date with a time, so 23:59 meets
+  00:00. A column with an hour over 23 (95:10, 36:00:00) is no clock: it holds durations, read
+  as hours (95:10 is 95 h 10 min), a plain number. H:MM is read as hours and minutes in both, so
+  one column is never read two ways (95:10 could be minutes and seconds; a clock's 14:05 never
+  is). A column whose every hour is 23 or less is read as clock times, 1:23:45 as 01:23:45: its
+  values alone cannot tell a duration of 1 h 23 min from a time of 1.23 am, and a clock on the
+  circle still orders durations within a day (a race's 2:09:37 to 5:50:00), where hours would
+  wrongly tie 23:59 and 00:01 far apart.
 """
 
 from __future__ import annotations
@@ -64,11 +74,13 @@ _LOCAL_DATE = re.compile(
     r"^(?P<a>\d{1,2})(?P<sep>[/.-])(?P<b>\d{1,2})(?P=sep)(?P<y>\d{4}|\d{2})"
     r"(?:,?\s(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2}(?:\.\d+)?))?\s?(?P<ampm>[AaPp]\.?[Mm]\.?)?)?$"
 )
+_CLOCK = re.compile(r"^(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2}(?:\.\d+)?))?(?:\s?(?P<ampm>[AaPp]\.?[Mm]\.?))?$")
+_DURATION = re.compile(r"^(?P<H>\d+):(?P<M>\d{2})(?::(?P<S>\d{2}(?:\.\d+)?))?$")
 UNIT_PREFIX = "unit:"  # a column's `written` for numbers with a unit after them: "unit:kg/m2"
 DATE_ORDERS = {"ymd": "YYYY-MM-DD", "dmy": "DD/MM/YYYY", "mdy": "MM/DD/YYYY"}
 EPOCH = dt.date(1970, 1, 1).toordinal()
 TWO_DIGIT_YEAR_CUT = 30  # a two-digit year below this is 20yy, else 19yy (`full_year`)
-YEAR_DAYS, WEEK_DAYS = 365.25, 7.0
+YEAR_DAYS, WEEK_DAYS, DAY_SECONDS = 365.25, 7.0, 86400.0
 CALENDAR_PARTS = ("days", "season sin", "season cos", "weekday sin", "weekday cos")
 CLOCK_PARTS = ("time sin", "time cos")
 
@@ -256,7 +268,56 @@ def calendar_features(days: np.ndarray, clock: bool = False) -> np.ndarray:
     season = 2 * np.pi * (days - year_start) / YEAR_DAYS
     weekday = 2 * np.pi * np.mod(whole + 3, WEEK_DAYS) / WEEK_DAYS  # 1970-01-01 was a Thursday (w = 3)
     parts = [days, np.sin(season), np.cos(season), np.sin(weekday), np.cos(weekday)]
-    if clock:
-        time = 2 * np.pi * (days - whole)
-        parts += [np.sin(time), np.cos(time)]
-    return np.stack(parts, axis=1)
+    stacked = np.stack(parts, axis=1)
+    return np.concatenate([stacked, clock_features(days - whole)], axis=1) if clock else stacked
+
+
+def _clock_second(text: str) -> float:
+    m = _CLOCK.match(text.strip())
+    if m is None:
+        return math.nan
+    hours, minutes, seconds = int(m["H"]), int(m["M"]), float(m["S"] or 0)
+    if m["ampm"]:
+        if not 1 <= hours <= 12:
+            return math.nan
+        hours = hours % 12 + 12 * (m["ampm"][0] in "Pp")
+    if hours > 23 or minutes > 59 or seconds >= 60:
+        return math.nan
+    return hours * 3600 + minutes * 60 + seconds
+
+
+def clock_seconds(texts: Sequence[str]) -> np.ndarray:
+    """[T] float64 seconds since midnight of clock times H:MM or H:MM:SS[.f], with an optional
+    AM/PM (7:15 PM is 69300); NaN where a text is none (25:00, 12:60, 13:00 PM, a date, a number)."""
+    return np.asarray([_clock_second(t) for t in texts], dtype=np.float64)
+
+
+def _duration_hour(text: str) -> float:
+    m = _DURATION.match(text.strip())
+    if m is None or int(m["M"]) > 59 or float(m["S"] or 0) >= 60:
+        return math.nan
+    return int(m["H"]) + int(m["M"]) / 60 + float(m["S"] or 0) / 3600
+
+
+def duration_hours(texts: Sequence[str]) -> np.ndarray:
+    """[T] float64 hours of durations H:MM or H:MM:SS[.f], any number of hours, no AM/PM (95:10 is
+    95.1667, 1:30:00 is 1.5); NaN where a text is none."""
+    return np.asarray([_duration_hour(t) for t in texts], dtype=np.float64)
+
+
+def time_writing(texts: Sequence[str]) -> str | None:
+    """How a column's texts (no gap among them) write times (module docstring): "clock" when every
+    one is a clock time, "duration" when every one is a duration and some hour is over 23 (or some
+    is 24:00), None otherwise (no texts, or some text neither)."""
+    if not texts:
+        return None
+    if np.isfinite(clock_seconds(texts)).all():
+        return "clock"
+    return "duration" if np.isfinite(duration_hours(texts)).all() else None
+
+
+def clock_features(fraction: np.ndarray) -> np.ndarray:
+    """[N, 2] float64 (sin, cos) of 2π·`fraction`, [N] fractions of a day (seconds since midnight
+    / DAY_SECONDS, no NaN): the time of day on a circle, named CLOCK_PARTS."""
+    angle = 2 * np.pi * np.asarray(fraction, dtype=np.float64).reshape(-1)
+    return np.stack([np.sin(angle), np.cos(angle)], axis=1)

@@ -4,7 +4,8 @@ at `pool add` on the pool rows, applied at every load.
 The pipeline is scikit-learn's `ColumnTransformer` (one transformer per column, in file order):
 `SimpleImputer` then `StandardScaler` (numbers); `SimpleImputer`, the calendar features
 (`activebayes.data.parsed_columns.calendar_features` in a `FunctionTransformer`) then
-`StandardScaler` (dates); `SimpleImputer` then `OneHotEncoder` (categories); `MissingIndicator`
+`StandardScaler` (dates); `SimpleImputer`, `parsed_columns.clock_features` then `StandardScaler`
+(clock times); `SimpleImputer` then `OneHotEncoder` (categories); `MissingIndicator`
 (gaps); `TfidfVectorizer` then `TruncatedSVD` (text). Its learnt statistics are recorded as JSON
 (the spec, below) and applied by `apply_table_spec`, pure numpy, equal to the fitted pipeline's
 `transform` (a test shows it), so no pickle is ever loaded:
@@ -12,6 +13,7 @@ The pipeline is scikit-learn's `ColumnTransformer` (one transformer per column, 
     {"version": 2, "standardize": bool, "na_values": [...], "columns": [
         {"name", "kind": "numeric", "fill": median, "mean", "scale", "indicator": bool, "written"?: str},
         {"name", "kind": "date", "fill": median days, "clock": bool, "mean": [F], "scale": [F], "indicator": bool, "written"?: str},
+        {"name", "kind": "time", "fill": median fraction of a day, "mean": [2], "scale": [2], "indicator": bool},
         {"name", "kind": "categorical", "fill": level, "categories": [...], "other"?: int, "indicator": bool},
         {"name", "kind": "text", "file", "sha256", "dims", "indicator": false}]}
 
@@ -22,10 +24,12 @@ written so; `dataset_from_table` then reads the labels as plain numbers
 --merge-label-spellings`: `activebayes.data.label_spellings`), label cells read as the class they spell.
 
 A column's features: numeric `z = (v − mean) / scale` (or v unscaled), v parsed from text as
-`written` says ("units": an amount such as $1,578.50; "decimal comma": 3,5; "unit:kg": 70 kg); a date's F = 5 (7
+`written` says ("units": an amount such as $1,578.50; "decimal comma": 3,5; "unit:kg": 70 kg;
+"duration": hours written 95:10, `activebayes.data.clock_columns`); a date's F = 5 (7
 with `clock`) calendar features (of an ISO date, or one written as `written` says: "dmy"
 31/12/2024, "mdy" 12/31/2024), each standardised, named `name (days)`, `name (season sin)`,
-...; categorical one 0/1 per level, and with "other" (the number of rare levels of a
+...; a clock time's 2, (sin, cos) of 2π·(seconds since midnight / 86400), each standardised,
+named `name (time sin)`, `name (time cos)`; categorical one 0/1 per level, and with "other" (the number of rare levels of a
 many-level column pooled at import: `activebayes.data.frequent_levels`) one more, `name=(other)`,
 for every value outside the categories, an appended row's new level too; then its indicator `name (missing)` when it has one; text
 `name[0..dims)`.
@@ -41,11 +45,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from activebayes.data.clock_columns import DURATION, TIME_KIND, time_values
 from activebayes.data.csv_table import CsvTable, shown
 from activebayes.data.features import is_number, one_hot_codes, unseen_category
 from activebayes.data.frequent_levels import OTHER
-from activebayes.data.parsed_columns import (CALENDAR_PARTS, CLOCK_PARTS, DATE_ORDERS, UNIT_PREFIX, calendar_features, decimal_comma_numbers, measured_numbers,
-                                             unit_numbers, written_days)
+from activebayes.data.parsed_columns import (CALENDAR_PARTS, CLOCK_PARTS, DATE_ORDERS, UNIT_PREFIX, calendar_features, clock_features,
+                                             decimal_comma_numbers, measured_numbers, unit_numbers, written_days)
 from activebayes.data.table_gaps import column_missing
 from activebayes.data.tabular import ColumnPlan, TablePlan, first_true, gap_values
 from activebayes.errors import DataError
@@ -54,11 +59,11 @@ SPEC_VERSION = 2
 
 
 def _column_input(plan: TablePlan, c: ColumnPlan, rows: np.ndarray | None = None) -> np.ndarray:
-    """Column `c` of `rows` (all when None) as scikit-learn takes it: numbers (a date's days)
-    [R, 1] float64 (NaN missing), a categorical column's text [R, 1] object (NaN missing), a text column [R] object
+    """Column `c` of `rows` (all when None) as scikit-learn takes it: numbers (a date's days, a
+    clock time's fraction of a day) [R, 1] float64 (NaN missing), a categorical column's text [R, 1] object (NaN missing), a text column [R] object
     ("" missing)."""
     take = slice(None) if rows is None else rows
-    if c.kind in ("numeric", "date"):
+    if c.kind in ("numeric", "date", TIME_KIND):
         return c.numbers[take][:, None]
     if c.kind == "text":
         cells = np.asarray(plan.table.column(c.name), dtype=object)[take]
@@ -85,6 +90,11 @@ def _calendar(days: np.ndarray, clock: bool) -> np.ndarray:
     return calendar_features(np.asarray(days, dtype=np.float64)[:, 0], clock)
 
 
+def _clock(fraction: np.ndarray) -> np.ndarray:
+    """[R, 2] time-of-day features of [R, 1] fractions of a day (the clock pipeline's step)."""
+    return clock_features(np.asarray(fraction, dtype=np.float64)[:, 0])
+
+
 def _pooled(values: np.ndarray, levels: tuple[str, ...]) -> np.ndarray:
     """[R, 1] object `values` with each one outside `levels` replaced by OTHER (the "other" step
     of a many-level column's pipeline)."""
@@ -105,10 +115,11 @@ def build_pipeline(plan: TablePlan, *, standardize: bool = True, text_dims: int 
     impute = plan.options.missing == "impute"
     parts: list[tuple[str, Any, Any]] = []
     for j, c in enumerate(plan.columns):
-        if c.kind in ("numeric", "date"):
+        if c.kind in ("numeric", "date", TIME_KIND):
             scale = StandardScaler() if standardize else "passthrough"
             imputer = SimpleImputer(strategy="median", keep_empty_features=True)
-            calendar = [("calendar", FunctionTransformer(_calendar, kw_args={"clock": c.clock}))] if c.kind == "date" else []
+            calendar = {"date": [("calendar", FunctionTransformer(_calendar, kw_args={"clock": c.clock}))],
+                        TIME_KIND: [("clock", FunctionTransformer(_clock))]}.get(c.kind, [])  # fmt: skip
             parts.append((f"{j}:{c.name}", Pipeline([("impute", imputer), *calendar, ("scale", scale)]), [j]))
         elif c.kind == "categorical":
             imputer = SimpleImputer(strategy="most_frequent", missing_values=np.nan, keep_empty_features=True)
@@ -161,11 +172,11 @@ def fit_table_spec(
         if c.kind == "numeric":
             fill, mean, scale = statistics[part]
             entry.update(fill=fill, mean=mean, scale=scale, **({"written": c.written} if c.written else {}))
-        elif c.kind == "date":
+        elif c.kind in ("date", TIME_KIND):
             step = fitted[part]
             scaler = step.named_steps["scale"]
-            width = len(CALENDAR_PARTS) + len(CLOCK_PARTS) * c.clock
-            entry.update(fill=float(step.named_steps["impute"].statistics_[0]), clock=c.clock,
+            width = len(CALENDAR_PARTS) + len(CLOCK_PARTS) * c.clock if c.kind == "date" else len(CLOCK_PARTS)
+            entry.update(fill=float(step.named_steps["impute"].statistics_[0]), **({"clock": c.clock} if c.kind == "date" else {}),
                          mean=[float(v) for v in scaler.mean_] if scaler != "passthrough" else [0.0] * width,
                          scale=[float(v) for v in scaler.scale_] if scaler != "passthrough" else [1.0] * width,
                          **({"written": c.written} if c.written else {}))  # fmt: skip
@@ -247,6 +258,9 @@ def _numeric_feature(table: CsvTable, c: dict[str, Any], missing: np.ndarray) ->
     elif str(c.get("written", "")).startswith(UNIT_PREFIX):  # 59 yrs, 32.1 kg/m2: one unit
         v[codes >= 0] = measured_numbers(texts, c["written"][len(UNIT_PREFIX) :])[codes[codes >= 0]]
         unfilled &= ~np.isfinite(v)
+    elif c.get("written") == DURATION:  # 95:10, hours and minutes: 95.1667 hours
+        v[codes >= 0] = time_values(texts, DURATION)[codes[codes >= 0]]
+        unfilled &= ~np.isfinite(v)
     elif c.get("written") == "decimal comma":  # 3,5 and 1.234,5; a plain 1.234 too is read so
         spelled_codes, spellings = table.category_codes(name)
         v = decimal_comma_numbers(spellings)[spelled_codes]
@@ -262,20 +276,26 @@ def _numeric_feature(table: CsvTable, c: dict[str, Any], missing: np.ndarray) ->
     return (v - float(c["mean"])) / float(c["scale"])
 
 
-def _date_features(table: CsvTable, c: dict[str, Any], missing: np.ndarray) -> np.ndarray:
-    """[N, F] standardised calendar features of a date column, gaps filled; DataError naming the
-    line of a value that is not a date written as the others are."""
+def _parsed_features(table: CsvTable, c: dict[str, Any], missing: np.ndarray) -> np.ndarray:
+    """[N, F] standardised features of a date column (calendar features of its days) or a clock
+    column (time-of-day features of its fraction of a day), gaps filled; DataError naming the
+    line of a value that is not written as the others are."""
     name = c["name"]
     codes, texts = table.text_codes(name)
-    order = c.get("written", "ymd")
-    days = written_days([*texts, ""], order)[codes]  # code -1, a plain number: no date
-    bad = ~missing & ~np.isfinite(days)
+    if c["kind"] == TIME_KIND:
+        what, how, features = "a clock time", "HH:MM, HH:MM:SS or H:MM AM/PM, with an hour of 0-23", clock_features
+        values = time_values([*texts, ""], "clock")[codes]  # code -1, a plain number: no clock time
+    else:
+        order = c.get("written", "ymd")
+        what, how, features = "a date", DATE_ORDERS[order], lambda days: calendar_features(days, bool(c["clock"]))
+        values = written_days([*texts, ""], order)[codes]  # code -1, a plain number: no date
+    bad = ~missing & ~np.isfinite(values)
     if bad.any():
         at = first_true(bad)
-        raise DataError(f"{str(table.path)!r} line {table.lines[at]}: column {name!r} is not a date written as the others are "
-                        f"({shown(table.cell(at, name))}); write it as {DATE_ORDERS[order]}")  # fmt: skip
-    days[missing] = float(c["fill"]) if c.get("fill") is not None else np.nan
-    return (calendar_features(days, bool(c["clock"])) - np.asarray(c["mean"])) / np.asarray(c["scale"])
+        raise DataError(f"{str(table.path)!r} line {table.lines[at]}: column {name!r} is not {what} written as the others are "
+                        f"({shown(table.cell(at, name))}); write it as {how}")  # fmt: skip
+    values[missing] = float(c["fill"]) if c.get("fill") is not None else np.nan
+    return (features(values) - np.asarray(c["mean"])) / np.asarray(c["scale"])
 
 
 def _category_indices(table: CsvTable, c: dict[str, Any], missing: np.ndarray) -> np.ndarray:
@@ -318,9 +338,10 @@ def apply_table_spec(table: CsvTable, spec: dict[str, Any], columns: list[dict[s
         if kind == "numeric":
             blocks.append(_numeric_feature(table, c, missing).astype(np.float32)[:, None])
             names.append(name)
-        elif kind == "date":
-            blocks.append(_date_features(table, c, missing).astype(np.float32))
-            names.extend(f"{name} ({part})" for part in (*CALENDAR_PARTS, *CLOCK_PARTS[: 2 * bool(c["clock"])]))
+        elif kind in ("date", TIME_KIND):
+            blocks.append(_parsed_features(table, c, missing).astype(np.float32))
+            parts = (*CALENDAR_PARTS, *CLOCK_PARTS[: 2 * bool(c["clock"])]) if kind == "date" else CLOCK_PARTS
+            names.extend(f"{name} ({part})" for part in parts)
         elif kind == "categorical":
             blocks.append(one_hot_codes(_category_indices(table, c, missing), len(c["categories"]) + bool(c.get("other"))))
             names.extend(f"{name}={level}" for level in [*c["categories"], *[OTHER] * bool(c.get("other"))])

@@ -24,6 +24,9 @@ number and the column left out, with a note. The label and key are never feature
   categories with a note, or refused with the way to write them as ISO dates):
   days since 1970-01-01, and the season, weekday (and time of day) on the circle
   (`parsed_columns.calendar_features`; `ColumnPlan.clock` when there are times);
+- a time of day ("time") when every value present is a clock time without a date ("08:30",
+  "7:15 PM"): (sin, cos) of the fraction of a day; a column with an hour over 23 ("95:10") holds
+  durations, numeric hours (`written` "duration"): `activebayes.data.clock_columns`;
 - text to be read as prose when named in `text_columns` (`activebayes.data.text_features`);
 - otherwise categorical: one-hot encoded over its levels in natural order ("auto"), or refused
   ("error"). Numbers among its values are levels as spelled (a drive column of f, r and 4) when
@@ -66,6 +69,7 @@ from typing import Any
 
 import numpy as np
 
+from activebayes.data.clock_columns import read_times
 from activebayes.data.code_columns import codes_note, written_as_codes
 from activebayes.data.csv_table import ROW_NAMES, CsvTable, not_a_column, shown
 from activebayes.data.features import is_number, natural_sorted
@@ -100,9 +104,10 @@ class TableOptions:
 
 @dataclass(frozen=True)
 class ColumnPlan:
-    """One feature column: `kind` numeric | date | categorical | text; `missing` [N] bool;
+    """One feature column: `kind` numeric | date | time | categorical | text; `missing` [N] bool;
     `numbers` [N] float64 (NaN where missing) for a numeric column (`written`: "units" for
-    amounts written as text, "decimal comma" for 3,5) or a date column (days since 1970-01-01;
+    amounts written as text, "decimal comma" for 3,5, "duration" for hours written 95:10), a
+    time column (the fraction of a day since midnight) or a date column (days since 1970-01-01;
     `clock`: some values have a time; `written`: "dmy" or "mdy" for 31/12/2024 or 12/31/2024,
     None for ISO 8601); `levels` of a categorical column, and `other`: how many of its levels
     (rare ones of a many-level column: `frequent_levels`) share one "other" feature, 0 none."""
@@ -407,7 +412,7 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
 
 
 def _written_quantity(table: CsvTable, name: str, missing: np.ndarray, numeric: np.ndarray, notes: list[str]) -> ColumnPlan | None:
-    """Column `name` as amounts written with units, or as ISO dates, when every value present
+    """Column `name` as amounts written with units, as dates, or as times (`clock_columns`), when every value present
     parses as one (`activebayes.data.parsed_columns`); DataError naming the first value that does
     not when at least half do (a typo, or a gap marker); else None."""
     codes, texts = table.text_codes(name)
@@ -459,4 +464,8 @@ def _written_quantity(table: CsvTable, name: str, missing: np.ndarray, numeric: 
         written = {"dmy": ", day first", "mdy": ", month first"}.get(order, "")
         notes.append(f"column {name!r} holds dates ({example}{written}): read as days since 1970-01-01, with the {parts}")
         return ColumnPlan(name, "date", missing, numbers=np.where(missing, np.nan, days[codes]), clock=clock, written=None if order == "ymd" else order)
+    times = read_times(table, name, missing, numeric)  # 08:30, 7:15 PM: the time of day; 95:10: hours
+    if times is not None:
+        notes.append(times.note)
+        return ColumnPlan(name, times.kind, missing, numbers=times.values, written=times.written)
     return None
