@@ -3,6 +3,7 @@
     .venv/bin/python studies/benchmark/run.py [--config studies/benchmark/config.json]
         [--out studies/benchmark/results] [--jobs 2] [--tables a,b] [--arms x,y] [--seeds 0,1]
         [--cache studies/benchmark/.tables] [--no-report] [--model-variant default|marglik]
+    .venv/bin/python studies/benchmark/run.py --tables heldout --seeds 0,1,2 --out studies/benchmark/results/heldout
 
 For each table × arm × seed, exactly what a user of the CLI gets (run in-process, as
 studies/tabular/run.py does, rather than one `activebayes` process per round):
@@ -17,6 +18,11 @@ studies/tabular/run.py does, rather than one `activebayes` process per round):
   round has no labels (the tool's cold start: 10 items at random); each later round fits on 10,
   20, ..., 100 labels and the loop records the test-split accuracy (classification) or RMSE
   (regression) of that fit.
+
+`--tables heldout` runs the held-out tables instead (heldout.py: classification tables of the
+sweep's sample that the defaults were not chosen on, picked by a fixed rule), `random` against
+the config's default arm unless `--arms` is given, and appends to the report the summary rows in
+the benchmark's format and the selection.
 
 `--model-variant marglik` trains the network by online marginal-likelihood training instead of
 the 1/N weight decay (variants.py); the default variant is the CLI's model as it is.
@@ -240,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--jobs", type=int, default=2, help="processes (default 2)")
-    parser.add_argument("--tables", help="comma-separated table names (default: the config's)")
+    parser.add_argument("--tables", help="comma-separated table names (default: the config's), or 'heldout' (heldout.py)")
     parser.add_argument("--arms", help="comma-separated acquisitions for every table (default: the config's per task)")
     parser.add_argument("--seeds", help="comma-separated seeds (default: the config's)")
     parser.add_argument("--cache", type=Path, default=benchmark_tables.CACHE, help="where the tables' csv files are written")
@@ -251,10 +257,17 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     cfg = json.loads(args.config.read_text())
     names = _csv_list(args.tables) or list(cfg["tables"])
+    heldout = names == ["heldout"]
+    if heldout:
+        import heldout as heldout_tables
+
+        chosen, left_out = heldout_tables.heldout_tables()
+        benchmark_tables.TABLES.update(chosen)
+        names = list(chosen)
     unknown = [n for n in names if n not in benchmark_tables.TABLES]
     if unknown:
         parser.error(f"--tables: unknown {unknown}; known: {', '.join(benchmark_tables.TABLES)}")
-    arms = _csv_list(args.arms)
+    arms = _csv_list(args.arms) or (["random", cfg["default"]["classification"]] if heldout else None)
     seeds = [int(s) for s in _csv_list(args.seeds)] if args.seeds else [int(s) for s in cfg["seeds"]]
     records = benchmark_tables.write_tables(args.cache, names, cfg["max_rows"])
     out = args.out
@@ -291,8 +304,10 @@ def main(argv: list[str] | None = None) -> int:
         import report
 
         wall = time.perf_counter() - start
-        report.write_report(out, cfg, notes=notes, timing=f"Last invocation of run.py: {len(jobs)} run(s) in {wall:.0f} s wall "
-                            f"on {args.jobs} process(es) (one torch thread each).")  # fmt: skip
+        summary = report.write_report(out, cfg, notes=notes, timing=f"Last invocation of run.py: {len(jobs)} run(s) in {wall:.0f} s wall "
+                                      f"on {args.jobs} process(es) (one torch thread each).")  # fmt: skip
+        if heldout:
+            heldout_tables.append_heldout_summary(out, summary, arms, heldout_tables.selection_markdown(chosen, left_out, records))
         print(f"wrote {out / 'results.md'}, {out / 'summary.json'}, {out / 'curves.png'}")
     wall = time.perf_counter() - start
     print(f"total wall time {wall:.0f} s ({wall / 60:.1f} min) for {len(jobs)} run(s) on {args.jobs} process(es)", flush=True)

