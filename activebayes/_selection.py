@@ -13,7 +13,9 @@ for each uniform draw (a random round or auto's random share), None for a determ
 Candidates with equal features (a text pasted under two keys) are one candidate to every
 selector (`_distinct`, `activebayes.same_rows`): the round chooses among the first of each group,
 so a batch never holds two copies of one input, and records that number as its candidates (the
-N_t of its estimates). A later round may ask about another copy, once the first is labelled.
+N_t of its estimates), with the rows they stand for and each query's group size where groups have
+more than one row, so that its estimates speak for the pool's rows (`activebayes.row_weights`).
+A later round may ask about another copy, once the first is labelled.
 
 Early rounds (the loop's `first` and `cover_classes`):
 * `first="auto"` (the CLI's default) takes TypiClust's batch (`acquisition.typical`), the labelled
@@ -84,16 +86,36 @@ class PoolSelection:
         k = min(self.batch_size, self.store.count_candidates(self.project))
         return {"labels": labelled, "classes": classes} if labelled + k <= budget else None
 
-    def _distinct(self, rows: np.ndarray, k: int) -> np.ndarray:
-        """Positions into the candidates' `rows` of the first of each group with equal features
-        (`activebayes.same_rows`), so that no batch asks twice about one input; every position
-        when fewer than `k` candidates are distinct (a batch of k must then repeat one)."""
-        from activebayes.same_rows import first_of_each, row_fingerprints
+    _row_prints: tuple[np.ndarray, np.ndarray] | None = None  # (fingerprints [N_data, 2], computed yet [N_data])
 
+    def _distinct(self, rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(positions into the candidates' `rows` of the first of each group with equal features
+        (`activebayes.same_rows`), so that no batch asks twice about one input; the rows of each
+        group among the candidates [N'], for per-row estimates: `activebayes.row_weights`); every
+        position, each its own group, when fewer than `k` candidates are distinct (a batch of k
+        must then repeat one)."""
+        from activebayes.same_rows import first_and_sizes
+
+        rows = np.asarray(rows, dtype=np.int64)
+        keep, sizes = first_and_sizes(self._fingerprints(rows)) if len(rows) else (rows, rows)
+        return (keep, sizes) if len(keep) >= k else (np.arange(len(rows)), np.ones(len(rows), dtype=np.int64))
+
+    def _fingerprints(self, rows: np.ndarray) -> np.ndarray:
+        """[n, 2] `row_fingerprints` of the data's `rows` [n], each row's computed once per loop (the
+        features do not change while it runs, and a later round's candidates are an earlier one's
+        but the rows labelled since), chunk by chunk as `_scores` reads features."""
+        from activebayes.same_rows import row_fingerprints
+
+        if self._row_prints is None:
+            n_data = len(self._pool_data().x)
+            self._row_prints = (np.zeros((n_data, 2), dtype=np.uint64), np.zeros(n_data, dtype=bool))
+        prints, known = self._row_prints
+        missing = rows[~known[rows]]
         chunk = max(self.score_batch_size * 16, 1 << 16)  # features held in memory at once, as `_scores`
-        prints = [row_fingerprints(self._features(rows[start : start + chunk]).numpy()) for start in range(0, len(rows), chunk)]
-        keep = first_of_each(np.concatenate(prints)) if prints else np.zeros(0, dtype=np.int64)
-        return keep if len(keep) >= k else np.arange(len(rows))
+        for start in range(0, len(missing), chunk):
+            part = missing[start : start + chunk]
+            prints[part], known[part] = row_fingerprints(self._features(part).numpy()), True
+        return prints[rows]
 
     def _select_typical(self, cand_rows: Any, rows: Any, k: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
         """TypiClust's batch (`acquisition.typical.typical_batch`): the candidates (`cand_rows`) and

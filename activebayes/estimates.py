@@ -106,6 +106,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from activebayes.errors import ConfigError, ShapeError
+from activebayes.row_weights import row_shares
 
 Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile
 Z95_OF_TWO = 2.241402727604945  # its 98.75 % quantile: each of two intervals whose sum is 95 % (`summed_estimate`)
@@ -319,10 +320,16 @@ def lure_estimate(
     nonnegative: bool = True,
     skewed: bool = False,
     z: float = Z95,
+    sizes: Sequence[int] | np.ndarray | None = None,
+    rows: int | None = None,
 ) -> Estimate:
     """R̂_LURE of the pool's mean loss and its interval (module docstring).
 
     losses: L [M] of the drawn items, in draw order. probabilities: q [M] at each draw.
+    sizes, rows: when the N = `pool_size` items drawn from are distinct inputs standing for
+    groups of rows, the rows m [M] of each drawn input's group and R the rows of all N; the
+    estimate is then of the mean over the R rows, R̂_rows = (1/M) Σ v_m ρ_m L_m, ρ_m = N m_m / R
+    (`activebayes.row_weights`), and its `pool` is R. None: every item one row (ρ ≡ 1).
     bounded: the loss lies in [0, 1] (Wilson interval). nonnegative: clip the interval at 0.
     skewed: the losses are nonnegative and right-skewed, squared errors or NLLs (the scaled-χ²
     interval, `chi2_interval`; `dof` kept for `Estimate.root`).
@@ -340,6 +347,12 @@ def lure_estimate(
     if m == 0:
         raise ShapeError("losses: expected at least one labelled draw, got none")
     v = lure_weights(q, pool_size)
+    population = int(pool_size if rows is None else rows)
+    if sizes is not None or rows is not None:  # distinct inputs standing for groups of rows
+        shares = row_shares(np.ones(m) if sizes is None else sizes, population, int(pool_size))
+        if shares.shape != q.shape:
+            raise ShapeError(f"sizes: expected one group size per loss, got {shares.shape[0]} and {m}")
+        v = v * shares  # [M] the per-row weights v_m ρ_m
     z_terms = v * losses_a  # [M]
     value = float(z_terms.mean())
     wald_var = float(z_terms.var(ddof=1)) / m if m > 1 else math.inf
@@ -348,19 +361,20 @@ def lure_estimate(
             raise ShapeError("losses: a bounded loss must lie in [0, 1]")
         p = min(max(value, 0.0), 1.0)
         low, high = wilson_interval(p, df_adjusted_size(effective_trials(p, wald_var, v), m, z), z)
-        return Estimate(value, low, high, m, int(pool_size), "wilson")
+        return Estimate(value, low, high, m, population, "wilson")
     if skewed:
         if np.any(losses_a < 0):
             raise ShapeError("losses: a skewed loss (squared errors, NLLs) must be nonnegative")
         low, high = chi2_interval(value, wald_var, m, z)
-        return Estimate(value, low, high, m, int(pool_size), "chi2", dof=satterthwaite_dof(value, wald_var, m) if m > 1 else None)
+        return Estimate(value, low, high, m, population, "chi2", dof=satterthwaite_dof(value, wald_var, m) if m > 1 else None)
     half = t_quantile(m, z) * math.sqrt(wald_var) if math.isfinite(wald_var) else math.inf
     low = value - half
-    return Estimate(value, max(low, 0.0) if nonnegative else low, value + half, m, int(pool_size), "wald")
+    return Estimate(value, max(low, 0.0) if nonnegative else low, value + half, m, population, "wald")
 
 
 def stratified_estimate(fixed_losses: Sequence[float] | np.ndarray, drawn_losses: Sequence[float] | np.ndarray,
-                        probabilities: Sequence[float] | np.ndarray, pool_size: int, **options: Any) -> Estimate:  # fmt: skip
+                        probabilities: Sequence[float] | np.ndarray, pool_size: int, *, fixed_sizes: Sequence[int] | None = None,
+                        drawn_sizes: Sequence[int] | None = None, rows: int | None = None, **options: Any) -> Estimate:  # fmt: skip
     """The pool's mean loss when D items were chosen deterministically first (their losses known:
     `fixed_losses` [D]) and M more drawn at random from the N − D left (`drawn_losses` [M],
     `probabilities` [M]; `options`: `lure_estimate`'s bounded, nonnegative, skewed, z), as `auto`'s batch
@@ -370,16 +384,25 @@ def stratified_estimate(fixed_losses: Sequence[float] | np.ndarray, drawn_losses
 
     unbiased because the deterministic part is known exactly given the model, and its interval
     is R̂_LURE's mapped by the same affine map (`known` = Σ_fixed L / N). D = 0 is `lure_estimate`.
+    With `rows` R (the N items distinct inputs standing for groups of rows; `fixed_sizes` [D] and
+    `drawn_sizes` [M] their groups' rows, None for one each) it is the mean over the R rows:
+    (Σ_fixed m L + R' · R̂_rows(drawn; N − D, R')) / R, R' = R − Σ_fixed m (`activebayes.row_weights`).
     """
     fixed = _vector("fixed_losses", fixed_losses)
     d, n = fixed.shape[0], int(pool_size)
-    rest = lure_estimate(drawn_losses, probabilities, n - d, **options)
+    fixed_m = np.ones(d) if fixed_sizes is None else _vector("fixed_sizes", fixed_sizes)
+    if fixed_m.shape != fixed.shape:
+        raise ShapeError(f"fixed_sizes: expected one group size per fixed loss, got {fixed_m.shape[0]} and {d}")
+    total = n if rows is None else int(rows)
+    rest_rows = total - int(fixed_m.sum())
+    per_row = {} if rows is None else {"sizes": drawn_sizes, "rows": rest_rows}
+    rest = lure_estimate(drawn_losses, probabilities, n - d, **per_row, **options)
     if d == 0:
         return rest
-    share = (n - d) / n
-    known = float(fixed.sum()) / n
+    share = rest_rows / total
+    known = float(fixed_m @ fixed) / total
     return Estimate(known + share * rest.value, known + share * rest.low, known + share * rest.high,
-                    d + rest.n, n, rest.interval, rest.dof, known)  # fmt: skip
+                    d + rest.n, total, rest.interval, rest.dof, known)  # fmt: skip
 
 
 # ---- per-item losses ---------------------------------------------------------------------------

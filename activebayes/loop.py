@@ -234,12 +234,16 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
         if self.hook is not None:
             self.hook(str(name))  # a RoundStatus as its value
 
-    def _features(self, rows: np.ndarray) -> torch.Tensor:
+    def _pool_data(self) -> Any:
+        """The project's Dataset, loaded on first use."""
         if self._data is None:
             from activebayes.data import load_project_data
 
             self._data = load_project_data(self.store, self.project)
-        x = np.ascontiguousarray(self._data.x[np.asarray(rows, dtype=np.int64)])
+        return self._data
+
+    def _features(self, rows: np.ndarray) -> torch.Tensor:
+        x = np.ascontiguousarray(self._pool_data().x[np.asarray(rows, dtype=np.int64)])
         return torch.from_numpy(x).float()
 
     def _targets(self, values: list[str]) -> torch.Tensor:
@@ -347,7 +351,7 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
         if self.acquisition_subset is not None and len(item_ids) > self.acquisition_subset:
             keep = subset_positions(len(item_ids), self.acquisition_subset, rnd.seed)
             item_ids, cand_rows = item_ids[keep], np.asarray(cand_rows)[keep]
-        keep = self._distinct(np.asarray(cand_rows), min(self.batch_size, len(item_ids)))  # one of each group of equal inputs
+        keep, sizes = self._distinct(np.asarray(cand_rows), min(self.batch_size, len(item_ids)))  # one of each group of equal inputs
         item_ids, cand_rows = item_ids[keep], np.asarray(cand_rows)[keep]
         k = min(self.batch_size, len(item_ids))
         generator = torch.Generator().manual_seed(rnd.seed)
@@ -391,6 +395,7 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
             self.project, number, item_ids[chosen.numpy()].tolist(), scores.tolist(), timings=timings,
             candidate_ids=None if pool_scores is None else item_ids, candidate_scores=pool_scores,
             predictions=predictions, probabilities=self._take_draw_probabilities(len(chosen)), candidates=len(item_ids),
+            groups={"candidate_rows": int(sizes.sum()), "copies": sizes[chosen.numpy()].tolist()} if np.any(sizes > 1) else None,
         )  # fmt: skip
         self._stage(RoundStatus.scored)
         return rnd

@@ -9,7 +9,12 @@ drawn (`QueryInfo.probability`) from the round's N_t candidates (`acquisition_se
     R̂_t = R̂_LURE(losses of the round's queries, q, N_t)           (`activebayes.estimates`)
 
 is an unbiased estimate of the round-t model's mean loss over the N_t items it chose from (the
-unlabelled pool then; an acquisition subset is itself a uniform sample of it). Accuracy is
+unlabelled pool then; an acquisition subset is itself a uniform sample of it). Those N_t are
+distinct inputs (a round chooses among one row of each group with equal features); where groups
+hold more than one row, the round records the R_t rows they stand for and each query's group size
+m (acquisition_settings "candidate_rows", "copies"), and the estimate is of the mean over the R_t
+rows, each draw weighted by ρ = N_t m / R_t (`activebayes.row_weights`): the figure over the pool a
+user asks for, not over its distinct inputs. Its `pool` is then R_t and `inputs` N_t. Accuracy is
 1 − R̂ of the 0-1 loss; NLL needs every class's probability (the query's "probs"); regression
 gives the RMSE (the root of R̂ of the squared error, corrected for Jensen's bias: `Estimate.root`)
 and the Gaussian NLL. The estimate rests on the round's own k labels, so its interval is wide for
@@ -140,7 +145,9 @@ class PoolEstimate:
     accuracy, class_nll (classification) or rmse, normal_nll (regression): Estimates, None where
     unknown. labels: the answered draws they rest on. pool: N. reason: why there is none.
     asked: the draws the estimate rests on once every answer is in (the round's queries; 0 where
-    not known). note: why an estimate on fewer (`partial`) is provisional or partial.
+    not known). note: why an estimate on fewer (`partial`) is provisional or partial. inputs: the
+    distinct inputs drawn from where they stand for more rows (the estimate is over the `pool`
+    rows, `activebayes.row_weights`), else None.
     """
 
     accuracy: Estimate | None = None
@@ -152,6 +159,7 @@ class PoolEstimate:
     reason: str | None = None
     asked: int = 0
     note: str | None = None
+    inputs: int | None = None
 
     @property
     def available(self) -> bool:
@@ -179,18 +187,21 @@ class PoolEstimate:
 
 
 def pool_estimate(
-    fixed: LossTable | None, drawn: LossTable, probabilities: Sequence[float], pool_size: int, labels: int
+    fixed: LossTable | None, drawn: LossTable, probabilities: Sequence[float], pool_size: int, labels: int,
+    groups: dict[str, Any] | None = None,
 ) -> PoolEstimate:
     """Estimates from D fixed (deterministic) items' losses and M drawn items' losses with their
     q (`stratified_estimate`), mapped to accuracy / RMSE (`Estimate.root`: the χ² interval's root,
-    its value corrected for Jensen's bias)."""
+    its value corrected for Jensen's bias). `groups`: {"fixed_sizes" [D], "drawn_sizes" [M],
+    "rows": R} where the N = `pool_size` items stand for R rows (`stratified_estimate`), or None."""
+    groups = groups or {}
 
     def one(name: str, **kw: Any) -> Estimate | None:
         rest = getattr(drawn, name)
         known = getattr(fixed, name) if fixed is not None else np.zeros(0)
         if rest is None or known is None or len(rest) == 0:
             return None
-        return stratified_estimate(known, rest, probabilities, pool_size, **kw)
+        return stratified_estimate(known, rest, probabilities, pool_size, **groups, **kw)
 
     def normal_nll() -> Estimate | None:
         """The Gaussian NLL: the Wald interval of its log-variance part ½ log 2πσ² plus the
@@ -200,7 +211,7 @@ def pool_estimate(
             return None
         known = np.zeros(0) if fixed is None else fixed.normal_nll - fixed.normal_misfit
         log_part = stratified_estimate(known, drawn.normal_nll - drawn.normal_misfit, probabilities, pool_size,
-                                       nonnegative=False, z=Z95_OF_TWO)  # fmt: skip
+                                       nonnegative=False, z=Z95_OF_TWO, **groups)  # fmt: skip
         return summed_estimate(log_part, misfit)
 
     error = one("zero_one", bounded=True)
@@ -210,7 +221,7 @@ def pool_estimate(
         class_nll=one("class_nll", skewed=True),
         rmse=mse.root() if mse is not None else None,
         normal_nll=normal_nll(),
-        labels=labels, pool=pool_size,
+        labels=labels, pool=int(groups.get("rows", pool_size)), inputs=pool_size if "rows" in groups else None,
     )  # fmt: skip
 
 
@@ -293,7 +304,11 @@ def round_estimate(rnd: Any, queries: Sequence[Any], task: str, classes: Sequenc
         return none(_missing_reason(rnd, asked, answered_count))
     fixed_losses = item_losses([q.prediction for q in fixed], [q.value for q in fixed], task, classes) if fixed else None
     drawn_losses = item_losses([q.prediction for q in answered], [q.value for q in answered], task, classes)
-    estimate = pool_estimate(fixed_losses, drawn_losses, [float(q.probability) for q in answered], int(pool), len(fixed) + len(answered))
+    settings = rnd.acquisition_settings or {}
+    copies = settings.get("copies")  # each query's group size, where the candidates stand for more rows
+    groups = None if copies is None else {"fixed_sizes": copies[:n_fixed], "drawn_sizes": copies[n_fixed : n_fixed + len(answered)],
+                                          "rows": int(settings["candidate_rows"])}  # fmt: skip
+    estimate = pool_estimate(fixed_losses, drawn_losses, [float(q.probability) for q in answered], int(pool), len(fixed) + len(answered), groups)
     note = _partial_note(rnd, asked, answered_count) if estimate.labels < asked else None
     return replace(estimate, asked=asked, note=note)
 

@@ -18,6 +18,7 @@ fingerprints; two different rows share both with probability about 2⁻⁶⁴ pe
 
     prints = row_fingerprints(x)         # [N, 2] uint64
     keep = first_of_each(prints)         # [N'] positions, ascending: the first row of each group
+    keep, sizes = first_and_sizes(prints)   # ... and the rows of each group [N'] (per-row estimates)
 """
 
 from __future__ import annotations
@@ -62,6 +63,12 @@ def _mixed(words: np.ndarray) -> np.ndarray:
 
 def first_of_each(fingerprints: np.ndarray) -> np.ndarray:
     """[N'] positions (ascending) of the first row of each group of equal fingerprints [N, 2]."""
+    return first_and_sizes(fingerprints)[0]
+
+
+def first_and_sizes(fingerprints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(positions [N'] ascending of the first row of each group of equal fingerprints [N, 2],
+    the rows of each of those groups [N'], summing to N)."""
     prints = np.asarray(fingerprints)
     if prints.ndim != 2:
         raise ShapeError(f"first_of_each: expected fingerprints [N, 2], got shape {prints.shape}")
@@ -69,4 +76,8 @@ def first_of_each(fingerprints: np.ndarray) -> np.ndarray:
     ordered = prints[order]
     starts = np.ones(len(order), dtype=bool)
     starts[1:] = np.any(ordered[1:] != ordered[:-1], axis=1)
-    return np.sort(order[starts]).astype(np.int64)
+    begins = np.flatnonzero(starts)
+    sizes = np.diff(np.append(begins, len(order)))  # [N'] in fingerprint order
+    firsts = order[begins]
+    by_position = np.argsort(firsts)
+    return firsts[by_position].astype(np.int64), sizes[by_position].astype(np.int64)

@@ -14,6 +14,9 @@
   `--json` gives each figure as [estimate, low, high] with the estimate in range, and the
   unbiased values under "unbiased" ({"accuracy": -7.35, "nll": 46.2}); "labels" the answers it
   rests on, "asked" its round's queries, "partial" and "note" as the text marks it;
+* an estimate speaks for the pool's rows: where a round drew among distinct inputs standing for
+  more rows (rows with equal features), "from" says "10 labels of 500 rows (450 distinct inputs)"
+  and `--json` gives "pool" 500 and "inputs" 450 (`activebayes.row_weights`);
 * the evaluation set of `activebayes evaluate`, when there is one: its active-testing estimate;
 * the stopping signal, appended to the Next line: the share of the stop set's predictions the
   latest round changed and the rounds' agreement (Bloodgood & Vijay-Shanker: stop once the mean
@@ -177,7 +180,7 @@ def render_estimates(console: Console, estimates: list[tuple[Any, Any]], task: s
         for r, e in estimates:
             shown = [interval_text(getattr(e, a), RANGES[a]) for a in shown_figures]
             test = [figure_text(r.metrics[k]) if isinstance((r.metrics or {}).get(k), (int, float)) else "-" for k in (main_key, nll_key)]
-            source = f"{e.labels} labels of {e.pool}" + (f"; {e.note}" if e.note else "") if e.available else (e.reason or "")
+            source = f"{e.labels} labels of {pool_text(e)}" + (f"; {e.note}" if e.note else "") if e.available else (e.reason or "")
             rows.append([str(r.number), str(r.labelled_count), *shown, *(test if has_test else ()), source])
         title = f"estimates from the chosen labels (LURE, 95 % intervals of the pool {'RMSE' if task == 'regression' else 'accuracy'} and NLL)"
         widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(columns[:-1])]
@@ -205,14 +208,21 @@ def render_estimates(console: Console, estimates: list[tuple[Any, Any]], task: s
             console.print(f"evaluation set: {evaluation.reason or ''}")
 
 
+def pool_text(e: Any) -> str:
+    """What a PoolEstimate speaks for: "450" (items), or "500 rows (450 distinct inputs)" where a
+    round drew among distinct inputs that stand for more rows (`activebayes.row_weights`)."""
+    return f"{e.pool}" if e.inputs is None else f"{e.pool} rows ({e.inputs} distinct inputs)"
+
+
 def estimate_fields(e: Any) -> dict[str, Any]:
     """One PoolEstimate for `--json`: each figure as [estimate in its possible range, low, high]
     (high null where the interval has no upper end: an NLL or RMSE from under 3 random draws),
     "unbiased" the LURE values themselves, "labels" the answers it rests on, "asked" its round's
     queries (or the evaluation set's items), "partial" and "note" (provisional or partial), "pool"
-    and "reason" (why there is none)."""
+    (the rows it speaks for), "inputs" (the distinct inputs drawn among where they stand for more
+    rows, else null) and "reason" (why there is none)."""
     return {**e.figures(in_range=True), "unbiased": e.unbiased_values(), "labels": e.labels, "asked": e.asked,
-            "partial": e.partial, "note": e.note, "pool": e.pool, "reason": e.reason}  # fmt: skip
+            "partial": e.partial, "note": e.note, "pool": e.pool, "inputs": e.inputs, "reason": e.reason}  # fmt: skip
 
 
 def estimates_data(estimates: list[tuple[Any, Any]], evaluation: Any | None, signal: Any) -> dict[str, Any]:

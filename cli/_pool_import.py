@@ -233,7 +233,7 @@ def repeated_rows_note(x: np.ndarray) -> list[str]:
     if distinct == len(x):
         return []
     return [f"{len(x) - distinct} pool rows repeat another row's features (the same text or values under another key; {distinct} "
-            "different rows in all): a round asks about one of each at a time"]  # fmt: skip
+            "different rows in all): a round asks about one of each at a time, and its estimates count every row"]  # fmt: skip
 
 
 def refuse_constant_target(labels: list[str], rows: np.ndarray, column: str) -> None:

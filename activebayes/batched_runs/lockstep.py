@@ -138,7 +138,7 @@ def _candidate_rows(loop: Any, seed: int) -> np.ndarray:
     rows = np.asarray(rows)
     if loop.acquisition_subset is not None and len(item_ids) > loop.acquisition_subset:
         rows = rows[subset_positions(len(item_ids), loop.acquisition_subset, seed)]
-    return rows[loop._distinct(rows, min(loop.batch_size, len(rows)))]
+    return rows[loop._distinct(rows, min(loop.batch_size, len(rows)))[0]]
 
 
 def _stop_set_rows(loop: Any) -> np.ndarray:

@@ -382,12 +382,14 @@ class PoolStore:
         predictions: Sequence[Mapping[str, Any] | None] | None = None,
         probabilities: Sequence[float | None] | None = None,
         candidates: int | None = None,
+        groups: Mapping[str, Any] | None = None,
     ) -> RoundInfo:
         """`record_queries`, and in the same transaction the score of every candidate the round
         scored (`candidate_ids` [N] item ids, `candidate_scores` [N]; see `RoundScores`).
         Without them (a random round) this is `record_queries` exactly. `probabilities`: each
-        query's draw probability (`QueryInfo.probability`); `candidates`: how many items the
-        round drew from, kept in its acquisition_settings["candidates"] (the estimates' N)."""
+        query's draw probability (`QueryInfo.probability`); `candidates`: how many items the round
+        drew from, kept in its acquisition_settings["candidates"] (the estimates' N), and `groups`
+        beside it ({"candidate_rows": R, "copies": [m per query]}: `activebayes.row_weights`)."""
         if (candidate_ids is None) != (candidate_scores is None):
             raise DataError("candidate_ids, candidate_scores: pass both or neither")
         with self.transaction() as s:
@@ -395,9 +397,7 @@ class PoolStore:
             query_access.insert_queries(s, rnd.id, item_ids, scores, predictions, probabilities)
             if candidate_ids is not None:
                 query_access.insert_round_scores(s, rnd.id, candidate_ids, candidate_scores)
-            drawn_from = {}
-            if candidates is not None:
-                drawn_from = {"acquisition_settings": {**(rnd.acquisition_settings or {}), "candidates": int(candidates)}}
+            drawn_from = {} if candidates is None else {"acquisition_settings": {**(rnd.acquisition_settings or {}), "candidates": int(candidates), **(groups or {})}}
             round_access.set_status(s, rnd, RoundStatus.scored, timings={**(rnd.timings or {}), **timings}, **drawn_from)
             return _round_info(rnd)
 
