@@ -62,3 +62,16 @@ def test_summary_row_has_the_benchmark_columns() -> None:
         "tables": 20, "median_delta_vs_random": -0.0042, "worse_than_random_1se": 7,
         "better_than_random_2se": 3, "worse_than_random_2se": 2, "median_labels_to_reach_random": None}}}}}  # fmt: skip
     assert h.summary_row(summary, "x") == "| x | -0.004 | 7 of 20 | 3 / 2 | > 100 |"
+
+
+def test_positive_line_counts_each_arm_on_its_own() -> None:
+    h = _heldout()
+
+    def table(a: float, b: float | None) -> dict:
+        arms = {"random": {"delta_vs_random": 0.0}, "a": {"delta_vs_random": a}}
+        return {"arms": arms | ({"b": {"delta_vs_random": b}} if b is not None else {})}
+
+    summary = {"tables": {"t1": table(0.02, -0.01), "t2": table(-0.04, 0.03), "t3": table(0.05, None)}}
+    assert h.positive_line(summary, "a") == "a: Δ area above 0 on 2 of 3 tables; mean Δ +0.010."
+    assert h.positive_line(summary, "b") == "b: Δ area above 0 on 1 of 2 tables; mean Δ +0.010."
+    assert h.positive_line(summary, "c") is None

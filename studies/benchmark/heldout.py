@@ -156,17 +156,24 @@ def selection_markdown(chosen: dict[str, benchmark_tables.Table], left_out: dict
     return "\n".join(lines)
 
 
+def positive_line(summary: dict[str, Any], arm: str) -> str | None:
+    """"`arm`: Δ area above 0 on P of N tables; mean Δ m." over the tables where `arm` has a Δ
+    against random (report.py's summary), or None where it has none."""
+    deltas = [t["arms"][arm]["delta_vs_random"] for t in summary["tables"].values()
+              if arm in t["arms"] and t["arms"][arm].get("delta_vs_random") is not None]  # fmt: skip
+    if not deltas:
+        return None
+    return f"{arm}: Δ area above 0 on {sum(d > 0 for d in deltas)} of {len(deltas)} tables; mean Δ {statistics.mean(deltas):+.3f}."
+
+
 def append_heldout_summary(out: Path, summary: dict[str, Any], arms: list[str], selection: str) -> None:
     """Append to `<out>/results.md` the summary rows in the benchmark's format and the selection."""
-    rows = [summary_row(summary, a) for a in arms if a != "random" and a in summary["tasks"].get("classification", {}).get("summary", {})]
-    deltas = {n: t["arms"][a]["delta_vs_random"] for a in arms if a != "random"
-              for n, t in summary["tables"].items() if a in t["arms"]}  # fmt: skip
+    shown = [a for a in arms if a != "random" and a in summary["tasks"].get("classification", {}).get("summary", {})]
     text = ["", "## Summary in the benchmark's format", "",
             "| | median Δ | tables trailing random by > 1 SE | better / worse by > 2 SE | median labels to reach random's 100-label accuracy |",
-            "|---|---:|---:|---:|---:|", *rows, ""]  # fmt: skip
-    if deltas:
-        text += [f"Δ area above 0 on {sum(d > 0 for d in deltas.values())} of {len(deltas)} tables; "
-                 f"mean Δ {statistics.mean(deltas.values()):+.3f}.", ""]  # fmt: skip
+            "|---|---:|---:|---:|---:|", *(summary_row(summary, a) for a in shown), ""]  # fmt: skip
+    for line in filter(None, (positive_line(summary, a) for a in shown)):
+        text += [line, ""]
     with (out / "results.md").open("a") as fh:
         fh.write("\n".join(text) + "\n" + selection)
 
