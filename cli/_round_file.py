@@ -22,10 +22,11 @@ RESERVED_COLUMNS = (*QUERY_COLUMNS, "predicted", "probability", "predicted_sd")
 IMAGE_MIN_SIDE = 112  # PNGs of small images are enlarged (nearest neighbour) to at least this
 
 
-def round_columns(task: str) -> tuple[str, ...]:
-    """The round file's leading columns for a project's task: key, label, score, rank, then the
-    prediction's (classification: predicted, probability; regression: predicted, predicted_sd)."""
-    return (*QUERY_COLUMNS, *PREDICTION_COLUMNS.get(task, ()))
+def round_columns(task: str, show_guess: bool = False) -> tuple[str, ...]:
+    """The round file's leading columns for a project's task: key, label, score, rank, then, with
+    `show_guess` (`--show-model-guess`), the prediction's (classification: predicted, probability;
+    regression: predicted, predicted_sd)."""
+    return (*QUERY_COLUMNS, *(PREDICTION_COLUMNS.get(task, ()) if show_guess else ()))
 
 
 def prediction_cells(prediction: dict[str, Any] | None, task: str, writing: str = "plain") -> list[str]:
@@ -143,10 +144,11 @@ def _text(value: Any) -> str:
     return str(value.item()) if isinstance(value, np.integer) else str(value)
 
 
-def write_round_csv(path: Path, queries: list[Any], info: Any, data: Any) -> Path | None:
-    """The form a person fills in: columns key, label (empty), score, rank (1 = best), the
-    round's prediction (`round_columns`: the most probable class and its probability, or the
-    predictive mean and sd; empty in a cold-start round), then the item's features under their
+def write_round_csv(path: Path, queries: list[Any], info: Any, data: Any, show_guess: bool = False) -> Path | None:
+    """The form a person fills in: columns key, label (empty), score, rank (1 = best), with
+    `show_guess` the round's prediction (`round_columns`: the most probable class and its
+    probability, or the predictive mean and sd; empty in a cold-start round; left out by default,
+    as the labelling page and the prompt leave it: it anchors the answer), then the item's features under their
     own names, or for an image pool the path (relative to the CSV) of a PNG of the item in
     `images_folder(path)`; for an image folder the original file, or where the keys hide the
     paths (labels from sub-folders) a copy of it in that folder (`copy_original`). Returns that
@@ -160,9 +162,9 @@ def write_round_csv(path: Path, queries: list[Any], info: Any, data: Any) -> Pat
     originals = getattr(data, "folder", None)  # `pool add FOLDER`: the column names each original image file
     folder = images_folder(path) if shape is not None and (originals is None or keys_hide_paths(data)) else None
     writing = project_writing(getattr(info, "settings", None))  # decimal commas where the pool had them
-    leading = list(round_columns(info.task))
-    rows = [[q.key, "", written_number(q.score, writing), str(q.rank + 1), *prediction_cells(q.prediction, info.task, writing)]
-            for q in queries]  # fmt: skip
+    leading = list(round_columns(info.task, show_guess))
+    rows = [[q.key, "", written_number(q.score, writing), str(q.rank + 1),
+             *(prediction_cells(q.prediction, info.task, writing) if show_guess else [])] for q in queries]  # fmt: skip
     if originals is not None and folder is not None:
         header = [*leading, "image"]
         for row, q in zip(rows, queries):

@@ -38,7 +38,7 @@ import typer
 from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import check_device, state
 from activebayes_cli._design_project import refuse_design
-from activebayes_cli._options import Device
+from activebayes_cli._options import Device, ShowModelGuess
 
 app = command_group()
 
@@ -59,10 +59,11 @@ def evaluate(
     device: Device = "auto",
     csv_path: Annotated[Optional[Path], typer.Option("--csv", help="Where to write the items to label (default <project>-eval.csv).", show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+    show_model_guess: ShowModelGuess = False,
 ) -> None:
     """Propose items to label for an unbiased estimate of the model (--budget N), or show it."""
     if budget is None:
-        for flag, given in (("--csv", csv_path is not None), ("--force", force)):
+        for flag, given in (("--csv", csv_path is not None), ("--force", force), ("--show-model-guess", show_model_guess)):
             if given:
                 raise CliError(f"{flag}: only applies with --budget N", f"add --budget N or leave {flag} out")
         _show(ctx)
@@ -70,10 +71,10 @@ def evaluate(
     if budget < 1:
         raise CliError(f"--budget: expected a positive number of items, got {budget}", "pass e.g. --budget 50")
     check_device(device)
-    _propose(ctx, budget, seed, device, csv_path, force)
+    _propose(ctx, budget, seed, device, csv_path, force, show_model_guess)
 
 
-def _propose(ctx: typer.Context, budget: int, seed: int, device: str, csv_path: Path | None, force: bool) -> None:
+def _propose(ctx: typer.Context, budget: int, seed: int, device: str, csv_path: Path | None, force: bool, show_guess: bool) -> None:
     from activebayes.active_testing import SETTINGS_KEY
     from activebayes.data import load_project_data
     from activebayes.loop import ActiveLearningLoop
@@ -118,7 +119,7 @@ def _propose(ctx: typer.Context, budget: int, seed: int, device: str, csv_path: 
     store.record_evaluation_set(name, proposal.item_ids, proposal.record, extends=before if existing else None)
     queries = [SimpleNamespace(key=k, row=int(r), score=float(q), rank=before + m, prediction=p)
                for m, (k, r, q, p) in enumerate(zip(proposal.keys, proposal.rows, proposal.probabilities, proposal.predictions))]  # fmt: skip
-    write_round_csv(target, queries, info, data)
+    write_round_csv(target, queries, info, data, show_guess)  # the model's guess would pull the answers, and so the estimate, towards it
     summary = {"project": name, "budget": budget, "pool": proposal.record["pool"], "file": str(target),
                "posterior": options.posterior, "labelled": proposal.record["labelled"], "keys": proposal.keys,
                "items": len(proposal.record["items"]), "extended": bool(existing)}  # fmt: skip

@@ -68,7 +68,7 @@ from activebayes_cli._app import INTERRUPTED, CliError, command_group
 from activebayes_cli._context import check_device, state
 from activebayes_cli._design_project import refuse_design
 from activebayes_cli._model import DEFAULT_COVER_CLASSES
-from activebayes_cli._options import Address, Device, Engine
+from activebayes_cli._options import Address, Device, Engine, ShowModelGuess
 from activebayes_cli._options import given as option_given
 from activebayes_cli._output import early_round_note, round_csv_name
 from activebayes_cli._round_options import RoundOptions, differences, recorded_options
@@ -118,16 +118,16 @@ def score_text(score: float) -> str:
     return f"{score:.4f}" if score == 0 or 1e-3 <= abs(score) < 1e4 else f"{score:.3e}"
 
 
-def queries_table(title: str, queries: list[Any], task: str = "classification", writing: str = "plain") -> Table:
-    """rank, key, score, the round's prediction (when any query has one) and the label so far,
-    numbers with the project's decimal mark (`writing`), as in its round file."""
+def queries_table(title: str, queries: list[Any], task: str = "classification", writing: str = "plain", show_guess: bool = False) -> Table:
+    """rank, key, score, with `show_guess` the round's prediction (when any query has one), and
+    the label so far, numbers with the project's decimal mark (`writing`), as in its round file."""
     from activebayes.data.number_style import marked
 
     table = Table(title=title)
     table.add_column("rank", justify="right")
     table.add_column("key", overflow="fold")
     table.add_column("score", justify="right")
-    predicted = any(q.prediction for q in queries)
+    predicted = show_guess and any(q.prediction for q in queries)
     if predicted:
         table.add_column("predicted")
     table.add_column("label")
@@ -190,6 +190,7 @@ def round_(
     target: Annotated[Optional[Path], typer.Option("--target", help="epig / power-epig: target inputs (.csv/.npz/.npy with the pool's columns, or a .txt of item keys, one per line); default: 1000 pool items.", show_default=False)] = None,
     likelihood: Annotated[Optional[str], typer.Option("--likelihood", help="Regression with a network posterior: gaussian (one output, one noise level; the default) or heteroscedastic (two outputs: the noise varies with x).", show_default=False)] = None,
     debias: Annotated[bool, typer.Option("--debias", help="Train on the LURE-weighted loss of the labels drawn by stochastic acquisitions (activebayes.debias).")] = False,
+    show_model_guess: ShowModelGuess = False,
 ) -> None:
     """Fit on the labelled items, score the pool, record the round and show what to label next."""
     from activebayes.acquisition import resolve_acquisition
@@ -420,7 +421,7 @@ def round_(
     written = images = None
     if result.waiting:
         written = csv_path or Path(round_csv_name(name, result.number))
-        images = write_round_csv(written, [q for q in queries if q.value is None], info, data)
+        images = write_round_csv(written, [q for q in queries if q.value is None], info, data, show_model_guess)
 
     data_out = {
         "project": name,
@@ -444,7 +445,7 @@ def round_(
 
     def render(console) -> None:
         title = f"round {result.number}: {len(queries)} queries by {rnd.acquisition}{early_round_note(rnd.acquisition_settings)}"
-        console.print(queries_table(title, queries, info.task, project_writing(info.settings)))
+        console.print(queries_table(title, queries, info.task, project_writing(info.settings), show_model_guess))
         if result.metrics:
             scalars = {k: v for k, v in result.metrics.items() if isinstance(v, (int, float, str))}  # not the packed stop set
             parts = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in scalars.items())

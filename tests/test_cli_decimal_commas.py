@@ -62,7 +62,7 @@ def test_a_regression_round_file_writes_its_numbers_with_decimal_commas(cli_db):
     shown = ok("round", "--oracle", "truth", "--k", "6").stdout  # the GP's first batch, answered from the file's target
     labels = [line.split("│")[-2].strip() for line in shown.splitlines() if line.count("│") >= 4]  # the header has ┃
     assert len(labels) == 6 and all("," in label and "." not in label for label in labels), shown  # as the file wrote them
-    out = json.loads(ok("--json", "round", "--k", "3").stdout)
+    out = json.loads(ok("--json", "round", "--k", "3", "--show-model-guess").stdout)
     with Path(out["csv"]).open(newline="", encoding="utf-8") as fh:
         header, *rows = list(csv.reader(fh, delimiter=";"))
     assert header == ["key", "label", "score", "rank", "predicted", "predicted_sd", "a", "b"]
@@ -80,7 +80,7 @@ def test_a_regression_round_file_writes_its_numbers_with_decimal_commas(cli_db):
 def test_a_round_file_of_points_keeps_points_with_six_significant_digits(cli_db):
     regression_project("us", comma=False)
     ok("round", "--oracle", "truth", "--k", "6")
-    out = json.loads(ok("--json", "round", "--k", "2").stdout)
+    out = json.loads(ok("--json", "round", "--k", "2", "--show-model-guess").stdout)
     rows = list(csv.reader(Path(out["csv"]).open(newline="")))[1:]
     for row, query in zip(rows, out["queries"]):
         assert "," not in row[4] + row[5] and significant(row[4]) <= 6 and significant(row[5]) <= 6, row
@@ -98,7 +98,7 @@ def test_a_classification_round_file_writes_its_probability_with_a_decimal_comma
         info, data = store.project("eu"), load_project_data(store, "eu")
     queries = [SimpleNamespace(key="r00", row=0, score=0.0123456789, rank=0, prediction={"label": "a", "probability": 0.625}),
                SimpleNamespace(key="r01", row=1, score=0.0, rank=1, prediction=None)]  # fmt: skip
-    write_round_csv(Path("eu-round-1.csv"), queries, info, data)
+    write_round_csv(Path("eu-round-1.csv"), queries, info, data, show_guess=True)
     rows = list(csv.reader(Path("eu-round-1.csv").open(newline="", encoding="utf-8"), delimiter=";"))
     assert rows[0][:6] == ["key", "label", "score", "rank", "predicted", "probability"]
     assert rows[1][:6] == ["r00", "", "0,0123457", "1", "a", "0,6250"] and rows[2][:6] == ["r01", "", "0", "2", "", ""]

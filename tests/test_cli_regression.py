@@ -53,7 +53,7 @@ def test_regression_end_to_end_with_the_gp(regression):
     for r in rounds[1:]:
         assert {"rmse", "nll", "n_test", "stop_set"} <= set(r["metrics"]) and r["metrics"]["n_test"] == 12
         assert 0 < r["metrics"]["rmse"] < 5 and np.isfinite(r["metrics"]["nll"])
-    human = ok("round", "--k", "2")  # --oracle human: the round file takes float answers
+    human = ok("round", "--k", "2", "--show-model-guess")  # --oracle human: the round file takes float answers
     assert "reg-round-4.csv" in human.stdout
     rows = list(csv.reader(Path("reg-round-4.csv").open()))
     assert rows[0] == ["key", "label", "score", "rank", "predicted", "predicted_sd", "a", "b"]

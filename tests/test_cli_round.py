@@ -344,12 +344,15 @@ def test_queries_table_shows_the_round_s_predictions():
         return console.export_text()
 
     q = SimpleNamespace
-    text = shown([q(rank=0, key="k1", score=0.5, value=None, prediction={"label": "cat", "probability": 0.625}),
-                  q(rank=1, key="k2", score=0.25, value="dog", prediction={"mean": 3.14159, "sd": 0.4321})])  # fmt: skip
+    guessed = [q(rank=0, key="k1", score=0.5, value=None, prediction={"label": "cat", "probability": 0.625}),
+               q(rank=1, key="k2", score=0.25, value="dog", prediction={"mean": 3.14159, "sd": 0.4321})]  # fmt: skip
+    text = shown(guessed, "classification", "plain", True)  # --show-model-guess
     assert "predicted" in text and "cat (0.62)" in text and "3.142 ± 0.43" in text
-    assert "predicted" not in shown([q(rank=0, key="k1", score=0.0, value=None, prediction=None)])  # a cold start
+    hidden = shown(guessed)  # the default: the guess would anchor whoever labels from the table
+    assert "predicted" not in hidden and "cat" not in hidden and "3.142" not in hidden and "dog" in hidden
+    assert "predicted" not in shown([q(rank=0, key="k1", score=0.0, value=None, prediction=None)], "classification", "plain", True)  # a cold start
     europe = shown([q(rank=0, key="k1", score=0.5, value="151.5", prediction={"mean": 3.14159, "sd": 0.4321})],
-                   "regression", "decimal comma")  # fmt: skip
+                   "regression", "decimal comma", True)  # fmt: skip
     assert "0,5000" in europe and "3,142 ± 0,43" in europe and "151,5" in europe  # as the round file writes them
 
 

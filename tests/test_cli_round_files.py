@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from activebayes.store import PoolStore
 from cli_checks import assert_mistake, db_dump, ok, run
 from test_cli_round import TINY, add_project
 from test_cli_round import db, pooled  # noqa: F401  (the fixtures)
@@ -63,7 +64,7 @@ def test_round_files_are_per_project_and_never_overwritten(db):
 
 def test_round_file_columns_hold_score_rank_and_features(pooled):
     ok("round", *TINY, "--k", "5", "--oracle", "truth")  # round 1: a random first batch, answered
-    data = json.loads(ok("--json", "round", *TINY, "--k", "4").stdout)
+    data = json.loads(ok("--json", "round", *TINY, "--k", "4", "--show-model-guess").stdout)
     assert data["csv"] == "blobs-round-2.csv" and data["status"] == "queried"
     header, *rows = rows_of("blobs-round-2.csv")
     assert header == ["key", "label", "score", "rank", "predicted", "probability", "f0", "f1", "f2", "f3"]
@@ -79,6 +80,24 @@ def test_round_file_columns_hold_score_rank_and_features(pooled):
     assert any(float(r[2]) > 0 for r in rows)  # BALD scores, not the cold start's zeros
 
 
+def test_round_file_and_table_leave_the_models_guess_out_by_default(pooled):
+    """The person who fills in the round file sees no prediction (it anchors the answer); the
+    database and --json keep it."""
+    ok("round", *TINY, "--k", "5", "--oracle", "truth")
+    shown = ok("round", *TINY, "--k", "3").stdout
+    assert "predicted" not in shown
+    header, *rows = rows_of("blobs-round-2.csv")
+    assert header == ["key", "label", "score", "rank", "f0", "f1", "f2", "f3"] and len(rows) == 3
+    with PoolStore(pooled) as store:
+        assert all(q.prediction and q.prediction["label"] in ("a", "b", "c") for q in store.queries("blobs", 2))
+    for row in rows:  # the file still reads back
+        row[1] = "a"
+    with Path("blobs-round-2.csv").open("w", newline="") as fh:
+        csv.writer(fh).writerows([header, *rows])
+    ok("label", "--from", "blobs-round-2.csv")
+    assert json.loads(ok("--json", "status").stdout)["labelled"] == 8
+
+
 def test_round_file_renames_clashing_feature_columns(db):
     rng = np.random.default_rng(0)
     with Path("clash.csv").open("w", newline="") as fh:
@@ -87,7 +106,7 @@ def test_round_file_renames_clashing_feature_columns(db):
         writer.writerows([[f"k{i}", *np.round(rng.normal(size=3), 3), "ab"[i % 2]] for i in range(20)])
     ok("init", "--name", "clash", "--classes", "a,b")
     ok("pool", "add", "clash.csv", "--key-column", "name", "--label-column", "label")
-    ok("round", *TINY, "--k", "2")
+    ok("round", *TINY, "--k", "2", "--show-model-guess")
     header, *rows = rows_of("clash-round-1.csv")
     assert header == ["key", "label", "score", "rank", "predicted", "probability", "feature_score", "feature_rank", "f"]
     assert all(r[4:6] == ["", ""] for r in rows)  # a cold start: no prediction
@@ -112,7 +131,7 @@ def test_round_file_of_an_image_pool_points_at_pngs(db, layout):
     write_idx(Path("labels-idx1-ubyte"), labels)
     ok("init", "--name", "bars", "--classes", "3")
     ok("pool", "add", "imgs-idx3-ubyte", "--truth", "labels-idx1-ubyte", "--image-layout", layout)
-    data = json.loads(ok("--json", "round", *TINY, "--k", "3").stdout)
+    data = json.loads(ok("--json", "round", *TINY, "--k", "3", "--show-model-guess").stdout)
     assert data["images"] == "bars-round-1-images"
     header, *rows = rows_of("bars-round-1.csv")
     assert header == ["key", "label", "score", "rank", "predicted", "probability", "image"]

@@ -98,7 +98,7 @@ def test_classes_read_from_labels_text_one_hot_and_standardised(db):
     }  # fmt: skip
     assert set(second["metrics"]) >= {"accuracy", "nll"}
     # a human's round file shows the features as in the file, not standardised
-    json.loads(ok("--json", "round", "--device", "cpu", "--samples", "2", "--epochs", "1", "--k", "2").stdout)
+    json.loads(ok("--json", "round", "--device", "cpu", "--samples", "2", "--epochs", "1", "--k", "2", "--show-model-guess").stdout)
     with Path("t-round-3.csv").open(newline="") as fh:
         header, *lines = list(csv.reader(fh))
     assert header[4:] == ["predicted", "probability", "f0", "f1", "colour"]

@@ -63,6 +63,7 @@ def test_evaluate_proposes_keeps_apart_and_estimates(project, tmp_path):
         candidates_before = store.count_candidates("t")
     proposed = json.loads(ok("--json", "evaluate", "--budget", "6", "--seed", "1").stdout)
     assert proposed["budget"] == 6 and len(proposed["keys"]) == 6 and Path(proposed["file"]).exists()
+    assert Path(proposed["file"]).read_text().splitlines()[0].split(",")[:5] == ["key", "label", "score", "rank", "f0"]  # no guess to anchor the answers
     with PoolStore(db, create=False) as store:
         assert store.count_items("t", split="eval") == 6
         assert store.count_candidates("t") == candidates_before - 6  # kept apart from rounds
@@ -118,6 +119,7 @@ def test_evaluate_proposes_keeps_apart_and_estimates(project, tmp_path):
         (("evaluate", "--budget", "1000"), ("--budget", "unlabelled pool items")),
         (("evaluate",), ("no evaluation set", "--budget")),
         (("evaluate", "--csv", "x.csv"), ("--csv", "--budget")),
+        (("evaluate", "--show-model-guess"), ("--show-model-guess", "--budget")),
     ],
 )
 def test_mistakes_are_one_line_and_write_nothing(project, args, words):

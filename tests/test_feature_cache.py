@@ -103,10 +103,10 @@ def test_pool_add_writes_the_cache_and_a_round_reads_it(db, tmp_path, monkeypatc
     ok("round", "--k", "3", *TINY)  # a fit and a score from the cache
     with Path("t-round-2.csv").open(newline="") as fh:
         header, *lines = list(csv.reader(fh))
-    assert header[6:] == ["age", "height", "colour"]
+    assert header[4:] == ["age", "height", "colour"]
     by_key = {r[0]: r for r in written}
     for line in lines:
-        assert line[6:] == ["" if c.strip() in gaps else c.strip() for c in by_key[line[0]][1:4]]
+        assert line[4:] == ["" if c.strip() in gaps else c.strip() for c in by_key[line[0]][1:4]]
 
 
 def test_a_changed_data_file_is_refused_and_nothing_written(db):

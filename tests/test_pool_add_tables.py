@@ -49,13 +49,13 @@ def test_pool_add_with_only_the_label_column(db):
     ok("round", "--k", "3", "--device", "cpu", "--samples", "2", "--epochs", "2")
     with Path("t-round-2.csv").open(newline="") as fh:
         header, *lines = list(csv.reader(fh))
-    assert header[6:] == ["age", "height", "colour"]  # the file's columns, raw
+    assert header[4:] == ["age", "height", "colour"]  # the file's columns, raw, after key, label, score, rank
     with Path("p.csv").open(newline="") as fh:
         by_key = {r["id"]: r for r in csv.DictReader(fh)}
     for line in lines:
         row = by_key[line[0]]
         shown = ["" if row["age"] in ("", "NA", "?", "null", "NaN") else row["age"], row["height"], "" if row["colour"] == "N/A" else row["colour"]]
-        assert line[6:] == shown  # a missing value is empty
+        assert line[4:] == shown  # a missing value is empty
 
 
 def test_pool_add_keys_the_items_by_a_numeric_identifier(db):
