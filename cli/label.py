@@ -21,7 +21,9 @@ records it all:
 
 With no file, the open queries of the waiting round are shown one by one (digit images drawn in
 the terminal, table rows under the data file's column names, or `name: value` cells when the
-row is wider than the terminal, cut to the screen's height for a table of thousands of columns).
+row is wider than the terminal, cut to the screen's height for a table of thousands of columns;
+an image folder's items named "query R", R their rank in the round, as the labelling page names
+them, since a file's path may spell its class).
 Type a label (or a class's number in the list shown), `s` to skip, `u` to undo the last answer, `q`
 to stop, `a` to see every column of a cut row, `?` for help. The round's prediction for the item (`model: 7 (0.62)`) is shown under it only
 with --show-model-guess: the round asks about the items its model is unsure or wrong about, and a
@@ -391,8 +393,10 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
     hints = {q.key: prediction_text(q.prediction, writing) for q in pending if q.prediction and show_guess}  # the round's predictions, when asked for
     turns = PromptTurns(store, name, target, holder_name(who), {q.key: q.item_id for q in pending},  # the page's leases
                         pass_over=_at_a_terminal())  # fmt: skip
+    # an image folder's keys may be its files' paths, which can spell the class: named as on the labelling page
+    names = {q.key: f"query {q.rank + 1}" for q in pending} if getattr(data, "folder", None) is not None else None
     oracle = PromptOracle(classes=classes, feature_names=data.raw_columns if getattr(data, "raw_columns", None) is not None else data.feature_names, output=stream, on_answer=on_answer, on_undo=on_undo,
-                          hints=hints, on_show=turns.take)  # fmt: skip
+                          hints=hints, on_show=turns.take, names=names)  # fmt: skip
     try:
         with turns:
             oracle.ask(keys, (data.raw if getattr(data, "raw", None) is not None else data.x)[[q.row for q in pending]])

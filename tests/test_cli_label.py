@@ -345,6 +345,24 @@ def test_prompt_hides_the_round_s_prediction_by_default(blobs):
         assert store.queries("blobs", 2)[0].prediction == {"label": "b", "probability": 0.7}
 
 
+def test_prompt_names_an_image_folder_s_items_as_the_page_does(tmp_path, monkeypatch, db_url):
+    """Keys that are the images' paths (`--truth` of paths: dark/dark0.png spells the class) are
+    not shown: the prompt says "query R", as the labelling page does; the answer goes to the key."""
+    from serve_pages import image_folder_project
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ACTIVEBAYES_PROJECT", raising=False)
+    image_folder_project(db_url, tmp_path, truth=True)  # round 1: 3 queries waiting
+    with PoolStore(db_url) as store:
+        keys = [q.key for q in store.queries("shapes", 1)]
+    result = run("--db", db_url, "label", "--who", "ann", input="dark\nq\n")
+    assert result.exit_code == 0, result.output
+    assert "item 1/3: query 1\n" in result.stdout and ".png" not in result.stdout, result.stdout
+    with PoolStore(db_url) as store:
+        _, labelled, values = store.labels("shapes")
+    assert dict(zip(labelled, values)) == {keys[0]: "dark"}
+
+
 def test_show_model_guess_is_refused_with_a_file(blobs):
     write("answers.csv", "key,label\n" + "".join(f"{k},a\n" for k in blobs.queries))
     before = db_dump(blobs.db)

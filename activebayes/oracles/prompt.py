@@ -118,6 +118,8 @@ class PromptOracle:
         on_show: called as `on_show(key)` before an item is shown; False passes over it (another
             labeller has it: the CLI leases each item as the labelling page does). Such keys are
             in `passed` after `ask`, answered None, and counted neither as skipped nor answered.
+        names: key -> what the person is shown for it (default: the key); the CLI names an image
+            folder's items "query R", as the labelling page does, since a file's path may spell its class.
 
     After `ask`: `stop_requested` is True when the person stopped (q, Ctrl-C, end of input) before
     the last item, `interrupted` when that was Ctrl-C.
@@ -140,8 +142,10 @@ class PromptOracle:
         on_undo: Callable[[str, Any], bool | None] | None = None,
         hints: Mapping[str, str] | None = None,
         on_show: Callable[[str], bool] | None = None,
+        names: Mapping[str, str] | None = None,
     ) -> None:
         self.on_show = on_show
+        self.names = dict(names or {})  # what the person is shown for a key (an image file's path may spell its class)
         self.passed: list[str] = []
         self.hints = dict(hints or {})
         self.classes = [str(c) for c in classes] if classes is not None else None
@@ -188,7 +192,7 @@ class PromptOracle:
         self.output.flush()
 
     def _show(self, key: str, candidate: Any, index: int, total: int) -> None:
-        self._write(f"item {index + 1}/{total}: {key}\n")
+        self._write(f"item {index + 1}/{total}: {self.names.get(key, key)}\n")
         if self.hints.get(key):
             self._write(f"model: {self.hints[key]}\n")
         if candidate is None:
@@ -316,7 +320,7 @@ class PromptOracle:
         i = 0
         while i < len(keys):
             if self.on_show is not None and not self.on_show(keys[i]):
-                self._write(f"item {i + 1}/{len(keys)}: {keys[i]} is with another labeller (answered or on their screen); passed over\n")
+                self._write(f"item {i + 1}/{len(keys)}: {self.names.get(keys[i], keys[i])} is with another labeller (answered or on their screen); passed over\n")
                 if keys[i] not in self.passed:
                     self.passed.append(keys[i])
                 i += 1
@@ -347,7 +351,7 @@ class PromptOracle:
                     if self.on_undo is not None and self.on_undo(keys[j], token) is False:
                         continue
                     given.pop()
-                    self._write(f"  undone: {keys[j]} was {answers[j].value!r}; asking it again\n")
+                    self._write(f"  undone: {self.names.get(keys[j], keys[j])} was {answers[j].value!r}; asking it again\n")
                     answers[j] = Answer(keys[j], None)
                     i = j
                 else:  # quit or interrupt
