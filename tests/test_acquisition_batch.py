@@ -138,6 +138,7 @@ def test_registry_resolves_every_cli_name():
     names = [
         "random", "variance", "mean-std", "variation-ratio", "entropy", "bald", "margin",
         "least-confidence", "eig", "batch-bald", "power-bald", "softmax-bald", "softrank-bald", "power-entropy",
+        "power-margin",
     ]  # fmt: skip
     # nipv selects with the model (tests/test_nipv.py); epig scores against targets (tests/test_epig.py)
     # auto chooses one of the others per round (tests/test_first_batch_and_auto.py)
@@ -184,3 +185,19 @@ def test_the_design_names_are_importable():
 
     assert acquisition.random is acquisition.random_scores and "random" not in acquisition.__all__  # a star import keeps stdlib random
     assert callable(acquisition.nipv) and callable(acquisition.nipv_select)
+
+
+def test_power_margin_draws_by_one_minus_the_margin_and_records_its_proposal():
+    """power-margin: margin's scores 1 − (p̄_(1) − p̄_(2)), drawn by power sampling, so a round
+    records each draw's probability (what the estimates without a test set weight by) where greedy
+    margin records none. Hand case: mean probabilities [0.5, 0.5], [0.9, 0.1], [1, 0] score 1,
+    0.2 and 0: the first draw takes item 0 with probability 1 / 1.2, and item 2 is never drawn."""
+    probs = torch.tensor([[[0.5, 0.5], [0.9, 0.1], [1.0, 0.0]]])  # [S=1, N=3, C=2]
+    acquisition = resolve_acquisition("power-margin")
+    scores = acquisition.score(probs)
+    torch.testing.assert_close(scores, torch.tensor([1.0, 0.2, 0.0]))
+    firsts = [acquisition.select(scores, 1, torch.Generator().manual_seed(s)) for s in range(400)]
+    assert all(sel.indices.tolist() != [2] for sel in firsts)
+    q = {sel.indices.item(): sel.probabilities.item() for sel in firsts}
+    assert q == pytest.approx({0: 1 / 1.2, 1: 0.2 / 1.2})
+    assert resolve_acquisition("margin").select(scores, 1).probabilities is None

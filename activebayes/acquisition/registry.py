@@ -161,6 +161,7 @@ ACQUISITIONS: dict[str, Acquisition] = {
         Acquisition("softmax-bald", S.bald, _stochastic("softmax")),
         Acquisition("softrank-bald", S.bald, _stochastic("softrank")),
         Acquisition("power-entropy", S.entropy, _stochastic("power")),
+        Acquisition("power-margin", S.margin, _stochastic("power")),
         Acquisition("auto", None, _loop_only, tasks=_BOTH),
         Acquisition("epig", epig, greedy, needs_targets=True, tasks=_BOTH),
         Acquisition("power-epig", epig, _stochastic("power"), needs_targets=True, tasks=_BOTH),
