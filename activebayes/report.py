@@ -55,6 +55,7 @@ _SCORE_AXES: dict[str, tuple[str, str]] = {
     "mean-std": ("mean STD of the class probabilities", PROBABILITY),
     "variation-ratio": ("variation ratio 1 − modal vote share", PROBABILITY),
     "margin": ("1 − margin of the two likeliest classes", PROBABILITY),
+    "power-margin": ("1 − margin of the two likeliest classes (power sampling)", PROBABILITY),
     "least-confidence": ("1 − largest mean class probability", PROBABILITY),
     "nipv": ("integrated posterior variance reduction", "squared target units"),
     "auto": ("score of the round's chosen strategy (0: its random share)", "the strategy's unit"),
