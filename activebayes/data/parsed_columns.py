@@ -215,12 +215,18 @@ def _local_day(text: str, order: str) -> float:
     if m is None or (m["sep"] == "." and order != "dmy") or (len(m["y"]) == 2 and m["sep"] != "/"):  # 1.2.10: a version, not a date
         return math.nan
     day, month = (int(m["a"]), int(m["b"])) if order == "dmy" else (int(m["b"]), int(m["a"]))
-    hours = int(m["H"] or 0)
-    if m["ampm"]:
-        if not 1 <= hours <= 12:
-            return math.nan
-        hours = hours % 12 + 12 * (m["ampm"][0] in "Pp")
+    hours = _hour_of_day(int(m["H"] or 0), m["ampm"])
+    if hours is None:
+        return math.nan
     return _day(full_year(m["y"]), month, day, hours, int(m["M"] or 0), float(m["S"] or 0))
+
+
+def _hour_of_day(hours: int, ampm: str | None) -> int | None:
+    """The 24-hour hour of `hours` written with `ampm` (AM, p.m., ...: 12 AM is 0, 7 PM is 19),
+    `hours` itself without one; None for an hour outside 1-12 beside AM/PM."""
+    if not ampm:
+        return hours
+    return hours % 12 + 12 * (ampm[0] in "Pp") if 1 <= hours <= 12 else None
 
 
 def full_year(written: str) -> int:
@@ -276,12 +282,8 @@ def _clock_second(text: str) -> float:
     m = _CLOCK.match(text.strip())
     if m is None:
         return math.nan
-    hours, minutes, seconds = int(m["H"]), int(m["M"]), float(m["S"] or 0)
-    if m["ampm"]:
-        if not 1 <= hours <= 12:
-            return math.nan
-        hours = hours % 12 + 12 * (m["ampm"][0] in "Pp")
-    if hours > 23 or minutes > 59 or seconds >= 60:
+    hours, minutes, seconds = _hour_of_day(int(m["H"]), m["ampm"]), int(m["M"]), float(m["S"] or 0)
+    if hours is None or hours > 23 or minutes > 59 or seconds >= 60:
         return math.nan
     return hours * 3600 + minutes * 60 + seconds
 
