@@ -75,3 +75,25 @@ def test_positive_line_counts_each_arm_on_its_own() -> None:
     assert h.positive_line(summary, "a") == "a: Δ area above 0 on 2 of 3 tables; mean Δ +0.010."
     assert h.positive_line(summary, "b") == "b: Δ area above 0 on 1 of 2 tables; mean Δ +0.010."
     assert h.positive_line(summary, "c") is None
+
+
+def test_the_confirmation_set_leaves_out_the_held_out_sample_before_counting() -> None:
+    h = _heldout()
+    c = h.Candidate
+    sample = [c("A", "seen", "y", 500, 2), c("A", "new1", "y", 500, 2), c("A", "new2", "y", 500, 3)]
+    chosen, left_out = h.select(sample, set(), limit=2, earlier={("A", "seen")})
+    assert [x.name for x in chosen] == ["A_new1", "A_new2"]  # the table seen before takes no place
+    assert left_out == {"A_seen": "in the held-out set's sample"}
+    assert h.earlier_items("heldout") == set()
+    assert h.SAMPLES["confirm"]["seed"] != h.SAMPLES["heldout"]["seed"] and h.SAMPLES["confirm"]["n_regression"] == 0
+
+
+def test_the_summary_shows_every_arm_with_runs_in_the_folder(tmp_path: Path) -> None:
+    h = _heldout()
+    row = {"tables": 3, "median_delta_vs_random": 0.01, "worse_than_random_1se": 0, "better_than_random_2se": 1,
+           "worse_than_random_2se": 0, "median_labels_to_reach_random": 50}  # fmt: skip
+    summary = {"max_labels": 100, "tables": {}, "tasks": {"classification": {"summary": {"random": row, "a": row, "b": row}}}}
+    h.append_heldout_summary(tmp_path, summary, "## selection\n")
+    text = (tmp_path / "results.md").read_text()
+    assert "| a | +0.010 | 0 of 3 | 1 / 0 | 50 |" in text and "| b | +0.010 | 0 of 3 | 1 / 0 | 50 |" in text
+    assert "| random |" not in text and text.endswith("## selection\n")

