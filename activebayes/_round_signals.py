@@ -54,7 +54,8 @@ class RoundSignals:
 
     def _training_weights(self, keys: list[str]) -> AbstractContextManager[Any]:
         """The context a round fits in: `debias.sample_weights` of the labelled items `keys` (LURE
-        weights from the recorded draws) when the loop debiases, else none."""
+        weights per pool row from the recorded draws, their candidate rows and copies) when the
+        loop debiases, else none."""
         if not getattr(self, "debias", False) or not keys:
             return nullcontext()
         from activebayes.debias import lure_training_weights, sample_weights

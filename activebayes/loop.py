@@ -142,8 +142,9 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
         engine, address: where the pool is scored: "local", or "ray" (shards over a Ray
             cluster's actors, `scoring.score_pool`; address None: a local Ray, "auto" or
             "ray://host:port": a cluster, which needs a store every machine can reach).
-        debias: train on the LURE-weighted loss of the labels (`activebayes.debias`), recorded
-            in the round's acquisition_settings["debias"].
+        debias: train on the LURE-weighted loss of the labels, per pool row where rounds drew
+            among groups of equal rows (`activebayes.debias`), recorded in the round's
+            acquisition_settings["debias"].
     """
 
     def __init__(
