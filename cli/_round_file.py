@@ -123,10 +123,11 @@ def write_png(path: Path, pixels: np.ndarray) -> None:
     imsave(path, img, cmap="gray", vmin=0.0, vmax=1.0, format="png")
 
 
-def copy_original(data: Any, key: str, rank: int, folder: Path) -> Path:
-    """A copy of item `key`'s original image, `<folder>/<rank + 1>-<key><suffix>`: what a person
-    labelling opens of a pool whose keys hide its paths (`keys_hide_paths`: the original's path
-    names its class folder). A file of the same name is replaced."""
+def copy_original(data: Any, key: str, rank: int, folder: Path, name: str | None = None) -> Path:
+    """A copy of item `key`'s original image, `<folder>/<rank + 1>-<name or key><suffix>`: what a
+    person labelling opens of a pool whose keys hide its paths (`keys_hide_paths`: the original's
+    path names its class folder), or, named by `name`, of one whose keys are those paths. A file
+    of the same name is replaced."""
     import shutil
 
     from activebayes.data.images import source_path
@@ -134,7 +135,7 @@ def copy_original(data: Any, key: str, rank: int, folder: Path) -> Path:
     source = source_path(data, key)
     assert source is not None, key  # the key of one of the pool's queries
     folder.mkdir(exist_ok=True)
-    target = folder / f"{rank + 1:03d}-{safe_name(key)}{source.suffix.lower()}"
+    target = folder / f"{rank + 1:03d}-{safe_name(name or key)}{source.suffix.lower()}"
     shutil.copyfile(source, target)
     return target
 

@@ -25,6 +25,7 @@ from rich.console import Console
 from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import state
 from activebayes_cli._design_project import refuse_design
+from activebayes_cli._options import ShowModelGuess
 from activebayes_cli._parse import writable_target
 
 app = command_group()
@@ -47,7 +48,9 @@ EXPORT_HELP = (
     "into a Label Studio project whose labelling config is config.xml (an Image or Text object and a Choices "
     "control named \"label\" over the classes; printed when --config is left out), label, export from "
     "Label Studio as JSON, and `activebayes label --from` that file. The tasks carry the round's prediction as a "
-    "pre-annotation only with --show-model-guess."
+    "pre-annotation only with --show-model-guess. An image folder's images are copies in <out stem>-images/ (serve that "
+    "folder, see --image-url), as the original paths may name the classes; where the keys are those paths (--truth), "
+    "the tasks carry an opaque activebayes_query instead of the key, which `label --from` maps back."
 )
 
 
@@ -66,17 +69,13 @@ def export(
     ] = None,
     image_url: Annotated[
         Optional[str],
-        typer.Option("--image-url", help="With --format label-studio: how Label Studio reaches the images, a prefix to which each image's path "
-                     "relative to its folder is added: e.g. http://localhost:8081/ for the folder served over HTTP, or "
-                     "/data/local-files/?d=shapes/ for Label Studio's local files (the folder's path under LOCAL_FILES_DOCUMENT_ROOT). "
-                     "Without it tasks name the files' paths, which a browser cannot load."),
+        typer.Option("--image-url", help="With --format label-studio: how Label Studio reaches the images, a prefix to which each image's name "
+                     "in the images folder written beside the tasks (<out stem>-images/: copies of an image folder's files, which "
+                     "may name their classes by their paths, or PNGs of an image array) is added: e.g. http://localhost:8081/ for that "
+                     "folder served over HTTP, or /data/local-files/?d=tasks-images/ for Label Studio's local files (the folder's path "
+                     "under LOCAL_FILES_DOCUMENT_ROOT). Without it tasks name the files' paths, which a browser cannot load."),
     ] = None,
-    show_model_guess: Annotated[
-        bool,
-        typer.Option("--show-model-guess", help="With --format label-studio: pre-annotate each task with the round's prediction for the item "
-                     "(Label Studio then shows that answer already chosen). Off by default, as on the labelling page and at the prompt: "
-                     "the queries are the items the model is unsure or wrong about, and its guess pulls the answer towards it."),
-    ] = False,
+    show_model_guess: ShowModelGuess = False,
 ) -> None:
     """Write the labelled items (CSV or JSON), or a round's queries as Label Studio tasks (see EXPORT_HELP)."""
     if file is not None and out is not None:
@@ -177,18 +176,19 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
                          pre_annotate: bool = False) -> None:  # fmt: skip
     """`export --format label-studio`: the round's queries as Label Studio tasks (JSON), and the
     labelling config (written to --config, else shown); the round's predictions as pre-annotations
-    only with `pre_annotate` (--show-model-guess). An image-folder pool's tasks name the
-    original files, or where the keys hide the paths (labels from sub-folders) copies of them in
-    `<out stem>-images/`; an image array's get PNGs there (as the round file does);
-    with `image_url` each image is that prefix and its path relative to its folder (URL-quoted);
-    a table's rows are `name: value` lines of text."""
+    only with `pre_annotate` (--show-model-guess). An image-folder pool's tasks name copies of
+    the original files in `<out stem>-images/`, as the originals' paths may name their class
+    folders; where the keys are those paths, the tasks carry opaque ids instead of the keys, and
+    the copies are named after them (`_task_ids`). An image array's tasks get PNGs there (as the
+    round file does); with `image_url` each image is that prefix and its path relative to that
+    folder (URL-quoted); a table's rows are `name: value` lines of text."""
     import numpy as np
 
-    from activebayes.data.images import keys_hide_paths, source_path
     from activebayes.data.label_studio import labelling_config, tasks_from_queries
     from activebayes.data import load_project_data
     from activebayes_cli._output import safe_name
     from activebayes_cli._round_file import copy_original, feature_columns, image_shape, images_folder, write_png
+    from activebayes_cli._task_ids import export_ids
 
     st = state(ctx)
     writable_target(file, "--out", (".json",))
@@ -217,13 +217,11 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
     data = load_project_data(store, name)  # checked against its sha256 (an image folder: every image)
     images = texts = None
     shape = image_shape(info, data)
-    if keys_hide_paths(data):  # labels from sub-folders: copies, as the original's path names its class
-        folder = images_folder(file)
-        images = {q.key: image_address(copy_original(data, q.key, q.rank, folder), folder, image_url) for q in queries}
-    elif getattr(data, "folder", None) is not None:  # `pool add FOLDER`: the original files
-        images = {q.key: image_address(source_path(data, q.key), Path(data.folder), image_url) for q in queries}
+    ids = export_ids(info, number, queries)  # keys that are paths, which may name the class: opaque ids instead
+    folder = images_folder(file)
+    if getattr(data, "folder", None) is not None:  # `pool add FOLDER`: copies, as an original's path may name its class
+        images = {q.key: image_address(copy_original(data, q.key, q.rank, folder, ids[q.key] if ids else None), folder, image_url) for q in queries}
     elif shape is not None:  # an image array (IDX, .npy/.npz): one PNG per query next to the tasks
-        folder = images_folder(file)
         folder.mkdir(exist_ok=True)
         images = {}
         for q in queries:
@@ -240,7 +238,7 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
     posterior = next((r.posterior for r in rounds if r.number == number), "")
     model_version = " ".join(filter(None, ["activebayes", posterior, f"round {number}"]))  # names the pre-annotations
     tasks = tasks_from_queries(queries, project=name, round_number=number, images=images, texts=texts, model_version=model_version,
-                               pre_annotate=pre_annotate)  # fmt: skip
+                               pre_annotate=pre_annotate, ids=ids)  # fmt: skip
     classes = info.classes if info.task == "classification" else None
     xml = labelling_config(classes, kind="image" if images is not None else "text")
     file.write_text(json.dumps(tasks, indent=2) + "\n", encoding="utf-8")
@@ -251,6 +249,8 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
         "project": name, "round": number, "file": str(file), "tasks": len(tasks), "open": open_queries,
         "config": str(config) if config is not None else None, "labelling_config": xml,
         "predictions": sum("predictions" in t for t in tasks),  # tasks pre-annotated with the round's prediction
+        "images": str(folder) if images is not None else None,  # the folder of the tasks' images, to serve
+        "opaque_ids": ids is not None,  # the tasks carry activebayes_query instead of the keys (paths)
     }  # fmt: skip
 
     def render(console: Console) -> None:
@@ -260,9 +260,12 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
                  "no pre-annotations: the model's guesses stay hidden unless --show-model-guess")  # fmt: skip
         console.print(f"Wrote {len(tasks)} Label Studio tasks of round {number} of {name} to {file} "
                       f"({open_queries} still open; {notes}).")  # fmt: skip
+        if ids is not None:
+            console.print("The items' keys are their files' paths, which may name their classes: the tasks carry an opaque "
+                          "activebayes_query instead, and the images are copies named after it.")  # fmt: skip
         if images is not None and image_url is None:
-            console.print("The tasks name the images by their paths on this machine, which Label Studio's page cannot load: "
-                          "serve the folder and pass --image-url (see --help).")  # fmt: skip
+            console.print(f"The tasks name the images by their paths on this machine, which Label Studio's page cannot load: "
+                          f"serve {folder} and pass --image-url (see --help).")  # fmt: skip
         if config is not None:
             console.print(f"Labelling config written to {config}.")
         else:

@@ -4,7 +4,8 @@
 `class` or none, `,` `;` or tab, a UTF-8 byte-order mark, `3.0` for class 3; other columns are
 ignored). It also reads Label Studio's JSON export (a `.json` file; tasks written by `activebayes
 export --format label-studio`, then annotated): the key is each task's data["activebayes_key"],
-the label the first choice of its latest annotation not cancelled; a task without one is skipped
+or for an image folder keyed by its paths the item its opaque data["activebayes_query"] names
+(`_task_ids.resolver`; an id no query of the project has is refused), the label the first choice of its latest annotation not cancelled; a task without one is skipped
 and counted. The whole file is checked before anything is written, and then one transaction
 records it all:
 
@@ -140,12 +141,14 @@ def label(
 def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, path: Path, who: str, *,
                allow_test: bool, allow_relabel: bool, round_number: int | None = None) -> None:  # fmt: skip
     from activebayes.oracles import FileOracle
+    from activebayes_cli._task_ids import resolver
 
     classes = info.classes if info.task == "classification" else None
     settings = info.settings or {}
     oracle = FileOracle(  # the whole file, checked row by row, before anything else
         path, classes=classes, keys=store.item_keys(name),
         key_names=[settings.get("key_column") or ""], label_names=[settings.get("label_column") or ""],
+        resolve=resolver(store, name, info),  # Label Studio tasks that carry an opaque id instead of a key
     )  # fmt: skip
     answers = dict(oracle.labels)
     if not answers:

@@ -10,6 +10,13 @@ Tasks (`tasks_from_queries`) follow Label Studio's JSON task format, one task pe
                                   "value": {"choices": ["cat"]}}]}]}
 
 `score` is the query's acquisition score and `rank` its place in the round (1 = chosen first).
+Where the key itself could tell the labeller the answer (an image folder keyed by its files'
+paths, `dark/dark0.png`: a `--truth` pool, or one converted before `img-NNNN` keys), the task
+carries no key but an opaque `data["activebayes_query"]` (`task_id`): `r<round>-q<rank>-<check>`,
+the check being the first 10 hex digits of the image file's sha256, which says nothing the image
+does not show. `label --from` maps it back through the store (`resolve`: round R's query of that
+rank, whose file must have that hash), so a task edited by hand, or one from another project or
+database, is refused instead of labelling some other item.
 `predictions`, only with `pre_annotate=True`, is the round's own prediction for the item
 (`QueryInfo.prediction`), a pre-annotation the labeller confirms or corrects: the most probable
 class with its probability as the prediction's score, or for a regression project the predictive
@@ -23,7 +30,8 @@ regression project).
 
 Label Studio's JSON export (`answers_from_export`) is a list of those tasks, each with
 "annotations": [{"result": [{"type": "choices", "value": {"choices": ["cat"]}}],
-"was_cancelled": false, ...}]. The key is data["activebayes_key"]; the label is the first choice
+"was_cancelled": false, ...}]. The key is data["activebayes_key"], or what `resolve` maps
+data["activebayes_query"] to (files exported before such ids existed carry the key); the label is the first choice
 of the latest annotation that was not cancelled (latest by `updated_at`, else `created_at`,
 else list order). A task without such an annotation is returned with an empty label: not
 answered yet. Anything else that is not such a list is a DataError naming the task.
@@ -32,13 +40,17 @@ answered yet. Anything else that is not such a list is a DataError naming the ta
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from activebayes.errors import DataError
 
 KEY = "activebayes_key"  # the data field that carries the item key both ways
+QUERY = "activebayes_query"  # instead of KEY where a key could name the class: an opaque id (`task_id`)
+CHECK_DIGITS = 10  # hex digits of the image file's sha256 in a task id
+_TASK_ID = re.compile(r"r([1-9][0-9]*)-q([1-9][0-9]*)-([0-9a-f]{%d})" % CHECK_DIGITS)
 CONTROL = "label"  # the <Choices>/<Number> control's name (a result's from_name)
 HINT = "export the project from Label Studio as JSON (a list of tasks with their annotations)"
 
@@ -59,6 +71,18 @@ def labelling_config(classes: Sequence[Any] | None, *, kind: str = "image") -> s
     return "\n".join(["<View>", shown, *control, "</View>"]) + "\n"
 
 
+def task_id(round_number: int, rank: int, file_sha256: str) -> str:
+    """The opaque id of the task for round `round_number`'s query of `rank` (0 = first) whose
+    image file has sha256 `file_sha256` (hex): `r3-q1-1f3a9c0d2b`."""
+    return f"r{int(round_number)}-q{int(rank) + 1}-{file_sha256[:CHECK_DIGITS].lower()}"
+
+
+def parse_task_id(text: str) -> tuple[int, int, str] | None:
+    """(round number, rank from 0, check) of a `task_id`; None for any other text."""
+    found = _TASK_ID.fullmatch(text.strip())
+    return None if found is None else (int(found.group(1)), int(found.group(2)) - 1, found.group(3))
+
+
 def tasks_from_queries(
     queries: Sequence[Any],
     *,
@@ -68,6 +92,7 @@ def tasks_from_queries(
     texts: Mapping[str, str] | None = None,
     model_version: str | None = None,
     pre_annotate: bool = False,
+    ids: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """One Label Studio task per query (objects with `key`, `score`, `rank` (0 = first) and
     `prediction`, like the store's QueryInfo), in rank order.
@@ -78,13 +103,15 @@ def tasks_from_queries(
         texts: key -> the item as text (`data["text"]`), for any other pool.
         model_version: the predictions' `model_version` (default "activebayes").
         pre_annotate: add each query's prediction as the task's `predictions` (module docstring).
+        ids: key -> the task's opaque id (`task_id`), written as data["activebayes_query"]
+            instead of the key, for a pool whose keys could name the class.
     """
     to_name = "image" if images is not None else "text"
     tasks = []
     for q in sorted(queries, key=lambda q: q.rank):
         score = float(q.score)
         data: dict[str, Any] = {
-            KEY: q.key,
+            **({QUERY: ids[q.key]} if ids is not None else {KEY: q.key}),
             "activebayes_project": project,
             "activebayes_round": round_number,
             "score": score if math.isfinite(score) else None,
@@ -149,11 +176,13 @@ def _latest(annotations: list[Any]) -> Mapping[str, Any] | None:
     return max(kept, key=lambda t: (str(t[0]), t[1]))[2]
 
 
-def answers_from_export(tasks: Any, source: str = "the file") -> list[tuple[int, str, str]]:
+def answers_from_export(tasks: Any, source: str = "the file", resolve: Callable[[str], str | None] | None = None) -> list[tuple[int, str, str]]:
     """(task number from 1, item key, label) for each task of a Label Studio JSON export, in
     file order; the label is "" for a task without a usable annotation (none, all cancelled, or
-    the latest one without a choice). DataError naming `source` and the task for anything that
-    is not a list of tasks each with data["activebayes_key"]."""
+    the latest one without a choice). The key is data["activebayes_key"], or `resolve` of
+    data["activebayes_query"] (an opaque id: its key, None for an id no query has). DataError
+    naming `source` and the task for anything that is not a list of tasks each with one of them,
+    and for an id that `resolve` does not know (or with no `resolve`)."""
     if isinstance(tasks, Mapping) and isinstance(tasks.get("data"), Mapping):
         tasks = [tasks]  # one task on its own
     if not isinstance(tasks, list):
@@ -164,12 +193,7 @@ def answers_from_export(tasks: Any, source: str = "the file") -> list[tuple[int,
         where = f"{source} task {number}"
         if not isinstance(task, Mapping) or not isinstance(task.get("data"), Mapping):
             raise DataError(f"{where}: expected an object with a \"data\" object; {HINT}")
-        key = task["data"].get(KEY)
-        if isinstance(key, bool) or not isinstance(key, (str, int)) or not str(key).strip():
-            raise DataError(
-                f"{where}: data has no {KEY!r}; import tasks written by `activebayes export --format label-studio` "
-                "into Label Studio and export those"
-            )
+        key = _task_key(task["data"], where, resolve)
         annotations = task.get("annotations", task.get("completions", []))  # "completions": Label Studio before 1.0
         if annotations is None:
             annotations = []
@@ -177,5 +201,23 @@ def answers_from_export(tasks: Any, source: str = "the file") -> list[tuple[int,
             raise DataError(f"{where}: \"annotations\" is not a list; {HINT}")
         latest = _latest(annotations)
         label = _label(latest) if latest is not None else None
-        rows.append((number, str(key).strip(), label or ""))
+        rows.append((number, key, label or ""))
     return rows
+
+
+def _task_key(data: Mapping[str, Any], where: str, resolve: Callable[[str], str | None] | None) -> str:
+    """The item key of one task's data: its opaque id resolved, else its key (module docstring)."""
+    exported = "import tasks written by `activebayes export --format label-studio` into Label Studio and export those"
+    if QUERY in data:
+        task = data[QUERY]
+        key = resolve(task.strip()) if isinstance(task, str) and resolve is not None else None
+        if key is None:
+            raise DataError(f"{where}: {QUERY} {task!r} is no query of this project's rounds (edited, or exported from "
+                            f"another project or database); {exported} of this project")  # fmt: skip
+        if KEY in data and str(data[KEY]).strip() != key:
+            raise DataError(f"{where}: {KEY} {data[KEY]!r} is not the item of {QUERY} {task!r}; {exported}, unedited")
+        return key
+    key = data.get(KEY)
+    if isinstance(key, bool) or not isinstance(key, (str, int)) or not str(key).strip():
+        raise DataError(f"{where}: data has no {KEY!r} or {QUERY!r}; {exported}")
+    return str(key).strip()

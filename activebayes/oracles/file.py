@@ -27,7 +27,7 @@ import csv
 import io
 import json
 import re
-from collections.abc import Container, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +108,8 @@ class FileOracle:
         keys: the known item keys (any container, e.g. a set), or None to skip that check.
         key_names, label_names: header names accepted besides KEY_NAMES / LABEL_NAMES (e.g. the
             project's own key column).
+        resolve: a Label Studio task's opaque id -> its key (None: unknown), for tasks that
+            carry one instead of the key (`activebayes.data.label_studio.answers_from_export`).
 
     Attributes:
         labels: key -> label, in file order.  lines: key -> the line that gave it.
@@ -126,6 +128,7 @@ class FileOracle:
         keys: Container[str] | None = None,
         key_names: Sequence[str] = (),
         label_names: Sequence[str] = (),
+        resolve: Callable[[str], str | None] | None = None,
     ) -> None:
         self.path = Path(path)
         self.classes = [str(c) for c in classes] if classes is not None else None
@@ -136,6 +139,7 @@ class FileOracle:
         self.header: list[str] | None = None
         self.delimiter = ","
         self.unit = "line"
+        self.resolve = resolve
         self.labels: dict[str, str] = self._read(keys)
 
     # ---- normalising one field ----------------------------------------------------------
@@ -195,7 +199,7 @@ class FileOracle:
             from activebayes.data.label_studio import answers_from_export
 
             self.unit = "task"
-            rows = answers_from_export(exported, repr(str(self.path)))
+            rows = answers_from_export(exported, repr(str(self.path)), self.resolve)
             return self._check(((n, self._key(k, known), self._label(v)) for n, k, v in rows), known)
         return self._check(self._csv_rows(text, known), known)
 
