@@ -24,7 +24,7 @@ def test_registry_names_resolve_to_posteriors():
 # The library's layers, bottom to top (README.md, "Architecture"): a module imports only from its
 # own layer and those below it.
 LAYERS = {
-    1: ("errors", "predictive", "metrics", "_device", "_memory", "distributed", "estimates", "stopping", "round_estimates", "likelihoods",
+    1: ("errors", "predictive", "metrics", "_device", "_memory", "distributed", "estimates", "estimate_intervals", "per_item_losses", "active_testing_proposal", "stopping", "round_estimates", "likelihoods",
         "target_units", "same_rows", "row_weights"),
     2: ("acquisition", "active_testing"),
     3: ("nets", "training", "posteriors", "debias", "marglik", "model_selection"),

@@ -7,7 +7,7 @@ recorded probabilities, and three draw schemes:
   proposal  power / active-testing draws, q ∝ (1-ε) e/Σe + ε/N, sequential without replacement
   auto      auto's round: D = 4r items fixed (top-r by expected loss), then r uniform from the rest
 Prints coverage of each nominal 95 % interval and the bias of each shown value. The figures
-quoted in `activebayes/estimates.py`'s docstring come from this script:
+quoted in `activebayes/estimate_intervals.py`'s docstring come from this script:
 
     OMP_NUM_THREADS=1 .venv/bin/python studies/estimates/coverage.py 1000              # kappa 6, the default
     OMP_NUM_THREADS=1 .venv/bin/python studies/estimates/coverage.py 1000 --kappa 2    # the cap at M before
