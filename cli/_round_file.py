@@ -7,6 +7,7 @@ import csv
 import gzip
 import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +23,15 @@ RESERVED_COLUMNS = (*QUERY_COLUMNS, "predicted", "probability", "predicted_sd")
 IMAGE_MIN_SIDE = 112  # PNGs of small images are enlarged (nearest neighbour) to at least this
 
 
-def round_columns(task: str, show_guess: bool = False) -> tuple[str, ...]:
-    """The round file's leading columns for a project's task: key, label, score, rank, then, with
-    `show_guess` (`--show-model-guess`), the prediction's (classification: predicted, probability;
+def round_columns(task: str, show_guess: bool = False, opaque: bool = False) -> tuple[str, ...]:
+    """The round file's leading columns for a project's task: key (with `opaque`, query: the
+    items' opaque ids, `_task_ids`), label, score, rank, then, with `show_guess`
+    (`--show-model-guess`), the prediction's (classification: predicted, probability;
     regression: predicted, predicted_sd)."""
-    return (*QUERY_COLUMNS, *(PREDICTION_COLUMNS.get(task, ()) if show_guess else ()))
+    from activebayes.data.label_studio import QUERY_COLUMN
+
+    named = (QUERY_COLUMN, *QUERY_COLUMNS[1:]) if opaque else QUERY_COLUMNS
+    return (*named, *(PREDICTION_COLUMNS.get(task, ()) if show_guess else ()))
 
 
 def prediction_cells(prediction: dict[str, Any] | None, task: str, writing: str = "plain") -> list[str]:
@@ -125,9 +130,9 @@ def write_png(path: Path, pixels: np.ndarray) -> None:
 
 def copy_original(data: Any, key: str, rank: int, folder: Path, name: str | None = None) -> Path:
     """A copy of item `key`'s original image, `<folder>/<rank + 1>-<name or key><suffix>`: what a
-    person labelling opens of a pool whose keys hide its paths (`keys_hide_paths`: the original's
-    path names its class folder), or, named by `name`, of one whose keys are those paths. A file
-    of the same name is replaced."""
+    person labelling opens of an image folder, as the original's path may name its class folder;
+    named by `name` (its opaque id, `_task_ids`) where the keys are those paths. A file of the
+    same name is replaced."""
     import shutil
 
     from activebayes.data.images import source_path
@@ -145,35 +150,32 @@ def _text(value: Any) -> str:
     return str(value.item()) if isinstance(value, np.integer) else str(value)
 
 
-def write_round_csv(path: Path, queries: list[Any], info: Any, data: Any, show_guess: bool = False) -> Path | None:
+def write_round_csv(path: Path, queries: list[Any], info: Any, data: Any, show_guess: bool = False,
+                    ids: Mapping[str, str] | None = None) -> Path | None:  # fmt: skip
     """The form a person fills in: columns key, label (empty), score, rank (1 = best), with
     `show_guess` the round's prediction (`round_columns`: the most probable class and its
     probability, or the predictive mean and sd; empty in a cold-start round; left out by default,
     as the labelling page and the prompt leave it: it anchors the answer), then the item's features under their
     own names, or for an image pool the path (relative to the CSV) of a PNG of the item in
-    `images_folder(path)`; for an image folder the original file, or where the keys hide the
-    paths (labels from sub-folders) a copy of it in that folder (`copy_original`). Returns that
-    folder, or None. Written as the pool's csv came
+    `images_folder(path)`, for an image folder a copy of its original file there
+    (`copy_original`), as the original's path may name its class folder. `ids` (key -> opaque id,
+    `_task_ids.query_ids`: a pool whose keys are those paths) names the items in a `query` column
+    instead of `key`, and the copies after them. Returns that folder, or None. Written as the pool's csv came
     (`write_csv_like_pool`), its score, mean and sd with 6 significant digits and, like its
     probability, with a decimal comma where the pool's numbers had one (`project_writing`)."""
-    from activebayes.data.images import keys_hide_paths, source_path
     from activebayes.data.number_style import project_writing, written_number
 
     shape = image_shape(info, data)
-    originals = getattr(data, "folder", None)  # `pool add FOLDER`: the column names each original image file
-    folder = images_folder(path) if shape is not None and (originals is None or keys_hide_paths(data)) else None
+    folder = images_folder(path) if shape is not None else None
     writing = project_writing(getattr(info, "settings", None))  # decimal commas where the pool had them
-    leading = list(round_columns(info.task, show_guess))
-    rows = [[q.key, "", written_number(q.score, writing), str(q.rank + 1),
+    leading = list(round_columns(info.task, show_guess, opaque=ids is not None))
+    rows = [[ids[q.key] if ids is not None else q.key, "", written_number(q.score, writing), str(q.rank + 1),
              *(prediction_cells(q.prediction, info.task, writing) if show_guess else [])] for q in queries]  # fmt: skip
-    if originals is not None and folder is not None:
+    if getattr(data, "folder", None) is not None and folder is not None:  # `pool add FOLDER`: copies of the originals
         header = [*leading, "image"]
         for row, q in zip(rows, queries):
-            row.append(copy_original(data, q.key, q.rank, folder).relative_to(path.parent).as_posix())
-    elif originals is not None:
-        header = [*leading, "image"]
-        for row, q in zip(rows, queries):
-            row.append(str(source_path(data, q.key)))
+            copy = copy_original(data, q.key, q.rank, folder, ids[q.key] if ids is not None else None)
+            row.append(copy.relative_to(path.parent).as_posix())
     elif folder is not None:
         folder.mkdir(exist_ok=True)
         header = [*leading, "image"]
@@ -220,9 +222,6 @@ def check_round_file(path: Path, info: Any, data: Any, force: bool) -> None:
             f"the round file {path} already exists (answers may have been filled in)",
             "label from it first, move it away, choose another file with --csv PATH, or pass --force to overwrite it",
         )
-    from activebayes.data.images import keys_hide_paths
-
     folder = images_folder(path)
-    copies = getattr(data, "folder", None) is None or keys_hide_paths(data)  # an image folder's originals are named, not copied
-    if image_shape(info, data) is not None and copies and folder.exists() and any(folder.iterdir()):
+    if image_shape(info, data) is not None and folder.exists() and any(folder.iterdir()):
         raise CliError(f"the image folder {folder} of round file {path} already exists", "move it away, choose another --csv PATH, or pass --force")

@@ -1,12 +1,15 @@
-"""Opaque ids for the Label Studio tasks of a pool whose keys could name the class.
+"""Opaque ids for the items shown to a labeller of a pool whose keys could name the class.
 
 An image folder imported with `--truth` (or converted before `img-NNNN` keys existed) keys its
-items by their files' paths, `dark/dark0.png`, which can spell the class. Its tasks carry
-`activebayes.data.label_studio.task_id` instead, `r<round>-q<rank>-<check>` (check: the first
-hex digits of the image file's sha256), and its images are copies named after that id
-(`activebayes export`). `resolver` maps such an id back to its key for `activebayes label
---from`: round R's query of that rank, provided its image file has that hash; anything else
-(a hand-edited id, a task of another project or database) maps to None and is refused.
+items by their files' paths, `dark/dark0.png`, which can spell the class. What a labeller is
+given of such a pool names each item by `activebayes.data.label_studio.task_id` instead:
+`r<round>-q<rank>-<check>` for a round's query, `e-q<n>-<check>` for the n-th item drawn into the
+evaluation set (check: the first hex digits of the image file's sha256), and its image is a copy
+named after that id. So do the Label Studio tasks (`activebayes export`), the round file and the
+queries table of `activebayes round`, and the file of `activebayes evaluate --budget`.
+`resolver` maps such an id back to its key for `activebayes label --from`: round R's query of
+that rank, or the evaluation set's item drawn n-th, provided its image file has that hash;
+anything else (a hand-edited id, one of another project or database) maps to None and is refused.
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ def path_key_hashes(info: Any) -> dict[str, str] | None:
     return dict(zip(manifest.keys, manifest.sha256)) if manifest.paths is None else None
 
 
-def export_ids(info: Any, round_number: int, queries: Sequence[Any]) -> dict[str, str] | None:
-    """{key: task id} of round `round_number`'s `queries` where the keys could name the class
-    (`path_key_hashes`), else None: the tasks carry the keys."""
+def query_ids(info: Any, round_number: int | None, queries: Sequence[Any]) -> dict[str, str] | None:
+    """{key: opaque id} of round `round_number`'s `queries` (objects with `key` and `rank`, 0 =
+    first), or with `round_number` None of the evaluation set's items (`rank`: the place in its
+    draw), where the keys could name the class (`path_key_hashes`); else None: they show the keys."""
     from activebayes.data.label_studio import task_id
 
     hashes = path_key_hashes(info)
@@ -39,12 +43,21 @@ def export_ids(info: Any, round_number: int, queries: Sequence[Any]) -> dict[str
 
 
 def resolver(store: Any, name: str, info: Any) -> Callable[[str], str | None]:
-    """id -> key of project `name`'s tasks (`export_ids`), None for an id that names no query of
-    its rounds or whose check is not that query's image's. The rounds and hashes are read on the
-    first id, so a file of keys reads nothing more."""
+    """id -> key of project `name`'s ids (`query_ids`), None for an id that names no query of its
+    rounds nor item of its evaluation set, or whose check is not that item's image's. The rounds
+    and hashes are read on the first id, so a file of keys reads nothing more."""
+    from activebayes.active_testing import SETTINGS_KEY
     from activebayes.data.label_studio import CHECK_DIGITS, parse_task_id
 
     known: dict[str, Any] = {}
+
+    def key_of(number: int | None, rank: int) -> str | None:
+        if number is None:  # the evaluation set's items, in draw order
+            drawn = ((info.settings or {}).get(SETTINGS_KEY) or {}).get("items") or []
+            return str(drawn[rank]["key"]) if rank < len(drawn) else None
+        if number not in known["rounds"]:
+            return None
+        return next((q.key for q in store.queries(name, number) if q.rank == rank), None)
 
     def resolve(text: str) -> str | None:
         parsed = parse_task_id(text)
@@ -54,11 +67,9 @@ def resolver(store: Any, name: str, info: Any) -> Callable[[str], str | None]:
             known["hashes"] = path_key_hashes(info) or {}
             known["rounds"] = {r.number for r in store.rounds(name)}
         number, rank, check = parsed
-        if number not in known["rounds"]:
+        key = key_of(number, rank)
+        if key is None or known["hashes"].get(key, "")[:CHECK_DIGITS].lower() != check:
             return None
-        query = next((q for q in store.queries(name, number) if q.rank == rank), None)
-        if query is None or known["hashes"].get(query.key, "")[:CHECK_DIGITS].lower() != check:
-            return None
-        return query.key
+        return key
 
     return resolve

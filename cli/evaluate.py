@@ -25,6 +25,11 @@ is refitted on the labels (unchanged) and its predictions of every item of the s
 `evaluate` then estimates that model. The new items are written to `<project>-eval-2.csv` (-3,
 ...). Once the pool has changed, an extension is refused: the set's estimate stays valid for the
 pool it was drawn from, and later rounds' models are still measured on it.
+
+An image folder's file points at copies of the drawn images beside it; where its keys are the
+images' paths, which may name the class (`pool add FOLDER --truth`), it names each item by an
+opaque id in a `query` column instead (`_task_ids`: `e-q<n>-<check>`, n its place in the draw),
+which `label --from` maps back; `--json` keeps the keys.
 """
 
 from __future__ import annotations
@@ -81,6 +86,7 @@ def _propose(ctx: typer.Context, budget: int, seed: int, device: str, csv_path: 
     from activebayes_cli._round_options import RoundOptions, recorded_options
     from activebayes_cli._model import NO_MODEL, default_acquisition, default_posterior, model_factory, posterior_factory
     from activebayes_cli._round_file import check_round_file, write_round_csv
+    from activebayes_cli._task_ids import query_ids
 
     st = state(ctx)
     store = st.store(upgrade=True)
@@ -119,7 +125,8 @@ def _propose(ctx: typer.Context, budget: int, seed: int, device: str, csv_path: 
     store.record_evaluation_set(name, proposal.item_ids, proposal.record, extends=before if existing else None)
     queries = [SimpleNamespace(key=k, row=int(r), score=float(q), rank=before + m, prediction=p)
                for m, (k, r, q, p) in enumerate(zip(proposal.keys, proposal.rows, proposal.probabilities, proposal.predictions))]  # fmt: skip
-    write_round_csv(target, queries, info, data, show_guess)  # the model's guess would pull the answers, and so the estimate, towards it
+    ids = query_ids(info, None, queries)  # keys that are image paths, which may name the class: opaque ids instead
+    write_round_csv(target, queries, info, data, show_guess, ids)  # the model's guess would pull the answers, and so the estimate, towards it
     summary = {"project": name, "budget": budget, "pool": proposal.record["pool"], "file": str(target),
                "posterior": options.posterior, "labelled": proposal.record["labelled"], "keys": proposal.keys,
                "items": len(proposal.record["items"]), "extended": bool(existing)}  # fmt: skip

@@ -188,7 +188,7 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
     from activebayes.data import load_project_data
     from activebayes_cli._output import safe_name
     from activebayes_cli._round_file import copy_original, feature_columns, image_shape, images_folder, write_png
-    from activebayes_cli._task_ids import export_ids
+    from activebayes_cli._task_ids import query_ids
 
     st = state(ctx)
     writable_target(file, "--out", (".json",))
@@ -217,7 +217,7 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
     data = load_project_data(store, name)  # checked against its sha256 (an image folder: every image)
     images = texts = None
     shape = image_shape(info, data)
-    ids = export_ids(info, number, queries)  # keys that are paths, which may name the class: opaque ids instead
+    ids = query_ids(info, number, queries)  # keys that are paths, which may name the class: opaque ids instead
     folder = images_folder(file)
     if getattr(data, "folder", None) is not None:  # `pool add FOLDER`: copies, as an original's path may name its class
         images = {q.key: image_address(copy_original(data, q.key, q.rank, folder, ids[q.key] if ids else None), folder, image_url) for q in queries}

@@ -6,7 +6,8 @@ ignored). It also reads Label Studio's JSON export (a `.json` file; tasks writte
 export --format label-studio`, then annotated): the key is each task's data["activebayes_key"],
 or for an image folder keyed by its paths the item its opaque data["activebayes_query"] names
 (`_task_ids.resolver`; an id no query of the project has is refused), the label the first choice of its latest annotation not cancelled; a task without one is skipped
-and counted. The whole file is checked before anything is written, and then one transaction
+and counted. Such a project's round and evaluation files name their items by those ids in a
+`query` column, read back the same way. The whole file is checked before anything is written, and then one transaction
 records it all:
 
 * answers to the waiting round's queries (or --round N's) are recorded for that round; any other
@@ -148,7 +149,7 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
     oracle = FileOracle(  # the whole file, checked row by row, before anything else
         path, classes=classes, keys=store.item_keys(name),
         key_names=[settings.get("key_column") or ""], label_names=[settings.get("label_column") or ""],
-        resolve=resolver(store, name, info),  # Label Studio tasks that carry an opaque id instead of a key
+        resolve=resolver(store, name, info),  # round files and Label Studio tasks that carry an opaque id instead of a key
     )  # fmt: skip
     answers = dict(oracle.labels)
     if not answers:

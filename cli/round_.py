@@ -19,7 +19,11 @@ One call runs one round of `activebayes.loop.ActiveLearningLoop`:
 * With `--oracle human` (default) the round stops in "queried": the chosen items are printed and
   written to `<project>-round-<N>.csv` (or --csv PATH), one row per query: key, label (empty:
   fill it in), score, rank, then the item's features under their own names, or for an image
-  pool the path of a PNG of the item written next to the CSV. An existing file is never
+  pool the path of a PNG of the item (an image folder's: a copy of its file) written next to the
+  CSV. Where the keys are an image folder's paths, which may name the class (`pool add FOLDER
+  --truth`), the file and the queries table name each query by an opaque id instead
+  (`_task_ids`: a `query` column, `r<round>-q<rank>-<check>`), the copies are named after it, and
+  `label --from` maps it back; `--json` keeps the keys. An existing file is never
   overwritten (refused before anything is recorded; --force overwrites it). Then
   `activebayes label --from FILE`, or `activebayes label` to answer in the terminal.
 * With `--oracle truth` the labels held back from the data file answer at once and the round ends.
@@ -74,6 +78,7 @@ from activebayes_cli._output import early_round_note, round_csv_name
 from activebayes_cli._round_options import RoundOptions, differences, recorded_options
 from activebayes_cli._targets import check_targets
 from activebayes_cli._round_file import check_round_file, prediction_text, write_round_csv
+from activebayes_cli._task_ids import query_ids
 
 app = command_group()
 
@@ -118,21 +123,23 @@ def score_text(score: float) -> str:
     return f"{score:.4f}" if score == 0 or 1e-3 <= abs(score) < 1e4 else f"{score:.3e}"
 
 
-def queries_table(title: str, queries: list[Any], task: str = "classification", writing: str = "plain", show_guess: bool = False) -> Table:
-    """rank, key, score, with `show_guess` the round's prediction (when any query has one), and
-    the label so far, numbers with the project's decimal mark (`writing`), as in its round file."""
+def queries_table(title: str, queries: list[Any], task: str = "classification", writing: str = "plain", show_guess: bool = False,
+                  ids: dict[str, str] | None = None) -> Table:  # fmt: skip
+    """rank, key (with `ids`, query: each key's opaque id, `_task_ids`, where the keys could name
+    the class), score, with `show_guess` the round's prediction (when any query has one), and the
+    label so far, numbers with the project's decimal mark (`writing`), as in its round file."""
     from activebayes.data.number_style import marked
 
     table = Table(title=title)
     table.add_column("rank", justify="right")
-    table.add_column("key", overflow="fold")
+    table.add_column("key" if ids is None else "query", overflow="fold")
     table.add_column("score", justify="right")
     predicted = show_guess and any(q.prediction for q in queries)
     if predicted:
         table.add_column("predicted")
     table.add_column("label")
     for q in queries:
-        cells = [str(q.rank + 1), q.key, marked(score_text(q.score), writing)]
+        cells = [str(q.rank + 1), q.key if ids is None else ids[q.key], marked(score_text(q.score), writing)]
         if predicted:
             cells.append(prediction_text(q.prediction, writing))
         label = "" if q.value is None else marked(q.value, writing) if task == "regression" else q.value
@@ -418,10 +425,11 @@ def round_(
         raise
     queries = store.queries(name, result.number)
     rnd = store.latest_round(name)
+    ids = query_ids(info, result.number, queries)  # keys that are image paths, which may name the class: opaque ids instead
     written = images = None
     if result.waiting:
         written = csv_path or Path(round_csv_name(name, result.number))
-        images = write_round_csv(written, [q for q in queries if q.value is None], info, data, show_model_guess)
+        images = write_round_csv(written, [q for q in queries if q.value is None], info, data, show_model_guess, ids)
 
     data_out = {
         "project": name,
@@ -445,7 +453,7 @@ def round_(
 
     def render(console) -> None:
         title = f"round {result.number}: {len(queries)} queries by {rnd.acquisition}{early_round_note(rnd.acquisition_settings)}"
-        console.print(queries_table(title, queries, info.task, project_writing(info.settings), show_model_guess))
+        console.print(queries_table(title, queries, info.task, project_writing(info.settings), show_model_guess, ids))
         if result.metrics:
             scalars = {k: v for k, v in result.metrics.items() if isinstance(v, (int, float, str))}  # not the packed stop set
             parts = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in scalars.items())

@@ -114,7 +114,8 @@ def test_append_to_a_table_project_or_a_folder_to_a_table_refused(cli_db, tmp_pa
 
 def test_keys_hide_the_class_folder_and_old_projects_keep_path_keys(cli_db, tmp_path, monkeypatch):
     """A project converted before keys hid the paths (keys = paths, no `paths` array) keeps its
-    keys, rounds and round files naming the originals, and takes appended images keyed by path."""
+    keys and rounds, and takes appended images keyed by path; its round files name the queries by
+    opaque ids and copies of the images (a path names the class folder), which `label --from` maps back."""
     import functools
 
     import activebayes.data.images as images
@@ -125,13 +126,15 @@ def test_keys_hide_the_class_folder_and_old_projects_keep_path_keys(cli_db, tmp_
         patched.setattr(images, "convert_folder", functools.partial(images.convert_folder, hide_keys=False))
         ok("pool", "add", str(folder), "--labels-from-folders")
     assert project_data().paths is None and sorted(project_data().keys)[0] == "crosses/00.png"
-    ok("round", "--model", "cnn", "--k", "2", "--csv", "r.csv", *TINY)
+    queries = json.loads(ok("--json", "round", "--model", "cnn", "--k", "2", "--csv", "r.csv", *TINY).stdout)["queries"]
     with open("r.csv", newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
-    assert all(Path(r["image"]) == folder.resolve() / r["key"] for r in rows)  # as before: the originals
+    for row, query in zip(rows, queries):  # the id and a copy beside the file, neither naming the class folder
+        assert "key" not in row and row["query"].startswith(f"r1-q{query['rank']}-") and row["image"].startswith("r-images/")
+        assert Path(row["image"]).read_bytes() == (folder / query["key"]).read_bytes()
     add_new(folder, "squares", ["late.png"])
     assert json.loads(ok("--json", "pool", "add", str(folder), "--append").stdout)["keys"] == ["squares/late.png"]
-    rows[0]["label"] = rows[0]["key"].split("/")[0]
+    rows[0]["label"] = queries[0]["key"].split("/")[0]
     with open("r.csv", "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()

@@ -25,10 +25,9 @@ CLASSES = ("dark", "light")
 ID = re.compile(r"r1-q[1-4]-[0-9a-f]{10}")
 
 
-def path_keyed_folder(db: str, root: Path) -> tuple[list[str], dict[str, str]]:
-    """Project 'shapes' over `root/images/{dark,light}/*.png`, its labels in a --truth csv keyed by
-    the paths; round 1 waits for answers to two items of each class (alternating). Returns (the
-    round's keys in rank order, each key's class)."""
+def path_keyed_pool(db: str, root: Path) -> dict[str, str]:
+    """Project 'shapes' over `root/images/{dark,light}/*.png` (four of each), its labels in a
+    --truth csv keyed by the paths, so that the keys are the paths. Returns each key's class."""
     from PIL import Image
 
     rng = np.random.default_rng(0)
@@ -42,9 +41,16 @@ def path_keyed_folder(db: str, root: Path) -> tuple[list[str], dict[str, str]]:
     (root / "truth.csv").write_text("key,label\n" + "".join(f"{k},{v}\n" for k, v in truth.items()))
     ok("init", "--name", "shapes", "--classes", ",".join(CLASSES))
     ok("pool", "add", str(root / "images"), "--truth", str(root / "truth.csv"))
-    keys = ["light/light2.png", "dark/dark1.png", "light/light0.png", "dark/dark3.png"]
     with PoolStore(db) as store:
         assert set(store.item_keys("shapes")) == set(truth)  # the keys are the paths, which spell the class
+    return truth
+
+
+def path_keyed_folder(db: str, root: Path) -> tuple[list[str], dict[str, str]]:
+    """`path_keyed_pool`, with round 1 waiting for answers to two items of each class
+    (alternating). Returns (the round's keys in rank order, each key's class)."""
+    truth = path_keyed_pool(db, root)
+    keys = ["light/light2.png", "dark/dark1.png", "light/light0.png", "dark/dark3.png"]
     open_round(db, "shapes", keys)
     return keys, truth
 

@@ -49,8 +49,9 @@ from activebayes.errors import DataError
 
 KEY = "activebayes_key"  # the data field that carries the item key both ways
 QUERY = "activebayes_query"  # instead of KEY where a key could name the class: an opaque id (`task_id`)
+QUERY_COLUMN = "query"  # likewise the column of a round or evaluation file that holds those ids instead of "key"
 CHECK_DIGITS = 10  # hex digits of the image file's sha256 in a task id
-_TASK_ID = re.compile(r"r([1-9][0-9]*)-q([1-9][0-9]*)-([0-9a-f]{%d})" % CHECK_DIGITS)
+_TASK_ID = re.compile(r"(?:r([1-9][0-9]*)|e)-q([1-9][0-9]*)-([0-9a-f]{%d})" % CHECK_DIGITS)
 CONTROL = "label"  # the <Choices>/<Number> control's name (a result's from_name)
 HINT = "export the project from Label Studio as JSON (a list of tasks with their annotations)"
 
@@ -71,16 +72,21 @@ def labelling_config(classes: Sequence[Any] | None, *, kind: str = "image") -> s
     return "\n".join(["<View>", shown, *control, "</View>"]) + "\n"
 
 
-def task_id(round_number: int, rank: int, file_sha256: str) -> str:
-    """The opaque id of the task for round `round_number`'s query of `rank` (0 = first) whose
-    image file has sha256 `file_sha256` (hex): `r3-q1-1f3a9c0d2b`."""
-    return f"r{int(round_number)}-q{int(rank) + 1}-{file_sha256[:CHECK_DIGITS].lower()}"
+def task_id(round_number: int | None, rank: int, file_sha256: str) -> str:
+    """The opaque id of round `round_number`'s query of `rank` (0 = first) whose image file has
+    sha256 `file_sha256` (hex): `r3-q1-1f3a9c0d2b`; with `round_number` None, of the evaluation
+    set's item drawn `rank`-th (`activebayes evaluate --budget`): `e-q12-1f3a9c0d2b`."""
+    drawn = "e" if round_number is None else f"r{int(round_number)}"
+    return f"{drawn}-q{int(rank) + 1}-{file_sha256[:CHECK_DIGITS].lower()}"
 
 
-def parse_task_id(text: str) -> tuple[int, int, str] | None:
-    """(round number, rank from 0, check) of a `task_id`; None for any other text."""
+def parse_task_id(text: str) -> tuple[int | None, int, str] | None:
+    """(round number, or None for the evaluation set; rank from 0; check) of a `task_id`; None
+    for any other text."""
     found = _TASK_ID.fullmatch(text.strip())
-    return None if found is None else (int(found.group(1)), int(found.group(2)) - 1, found.group(3))
+    if found is None:
+        return None
+    return (int(found.group(1)) if found.group(1) else None), int(found.group(2)) - 1, found.group(3)
 
 
 def tasks_from_queries(

@@ -19,6 +19,13 @@ items' key,label rows (messages name the item, counted from 1). A Label Studio J
 `activebayes.data.label_studio.answers_from_export` turns its tasks into the same
 key,label rows, checked the same way; messages then name the task (counted from 1) instead of
 the line, and a task without a usable annotation is unanswered.
+
+Where a pool's keys could name the class (an image folder keyed by its files' paths), its round
+and evaluation files name each item by an opaque id (`activebayes.data.label_studio.task_id`,
+`r1-q3-1f3a9c0d2b`) in a `query` column instead of `key`. With `resolve`, a `query` column is
+the key column where the header names no other; a key field that is no key of the project but
+has the form of such an id is read as the key `resolve` maps it to, and one `resolve` does not
+know (edited, or written for another project or database) is a DataError naming the line.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from activebayes.data.label_spellings import spelling_key
+from activebayes.data.label_studio import QUERY_COLUMN, parse_task_id
 from activebayes.data.csv_encoding import csv_text
 from activebayes.errors import DataError
 from activebayes.oracles.base import Answer
@@ -108,8 +116,9 @@ class FileOracle:
         keys: the known item keys (any container, e.g. a set), or None to skip that check.
         key_names, label_names: header names accepted besides KEY_NAMES / LABEL_NAMES (e.g. the
             project's own key column).
-        resolve: a Label Studio task's opaque id -> its key (None: unknown), for tasks that
-            carry one instead of the key (`activebayes.data.label_studio.answers_from_export`).
+        resolve: an opaque id -> its key (None: unknown), for Label Studio tasks that carry one
+            instead of the key (`activebayes.data.label_studio.answers_from_export`) and CSV rows
+            that name it in the key's place (module docstring).
 
     Attributes:
         labels: key -> label, in file order.  lines: key -> the line that gave it.
@@ -149,6 +158,18 @@ class FileOracle:
         whole = integral_text(text)
         return whole if whole is not None and whole in known else text
 
+    def _resolved(self, text: str, known: Container[str] | None, at: str) -> str:
+        """The key an opaque id in a key's place names (`resolve`); any other text as it is."""
+        if self.resolve is None or (known is not None and text in known) or parse_task_id(text) is None:
+            return text
+        key = self.resolve(text)
+        if key is None:
+            raise DataError(
+                f"{at}: query {text!r} names no query of this project's rounds or evaluation set (edited, or written for "
+                "another project or database); label the file `activebayes round` or `evaluate` wrote, unedited"
+            )
+        return key
+
     def _label(self, text: str) -> str:
         if self.classes is None or text in self.classes:
             return text
@@ -163,6 +184,8 @@ class FileOracle:
         """(key column, label column, fields per row, first row is a header) from the first row."""
         names = [f.lower() for f in fields]
         key_at = next((i for i, n in enumerate(names) if n in self.key_names), None)
+        if key_at is None and self.resolve is not None and QUERY_COLUMN in names:  # a file that names its items by opaque ids
+            key_at = names.index(QUERY_COLUMN)
         label_at = next((i for i, n in enumerate(names) if n in self.label_names), None)
         if key_at is not None and label_at is not None and key_at != label_at:
             return key_at, label_at, len(fields), True
@@ -232,7 +255,7 @@ class FileOracle:
                     f"{at}: expected {width} fields {like}, got {len(fields)}: {self.delimiter.join(row)!r}; "
                     "fix that line (quote a label that holds the separator) and run the command again"
                 )
-            key, label = self._key(fields[key_at], known), self._label(fields[label_at])
+            key, label = self._resolved(self._key(fields[key_at], known), known, at), self._label(fields[label_at])
             if not key:
                 raise DataError(
                     f"{at}: expected a key before the label, got {self.delimiter.join(row)!r}; fill in the key or delete the line"
