@@ -96,6 +96,15 @@ def test_text_column_holding_some_numbers_is_categorical(tmp_path):
     with pytest.raises(DataError, match=r"column 'code' is not a number \('none'\) but line 2 holds the number '0' \(60 of its 180"):
         plan(many, categorical="auto")
     assert len(plan(many, categorical="force").columns[0].levels) == 61
+    # car lines (openintro's epa2012): 60 names, two of them numbers ('500', '911'); the numbers
+    # make 2 levels, not over 50, so the column is categorical, its 60 levels encoded as any text
+    # column's (on more than max(50, 5 % of rows) levels: the 50 most frequent, the others pooled)
+    names = [f"model {i % 58}" if i % 60 < 58 else ("500", "911")[i % 60 - 58] for i in range(600)]
+    cars = write_csv(tmp_path / "cars.csv", ["carline", "label"], [[c, "ab"[i % 2]] for i, c in enumerate(names)])
+    p = plan(cars, categorical="auto")
+    assert [(c.name, c.kind) for c in p.columns] == [("carline", "categorical")]
+    assert {"500", "911"} <= set(p.columns[0].levels) and len(p.columns[0].levels) + p.columns[0].other == 60
+    assert any("'carline' mixes text and numbers (20 of 600 values are numbers)" in n for n in p.notes)
 
 
 def test_empty_nameless_columns_are_left_out_and_a_nameless_value_is_refused(tmp_path):

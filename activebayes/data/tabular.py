@@ -378,7 +378,8 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
             raise mixed
         codes, texts = table.category_codes(name)  # mostly text: its numbers are categories too (drive: f, r, 4)
     levels = natural_sorted([texts[k] for k in np.unique(codes[present]).tolist()])
-    if mixed is not None and not coded and options.categorical != "force" and len(levels) > MAX_LEVELS:
+    number_levels = 0 if mixed is None else len(np.unique(codes[numeric & present]))  # a quantity's values, not names like 500 or 911
+    if mixed is not None and not coded and options.categorical != "force" and number_levels > MAX_LEVELS:
         raise mixed
     if coded:
         notes.append(codes_note(name, n_numbers, n_present, spellings))
