@@ -16,7 +16,8 @@ records it all:
 * a test-split item is refused unless --test (its labels measure the model);
 * a label that differs from the item's current one is refused unless --relabel (the same label
   again is harmless and records nothing);
-* either refusal fails the whole file, naming the first offending keys and their lines;
+* either refusal fails the whole file, naming the first offending items and their lines (each
+  as the file names it: its key, or the opaque id a path-keyed folder's file gave it);
 * files recorded at once by several sessions end as if recorded one after another: a row whose
   label another session gave meanwhile is a repeat, one it labelled differently falls under the
   --relabel rule (checked again inside the writing transaction), and nothing else is refused.
@@ -25,7 +26,8 @@ With no file, the open queries of the waiting round are shown one by one (digit 
 the terminal, table rows under the data file's column names, or `name: value` cells when the
 row is wider than the terminal, cut to the screen's height for a table of thousands of columns;
 an image folder's items named "query R", R their rank in the round, as the labelling page names
-them, since a file's path may spell its class).
+them, since a file's path may spell its class; so do the notes on another session's answers and
+on an undo refused).
 Type a label (or a class's number in the list shown), `s` to skip, `u` to undo the last answer, `q`
 to stop, `a` to see every column of a cut row, `?` for help. The round's prediction for the item (`model: 7 (0.62)`) is shown under it only
 with --show-model-guess: the round asks about the items its model is unsure or wrong about, and a
@@ -50,6 +52,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from collections.abc import Callable
 from typing import Annotated, Any, Optional
 
 import typer
@@ -89,8 +92,10 @@ def _listing(entries: list[str]) -> str:
     return shown + (f" and {len(entries) - SHOWN} more" if len(entries) > SHOWN else "")
 
 
-def _change(key: str, was: str | None, now: str, line: int, unit: str = "line") -> str:
-    return f"{key} {'(unlabelled)' if was is None else repr(was)} -> {now!r} ({unit} {line})"
+def _change(item: str, was: str | None, now: str, line: int, unit: str = "line") -> str:
+    """One refused row: `item` as the file names it (its key, or the opaque id that stands for a
+    key that could spell the class), its current label and the file's."""
+    return f"{item} {'(unlabelled)' if was is None else repr(was)} -> {now!r} ({unit} {line})"
 
 
 def _open_queries(store: Any, name: str, target: int | None) -> int:
@@ -165,7 +170,7 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
             try:
                 number = answer_number(value, writing)
             except AnswerError as exc:
-                raise CliError(f"--from: {path} {oracle.unit} {oracle.lines[key]}: label {value!r} of {key!r} {exc.what}",
+                raise CliError(f"--from: {path} {oracle.unit} {oracle.lines[key]}: label {value!r} of {oracle.name_of(key)!r} {exc.what}",
                                f"{exc.fix}; correct that {oracle.unit}") from None  # fmt: skip
             answers[key] = repr(number)  # as the store keeps it, to compare with the current label
 
@@ -190,7 +195,7 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
         rows.append((key, value, target if key in queries and item["split"] == "pool" else None))
 
     def described(entries: list[tuple[str, str | None]]) -> str:
-        return _listing([_change(k, was, answers[k], oracle.lines[k], oracle.unit) for k, was in entries])
+        return _listing([_change(oracle.name_of(k), was, answers[k], oracle.lines[k], oracle.unit) for k, was in entries])
 
     if test_changes and not allow_test:
         flags = "--test --relabel" if any(was is not None for _, was in test_changes) and not allow_relabel else "--test"
@@ -212,7 +217,7 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
     if rows:  # one transaction, as if after any session that labelled these items meanwhile
         ids, conflicts = store.record_labels(name, rows, who=who, source="file", expected=expected, relabel=allow_relabel)
         if conflicts:  # a different label given meanwhile: this file would now replace it
-            moved = [_change(k, now, answers[k], oracle.lines[k], oracle.unit) for k, (_, now) in conflicts.items()]
+            moved = [_change(oracle.name_of(k), now, answers[k], oracle.lines[k], oracle.unit) for k, (_, now) in conflicts.items()]
             raise CliError(
                 f"--from: {path} would replace the current labels of {_plural(len(conflicts), 'item')}, given by another "
                 f"session while the file was checked: {_listing(moved)}; nothing was recorded",
@@ -269,7 +274,7 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
         elif oracle.unanswered:
             console.print(f"{_plural(len(oracle.unanswered), 'row')} without a label skipped.")
         if far:
-            console.print(_far_note(st, far))
+            console.print(_far_note(st, far, oracle.name_of))
         _next(st, console, target, remaining, evaluation=bool(in_eval))
 
     st.out.result(summary, render)
@@ -292,9 +297,11 @@ def _far_outside(known: dict[str, float], answers: dict[str, str]) -> dict[str, 
     return {"answers": far, "others": [min(others), max(others)]} if far else {}
 
 
-def _far_note(st: Any, far: dict[str, Any]) -> str:
+def _far_note(st: Any, far: dict[str, Any], name_of: Callable[[str], str]) -> str:
+    """The note under a file's summary on its answers `far` outside the other labels, each item
+    named as the file names it (`name_of`: its key, or its opaque id)."""
     (low, high), named = far["others"], list(far["answers"].items())
-    shown = ", ".join(f"{k} {v:.6g}" for k, v in named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+    shown = ", ".join(f"{name_of(k)} {v:.6g}" for k, v in named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
     return (f"note: {_plural(len(named), 'answer')} far outside the other labels ({low:.6g} to {high:.6g}): {shown}; "
             f"a typo can be corrected with `{st.next_command('label', '--from', 'FILE', '--relabel')}`")
 
@@ -342,6 +349,8 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
     writing = project_writing(info.settings)  # decimal commas where the pool had them
 
     known = _known_labels(store, name, info.task)  # read once: a typed answer is checked against the labels before the session
+    # an image folder's keys may be its files' paths, which can spell the class: named as on the labelling page
+    names = {q.key: f"query {q.rank + 1}" for q in pending} if getattr(data, "folder", None) is not None else {}
 
     def on_answer(key: str, value: str) -> int | str | None:
         """Commit one answer now (its own transaction); the observation's id, for `u` (REPEAT:
@@ -360,14 +369,15 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
         except DATABASE_AWAY as exc:  # asked again: the same answer later is a repeat if it did commit
             raise ValueError(f"not saved: {database_gone(exc)}; type it again once it is back, or q to stop") from None
         if number != target:
+            asks = "it" if key in names else key  # "query R" is its place in round `target`, not in round `number`
             stream.write(f"  round {target} no longer waits for answers: recorded "
-                         + (f"for round {number}, which asks {key} too\n" if number is not None else "outside a round\n"))
+                         + (f"for round {number}, which asks {asks} too\n" if number is not None else "outside a round\n"))
         if conflicts:
-            stream.write(f"  not saved: another session labelled {key} {conflicts[key][1]!r} meanwhile; that label stays\n")
+            stream.write(f"  not saved: another session labelled {names.get(key, key)} {conflicts[key][1]!r} meanwhile; that label stays\n")
             saved["not_saved"] += 1
             return None
         if ids[0] is None:
-            stream.write(f"  {key} was labelled the same by another session meanwhile: recorded once\n")
+            stream.write(f"  {names.get(key, key)} was labelled the same by another session meanwhile: recorded once\n")
             return REPEAT
         saved["answers"] += 1
         far = _far_outside(known, {key: value})
@@ -381,12 +391,13 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
             saved["not_saved"] -= 1
             return True
         if observation_id == REPEAT:
-            stream.write(f"  cannot undo: the label of {key} was given by another session\n")
+            stream.write(f"  cannot undo: the label of {names.get(key, key)} was given by another session\n")
             return False
         try:
             store.retract_observation(name, int(observation_id))
         except StoreError as exc:  # taken back already, or its round closed meanwhile (the library's fix: relabel)
             what, fixable, _ = str(exc).partition("; ")
+            what = what.replace(repr(key), names[key]) if key in names else what  # the store names the item by its key
             fix = "; correct it with `activebayes label --from FILE --relabel`" if fixable else ""
             stream.write(f"  cannot undo: {what}{fix}\n")
             return False
@@ -397,8 +408,6 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
     hints = {q.key: prediction_text(q.prediction, writing) for q in pending if q.prediction and show_guess}  # the round's predictions, when asked for
     turns = PromptTurns(store, name, target, holder_name(who), {q.key: q.item_id for q in pending},  # the page's leases
                         pass_over=_at_a_terminal())  # fmt: skip
-    # an image folder's keys may be its files' paths, which can spell the class: named as on the labelling page
-    names = {q.key: f"query {q.rank + 1}" for q in pending} if getattr(data, "folder", None) is not None else None
     oracle = PromptOracle(classes=classes, feature_names=data.raw_columns if getattr(data, "raw_columns", None) is not None else data.feature_names, output=stream, on_answer=on_answer, on_undo=on_undo,
                           hints=hints, on_show=turns.take, names=names)  # fmt: skip
     try:

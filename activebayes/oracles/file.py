@@ -26,6 +26,7 @@ and evaluation files name each item by an opaque id (`activebayes.data.label_stu
 the key column where the header names no other; a key field that is no key of the project but
 has the form of such an id is read as the key `resolve` maps it to, and one `resolve` does not
 know (edited, or written for another project or database) is a DataError naming the line.
+Such an item is named in messages as the file names it (`names`: its id), never by its key.
 """
 
 from __future__ import annotations
@@ -122,6 +123,8 @@ class FileOracle:
 
     Attributes:
         labels: key -> label, in file order.  lines: key -> the line that gave it.
+        names: key -> the opaque id the file named it by, for the keys `resolve` gave (a message
+            about such an item names it so: `name_of`).
         unanswered: keys of rows with an empty label.  header: the header's fields, or None.
         delimiter: the field separator found.  unit: what `lines` count: "line" of a CSV, or
         "task" of a Label Studio JSON export.
@@ -148,8 +151,25 @@ class FileOracle:
         self.header: list[str] | None = None
         self.delimiter = ","
         self.unit = "line"
-        self.resolve = resolve
+        self.names: dict[str, str] = {}
+        self.resolve = self._naming(resolve) if resolve is not None else None
         self.labels: dict[str, str] = self._read(keys)
+
+    def _naming(self, resolve: Callable[[str], str | None]) -> Callable[[str], str | None]:
+        """`resolve`, keeping in `names` the first id that named each key it gives."""
+
+        def named(text: str) -> str | None:
+            key = resolve(text)
+            if key is not None:
+                self.names.setdefault(key, text)
+            return key
+
+        return named
+
+    def name_of(self, key: str) -> str:
+        """`key` as the file names it: its opaque id where the file gave one (the key could spell
+        the class), else the key."""
+        return self.names.get(key, key)
 
     # ---- normalising one field ----------------------------------------------------------
     def _key(self, text: str, known: Container[str] | None) -> str:
@@ -284,8 +304,9 @@ class FileOracle:
                     "(keys are the project's item keys, as its round files and exports name them) and run the command again"
                 )
             if key in labels and labels[key] != label:
+                item = f"the item of query {self.names[key]!r}" if key in self.names else f"key {key!r}"
                 raise DataError(
-                    f"{at}: key {key!r} has label {label!r} but {unit} {self.lines[key]} gave {labels[key]!r}; "
+                    f"{at}: {item} has label {label!r} but {unit} {self.lines[key]} gave {labels[key]!r}; "
                     f"keep one of the two {unit}s and run the command again"
                 )
             labels.setdefault(key, label)
