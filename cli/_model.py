@@ -41,8 +41,9 @@ REGRESSION_ACQUISITIONS = ("variance", "eig", "bald", "random", "nipv", "epig", 
 
 
 #: The defaults a round uses when it names none, chosen on the real-data benchmark
-#: (studies/benchmark, README "When active learning helps").
-DEFAULT_ACQUISITION = {"classification": "power-epig", "regression": "auto"}
+#: (studies/benchmark, README "When active learning helps"): margin's scores drawn by power
+#: sampling, which needs no samples shared across items, so it serves every posterior's options.
+DEFAULT_ACQUISITION = {"classification": "power-margin", "regression": "auto"}
 #: `--first auto`: TypiClust's typical items while the labels stay within two a class (on the
 #: benchmark's tables of 5 or more classes; a uniform first batch on fewer), README_EXPERIMENTS.md
 DEFAULT_FIRST = "auto"
@@ -51,22 +52,17 @@ DEFAULT_FIRST = "auto"
 DEFAULT_COVER_CLASSES = False
 
 
-#: The default when the posterior's options leave it no samples shared across items (mc-dropout
-#: masks=independent, predictive=analytic), which EPIG needs: the benchmark's next arm that never
-#: trailed random (power-bald), and auto without EPIG among its strategies.
-NO_JOINT_ACQUISITION = {"classification": "power-bald", "regression": "auto"}
-
-
 def joint_samples(options: Mapping[str, Any] | None) -> bool:
-    """Whether a posterior built with these --option values draws samples shared by every item."""
+    """Whether a posterior built with these --option values draws samples shared by every item
+    (EPIG needs them: mc-dropout masks=independent and predictive=analytic draw none)."""
     return (options or {}).get("masks") != "independent" and (options or {}).get("predictive") != "analytic"
 
 
 def default_acquisition(task: str, options: Mapping[str, Any] | None = None) -> str:
-    """The --acquisition of a round that names none (`DEFAULT_ACQUISITION`; with options that
-    rule out joint samples, `NO_JOINT_ACQUISITION`)."""
-    table = DEFAULT_ACQUISITION if joint_samples(options) else NO_JOINT_ACQUISITION
-    return table.get(task, "random")
+    """The --acquisition of a round that names none (`DEFAULT_ACQUISITION`). Neither default needs
+    joint samples (power-margin reads the mean prediction; auto leaves EPIG out without them,
+    `auto_arms`), so `options` does not change it."""
+    return DEFAULT_ACQUISITION.get(task, "random")
 
 
 def auto_arms(task: str, options: Mapping[str, Any] | None = None) -> tuple[str, ...]:

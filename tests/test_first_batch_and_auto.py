@@ -185,9 +185,10 @@ def test_cli_auto_and_first_are_shown_by_status(cli_db, tmp_path):
 def test_defaults_without_joint_samples_leave_epig_out():
     from activebayes_cli._model import auto_arms, default_acquisition
 
-    assert default_acquisition("classification") == "power-epig" and default_acquisition("regression") == "auto"
-    assert default_acquisition("classification", {"masks": "independent"}) == "power-bald"
-    assert default_acquisition("classification", {"predictive": "analytic"}) == "power-bald"
+    assert default_acquisition("classification") == "power-margin" and default_acquisition("regression") == "auto"
+    # power-margin reads the mean prediction alone, so options without joint samples keep it
+    assert default_acquisition("classification", {"masks": "independent"}) == "power-margin"
+    assert default_acquisition("classification", {"predictive": "analytic"}) == "power-margin"
     assert "epig" in auto_arms("regression") and "epig" not in auto_arms("regression", {"predictive": "analytic"})
 
 
