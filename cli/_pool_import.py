@@ -156,7 +156,7 @@ def remove_text_models(spec: dict[str, Any] | None) -> None:
 
 
 def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, seed: int, standardize: bool, text_folder: Path,
-             task: str, labels_are_known: bool = False, merge_spellings: bool = False, keep_skewed: bool = False) -> dict[str, Any]:  # fmt: skip
+             task: str, labels_are_known: bool = False, merge_spellings: bool = False, log_skewed: bool = False) -> dict[str, Any]:  # fmt: skip
     """A read csv table (`activebayes.data.csv_table.CsvTable`) planned, split and encoded as
     `pool add` does it (`activebayes.data.tabular`): the feature pipeline fitted on the pool rows
     only; rows with a gap left out under --missing drop. Returns {"data", "spec", "plan",
@@ -164,13 +164,13 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     `labels_are_known`: an empty label cell marks a row still to label, and the test split is
     drawn from the labelled rows only; otherwise an empty label is refused. `merge_spellings`: the
     spellings of one class label ('Yes', 'yes ') are read as one class (`merged_spellings`), at
-    every load (spec "label_spellings"). A heavy-tailed non-negative numeric column is read as
-    log(1 + x), with a note, unless `keep_skewed` or not `standardize`
+    every load (spec "label_spellings"). With `log_skewed`, a heavy-tailed non-negative numeric
+    column is read as log(1 + x), with a note; without it, one note names such columns
     (`activebayes.data.skewed_columns`)."""
     from activebayes.data.loaders import check_labels, dataset_from_table
     from activebayes.data.parsed_columns import UNIT_PREFIX, number_writing, written_numbers
     from activebayes.data.table_spec import fit_table_spec
-    from activebayes.data.skewed_columns import logged_columns, skewed_note
+    from activebayes.data.skewed_columns import logged_columns, skewed_hint, skewed_note
     from activebayes.data.csv_table import shown
     from activebayes.data.table_gaps import EXCEL_ERRORS, formula_errors
     from activebayes.data.tabular import plan_table
@@ -217,8 +217,11 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
                           "table: if those were chosen rather than drawn at random, its figures describe rows like them; "
                           "`activebayes evaluate` estimates the model on the unlabelled pool")  # fmt: skip
     pool_rows = np.setdiff1d(kept, test_rows)
-    logged = logged_columns(plan, pool_rows) if standardize and not keep_skewed else {}
+    skewed = logged_columns(plan, pool_rows) if standardize else {}
+    logged = skewed if log_skewed else {}
     plan.notes.extend(skewed_note(column, g1) for column, g1 in logged.items())
+    if skewed and not log_skewed:
+        plan.notes.append(skewed_hint(skewed))
     spec = fit_table_spec(plan, pool_rows, standardize=standardize, text_folder=text_folder, logged=logged)  # on the pool rows
     if label_writing is not None:
         spec["label_written"] = label_writing
@@ -300,15 +303,15 @@ def register_pool(
     na_values: tuple[str, ...] = (),
     text_folder: Path | None = None,
     merge_spellings: bool = False,
-    keep_skewed: bool = False,
+    log_skewed: bool = False,
 ) -> dict[str, Any]:
     """Validate `file` whole, then record it and its items in the store; returns a summary.
 
     Shared by `pool add` and `demo`. A csv table is read by `csv_pool` (key column: --key-column,
     else `key` or `id` in any case, else the row number); `text_folder` takes the fitted model of
     a --text-column and the feature cache (default: `activebayes-cache/` next to a SQLite
-    database, else in the current folder). `keep_skewed`: no column is read as log(1 + x)
-    (`activebayes.data.skewed_columns`; neither is one without `standardize`).
+    database, else in the current folder). `log_skewed`: heavy-tailed columns are read as log(1 + x)
+    (`activebayes.data.skewed_columns`; refused with --no-standardize).
     """
     from activebayes.data import detect_format, load_dataset, sha256_file, truth_labels
     from activebayes.data.project import label_texts
@@ -324,10 +327,10 @@ def register_pool(
     fmt = detect_format(file)
     notes: list[str] = []
     classes = info.classes if info.task == "classification" else None
-    table_options = features is not None or ignore or text_columns or na_values or merge_spellings or keep_skewed
+    table_options = features is not None or ignore or text_columns or na_values or merge_spellings or log_skewed
     if fmt != "csv" and (key_column is not None or label_column is not None or table_options):
         raise CliError(
-            f"--key-column/--label-column/--features/--ignore/--text-column/--na-values/--merge-label-spellings/--keep-skewed: only a .csv file has columns, "
+            f"--key-column/--label-column/--features/--ignore/--text-column/--na-values/--merge-label-spellings/--log-skewed: only a .csv file has columns, "
             f"got a .{fmt} file",
             "leave them out",
         )
@@ -352,7 +355,7 @@ def register_pool(
         )  # fmt: skip
         table = csv_pool(
             csv_file, options, classes=classes, test_fraction=test_fraction, seed=seed, standardize=standardize,
-            text_folder=folder, task=info.task, labels_are_known=labels_are_known, merge_spellings=merge_spellings, keep_skewed=keep_skewed,
+            text_folder=folder, task=info.task, labels_are_known=labels_are_known, merge_spellings=merge_spellings, log_skewed=log_skewed,
         )  # fmt: skip
         data, plan = table["data"], table["plan"]
         key_column = plan.key_column

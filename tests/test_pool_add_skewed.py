@@ -1,7 +1,8 @@
-"""`pool add` of a table with a heavy-tailed count column: read as log(1 + x) before
+"""`pool add --log-skewed` of a table with a heavy-tailed count column: read as log(1 + x) before
 standardising, with a note and `(log)` in the summary; recorded, so the feature cache's rebuild and
 `--append` read it alike and an appended value below 0 is refused (one line, exit 2, nothing
-written); `--keep-skewed` and `--no-standardize` keep it linear. On SQLite and PostgreSQL."""
+written). Without the option it stays linear and one note names it; with --no-standardize the
+option is refused. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -58,8 +59,8 @@ def test_a_heavy_tailed_column_is_read_as_its_log_and_appended_rows_alike(db):
     assert g1 == pytest.approx(2.81, abs=0.01)
     from activebayes_cli.pool import read_as
 
-    summary = json.loads(ok("--json", "pool", "add", "t.csv", "--label-column", "label").stdout)
-    note = f"column 'visits' is heavy-tailed (skewness {g1:.1f}, no negative values): its feature is log(1 + x), standardised; --keep-skewed keeps it linear"
+    summary = json.loads(ok("--json", "pool", "add", "t.csv", "--label-column", "label", "--log-skewed").stdout)
+    note = f"column 'visits' is heavy-tailed (skewness {g1:.1f}, no negative values): its feature is log(1 + x), standardised"
     assert note in summary["notes"] and not any("'age'" in n for n in summary["notes"])  # age (skewness near 0) stays linear
     assert summary["columns"] == {"visits": {"kind": "numeric", "features": 1, "log": True}, "age": {"kind": "numeric", "features": 1}}
     assert read_as(summary["columns"]) == "numbers (2): visits (log), age; 2 in all"  # the summary's Features: line
@@ -85,19 +86,24 @@ def test_a_heavy_tailed_column_is_read_as_its_log_and_appended_rows_alike(db):
 
     write_rows(Path("bad.csv"), 50, 53, negative_at=51)
     before, files = db_dump(db), cache_files()
-    assert_mistake(run("pool", "add", "bad.csv", "--append"), "'bad.csv' line 3", "column 'visits'", "-2", "below 0", "--keep-skewed")
+    assert_mistake(run("pool", "add", "bad.csv", "--append"), "'bad.csv' line 3", "column 'visits'", "-2", "below 0", "--log-skewed")
     assert db_dump(db) == before and cache_files() == files
-    assert_mistake(run("pool", "add", "more.csv", "--append", "--keep-skewed"), "--append: --keep-skewed cannot be given")
+    assert_mistake(run("pool", "add", "more.csv", "--append", "--log-skewed"), "--append: --log-skewed cannot be given")
 
 
-@pytest.mark.parametrize("option", ["--keep-skewed", "--no-standardize"])
-def test_keep_skewed_and_no_standardize_keep_it_linear(db, option):
-    summary = json.loads(ok("--json", "pool", "add", "t.csv", "--label-column", "label", option).stdout)
+@pytest.mark.parametrize("option", [None, "--no-standardize"])
+def test_without_log_skewed_it_stays_linear_and_a_note_names_it(db, option):
+    summary = json.loads(ok("--json", "pool", "add", "t.csv", "--label-column", "label", *([option] if option else [])).stdout)
     assert summary["columns"]["visits"] == {"kind": "numeric", "features": 1}  # no "log"
-    assert not any("heavy-tailed" in note for note in summary["notes"])
+    hints = [note for note in summary["notes"] if "heavy-tailed" in note]
+    if option is None:  # one note names the column and the option
+        assert hints == ["heavy-tailed number column(s), no value below 0 (skewness over 2): 'visits' (2.8); --log-skewed reads them "
+                         "as log(1 + x) before standardising (README: it helps on some tables, costs on others)"]  # fmt: skip
+    else:  # numbers raw: nothing to log
+        assert hints == []
     assert all("log" not in c for c in spec_of()["columns"])
     counts = np.asarray([visits(i) for i in range(40)], dtype=float)
-    linear = (counts - counts.mean()) / counts.std() if option == "--keep-skewed" else counts
+    linear = (counts - counts.mean()) / counts.std() if option is None else counts
     got = np.asarray(feature_rows("t", ["visits"], [f"k{i}" for i in range(40)]))[:, 0]
     np.testing.assert_allclose(got, linear, rtol=1e-5, atol=1e-6)
     write_rows(Path("more.csv"), 50, 53, negative_at=51)  # linear: a value below 0 is a number like any
@@ -107,8 +113,9 @@ def test_keep_skewed_and_no_standardize_keep_it_linear(db, option):
     assert math.isfinite(feature_rows("t", ["visits"], ["k52"])[0][0])
 
 
-def test_keep_skewed_is_for_a_table(db):
+def test_log_skewed_is_for_a_standardised_table(db):
     np.save("x.npy", np.ones((5, 2)))
     before = db_dump(db)
-    assert_mistake(run("pool", "add", "x.npy", "--keep-skewed"), "--keep-skewed: only a .csv file has columns")
+    assert_mistake(run("pool", "add", "x.npy", "--log-skewed"), "--log-skewed: only a .csv file has columns")
+    assert_mistake(run("pool", "add", "t.csv", "--label-column", "label", "--log-skewed", "--no-standardize"), "--log-skewed", "--no-standardize")
     assert db_dump(db) == before

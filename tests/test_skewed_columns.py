@@ -166,5 +166,5 @@ def test_a_negative_value_in_a_logged_column_is_refused_naming_its_line(tmp_path
         apply_table_spec(read_csv_table(later), spec)
     message = str(refused.value)
     assert "\n" not in message
-    for words in (repr(str(later)), "line 3", "column 'v'", "-0.5", "below 0", "log(1 + x)", "--keep-skewed"):
+    for words in (repr(str(later)), "line 3", "column 'v'", "-0.5", "below 0", "log(1 + x)", "--log-skewed"):
         assert words in message, (words, message)
