@@ -105,13 +105,16 @@ def feature_columns(spec: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     in file order: how many features each column became (a number 1, a date 5 or 7, a category
     one per level, and one for "other" where rare levels share it, a text its SVD dimensions; a
     gap indicator one more); a many-level column's also says how many categories were kept and
-    how many share "other" ({"categories": 12, "other": 61})."""
+    how many share "other" ({"categories": 12, "other": 61}); a number read as log(1 + x) has
+    "log": true."""
     out = {}
     for c in (spec or {}).get("columns", []):
         width = {"numeric": 1, "date": 7 if c.get("clock") else 5, "time": 2}.get(c["kind"]) or len(c.get("categories") or ()) or int(c.get("dims", 0))
         out[c["name"]] = {"kind": c["kind"], "features": width + bool(c.get("other")) + bool(c.get("indicator"))}
         if c.get("other"):
             out[c["name"]].update(categories=len(c["categories"]), other=int(c["other"]))
+        if c.get("log"):
+            out[c["name"]]["log"] = True
     return out
 
 
@@ -153,7 +156,7 @@ def remove_text_models(spec: dict[str, Any] | None) -> None:
 
 
 def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, seed: int, standardize: bool, text_folder: Path,
-             task: str, labels_are_known: bool = False, merge_spellings: bool = False) -> dict[str, Any]:  # fmt: skip
+             task: str, labels_are_known: bool = False, merge_spellings: bool = False, log_skewed: bool = False) -> dict[str, Any]:  # fmt: skip
     """A read csv table (`activebayes.data.csv_table.CsvTable`) planned, split and encoded as
     `pool add` does it (`activebayes.data.tabular`): the feature pipeline fitted on the pool rows
     only; rows with a gap left out under --missing drop. Returns {"data", "spec", "plan",
@@ -161,10 +164,13 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     `labels_are_known`: an empty label cell marks a row still to label, and the test split is
     drawn from the labelled rows only; otherwise an empty label is refused. `merge_spellings`: the
     spellings of one class label ('Yes', 'yes ') are read as one class (`merged_spellings`), at
-    every load (spec "label_spellings")."""
+    every load (spec "label_spellings"). With `log_skewed`, a heavy-tailed non-negative numeric
+    column is read as log(1 + x), with a note; without it, one note names such columns
+    (`activebayes.data.skewed_columns`)."""
     from activebayes.data.loaders import check_labels, dataset_from_table
     from activebayes.data.parsed_columns import UNIT_PREFIX, number_writing, written_numbers
     from activebayes.data.table_spec import fit_table_spec
+    from activebayes.data.skewed_columns import logged_columns, skewed_hint, skewed_note
     from activebayes.data.csv_table import shown
     from activebayes.data.table_gaps import EXCEL_ERRORS, formula_errors
     from activebayes.data.tabular import plan_table
@@ -211,7 +217,12 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
                           "table: if those were chosen rather than drawn at random, its figures describe rows like them; "
                           "`activebayes evaluate` estimates the model on the unlabelled pool")  # fmt: skip
     pool_rows = np.setdiff1d(kept, test_rows)
-    spec = fit_table_spec(plan, pool_rows, standardize=standardize, text_folder=text_folder)  # on the pool rows
+    skewed = logged_columns(plan, pool_rows) if standardize else {}
+    logged = skewed if log_skewed else {}
+    plan.notes.extend(skewed_note(column, g1) for column, g1 in logged.items())
+    if skewed and not log_skewed:
+        plan.notes.append(skewed_hint(skewed))
+    spec = fit_table_spec(plan, pool_rows, standardize=standardize, text_folder=text_folder, logged=logged)  # on the pool rows
     if label_writing is not None:
         spec["label_written"] = label_writing
     spec["label_na"] = list(EXCEL_ERRORS)  # every load reads these labels as no label (`dataset_from_table`)
@@ -292,13 +303,15 @@ def register_pool(
     na_values: tuple[str, ...] = (),
     text_folder: Path | None = None,
     merge_spellings: bool = False,
+    log_skewed: bool = False,
 ) -> dict[str, Any]:
     """Validate `file` whole, then record it and its items in the store; returns a summary.
 
     Shared by `pool add` and `demo`. A csv table is read by `csv_pool` (key column: --key-column,
     else `key` or `id` in any case, else the row number); `text_folder` takes the fitted model of
     a --text-column and the feature cache (default: `activebayes-cache/` next to a SQLite
-    database, else in the current folder).
+    database, else in the current folder). `log_skewed`: heavy-tailed columns are read as log(1 + x)
+    (`activebayes.data.skewed_columns`; refused with --no-standardize).
     """
     from activebayes.data import detect_format, load_dataset, sha256_file, truth_labels
     from activebayes.data.project import label_texts
@@ -314,10 +327,10 @@ def register_pool(
     fmt = detect_format(file)
     notes: list[str] = []
     classes = info.classes if info.task == "classification" else None
-    table_options = features is not None or ignore or text_columns or na_values or merge_spellings
+    table_options = features is not None or ignore or text_columns or na_values or merge_spellings or log_skewed
     if fmt != "csv" and (key_column is not None or label_column is not None or table_options):
         raise CliError(
-            f"--key-column/--label-column/--features/--ignore/--text-column/--na-values/--merge-label-spellings: only a .csv file has columns, "
+            f"--key-column/--label-column/--features/--ignore/--text-column/--na-values/--merge-label-spellings/--log-skewed: only a .csv file has columns, "
             f"got a .{fmt} file",
             "leave them out",
         )
@@ -342,7 +355,7 @@ def register_pool(
         )  # fmt: skip
         table = csv_pool(
             csv_file, options, classes=classes, test_fraction=test_fraction, seed=seed, standardize=standardize,
-            text_folder=folder, task=info.task, labels_are_known=labels_are_known, merge_spellings=merge_spellings,
+            text_folder=folder, task=info.task, labels_are_known=labels_are_known, merge_spellings=merge_spellings, log_skewed=log_skewed,
         )  # fmt: skip
         data, plan = table["data"], table["plan"]
         key_column = plan.key_column

@@ -29,7 +29,9 @@ hour over 23 (95:10) hours;
 --text-column reads prose as TF-IDF + SVD features. Missing values (empty, NA, N/A, NaN, null, ?, #DIV/0! and the like,
 and --na-values) are imputed (--missing impute: the median or most frequent level, plus a 0/1
 indicator per column with gaps), dropped with their rows (drop) or refused (error). The features of a csv/npz table are
-standardised (z = (x - mean) / sd). Every statistic is learnt on the pool rows only, recorded in
+standardised (z = (x - mean) / sd); --log-skewed reads a heavy-tailed csv number column of counts or amounts (none below 0,
+10 or more distinct values, skewness over 2) as log(1 + x) first, and without it a note names such columns
+(`activebayes.data.skewed_columns`). Every statistic is learnt on the pool rows only, recorded in
 the project's settings and applied at every fit and score; --no-standardize keeps numbers raw. A
 project created without --classes reads its classes from the labels here (naturally sorted).
 
@@ -46,7 +48,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from activebayes_cli._app import command_group
+from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import state
 from activebayes_cli._design_project import refuse_design
 from activebayes_cli._output import TRUTH_TEXT, after_pool_add, items_from
@@ -74,6 +76,7 @@ def add(
     ignore: Annotated[Optional[list[str]], typer.Option("--ignore", metavar="<str>", help="A csv column to leave out (repeat it), e.g. a note, or a column the model must not see.")] = None,
     features: Annotated[Optional[str], typer.Option("--features", help="The csv columns to use as features, comma-separated (default: all but the key, label and --ignore columns).")] = None,
     text_column: Annotated[Optional[list[str]], typer.Option("--text-column", metavar="<str>", help="A csv column of free text, read as TF-IDF + SVD features and shown as text (repeat it).")] = None,
+    log_skewed: Annotated[bool, typer.Option("--log-skewed", help="Read heavy-tailed csv number columns (counts or amounts: no value below 0, 10+ distinct values, skewness over 2) as log(1 + x) before standardising, with a note; off by default (the benchmark: README).")] = False,
     merge_label_spellings: Annotated[bool, typer.Option("--merge-label-spellings", help="csv labels spelled several ways ('Yes', 'yes ', 'YES'): read each as one class, the project's or the most frequent spelling.")] = False,
     skip_unreadable: Annotated[bool, typer.Option("--skip-unreadable", help="FOLDER of images: leave out (and name) files that cannot be read, instead of refusing the folder.")] = False,
     image_size: Annotated[Optional[str], typer.Option("--image-size", help="FOLDER of images: resize every image to HxW (e.g. 32x32); default: their common size.")] = None,
@@ -88,12 +91,13 @@ def add(
                           labels_from_folders=labels_from_folders, labels_are_known=labels_are_known,
                           options={"--key-column": key_column, "--label-column": label_column, "--features": features, "--ignore": ignore,
                                    "--text-column": text_column, "--na-values": na_values, "--truth": truth,
-                                   "--merge-label-spellings": merge_label_spellings, "--no-standardize": not standardize,
+                                   "--merge-label-spellings": merge_label_spellings, "--no-standardize": not standardize, "--log-skewed": log_skewed,
                                    "--categorical": categorical != Categorical.auto, "--missing": missing != Missing.impute,
                                    "--image-layout": image_layout != ImageLayout.flat})  # fmt: skip
     if append:
         given = {"--features": features, "--ignore": ignore, "--text-column": text_column, "--na-values": na_values, "--truth": truth,
-                 "--merge-label-spellings": merge_label_spellings, "--no-standardize": not standardize, "--categorical": categorical != Categorical.auto,
+                 "--merge-label-spellings": merge_label_spellings, "--no-standardize": not standardize, "--log-skewed": log_skewed,
+                 "--categorical": categorical != Categorical.auto,
                  "--missing": missing != Missing.impute, "--image-layout": image_layout != ImageLayout.flat, "--image-size": image_size,
                  "--labels-from-folders": labels_from_folders, "--skip-unreadable": skip_unreadable}  # fmt: skip
         return add_rows(st, file, test_fraction=test_fraction, seed=seed, labels_are_known=labels_are_known, key_column=key_column,
@@ -110,6 +114,9 @@ def add(
     if truth is not None:
         existing_file(truth, "--truth")
     fraction(test_fraction, "--test-fraction")
+    if log_skewed and not standardize:
+        raise CliError("--log-skewed reads columns as log(1 + x) before standardising, and --no-standardize keeps the numbers raw",
+                       "give one of them")  # fmt: skip
     store = st.store(upgrade=True)  # writes: an older schema is upgraded first
     name = st.project_name()
     refuse_design(st, name, store.project(name), "pool add")
@@ -121,7 +128,7 @@ def add(
         standardize=standardize, categorical=categorical.value, missing=missing.value,
         features=column_list(features, "--features") if features is not None else None, ignore=tuple(ignore or ()),
         text_columns=tuple(text_column or ()), na_values=tuple(v for item in na_values or () for v in item.split(",")),
-        text_folder=cache_folder(st.db), merge_spellings=merge_label_spellings,
+        text_folder=cache_folder(st.db), merge_spellings=merge_label_spellings, log_skewed=log_skewed,
     )  # fmt: skip
     for note in summary["notes"]:
         st.out.note(st.as_typed(note))  # a note's commands work as typed too
@@ -248,10 +255,20 @@ def read_as(columns: dict[str, dict]) -> str:
         names = [(n, c["features"]) for n, c in columns.items() if c["kind"] == kind]
         if not names:
             continue
-        shown = [n if (w == 1 and kind == "numeric") else f"{n} ({w} feature{'s' * (w != 1)}{pooled(columns[n])})" for n, w in names[:LISTED]]
+        shown = [f"{n}{logged(columns[n], w == 1)}" if (w == 1 and kind == "numeric") else f"{n} ({logged(columns[n], w == 1)}{w} feature{'s' * (w != 1)}{pooled(columns[n])})"
+                 for n, w in names[:LISTED]]  # fmt: skip
         more = f", ... ({len(names) - LISTED} more)" if len(names) > LISTED else ""
         parts.append(f"{word} ({len(names)}): {', '.join(shown)}{more}")
     return "; ".join(parts) + f"; {sum(c['features'] for c in columns.values())} in all"
+
+
+def logged(column: dict, alone: bool) -> str:
+    """How a number column read as log(1 + x) (`activebayes.data.skewed_columns`) is marked:
+    " (log)" after its name when it is one feature, "log; " before the count of its features
+    (with a gap indicator); "" for any other column."""
+    if not column.get("log"):
+        return ""
+    return " (log)" if alone else "log; "
 
 
 def pooled(column: dict) -> str:

@@ -2,7 +2,9 @@
 at `pool add` on the pool rows, applied at every load.
 
 The pipeline is scikit-learn's `ColumnTransformer` (one transformer per column, in file order):
-`SimpleImputer` then `StandardScaler` (numbers); `SimpleImputer`, the calendar features
+`SimpleImputer` then `StandardScaler` (numbers; a heavy-tailed column of counts or amounts,
+`"log": true`, has `FunctionTransformer(np.log1p)` between them:
+`activebayes.data.skewed_columns`); `SimpleImputer`, the calendar features
 (`activebayes.data.parsed_columns.calendar_features` in a `FunctionTransformer`) then
 `StandardScaler` (dates); `SimpleImputer`, `parsed_columns.clock_features` then `StandardScaler`
 (clock times); `SimpleImputer` then `OneHotEncoder` (categories); `MissingIndicator`
@@ -11,7 +13,7 @@ The pipeline is scikit-learn's `ColumnTransformer` (one transformer per column, 
 `transform` (a test shows it), so no pickle is ever loaded:
 
     {"version": 2, "standardize": bool, "na_values": [...], "columns": [
-        {"name", "kind": "numeric", "fill": median, "mean", "scale", "indicator": bool, "written"?: str},
+        {"name", "kind": "numeric", "fill": median, "mean", "scale", "indicator": bool, "written"?: str, "log"?: true},
         {"name", "kind": "date", "fill": median days, "clock": bool, "mean": [F], "scale": [F], "indicator": bool, "written"?: str},
         {"name", "kind": "time", "fill": median fraction of a day, "mean": [2], "scale": [2], "indicator": bool},
         {"name", "kind": "categorical", "fill": level, "categories": [...], "other"?: int, "indicator": bool},
@@ -23,7 +25,10 @@ written so; `dataset_from_table` then reads the labels as plain numbers
 `table_gaps.EXCEL_ERRORS`), label cells read as no label; and "label_spellings" ({spelling: class}, `pool add
 --merge-label-spellings`: `activebayes.data.label_spellings`), label cells read as the class they spell.
 
-A column's features: numeric `z = (v − mean) / scale` (or v unscaled), v parsed from text as
+A column's features: numeric `z = (v − mean) / scale` (or v unscaled), with "log" (recorded
+only when true; a spec without it is read as before) `z = (log1p(v) − mean) / scale`, mean and
+scale those of log1p over the pool rows, a gap read as the pool median v before the log and a
+value below 0 refused (`skewed_columns`), named `name (log)`; v parsed from text as
 `written` says ("units": an amount such as $1,578.50; "decimal comma": 3,5; "unit:kg": 70 kg;
 "duration": hours written 95:10, `activebayes.data.clock_columns`); a date's F = 5 (7
 with `clock`) calendar features (of an ISO date, or one written as `written` says: "dmy"
@@ -41,7 +46,7 @@ it, so no [N, M] matrix of Python objects is built.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 import numpy as np
 
@@ -49,6 +54,7 @@ from activebayes.data.clock_columns import DURATION, TIME_KIND, time_values
 from activebayes.data.csv_table import CsvTable, shown
 from activebayes.data.features import is_number, one_hot_codes, unseen_category
 from activebayes.data.frequent_levels import OTHER
+from activebayes.data.skewed_columns import negative_value_error
 from activebayes.data.parsed_columns import (CALENDAR_PARTS, CLOCK_PARTS, DATE_ORDERS, UNIT_PREFIX, calendar_features, clock_features,
                                              decimal_comma_numbers, measured_numbers, unit_numbers, written_days)
 from activebayes.data.table_gaps import column_missing
@@ -102,9 +108,10 @@ def _pooled(values: np.ndarray, levels: tuple[str, ...]) -> np.ndarray:
     return np.asarray([[v if v in kept else OTHER] for v in np.asarray(values, dtype=object)[:, 0]], dtype=object)
 
 
-def build_pipeline(plan: TablePlan, *, standardize: bool = True, text_dims: int | None = None) -> Any:
+def build_pipeline(plan: TablePlan, *, standardize: bool = True, text_dims: int | None = None, logged: Collection[str] = ()) -> Any:
     """The unfitted `ColumnTransformer` for `plan` (module docstring): one transformer per
-    column in file order, each gap indicator right after its column."""
+    column in file order, each gap indicator right after its column; the numeric columns named in
+    `logged` take log1p between their imputer and scaler."""
     from sklearn.compose import ColumnTransformer
     from sklearn.impute import MissingIndicator, SimpleImputer
     from sklearn.pipeline import Pipeline
@@ -118,9 +125,10 @@ def build_pipeline(plan: TablePlan, *, standardize: bool = True, text_dims: int 
         if c.kind in ("numeric", "date", TIME_KIND):
             scale = StandardScaler() if standardize else "passthrough"
             imputer = SimpleImputer(strategy="median", keep_empty_features=True)
-            calendar = {"date": [("calendar", FunctionTransformer(_calendar, kw_args={"clock": c.clock}))],
-                        TIME_KIND: [("clock", FunctionTransformer(_clock))]}.get(c.kind, [])  # fmt: skip
-            parts.append((f"{j}:{c.name}", Pipeline([("impute", imputer), *calendar, ("scale", scale)]), [j]))
+            between = {"date": [("calendar", FunctionTransformer(_calendar, kw_args={"clock": c.clock}))],
+                       TIME_KIND: [("clock", FunctionTransformer(_clock))],
+                       "numeric": [("log", FunctionTransformer(np.log1p))] if c.name in logged else []}[c.kind]  # fmt: skip
+            parts.append((f"{j}:{c.name}", Pipeline([("impute", imputer), *between, ("scale", scale)]), [j]))
         elif c.kind == "categorical":
             imputer = SimpleImputer(strategy="most_frequent", missing_values=np.nan, keep_empty_features=True)
             other = [("other", FunctionTransformer(_pooled, kw_args={"levels": tuple(c.levels)}))] if c.other else []
@@ -140,13 +148,15 @@ def fit_table_spec(
     standardize: bool = True,
     text_folder: str | Path | None = None,
     text_dims: int | None = None,
+    logged: Collection[str] = (),
 ) -> dict[str, Any]:
     """The recorded spec (module docstring): the pipeline fitted on `rows` (the pool rows; the
     test split excluded), one column at a time (each transformer of the ColumnTransformer sees
     only its own column, so this is its fit without the [N, M] object matrix), the numeric
-    columns in blocks (`_numeric_statistics`: the same numbers, bit for bit). A text column's
-    learnt vocabulary and projection go to a checksummed .npz in `text_folder` (required when
-    there is one)."""
+    columns in blocks (`_numeric_statistics`: the same numbers, bit for bit). The numeric
+    columns named in `logged` (`activebayes.data.skewed_columns.logged_columns`, decided by the
+    caller on the same rows) are read as log(1 + x). A text column's learnt vocabulary and
+    projection go to a checksummed .npz in `text_folder` (required when there is one)."""
     from sklearn.base import clone
 
     from activebayes.data.text_features import save_text_model
@@ -156,7 +166,7 @@ def fit_table_spec(
         raise DataError(f"data file {str(plan.table.path)!r}: no rows to fit the features on")
     fitted: dict[str, Any] = {}
     numeric: list[tuple[str, Any, ColumnPlan]] = []
-    for part, transformer, where in build_pipeline(plan, standardize=standardize, text_dims=text_dims).transformers:
+    for part, transformer, where in build_pipeline(plan, standardize=standardize, text_dims=text_dims, logged=logged).transformers:
         c = plan.columns[where if isinstance(where, int) else where[0]]
         if part.endswith(" (missing)"):
             fitted[part] = None  # an indicator learns nothing
@@ -171,7 +181,7 @@ def fit_table_spec(
         entry: dict[str, Any] = {"name": c.name, "kind": c.kind, "indicator": f"{part} (missing)" in fitted}
         if c.kind == "numeric":
             fill, mean, scale = statistics[part]
-            entry.update(fill=fill, mean=mean, scale=scale, **({"written": c.written} if c.written else {}))
+            entry.update(fill=fill, mean=mean, scale=scale, **({"written": c.written} if c.written else {}), **({"log": True} if c.name in logged else {}))
         elif c.kind in ("date", TIME_KIND):
             step = fitted[part]
             scaler = step.named_steps["scale"]
@@ -206,13 +216,14 @@ def _numeric_statistics(parts: list[tuple[str, Any, ColumnPlan]], rows: np.ndarr
     """(fill, mean, scale) of each numeric column's pipeline (imputer, scaler) fitted on `rows`.
     SimpleImputer and StandardScaler work column by column, so one fit on a block of columns laid
     out column-major (each column contiguous, summed as a column alone is) gives the very numbers
-    of a fit per column, at the cost of a few fits instead of one per column of a wide table."""
+    of a fit per column, at the cost of a few fits instead of one per column of a wide table. The
+    logged columns (a log1p step) are fitted in blocks of their own."""
     from sklearn.base import clone
 
     out: dict[str, tuple[float, float, float]] = {}
     per_block = max(1, _BLOCK_ELEMENTS // max(1, rows.size))
-    for start in range(0, len(parts), per_block):
-        block = parts[start : start + per_block]
+    alike = [[p for p in parts if "log" not in p[1].named_steps], [p for p in parts if "log" in p[1].named_steps]]  # one pipeline a block
+    for block in (group[start : start + per_block] for group in alike for start in range(0, len(group), per_block)):
         x = np.empty((rows.size, len(block)), dtype=np.float64, order="F")
         for k, (_, _, c) in enumerate(block):
             x[:, k] = c.numbers[rows]
@@ -246,8 +257,9 @@ def spec_columns(spec: dict[str, Any], header: Sequence[str], label_column: str 
 
 
 def _numeric_feature(table: CsvTable, c: dict[str, Any], missing: np.ndarray) -> np.ndarray:
-    """[N] float64 z = (v − mean) / scale of a numeric column, gaps filled; DataError naming the
-    line of a text or a non-finite number."""
+    """[N] float64 z = (v − mean) / scale of a numeric column, gaps filled (with "log":
+    z = (log1p(v) − mean) / scale); DataError naming the line of a text, a non-finite number, or
+    a value below 0 in a logged column."""
     name, path = c["name"], str(table.path)
     codes, texts = table.text_codes(name)
     v = table.numbers(name).copy()
@@ -273,6 +285,11 @@ def _numeric_feature(table: CsvTable, c: dict[str, Any], missing: np.ndarray) ->
         at = first_true(unfilled)
         raise DataError(f"{path!r} line {table.lines[at]}: a feature is NaN or infinite (column {name!r}: {shown(table.cell(at, name))}); give a finite number")
     v[missing] = float(c["fill"]) if c.get("fill") is not None else np.nan
+    if c.get("log"):
+        if (v < 0).any():
+            at = first_true(v < 0)
+            raise DataError(negative_value_error(path, table.lines[at], name, shown(table.cell(at, name))))
+        v = np.log1p(v)
     return (v - float(c["mean"])) / float(c["scale"])
 
 
@@ -337,7 +354,7 @@ def apply_table_spec(table: CsvTable, spec: dict[str, Any], columns: list[dict[s
             raise DataError(f"{str(table.path)!r} line {table.lines[at]}: column {name!r} has no value ({shown(table.cell(at, name))}); fill it in")
         if kind == "numeric":
             blocks.append(_numeric_feature(table, c, missing).astype(np.float32)[:, None])
-            names.append(name)
+            names.append(f"{name} (log)" if c.get("log") else name)
         elif kind in ("date", TIME_KIND):
             blocks.append(_parsed_features(table, c, missing).astype(np.float32))
             parts = (*CALENDAR_PARTS, *CLOCK_PARTS[: 2 * bool(c["clock"])]) if kind == "date" else CLOCK_PARTS

@@ -17,7 +17,9 @@ number and the column left out, with a note. The label and key are never feature
 - numeric when every value that is present parses as a number (an infinity is refused), as an
   amount written with a currency sign, a % or thousands separators ("$1,578.50", "53%":
   `activebayes.data.parsed_columns.unit_numbers`), or, in a file not delimited by commas, with
-  decimal commas ("3,5", "1.234,5": `decimal_comma_numbers`), as `ColumnPlan.written` says;
+  decimal commas ("3,5", "1.234,5": `decimal_comma_numbers`), as `ColumnPlan.written` says
+  (with `pool add --log-skewed`, a heavy-tailed one of counts or amounts is read as log(1 + x):
+  `activebayes.data.skewed_columns`, decided on the pool rows and recorded in the spec);
 - a date when every value present is an ISO 8601 date, with or without a time ("2024-03-01",
   "2024-03-01 14:30"), or a date written day first or month first ("31/12/2024", "12/31/2024
   2:30 PM": `date_order` settles which from a day over 12; a column where none is stays text,
