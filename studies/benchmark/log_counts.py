@@ -46,16 +46,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import run as bench  # noqa: E402
 import tables as benchmark_tables  # noqa: E402
+from activebayes.data.skewed_columns import MIN_DISTINCT, SKEWNESS_LIMIT, skewness  # noqa: E402  (the rule of pool add --log-skewed)
 
 ARMS = ("random", "power-epig/auto", "margin/auto")
-SKEWNESS_LIMIT, MIN_DISTINCT = 2.0, 10
-
-
-def skewness(values: np.ndarray) -> float:
-    """Sample skewness g1 = m3 / m2^1.5 (central moments, biased; 0 for a constant)."""
-    centred = values - values.mean()
-    m2, m3 = float(np.mean(centred**2)), float(np.mean(centred**3))
-    return m3 / m2**1.5 if m2 > 0 else 0.0
 
 
 def skewed_columns(frame: Any, label: str) -> list[str]:
