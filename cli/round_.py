@@ -173,7 +173,7 @@ def check_model_output(model_fn: Any, x: Any, n_classes: int, spec: str) -> None
 def round_(
     ctx: typer.Context,
     posterior: Annotated[Optional[str], typer.Option("--posterior", help="mc-dropout (classification default), deep-ensemble, snapshot-ensemble, laplace, swag, mfvi, batch-ensemble; gp (regression default).", show_default=False)] = None,
-    acquisition: Annotated[Optional[str], typer.Option("--acquisition", help="auto, epig, power-epig, bald, batch-bald, power-bald, entropy, variation-ratio, random, ...; regression: auto, epig, power-epig, variance, eig, bald, random, nipv (default: power-margin; regression: auto; the benchmark's choices, see README).", show_default=False)] = None,
+    acquisition: Annotated[Optional[str], typer.Option("--acquisition", help="power-margin, margin, auto, epig, power-epig, bald, batch-bald, power-bald, entropy, variation-ratio, random, ...; regression: auto, epig, power-epig, variance, eig, bald, random, nipv (default: power-margin; regression: auto; the benchmark's choices, see README).", show_default=False)] = None,
     first: Annotated[Optional[FirstBatch], typer.Option("--first", help="The first batches: auto (default: TypiClust's typical items while the labels stay within two a class, else random), typical (TypiClust, first batch only) or random.", show_default=False)] = None,
     cover: Annotated[bool, typer.Option("--cover-classes", help="While a class has no label (and under 5 labels a class), draw uniformly at random: no acquisition can ask for a class the model has never seen (see README).")] = DEFAULT_COVER_CLASSES,
     k: Annotated[int, typer.Option("--k", help="Items to query this round.")] = 10,

@@ -43,7 +43,7 @@ import json
 import re
 import statistics
 import sys
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,10 +87,10 @@ def benchmark_items(tables: Iterable[benchmark_tables.Table]) -> set[tuple[str, 
     return items | set(SAME_DATA)
 
 
-def exclusion(c: Candidate, benchmark: set[tuple[str, str]], earlier: Iterable[tuple[str, str]] = ()) -> str | None:
+def exclusion(c: Candidate, benchmark: set[tuple[str, str]], earlier: Collection[tuple[str, str]] = ()) -> str | None:
     """Why `c` is not a table of its set (the rule's steps 2-3, module docstring; for the
     confirmation set, also in `earlier`, the held-out set's sample), or None."""
-    if (c.package, c.item) in set(earlier):
+    if (c.package, c.item) in earlier:
         return "in the held-out set's sample"
     if (c.package, c.item) in benchmark:
         return "a benchmark table" if (c.package, c.item) not in SAME_DATA else f"the benchmark's {SAME_DATA[(c.package, c.item)]}"
