@@ -79,10 +79,22 @@ def test_run_end_to_end_on_iris_and_resume(tmp_path: Path) -> None:
     again = _run(*args, "--jobs", "2")
     assert "0 run(s) to do, 2 already finished" in again.stdout
     assert {arm: path.stat().st_mtime_ns for arm, path in runs.items()} == stamps
+    # the first invocation ran both runs and says so; a report of runs made earlier claims no invocation
+    assert "Last invocation of run.py: 2 run(s)" in md
+    assert "Last invocation" not in (out / "results.md").read_text()
     # an arm the registry does not know is skipped with a note, not an error
     unknown = _run(*args, "--arms", "random,no-such-acquisition")
     assert "arm 'no-such-acquisition' skipped" in unknown.stdout
     assert "0 run(s) to do, 1 already finished" in unknown.stdout
+
+
+def test_invocation_line_only_for_runs_this_invocation_finished() -> None:
+    run = _module("run")
+    assert run.invocation_line(0, 0, 4.0, 2) == ""  # every run was on disk: a regenerated report
+    assert run.invocation_line(0, 6, 35.0, 2) == ""  # every run failed: none of the report's runs is this invocation's
+    line = run.invocation_line(9, 2, 61.4, 2)
+    assert line.startswith("Last invocation of run.py: 9 run(s) in 61 s wall on 2 process(es)")
+    assert line.endswith("2 more failed and are not in the report.")
 
 
 def test_labels_to_reach_interpolates() -> None:
@@ -174,3 +186,33 @@ def test_classes_seen_counts_labels_round_by_round() -> None:
     store = N(rounds=lambda p: [N(number=n) for n in answered],
               queries=lambda p, n: [N(value=v) for v in answered[n]])  # fmt: skip
     assert _module("classes_seen").classes_seen(store, "p") == [(2, 1), (4, 2), (5, 3)]
+
+
+def test_report_marks_the_arm_the_cli_defaults_make(monkeypatch: pytest.MonkeyPatch) -> None:
+    report, model = _module("report"), pytest.importorskip("activebayes_cli._model")
+
+    def run(table: str, task: str, arm: str) -> dict:
+        metric = "accuracy" if task == "classification" else "rmse"
+        return {"table": table, "arm": arm, "seed": 0, "task": task, "metric": metric, "seconds": 1.0,
+                "pool": {"rows": 100, "pool_items": 70, "test_items": 30, "classes": None},
+                "curve": [{"labels": 10, metric: 0.5}, {"labels": 20, metric: 0.6}]}  # fmt: skip
+
+    arms = {"classification": ["random", "power-epig/auto", "power-margin/auto", "power-margin/auto/cover"],
+            "regression": ["random", "auto/random", "auto/typical"]}  # fmt: skip
+    runs = [run(f"t-{task}", task, arm) for task, names in arms.items() for arm in names]
+    cfg = {"k": 10, "max_labels": 20, "test_fraction": 0.3, "tables": ["t-classification", "t-regression"], "arms": arms}
+
+    def marked() -> list[str]:
+        md = report.markdown(report.summarise(runs, cfg), cfg, [], {"runs": len(runs)})
+        return sorted({cell.strip("* ").removesuffix(" (default)") for line in md.splitlines()
+                       for cell in line.split("|") if "(default)" in cell})  # fmt: skip
+
+    # today's constants: power-margin with --first auto; auto on regression, where --first auto is uniform
+    monkeypatch.setattr(model, "DEFAULT_ACQUISITION", {"classification": "power-margin", "regression": "auto"})
+    assert marked() == ["auto/random", "power-margin/auto"]
+    # the marking follows the constant, not a name written in the report or its config
+    monkeypatch.setattr(model, "DEFAULT_ACQUISITION", {"classification": "power-epig", "regression": "variance"})
+    assert marked() == ["power-epig/auto"]
+    md = report.markdown(report.summarise(runs, cfg), cfg, [], {"runs": len(runs)})
+    assert "The CLI's default arm, variance/auto, has no runs here." in md
+    assert "The CLI's default arm, power-epig/auto" not in md

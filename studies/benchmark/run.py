@@ -21,7 +21,7 @@ studies/tabular/run.py does, rather than one `activebayes` process per round):
 
 `--tables heldout` runs the held-out tables instead (heldout.py: classification tables of the
 sweep's sample that the defaults were not chosen on, picked by a fixed rule), `random` against
-the config's default arm unless `--arms` is given, and appends to the report the summary rows in
+the CLI's default arm (arms.py) unless `--arms` is given, and appends to the report the summary rows in
 the benchmark's format (every arm with runs in `--out`) and the selection. `--tables confirm`
 does the same on the confirmation set (heldout.py: the same rule on a second sample, none of the
 held-out set's tables).
@@ -58,6 +58,7 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 import tables as benchmark_tables  # noqa: E402
+from arms import arm_parts, default_arm  # noqa: E402
 import variants as benchmark_variants  # noqa: E402
 
 DEFAULT_CONFIG = HERE / "config.json"
@@ -74,16 +75,6 @@ def fingerprint(cfg: dict[str, Any], record: dict[str, Any], variant: str = "def
         "table": {**record["settings"], "rows": record["rows"]},
         **({"model_variant": variant} if variant != "default" else {}),
     }
-
-
-def arm_parts(arm: str) -> tuple[str, str | None, bool]:
-    """(acquisition, first batch, cover_classes) of an arm: "epig/random", "random/typical" or
-    "power-epig/auto" name the first batch (the loop's `first`), "epig" takes the CLI's
-    (`activebayes_cli._model.default_first`); plain "random" is uniform throughout (random first batch too). A third part "cover"
-    ("power-epig/random/cover") turns on the loop's `cover_classes`, off otherwise."""
-    acquisition, _, rest = arm.partition("/")
-    first, _, cover = rest.partition("/")
-    return acquisition, first or ("random" if acquisition == "random" else None), cover == "cover"
 
 
 def run_path(out: Path, table: str, arm: str, seed: int) -> Path:
@@ -243,6 +234,16 @@ def plan_jobs(cfg: dict[str, Any], out: Path, names: list[str], arms: list[str] 
     return jobs, done, notes
 
 
+def invocation_line(finished: int, failed: int, wall: float, processes: int) -> str:
+    """The report's line on this invocation of run.py, empty when it finished no run: the report
+    is then of runs made earlier (a regenerated report), and this invocation's time is none of theirs."""
+    if not finished:
+        return ""
+    failures = f" {failed} more failed and are not in the report." if failed else ""
+    return (f"Last invocation of run.py: {finished} run(s) in {wall:.0f} s wall on {processes} process(es) "
+            f"(one torch thread each).{failures}")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
@@ -269,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in benchmark_tables.TABLES]
     if unknown:
         parser.error(f"--tables: unknown {unknown}; known: {', '.join(benchmark_tables.TABLES)}")
-    arms = _csv_list(args.arms) or (["random", cfg["default"]["classification"]] if heldout else None)
+    arms = _csv_list(args.arms) or (["random", default_arm("classification")] if heldout else None)
     seeds = [int(s) for s in _csv_list(args.seeds)] if args.seeds else [int(s) for s in cfg["seeds"]]
     records = benchmark_tables.write_tables(args.cache, names, cfg["max_rows"])
     out = args.out
@@ -306,8 +307,8 @@ def main(argv: list[str] | None = None) -> int:
         import report
 
         wall = time.perf_counter() - start
-        summary = report.write_report(out, cfg, notes=notes, timing=f"Last invocation of run.py: {len(jobs)} run(s) in {wall:.0f} s wall "
-                                      f"on {args.jobs} process(es) (one torch thread each).")  # fmt: skip
+        timing = invocation_line(len(jobs) - len(failures), len(failures), wall, args.jobs)
+        summary = report.write_report(out, cfg, notes=notes, timing=timing)
         if heldout:
             heldout_tables.append_heldout_summary(out, summary, heldout_tables.selection_markdown(chosen, left_out, records, heldout))
         print(f"wrote {out / 'results.md'}, {out / 'summary.json'}, {out / 'curves.png'}")
