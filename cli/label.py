@@ -247,7 +247,8 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
         "unchanged": unchanged,
         "skipped": len(oracle.unanswered),
         "remaining": remaining,
-        **({"far_outside": far} if far else {}),  # {"answers": {key: value}, "others": [lowest, highest]}
+        # {"answers": {item: value}, "others": [lowest, highest]}, each item named as the file names it (its key, or its opaque id)
+        **({"far_outside": {**far, "answers": {oracle.name_of(k): v for k, v in far["answers"].items()}}} if far else {}),
     }
 
     def render(console: Any) -> None:

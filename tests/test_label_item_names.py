@@ -191,3 +191,12 @@ def test_an_answer_far_outside_the_others_is_named_by_the_file_s_id(cli_db, tmp_
     result = ok("label", "--from", write_rows("far.csv", [["query", "label"], [ids[0], "1000000"], [ids[1], "6"]]))
     assert f"note: 1 answer far outside the other labels (1 to 11): {ids[0]} 1e+06" in " ".join(result.stdout.split())
     no_key_in(result.output, keys)
+
+
+def test_label_from_json_names_the_far_answers_by_the_file_s_id(cli_db, tmp_path):
+    asked, keys = path_keyed_numbers(cli_db, tmp_path)
+    ids = ids_of(tmp_path, asked)
+    result = ok("--json", "label", "--from", write_rows("far.csv", [["query", "label"], [ids[0], "1000000"], [ids[1], "6"]]))
+    summary = json.loads(result.stdout)
+    assert summary["far_outside"] == {"answers": {ids[0]: 1e6}, "others": [1.0, 11.0]}
+    no_key_in(result.output, keys)
