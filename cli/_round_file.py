@@ -129,20 +129,18 @@ def write_png(path: Path, pixels: np.ndarray) -> None:
 
 
 def copy_original(data: Any, key: str, rank: int, folder: Path, name: str | None = None) -> Path:
-    """A copy of item `key`'s original image, `<folder>/<rank + 1>-<name or key><suffix>`: what a
-    person labelling opens of an image folder, as the original's path may name its class folder;
-    named by `name` (its opaque id, `_task_ids`) where the keys are those paths. A file of the
-    same name is replaced."""
-    import shutil
-
+    """A copy of item `key`'s original image, `<folder>/<rank + 1>-<name or key>.<png or jpg>`:
+    what a person labelling opens of an image folder, as the original's path may name its class
+    folder; named by `name` (its opaque id, `_task_ids`) where the keys are those paths. The picture
+    upright and without the file's metadata, which can name it too (`data.image_copies`). A file
+    of the same name is replaced."""
+    from activebayes.data.image_copies import write_bare_copy
     from activebayes.data.images import source_path
 
     source = source_path(data, key)
     assert source is not None, key  # the key of one of the pool's queries
     folder.mkdir(exist_ok=True)
-    target = folder / f"{rank + 1:03d}-{safe_name(name or key)}{source.suffix.lower()}"
-    shutil.copyfile(source, target)
-    return target
+    return write_bare_copy(source, folder / f"{rank + 1:03d}-{safe_name(name or key)}")
 
 
 def _text(value: Any) -> str:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
+
+import numpy as np
 
 
 def assert_mistake(result, *words: str) -> None:
@@ -129,3 +132,12 @@ def feature_rows(project: str, names: list[str], keys: list[str]) -> list[list[f
     at = {k: i for i, k in enumerate(data.keys)}
     columns = [data.feature_names.index(name) for name in names]
     return np.asarray(data.x)[[at[k] for k in keys]][:, columns].tolist()
+
+
+def same_picture(copy: Path, original: Path) -> bool:
+    """Whether a labeller's copy of an image (`activebayes.data.image_copies`) shows exactly the
+    original's pixels, upright (the copies are re-encoded without metadata, so not its bytes)."""
+    from PIL import Image, ImageOps
+
+    with Image.open(copy) as shown, Image.open(original) as source:
+        return np.array_equal(np.asarray(shown), np.asarray(ImageOps.exif_transpose(source)))

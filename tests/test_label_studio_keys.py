@@ -18,7 +18,7 @@ import pytest
 from activebayes.data.label_studio import answers_from_export, parse_task_id, task_id
 from activebayes.errors import DataError
 from activebayes.store import PoolStore
-from cli_checks import assert_mistake, db_dump, ok, run
+from cli_checks import assert_mistake, db_dump, ok, run, same_picture
 from test_cli_label import open_round
 
 CLASSES = ("dark", "light")
@@ -92,7 +92,7 @@ def test_tasks_name_neither_the_paths_nor_the_classes(cli_db, tmp_path):
         assert data["activebayes_query"] == f"r1-q{rank + 1}-{digests[key][:10]}"
         image = Path(data["image"])
         assert image.parent == Path("tasks-images").resolve() and image.name == f"{rank + 1:03d}-{data['activebayes_query']}.png"
-        assert image.read_bytes() == (tmp_path / "images" / key).read_bytes()  # a copy of that query's own file
+        assert same_picture(image, tmp_path / "images" / key)  # a copy of that query's own picture
     printed = " ".join(ok("export", "--format", "label-studio", "--out", "tasks.json").stdout.split())
     assert "carry an opaque activebayes_query" in printed and "serve tasks-images and pass --image-url" in printed
     # served: the prefix and the copy's name, not the path in the pool's folder
