@@ -207,9 +207,9 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
         check_labels(labels, classes, file, table.lines, numeric=task == "regression", empty_ok=labels_are_known)
     candidates = kept[~unlabelled[kept]]  # the test split needs labels
     if labels is not None and task == "classification":
-        from activebayes.data.label_leaks import leak_note, one_to_one_columns
+        from activebayes.data.label_leaks import leak_note, leaking_columns
 
-        plan.notes.extend(leak_note(c, options.label_column) for c in one_to_one_columns(plan, labels.astype(str), candidates))
+        plan.notes.extend(leak_note(c, options.label_column, one) for c, one in leaking_columns(plan, labels.astype(str), candidates))
     _, test_at = split_rows(candidates.size, test_fraction, seed)
     test_rows = candidates[test_at]
     if test_rows.size and unlabelled[kept].any():

@@ -131,3 +131,51 @@ def test_an_appended_new_code_goes_to_other_in_a_pooled_code_column(cli_db):
     ok("pool", "add", "more.csv", "--append")
     x = one_hot_rows("t", "ticket", ["113803", "A/5 21171", "PC 17599", "(other)"], ["k200", "k201", "k202", "k203"])
     assert x == [[0, 0, 0, 1], [1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]]
+
+
+
+def _scale_table(path: Path, column: str, values: list[str], labels: str = "ab") -> Path:
+    path.write_text(f"id,{column},x,label\n" + "".join(f"k{i},{v},{i % 7}.5,{labels[i % 2]}\n" for i, v in enumerate(values)))
+    return path
+
+
+def _cylinders() -> list[str]:
+    """MASS's Cars93: cylinders 3, 4, 5, 6, 8 and, for the Mazda RX-7, 'rotary' (on line 19)."""
+    values = [str((4, 6, 4, 8, 3, 5)[i % 6]) for i in range(40)]
+    values[17] = "rotary"
+    return values
+
+
+def test_a_scale_with_a_level_in_words_is_planned_as_categories(tmp_path):
+    incomes = [str(1 + i % 3) for i in range(40)]  # openintro's reddit_finance: 1, 2, 3 incomes, and '>3'
+    incomes[5] = incomes[23] = ">3"
+    for column, values, levels, note in (
+        ("Cylinders", _cylinders(), ["3", "4", "5", "6", "8", "rotary"], "column 'Cylinders' holds 5 different whole numbers and the text 'rotary' (on 1 row)"),
+        ("num_incomes", incomes, ["1", "2", "3", ">3"], "column 'num_incomes' holds 3 different whole numbers and the text '>3' (on 2 rows)"),
+    ):
+        p = plan_table(read_csv_table(_scale_table(tmp_path / f"{column}.csv", column, values)), TableOptions(label_column="label", categorical="auto", missing="impute"))
+        planned = next(c for c in p.columns if c.name == column)
+        assert (planned.kind, planned.levels) == ("categorical", levels)
+        assert any(n.startswith(note + ": read as categories, each value as spelled; correct the text if it is a typo") for n in p.notes)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [str(i) for i in range(39)] + ["rotary"],  # 39 different numbers: a quantity with a typo
+        [f"{1 + i % 3}.5" for i in range(39)] + ["rotary"],  # 3 numbers, not whole: a quantity's values
+        [str(1 + i % 3) for i in range(18)] + ["rotary"],  # 19 values: few numbers are what any short column shows
+    ],
+)
+def test_a_numeric_column_with_text_beyond_a_scale_is_still_refused(tmp_path, values):
+    with pytest.raises(DataError, match=r"column 'c' is not a number \('rotary'\)"):
+        plan_table(read_csv_table(_scale_table(tmp_path / "c.csv", "c", values)), TableOptions(label_column="label", categorical="auto", missing="impute"))
+
+
+def test_a_cars93_table_imports_its_cylinders_as_categories(cli_db):
+    _scale_table(Path("cars.csv"), "Cylinders", _cylinders(), labels=("1.5", "2.5"))
+    ok("init", "--name", "t", "--task", "regression")
+    added = ok("pool", "add", "cars.csv")
+    assert "column 'Cylinders' holds 5 different whole numbers and the text 'rotary' (on 1 row)" in " ".join((added.stdout + added.stderr).split())
+    x = one_hot_rows("t", "Cylinders", ["3", "4", "5", "6", "8", "rotary"], ["k16", "k17", "k18"])
+    assert x == [[1, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 1], [0, 1, 0, 0, 0, 0]]

@@ -126,3 +126,30 @@ def test_pairs_one_to_one():
     assert not pairs_one_to_one(np.array([3, 5, 3, 3]), labels)  # 3 goes with both
     assert not pairs_one_to_one(np.array([1.5, 2.5, 3.5, 4.5]), labels)  # distinct values pair with anything: no sign
     assert not pairs_one_to_one(np.array([1, 1, 1, 1]), np.array(["a"] * 4))  # one class
+
+
+def test_a_column_the_label_is_computed_from_gets_a_note(db):
+    """Stat2Data's ThreeCars2017: a car type of three values and the label Accord, 1 for the type Accord."""
+    ok("init", "--name", "t")
+    types = ("Accord", "Maxima", "Mazda6")
+    write("cars.csv", ["CarType,Price,Accord", *(f"{types[i % 3]},{10 + i * 0.37:.2f},{int(i % 3 == 0)}" for i in range(90))])
+    notes = added("cars.csv", "--label-column", "Accord")["notes"]
+    assert any(n.startswith("column 'CarType' determines the labels in 'Accord' (each of its values goes with one class") and "--ignore CarType" in n
+               for n in notes)  # fmt: skip
+    assert not any("'Price'" in n for n in notes)
+
+
+def test_determines():
+    from activebayes.data.label_leaks import chance_of_purity, determines
+
+    types, accord = np.repeat([0, 1, 2], 30), np.where(np.repeat([0, 1, 2], 30) == 0, "1", "0")
+    assert determines(types, accord)
+    assert chance_of_purity(np.array([30, 30, 30]), np.array([30, 60])) == pytest.approx(((1 / 3) ** 30 + (2 / 3) ** 30) ** 3)
+    assert chance_of_purity(np.array([2, 2, 2]), np.array([2, 4])) == pytest.approx((5 / 9) ** 3)
+    assert not determines(np.array([0, 0, 1, 1, 2, 2]), np.array(["1", "1", "0", "0", "0", "0"]))  # 3 values on 2 rows: chance, 1 time in 6
+    rare = np.array(["b", "b"] + ["a"] * 38)  # 95 % one class: twenty values on 2 rows each go with one class 14 % of the time
+    assert not determines(np.repeat(np.arange(20), 2), rare)
+    assert not determines(np.array([0, 0, 1, 1, 2, 2] * 5), np.array(["a", "b"] * 15))  # each value with both classes
+    assert not determines(np.array([0, 0, 1, 1] * 10), np.array(["a", "a", "b", "b"] * 10))  # one to one: the other rule's
+    earnings = np.array([0.0] * 300 + [1000.0 + i for i in range(30)])  # 0 on 300 rows, all 'u'; 30 amounts on one row each
+    assert not determines(earnings, np.array(["u"] * 300 + ["u", "e"] * 15))  # a value on one row goes with any class: no sign

@@ -29,13 +29,33 @@ gap markers more than a code column. Titanic's Ticket column (its text spellings
 letters and digits, 'LINE' the exception) is codes; a numeric column with '-' and 'n/a' is not; nor, with a
 single '136A', are Galton's family ids: one spelling is a typo's evidence as much as a code's,
 and the refusal names `--ignore`.
+
+A third kind: the levels of a scale or a small count with a level that is not a number, Cars93's
+cylinders (3, 4, 5, 6, 8 and 'rotary'), a survey's number of incomes (1, 2, 3 and '>3'), a rating
+(1 to 10 and "don't know"). Refusing it leaves its user no way in but to drop the column or edit
+the file, while its numbers are few levels already, so reading the column as categories costs no
+quantity its order beyond those few. The rule reads the distinct numbers D among its values:
+
+    scale levels  ⇔  |D| ≤ MAX_SCALE_LEVELS (12), every d ∈ D a whole number,
+                     and at least SCALE_MIN_VALUES (20) values present
+
+Why 12: a month (1 to 12) and a 0 to 10 rating fit, a count of cylinders or children too, while a
+quantity (an age, a price, a measurement) takes more values than that on 20 rows, and its typo is
+still refused as above. Why whole numbers: levels are counted, not measured (0.5 and 1.5 are a
+quantity's values). Why 20 values: on fewer, few distinct numbers are what any column shows. The
+column is read as categories, each value as spelled, with a note naming its text values (so a
+typo or a gap marker read as a level shows: correct it, or `--na-values`).
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
 CODE_SPELLINGS = 3  # distinct letter-and-digit spellings a mostly numeric column needs to be read as codes
+MAX_SCALE_LEVELS = 12  # the most distinct whole numbers of a mostly numeric column read as a scale's levels
+SCALE_MIN_VALUES = 20  # the fewest values present for that reading
 
 
 def is_code(text: str) -> bool:
@@ -60,3 +80,22 @@ def codes_note(name: str, n_numbers: int, n_present: int, spellings: Sequence[st
     examples = ", ".join(repr(s) for s in [s for s in spellings if is_code(s)][:2])
     return (f"column {name!r} mixes numbers and codes ({n_numbers} of its {n_present} values are numbers; the others, {len(spellings)} "
             f"different spellings, include {examples}): read as categories, each value as spelled; --ignore {name} leaves it out")  # fmt: skip
+
+
+def scale_levels(numbers: np.ndarray, n_present: int) -> bool:
+    """Whether the [M] `numbers` among a mostly numeric column's `n_present` values make it the
+    levels of a scale (module docstring): at most MAX_SCALE_LEVELS distinct whole numbers, and
+    at least SCALE_MIN_VALUES values present.
+
+    >>> scale_levels(np.array([4.0, 6, 8, 4, 3, 5] * 5), 31), scale_levels(np.arange(30.0), 31)
+    (True, False)
+    """
+    distinct = np.unique(numbers)
+    return n_present >= SCALE_MIN_VALUES and len(distinct) <= MAX_SCALE_LEVELS and bool(np.all(distinct == np.floor(distinct)))
+
+
+def scale_note(name: str, numbers: np.ndarray, spellings: Sequence[str], text_rows: int) -> str:
+    """The note for a mostly numeric column read as a scale's levels: categories, each value as spelled."""
+    shown = ", ".join(repr(s) for s in spellings[:3]) + (f" and {len(spellings) - 3} more" if len(spellings) > 3 else "")
+    return (f"column {name!r} holds {len(np.unique(numbers))} different whole numbers and the text {shown} (on {text_rows} row{'s' if text_rows > 1 else ''}): read as "
+            f"categories, each value as spelled; correct the text if it is a typo, pass --na-values if it marks a gap, --ignore {name} leaves it out")  # fmt: skip

@@ -34,7 +34,8 @@ number and the column left out, with a note. The label and key are never feature
   ("error"). Numbers among its values are levels as spelled (a drive column of f, r and 4) when
   they are fewer than half the values present; a mostly numeric column with some text is refused
   (a typo, or a gap marker for `na_values`) unless its text values are codes of letters and
-  digits ('PC 17599' among '113803': `activebayes.data.code_columns`), read as categories, and so
+  digits ('PC 17599' among '113803') or its numbers are a scale's few whole-number levels
+  (cylinders 3 to 8 and 'rotary': `activebayes.data.code_columns`), read as categories, and so
   is a mostly-text column whose numbers make over MAX_LEVELS levels. Unless `categorical="force"` (every level encoded), a text column of prose (one that
   would be left out or pooled below, whose median value has PROSE_WORDS words or more) is refused
   in one line naming `text_columns` as the way in; a text column that looks like an
@@ -72,7 +73,7 @@ from typing import Any
 import numpy as np
 
 from activebayes.data.clock_columns import read_times
-from activebayes.data.code_columns import codes_note, written_as_codes
+from activebayes.data.code_columns import codes_note, scale_levels, scale_note, written_as_codes
 from activebayes.data.csv_table import ROW_NAMES, CsvTable, not_a_column, shown
 from activebayes.data.features import is_number, natural_sorted
 from activebayes.data.frequent_levels import (IDENTIFIER_MIN_VALUES, MAX_LEVELS, MIN_LEVEL_ROWS, PROSE_WORDS, frequent_levels, identifier_note, level_limit,
@@ -366,7 +367,7 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
     if options.categorical == "error":
         raise DataError(f"{path!r} line {lines[at]}: column {name!r} is not a number ({shown(table.cell(at, name))})")
     n_present, n_numbers = int(present.sum()), int((numeric & present).sum())
-    mixed, coded = None, False
+    mixed, coded, scale = None, False, False
     if n_numbers:
         num = first_true(numeric & present)
         mixed = DataError(
@@ -375,8 +376,10 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
             f"or categorical); correct the text, pass --na-values if it marks a gap, or --ignore {name} if the column is a code"
         )
         spellings = [texts[k] for k in np.unique(codes[text]).tolist()]
-        coded = n_numbers >= MIXED_NUMBER_SHARE * n_present and written_as_codes(spellings)  # ticket numbers, part numbers
-        if n_numbers >= MIXED_NUMBER_SHARE * n_present and not coded:  # mostly numbers: a typo or a gap marker in a numeric column
+        mostly = n_numbers >= MIXED_NUMBER_SHARE * n_present
+        coded = mostly and written_as_codes(spellings)  # ticket numbers, part numbers
+        scale = mostly and not coded and scale_levels(numbers[finite & present], n_present)  # cylinders 3, 4, 6, 8 and 'rotary'
+        if mostly and not (coded or scale):  # a typo or a gap marker in a numeric column
             raise mixed
         codes, texts = table.category_codes(name)  # mostly text: its numbers are categories too (drive: f, r, 4)
     levels = natural_sorted([texts[k] for k in np.unique(codes[present]).tolist()])
@@ -385,6 +388,8 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
         raise mixed
     if coded:
         notes.append(codes_note(name, n_numbers, n_present, spellings))
+    elif scale:
+        notes.append(scale_note(name, numbers[finite & present], spellings, int(text.sum())))
     elif mixed is not None:
         notes.append(f"column {name!r} mixes text and numbers ({n_numbers} of {n_present} values are numbers); its numbers are read as categories")
     either = f"its values are dates that read as well day-first as month-first ({shown(levels[0])}; no day is over 12)"
