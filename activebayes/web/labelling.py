@@ -234,9 +234,12 @@ class Labelling:
         number = self.waiting_round()
         with self._lock:
             stack = self.labellers.setdefault(labeller, _Labeller()).undo
+            closed = None
             while stack and stack[-1][0] != number:  # answers of a closed round stay
-                stack.pop()
+                closed = stack.pop()[0]
             if not stack:
+                if closed is not None:
+                    return Outcome("nothing", message=f"round {closed} has closed: its answers can no longer be taken back")
                 return Outcome("nothing", message="nothing to undo")
             _, key, observation_id = stack.pop()
         if observation_id is None:
