@@ -63,6 +63,7 @@ class Card:
     held: int = 0
     skipped: int = 0
     unlabelled: int = 0  # the round's queries without any label (0: the round can close)
+    asked: int = 0  # how many queries the round asked
 
 
 @dataclass(frozen=True)
@@ -112,19 +113,20 @@ class Labelling:
         latest = self.store.latest_round(self.project)
         return latest.number if latest is not None and latest.status.waiting else None
 
-    def _open(self, labeller: str, number: int) -> tuple[list[Any], int]:
-        """(the round's queries open to `labeller`, in rank order; how many have no label)."""
+    def _open(self, labeller: str, number: int) -> tuple[list[Any], int, int]:
+        """(the round's queries open to `labeller`, in rank order; how many have no label; how
+        many it asked)."""
         queries = self.store.queries(self.project, number)
         unlabelled = sum(q.value is None for q in queries)
         if self.answers_per_item == 1:
-            return [q for q in queries if q.value is None], unlabelled
+            return [q for q in queries if q.value is None], unlabelled, len(queries)
         answers = self.store.round_answers(self.project, number)
         out = []
         for q in queries:
             whos = {who for who, _ in answers.get(q.key, ())}
             if labeller not in whos and len(whos) < self.answers_per_item:
                 out.append(q)
-        return out, unlabelled
+        return out, unlabelled, len(queries)
 
     def next_card(self, labeller: str, prefer: str | None = None) -> Card:
         """The first open item that is not held by others, leased to `labeller` (their lease on
@@ -133,7 +135,7 @@ class Labelling:
         if number is None:
             self.store.release_leases(self.project, labeller)
             return Card(None)
-        queue, unlabelled = self._open(labeller, number)
+        queue, unlabelled, asked = self._open(labeller, number)
         skipped = self._state(labeller).skipped.get(number, set())
         wanted = [q for q in queue if q.key not in skipped or self.name(q) == prefer]
         wanted.sort(key=lambda q: self.name(q) != prefer)  # stable: rank order otherwise
@@ -141,10 +143,10 @@ class Labelling:
                                      holders=self.answers_per_item, round_number=number)  # fmt: skip
         shown_skips = sum(q.key in skipped for q in queue)
         if held is None:
-            return Card(number, open=len(queue), held=len(wanted), skipped=shown_skips, unlabelled=unlabelled)
+            return Card(number, open=len(queue), held=len(wanted), skipped=shown_skips, unlabelled=unlabelled, asked=asked)
         query = next(q for q in wanted if q.item_id == held)
         view = item_view(self.data, query.row, self._texts)
-        return Card(number, query, self.name(query), view, open=len(queue), held=0, skipped=shown_skips, unlabelled=unlabelled)
+        return Card(number, query, self.name(query), view, open=len(queue), held=0, skipped=shown_skips, unlabelled=unlabelled, asked=asked)
 
     def _query(self, number: Any, key: Any) -> Any:
         """The query named `key` (`name`) of round `number`, which must be the waiting round;
@@ -182,7 +184,7 @@ class Labelling:
             query = self._query(number, key)
         except BadAnswer:
             return False
-        queue, _ = self._open(labeller, number)
+        queue, _, _ = self._open(labeller, number)
         if all(q.key != query.key for q in queue):
             return False
         return self.store.lease_item(self.project, labeller, [query.item_id], seconds=self.lease_seconds,
