@@ -214,8 +214,9 @@ def test_a_long_text_leaves_the_classes_on_screen(sqlite_db, tmp_path, browser):
 
 
 def test_a_finished_round_s_tab_says_when_the_server_restarted(sqlite_db, tmp_path, browser):
-    """A page with nothing to answer asks the server for the next round; once a restart changed
-    the tokens it says so in the server's one line (not a JSON parse error), and stops asking."""
+    """A page with nothing to answer asks the server for the next round: while the server is down
+    it says so and asks again; once a restart changed the tokens it says so in the server's one line
+    (not a JSON parse error), and stops asking."""
     keys = table_project(sqlite_db, tmp_path, k=1)
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
@@ -224,5 +225,6 @@ def test_a_finished_round_s_tab_says_when_the_server_restarted(sqlite_db, tmp_pa
         driver = browser()
         answer_the_first(driver, urls["ann"], keys[0])
         wait(driver, lambda d: "Every query of round 1 has its answer" in d.find_element(By.ID, "card").text, "the round done")
+    wait(driver, lambda d: ack(d).startswith("no answer from the server: "), "the stopped server said")
     with served(sqlite_db, "blobs", "ann", folder=tmp_path, extra=port):
         wait(driver, lambda d: ack(d).startswith("forbidden: open the URL that `activebayes serve` printed for you"), "the restart said")

@@ -115,6 +115,7 @@
   // running (started on another labeller's page or in a terminal), and the next round's first
   // item as soon as that round waits for answers; no reload needed.
   const WATCH_MS = 3000;
+  const AWAY = "no answer from the server: ";
   let watching = null;
   function watchRounds() {
     if (watching !== null) return;
@@ -126,9 +127,12 @@
       try {
         state = await progressState();
       } catch (err) {
-        ack(err.refused ? err.message : `no answer from the server: ${err.message}`, false);
-        return;  // a stopped or restarted server: the line says so, and the page stops asking
+        if (err.refused) { ack(err.message, false); return; }  // a restarted server's new tokens: asking again cannot help
+        ack(`${AWAY}${err.message}`, false);
+        watchRounds();  // a server stopped for a moment: the page asks again
+        return;
       }
+      if ($("#ack") && $("#ack").textContent.startsWith(AWAY)) ack("", true);  // back
       if ($("#card .card.empty") !== card) return;  // an action showed another card meanwhile
       const shown = card.dataset.round ? Number(card.dataset.round) : null;
       if (state.stage === STAGES_WAITING && state.round !== shown) { act("next", {}); return; }
