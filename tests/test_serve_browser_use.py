@@ -2,7 +2,8 @@
 a double click and a held key answer one item once; an image that has not loaded cannot be
 answered; by keyboard alone the focus is on the next item; a phone-sized window; a server
 restarted under an open tab; the back button, a finished round and a bad URL; a page with nothing
-to answer that follows the next round by itself; a long text under which the classes stay on screen."""
+to answer that follows the next round by itself; a long text under which the classes stay on screen;
+with two answers per item, a labeller who finished waits for the others' answers."""
 
 from __future__ import annotations
 
@@ -228,3 +229,29 @@ def test_a_finished_round_s_tab_says_when_the_server_restarted(sqlite_db, tmp_pa
     wait(driver, lambda d: ack(d).startswith("no answer from the server: "), "the stopped server said")
     with served(sqlite_db, "blobs", "ann", folder=tmp_path, extra=port):
         wait(driver, lambda d: ack(d).startswith("forbidden: open the URL that `activebayes serve` printed for you"), "the restart said")
+
+
+def test_with_two_answers_per_item_a_fast_labeller_waits_for_the_second_answers(sqlite_db, tmp_path, browser):
+    """`--answers-per-item 2`: once alice answered every query, each has a label, but not yet bob's
+    answer. Her page says so, and that the next round run now goes without them, rather than
+    "Every query has its answer" and a plain "run the next round" that ended bob's round; it looks
+    again by itself, and says the round is complete once bob's answers are in."""
+    from activebayes.store import PoolStore
+
+    keys = table_project(sqlite_db, tmp_path, k=2)
+    with served(sqlite_db, "blobs", "alice", "bob", folder=tmp_path, extra=("--answers-per-item", "2")) as (_, urls):
+        driver = browser()
+        answer_the_first(driver, urls["alice"], keys[0])
+        wait_for_item(driver, keys[1])
+        press(driver, "2")
+        saved(driver, keys[1], "b")
+        card = lambda d: d.find_element(By.ID, "card").text  # noqa: E731
+        wait(driver, lambda d: "You answered every query of round 1; 2 of them still wait for another labeller's answer" in card(d), "waits for bob")
+        assert driver.find_element(By.ID, "next-round").text == "run the next round now, without the answers still to come"
+        with PoolStore(sqlite_db) as store:
+            for key in keys:
+                store.record_labels("blobs", [(key, "c", 1)], who="bob", source="web", expected={key: None}, relabel=True, per_labeller=True)
+        wait(driver, lambda d: "Every query of round 1 has its answer" in card(d), "bob's answers in: the round complete")
+        assert driver.find_element(By.ID, "next-round").text == "run the next round"
+    assert sorted((k, v, who) for k, v, who in web_answers(sqlite_db, "blobs")) == sorted(
+        [(keys[0], "a", "alice"), (keys[1], "b", "alice"), (keys[0], "c", "bob"), (keys[1], "c", "bob")])
