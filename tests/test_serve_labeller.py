@@ -1,7 +1,7 @@
 """What a labeller sees on the labelling page, over HTTP (Starlette's TestClient): an image
 folder's keys (file paths that spell the class) never reach the page, the digit keys of classes
 named by digits answer those classes, a table's empty cells say so, and undo after the round
-closed says why. On SQLite and PostgreSQL."""
+closed, or while the page's round closes it, says why. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -113,5 +113,28 @@ def test_undo_after_the_round_closed_says_why(db_url, tmp_path, monkeypatch):
             store.advance_round("blobs", 1, "done")
         undone = page.post("undo").json()
     assert (undone["status"], undone["message"]) == ("nothing", "round 1 has closed: its answers can no longer be taken back")
+    with PoolStore(db_url) as store:
+        assert store.label_states("blobs", keys)[keys[1]]["label"] == "a"
+
+
+def test_undo_while_the_page_s_round_starts_takes_nothing_back(db_url, tmp_path, monkeypatch):
+    """The next round was started from the page and is about to close round 1: a `u` then would
+    reopen round 1 under it. It is refused in one line and the answer stays."""
+    import threading
+
+    monkeypatch.chdir(tmp_path)
+    keys = table_project(db_url, tmp_path, k=2)
+    grant = Grant.new("ann", "blobs")
+    release = threading.Event()
+    with app_for(db_url, grant, run_round=lambda project: release.wait(30)) as client:
+        page = Page(client, grant)
+        for key in keys:
+            assert page.answer(key, "a")["status"] == "saved"
+        assert page.post("round").json()["started"] is True
+        try:
+            undone = page.post("undo").json()
+        finally:
+            release.set()
+    assert (undone["status"], undone["message"]) == ("nothing", "the next round is starting: the answers of this round can no longer be taken back")
     with PoolStore(db_url) as store:
         assert store.label_states("blobs", keys)[keys[1]]["label"] == "a"
