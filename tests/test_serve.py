@@ -75,6 +75,7 @@ def test_a_labeller_answers_the_round_in_rank_order(blobs):
         assert "model:" not in card["card"]  # the round's prediction stays hidden (test_serve_leaks.py)
         done = page.answer(keys[0], "b")
         assert (done["status"], done["key"], done["value"], done["shown"]) == ("saved", keys[0], "b", keys[1])
+        assert '<span class="left">5 of 5 still open</span>' in card["card"] and "4 of 5 still open" in done["card"]  # what is left
         assert page.post("skip", round=1, key=keys[1]).json()["message"] == f"skipped {keys[1]}"
         undone = page.post("undo").json()
         assert (undone["status"], undone["key"]) == ("undone", keys[0])

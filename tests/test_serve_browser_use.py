@@ -1,7 +1,9 @@
 """The labelling page used as labellers use it, in headless Chromium (see test_serve_browser.py):
 a double click and a held key answer one item once; an image that has not loaded cannot be
 answered; by keyboard alone the focus is on the next item; a phone-sized window; a server
-restarted under an open tab; the back button, a finished round and a bad URL."""
+restarted under an open tab; the back button, a finished round and a bad URL; a page with nothing
+to answer that follows the next round by itself; a long text under which the classes stay on screen;
+with two answers per item, a labeller who finished waits for the others' answers."""
 
 from __future__ import annotations
 
@@ -157,3 +159,99 @@ def test_the_back_button_a_finished_round_and_a_bad_url(sqlite_db, tmp_path, bro
         driver.get(urls["ann"].replace("token=", "token=x"))
         assert driver.find_element(By.TAG_NAME, "body").text.startswith("forbidden: open the URL that `activebayes serve` printed for you")
     assert [v for _, v, _ in web_answers(sqlite_db, "blobs")] == ["a", "b"]
+
+
+def test_a_page_with_nothing_to_answer_follows_the_next_round(sqlite_db, tmp_path, browser):
+    """Round 1 answered on this page; the next round is run elsewhere (another labeller's page, a
+    terminal). Without a reload, the page shows that round's stage while it computes and its first
+    query once it waits for answers; it used to say "Every query of round 1 has its answer" forever."""
+    from activebayes.store import PoolStore
+
+    keys = table_project(sqlite_db, tmp_path, k=2)
+    with served(sqlite_db, "blobs", "ann", folder=tmp_path) as (_, urls):
+        driver = browser()
+        answer_the_first(driver, urls["ann"], keys[0])
+        wait_for_item(driver, keys[1])
+        press(driver, "2")
+        saved(driver, keys[1], "b")
+        wait(driver, lambda d: "Every query of round 1 has its answer" in d.find_element(By.ID, "card").text, "the round done")
+        with PoolStore(sqlite_db) as store:
+            store.advance_round("blobs", 1, "answered")
+            store.advance_round("blobs", 1, "done")
+            second = store.start_round("blobs", posterior="mc-dropout", acquisition="bald", seed=2)
+        progress = lambda d: d.find_element(By.ID, "progress").text  # noqa: E731
+        wait(driver, lambda d: progress(d) == "round 2: fitting the posterior", "the running round's stage shown")
+        with PoolStore(sqlite_db) as store:
+            store.advance_round("blobs", second.number, "fitted")
+            asked = sorted(store.candidates("blobs")[0].tolist())[:3]
+            store.record_queries("blobs", second.number, asked, [0.0] * 3, timings={})
+            store.advance_round("blobs", second.number, "queried")
+            first = store.queries("blobs", second.number)[0].key
+        wait_for_item(driver, first)
+        assert driver.find_element(By.CSS_SELECTOR, "#card .meta").text.startswith("round 2 ")
+        press(driver, "3")
+        saved(driver, first, "c")
+    assert [v for _, v, _ in web_answers(sqlite_db, "blobs")] == ["a", "b", "c"]
+
+
+def test_a_long_text_leaves_the_classes_on_screen(sqlite_db, tmp_path, browser):
+    """A review of 400 words scrolls in its own box: the class buttons, skip and undo stay in the
+    window (820 x 720) under it; they were pushed below the fold, a scroll away on every item."""
+    words = ("quiet", "bright", "slow", "river", "engine", "paper", "garden", "signal")
+    rows = [["id", "review", "stars", "label"]] + [[f"r{i:02d}", " ".join(words[(i + j) % 8] for j in range(400)), str(i % 5), ("bad", "good")[i % 2]]
+                                                    for i in range(20)]  # fmt: skip
+    keys = _csv_project(sqlite_db, tmp_path, "long", rows, ("--classes", "bad,good"), ("--text-column", "review"), k=2)
+    with served(sqlite_db, "long", "ann", folder=tmp_path) as (_, urls):
+        driver = browser()
+        driver.get(urls["ann"])
+        wait_for_item(driver, keys[0])
+        below = "return [...document.querySelectorAll('#card button')].map(b => b.getBoundingClientRect().bottom <= window.innerHeight);"
+        assert driver.execute_script(below) == [True] * 4  # bad, good, skip, undo
+        text = driver.find_element(By.CSS_SELECTOR, "#card p.text")
+        assert driver.execute_script("return arguments[0].scrollHeight > arguments[0].clientHeight;", text)  # the rest a scroll away in its box
+        press(driver, "2")
+        saved(driver, keys[0], "good")
+    assert web_answers(sqlite_db, "long") == [(keys[0], "good", "ann")]
+
+
+def test_a_finished_round_s_tab_says_when_the_server_restarted(sqlite_db, tmp_path, browser):
+    """A page with nothing to answer asks the server for the next round: while the server is down
+    it says so and asks again; once a restart changed the tokens it says so in the server's one line
+    (not a JSON parse error), and stops asking."""
+    keys = table_project(sqlite_db, tmp_path, k=1)
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = ("--port", str(free.getsockname()[1]))
+    with served(sqlite_db, "blobs", "ann", folder=tmp_path, extra=port) as (_, urls):
+        driver = browser()
+        answer_the_first(driver, urls["ann"], keys[0])
+        wait(driver, lambda d: "Every query of round 1 has its answer" in d.find_element(By.ID, "card").text, "the round done")
+    wait(driver, lambda d: ack(d).startswith("no answer from the server: "), "the stopped server said")
+    with served(sqlite_db, "blobs", "ann", folder=tmp_path, extra=port):
+        wait(driver, lambda d: ack(d).startswith("forbidden: open the URL that `activebayes serve` printed for you"), "the restart said")
+
+
+def test_with_two_answers_per_item_a_fast_labeller_waits_for_the_second_answers(sqlite_db, tmp_path, browser):
+    """`--answers-per-item 2`: once alice answered every query, each has a label, but not yet bob's
+    answer. Her page says so, and that the next round run now goes without them, rather than
+    "Every query has its answer" and a plain "run the next round" that ended bob's round; it looks
+    again by itself, and says the round is complete once bob's answers are in."""
+    from activebayes.store import PoolStore
+
+    keys = table_project(sqlite_db, tmp_path, k=2)
+    with served(sqlite_db, "blobs", "alice", "bob", folder=tmp_path, extra=("--answers-per-item", "2")) as (_, urls):
+        driver = browser()
+        answer_the_first(driver, urls["alice"], keys[0])
+        wait_for_item(driver, keys[1])
+        press(driver, "2")
+        saved(driver, keys[1], "b")
+        card = lambda d: d.find_element(By.ID, "card").text  # noqa: E731
+        wait(driver, lambda d: "You answered every query of round 1; 2 of them still wait for another labeller's answer" in card(d), "waits for bob")
+        assert driver.find_element(By.ID, "next-round").text == "run the next round now, without the answers still to come"
+        with PoolStore(sqlite_db) as store:
+            for key in keys:
+                store.record_labels("blobs", [(key, "c", 1)], who="bob", source="web", expected={key: None}, relabel=True, per_labeller=True)
+        wait(driver, lambda d: "Every query of round 1 has its answer" in card(d), "bob's answers in: the round complete")
+        assert driver.find_element(By.ID, "next-round").text == "run the next round"
+    assert sorted((k, v, who) for k, v, who in web_answers(sqlite_db, "blobs")) == sorted(
+        [(keys[0], "a", "alice"), (keys[1], "b", "alice"), (keys[0], "c", "bob"), (keys[1], "c", "bob")])

@@ -1,6 +1,7 @@
 """What a labeller sees on the labelling page, over HTTP (Starlette's TestClient): an image
 folder's keys (file paths that spell the class) never reach the page, the digit keys of classes
-named by digits answer those classes, and a table's empty cells say so. On SQLite and PostgreSQL."""
+named by digits answer those classes, a table's empty cells say so, and undo after the round
+closed, or while the page's round closes it, says why. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ pytest.importorskip("httpx", reason="httpx (starlette's TestClient) is not insta
 from activebayes.store import PoolStore  # noqa: E402
 from activebayes.web import Grant  # noqa: E402
 from activebayes.web.shortcuts import class_keys, digit_named  # noqa: E402
-from serve_pages import _csv_project, image_folder_project, image_project  # noqa: E402
+from serve_pages import _csv_project, image_folder_project, image_project, table_project  # noqa: E402
 from test_serve import Page, app_for  # noqa: E402
 
 
@@ -95,3 +96,45 @@ def test_an_empty_cell_says_so_and_non_ascii_text_comes_through(db_url, tmp_path
     assert "<th>Größe (cm)</th><td>1.5 cm</td>" in card["card"] and "<td>São Paulo</td>" in card["card"]
     assert '<th>note</th><td><span class="gap">empty</span></td>' in card["card"]
     assert "<th>label</th>" not in card["card"]  # the truth held back is not a feature shown
+
+
+def test_undo_after_the_round_closed_says_why(db_url, tmp_path, monkeypatch):
+    """The next round closed round 1 (here a terminal's `round`): `u` cannot take back its answers,
+    and says so, rather than "nothing to undo" after the labeller gave several."""
+    monkeypatch.chdir(tmp_path)
+    keys = table_project(db_url, tmp_path, k=2)
+    grant = Grant.new("ann", "blobs")
+    with app_for(db_url, grant) as client:
+        page = Page(client, grant)
+        for key in keys:
+            assert page.answer(key, "a")["status"] == "saved"
+        with PoolStore(db_url) as store:
+            store.advance_round("blobs", 1, "answered")
+            store.advance_round("blobs", 1, "done")
+        undone = page.post("undo").json()
+    assert (undone["status"], undone["message"]) == ("nothing", "round 1 has closed: its answers can no longer be taken back")
+    with PoolStore(db_url) as store:
+        assert store.label_states("blobs", keys)[keys[1]]["label"] == "a"
+
+
+def test_undo_while_the_page_s_round_starts_takes_nothing_back(db_url, tmp_path, monkeypatch):
+    """The next round was started from the page and is about to close round 1: a `u` then would
+    reopen round 1 under it. It is refused in one line and the answer stays."""
+    import threading
+
+    monkeypatch.chdir(tmp_path)
+    keys = table_project(db_url, tmp_path, k=2)
+    grant = Grant.new("ann", "blobs")
+    release = threading.Event()
+    with app_for(db_url, grant, run_round=lambda project: release.wait(30)) as client:
+        page = Page(client, grant)
+        for key in keys:
+            assert page.answer(key, "a")["status"] == "saved"
+        assert page.post("round").json()["started"] is True
+        try:
+            undone = page.post("undo").json()
+        finally:
+            release.set()
+    assert (undone["status"], undone["message"]) == ("nothing", "the next round is starting: the answers of this round can no longer be taken back")
+    with PoolStore(db_url) as store:
+        assert store.label_states("blobs", keys)[keys[1]]["label"] == "a"

@@ -20,7 +20,8 @@ leans towards it (the prediction stays in the store, the round file and `export`
     POST /p/{project}/renew      keeps the lease on the item shown ({"round", "key"})
     POST /p/{project}/answer     {"round", "key", "value"}: one transaction, then the next card
     POST /p/{project}/skip       {"round", "key"}
-    POST /p/{project}/undo       takes back this labeller's last answer of the waiting round
+    POST /p/{project}/undo       takes back this labeller's last answer of the waiting round (not while
+                                 a round started here runs: it is closing that round)
     POST /p/{project}/round      runs the next round in the background
     GET  /static/...             the page's own CSS and JavaScript (no token: nothing secret)
 
@@ -257,6 +258,12 @@ def create_app(config: ServeConfig) -> Any:
             raise BadAnswer("expected a label in 'value'")
         return page.answer(who, body.get("round"), body.get("key"), str(value).strip())
 
+    def undo(page: Labelling, who: str, body: dict[str, Any]) -> Outcome:
+        run = worker.last(page.project)
+        if run is not None and run.running:  # the round started here closes the waiting one: taking an answer back would reopen it
+            return Outcome("nothing", message="the next round is starting: the answers of this round can no longer be taken back")
+        return page.undo(who)
+
     routes = [
         Route("/p/{project}/label", guarded(label_page)),
         Route("/p/{project}/status", guarded(status_page)),
@@ -266,7 +273,7 @@ def create_app(config: ServeConfig) -> Any:
         Route("/p/{project}/renew", guarded(renew), methods=["POST"]),
         Route("/p/{project}/answer", guarded(action(answer)), methods=["POST"]),
         Route("/p/{project}/skip", guarded(action(lambda p, who, b: p.skip(who, b.get("round"), b.get("key")))), methods=["POST"]),
-        Route("/p/{project}/undo", guarded(action(lambda p, who, b: p.undo(who))), methods=["POST"]),
+        Route("/p/{project}/undo", guarded(action(undo)), methods=["POST"]),
         Route("/p/{project}/round", guarded(start_round), methods=["POST"]),
         Route("/", guarded(forbidden)),
         Mount("/static", app=StaticFiles(directory=str(HERE / "static")), name="static"),

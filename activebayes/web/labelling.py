@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from activebayes.data.number_style import AnswerError, answer_number, project_writing
 from activebayes.errors import DataError, StoreError
@@ -63,6 +63,8 @@ class Card:
     held: int = 0
     skipped: int = 0
     unlabelled: int = 0  # the round's queries without any label (0: the round can close)
+    asked: int = 0  # how many queries the round asked
+    wanting: int = 0  # the round's queries with fewer answers than `answers_per_item` (unlabelled ones among them)
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,16 @@ class Outcome:
     key: str | None = None
     value: str | None = None
     message: str = ""
+
+
+class _Openness(NamedTuple):
+    """The queries of a round open to one labeller (`queue`, in rank order); how many have no
+    label, how many the round asked, and how many have fewer answers than `answers_per_item`."""
+
+    queue: list[Any]
+    unlabelled: int
+    asked: int
+    wanting: int
 
 
 @dataclass
@@ -112,19 +124,20 @@ class Labelling:
         latest = self.store.latest_round(self.project)
         return latest.number if latest is not None and latest.status.waiting else None
 
-    def _open(self, labeller: str, number: int) -> tuple[list[Any], int]:
-        """(the round's queries open to `labeller`, in rank order; how many have no label)."""
+    def _open(self, labeller: str, number: int) -> _Openness:
+        """The round's queries open to `labeller` and its counts (`_Openness`)."""
         queries = self.store.queries(self.project, number)
         unlabelled = sum(q.value is None for q in queries)
         if self.answers_per_item == 1:
-            return [q for q in queries if q.value is None], unlabelled
+            return _Openness([q for q in queries if q.value is None], unlabelled, len(queries), unlabelled)
         answers = self.store.round_answers(self.project, number)
-        out = []
+        out, wanting = [], 0
         for q in queries:
             whos = {who for who, _ in answers.get(q.key, ())}
+            wanting += len(whos) < self.answers_per_item
             if labeller not in whos and len(whos) < self.answers_per_item:
                 out.append(q)
-        return out, unlabelled
+        return _Openness(out, unlabelled, len(queries), wanting)
 
     def next_card(self, labeller: str, prefer: str | None = None) -> Card:
         """The first open item that is not held by others, leased to `labeller` (their lease on
@@ -133,7 +146,8 @@ class Labelling:
         if number is None:
             self.store.release_leases(self.project, labeller)
             return Card(None)
-        queue, unlabelled = self._open(labeller, number)
+        found = self._open(labeller, number)
+        queue, counts = found.queue, {"unlabelled": found.unlabelled, "asked": found.asked, "wanting": found.wanting}
         skipped = self._state(labeller).skipped.get(number, set())
         wanted = [q for q in queue if q.key not in skipped or self.name(q) == prefer]
         wanted.sort(key=lambda q: self.name(q) != prefer)  # stable: rank order otherwise
@@ -141,10 +155,10 @@ class Labelling:
                                      holders=self.answers_per_item, round_number=number)  # fmt: skip
         shown_skips = sum(q.key in skipped for q in queue)
         if held is None:
-            return Card(number, open=len(queue), held=len(wanted), skipped=shown_skips, unlabelled=unlabelled)
+            return Card(number, open=len(queue), held=len(wanted), skipped=shown_skips, **counts)
         query = next(q for q in wanted if q.item_id == held)
         view = item_view(self.data, query.row, self._texts)
-        return Card(number, query, self.name(query), view, open=len(queue), held=0, skipped=shown_skips, unlabelled=unlabelled)
+        return Card(number, query, self.name(query), view, open=len(queue), held=0, skipped=shown_skips, **counts)
 
     def _query(self, number: Any, key: Any) -> Any:
         """The query named `key` (`name`) of round `number`, which must be the waiting round;
@@ -182,7 +196,7 @@ class Labelling:
             query = self._query(number, key)
         except BadAnswer:
             return False
-        queue, _ = self._open(labeller, number)
+        queue = self._open(labeller, number).queue
         if all(q.key != query.key for q in queue):
             return False
         return self.store.lease_item(self.project, labeller, [query.item_id], seconds=self.lease_seconds,
@@ -234,9 +248,12 @@ class Labelling:
         number = self.waiting_round()
         with self._lock:
             stack = self.labellers.setdefault(labeller, _Labeller()).undo
+            closed = None
             while stack and stack[-1][0] != number:  # answers of a closed round stay
-                stack.pop()
+                closed = stack.pop()[0]
             if not stack:
+                if closed is not None:
+                    return Outcome("nothing", message=f"round {closed} has closed: its answers can no longer be taken back")
                 return Outcome("nothing", message="nothing to undo")
             _, key, observation_id = stack.pop()
         if observation_id is None:

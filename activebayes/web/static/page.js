@@ -8,6 +8,7 @@
   const leaseSeconds = Number(body.dataset.lease || 120);
   const $ = (selector) => document.querySelector(selector);
   let busy = false;
+  const STAGES_WAITING = "waiting for answers";  // web/rounds.py STAGES["queried"]
 
   async function post(action, payload) {
     const response = await fetch(`${base}/${action}?token=${encodeURIComponent(token)}`, {
@@ -94,6 +95,53 @@
     const input = $("#number") || (finding ? $("#find") : null) || $("#card .card");
     if (input) input.focus({ preventScroll: !input.matches("input") });
     if ($("#card [data-wait]")) setTimeout(() => act("next", {}), 3000);
+    else if ($("#card .card.empty")) watchRounds();
+  }
+
+  // The round's progress (GET /progress): {running, error, round, stage}; an Error with the
+  // server's one line when it refuses (a restarted server's 403 is text, not JSON).
+  async function progressState() {
+    const response = await fetch(`${base}/progress?token=${encodeURIComponent(token)}`, { credentials: "omit" });
+    const text = await response.text();
+    if (!response.ok) {
+      const error = new Error(text.split("\n")[0] || `the server answered ${response.status}`);
+      error.refused = true;
+      throw error;
+    }
+    return JSON.parse(text);
+  }
+
+  // A page with nothing to answer follows the rounds by itself: it shows the stage of a round
+  // running (started on another labeller's page or in a terminal), and the next round's first
+  // item as soon as that round waits for answers; no reload needed.
+  const WATCH_MS = 3000;
+  const AWAY = "no answer from the server: ";
+  let watching = null;
+  function watchRounds() {
+    if (watching !== null) return;
+    watching = setTimeout(async () => {
+      watching = null;
+      const card = $("#card .card.empty");
+      if (!card || busy) { if (card) watchRounds(); return; }
+      let state;
+      try {
+        state = await progressState();
+      } catch (err) {
+        if (err.refused) { ack(err.message, false); return; }  // a restarted server's new tokens: asking again cannot help
+        ack(`${AWAY}${err.message}`, false);
+        watchRounds();  // a server stopped for a moment: the page asks again
+        return;
+      }
+      if ($("#ack") && $("#ack").textContent.startsWith(AWAY)) ack("", true);  // back
+      if ($("#card .card.empty") !== card) return;  // an action showed another card meanwhile
+      const shown = card.dataset.round ? Number(card.dataset.round) : null;
+      if (state.stage === STAGES_WAITING && state.round !== shown) { act("next", {}); return; }
+      const progress = $("#progress");
+      if (progress && state.round && (state.running || (state.round !== shown && state.stage !== "done"))) {
+        progress.textContent = `round ${state.round}: ${state.stage}`;
+      }
+      watchRounds();
+    }, WATCH_MS);
   }
 
   async function act(action, payload, what) {
@@ -147,10 +195,9 @@
     const poll = async () => {
       let state;
       try {
-        const response = await fetch(`${base}/progress?token=${encodeURIComponent(token)}`, { credentials: "omit" });
-        state = await response.json();
+        state = await progressState();
       } catch (err) {
-        ack(`no answer from the server: ${err.message}`, false);
+        ack(err.refused ? err.message : `no answer from the server: ${err.message}`, false);
         return;
       }
       if (progress) progress.textContent = state.round ? `round ${state.round}: ${state.stage}` : "starting";
