@@ -4,6 +4,8 @@ degrees-of-freedom adjustment (closed forms) and its coverage by simulation on a
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -11,12 +13,15 @@ from scipy import stats
 
 from activebayes.acquisition.batch import uniform_draw_probabilities
 from activebayes.estimates import (
+    MIN_SQUARED_CV,
     Z95,
+    chi2_interval,
     df_adjusted_size,
     effective_trials,
     lure_estimate,
     lure_weights,
     proposal_weights,
+    satterthwaite_dof,
     t_quantile,
     wilson_interval,
 )
@@ -30,6 +35,30 @@ def test_t_quantile_has_m_minus_one_degrees_of_freedom():
     assert t_quantile(4) == pytest.approx(stats.t.ppf(0.975, 3), rel=1e-12)
     assert t_quantile(10, z=stats.norm.ppf(0.95)) == pytest.approx(stats.t.ppf(0.95, 9), rel=1e-12)  # a 90 % level
     assert t_quantile(1) == math.inf
+
+
+def test_the_quantiles_are_scipy_stats_own_to_the_bit():
+    """t_quantile and chi2_interval call scipy.special (importing scipy.stats takes seconds):
+    the same numbers as scipy.stats' t, norm and chi2, exactly."""
+    for m in (2, 3, 5, 10, 31, 200, 5000):
+        for z in (Z95, 2.241402727604945, 1.0):
+            assert t_quantile(m, z) == float(stats.t.ppf(stats.norm.cdf(z), m - 1))
+            for value, var in ((0.35, 0.02), (1.0, 0.25), (3.0, 10.0)):
+                nu = min(satterthwaite_dof(value, var, m), 2.0 * m / MIN_SQUARED_CV)
+                tail = float(stats.norm.sf(z))
+                high = nu * value / float(stats.chi2.ppf(tail, nu)) if 2.0 * m >= MIN_SQUARED_CV else math.inf
+                assert chi2_interval(value, var, m, z) == (nu * value / float(stats.chi2.isf(tail, nu)), high)
+
+
+def test_the_intervals_leave_scipy_stats_unimported():
+    """`status` shows each round's interval: scipy.stats, which the quantiles need not, would
+    add seconds to its start (a structural check, not a timing)."""
+    probe = (
+        "import sys; from activebayes.estimates import chi2_interval, lure_estimate, t_quantile; "
+        "t_quantile(10); chi2_interval(1.0, 0.25, 8); print('scipy.stats' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split() == ["False"]
 
 
 def test_the_effective_size_is_scaled_by_z_over_t_squared():

@@ -45,3 +45,22 @@ def test_bulk_reads_in_spans_match_a_row_by_row_select(db_url, monkeypatch):
         ids, rows, none = store.items("p", with_keys=False)
         assert (ids.tolist(), rows.tolist(), none) == ([r.id for r in every], [r.row for r in every], [])
         assert store.items("p", split="eval")[0].shape == (0,)
+
+
+def test_a_bulk_import_leaves_postgresql_statistics_of_its_rows(pg_url, tmp_path):
+    """PostgreSQL plans by its statistics: a pool imported and not yet analysed reads as empty, and
+    the labels' join then runs as a nested loop (minutes on a 200,000-row table). `import_pool`
+    and `add_items` refresh them (ANALYZE): the planner's row counts are the rows written."""
+    from sqlalchemy import text
+
+    (tmp_path / "pool.csv").write_text("x\n")
+    with PoolStore(pg_url) as store:
+        store.create_project("p", classes=[0, 1])
+        store.import_pool("p", tmp_path / "pool.csv", pool_rows=np.arange(300), test_rows=np.arange(300, 400),
+                          test_keys=[str(i) for i in range(300, 400)], observations=[(str(i), i % 2) for i in range(300, 400)])  # fmt: skip
+        tuples = "SELECT reltuples FROM pg_class WHERE oid = to_regclass(:t)"
+        with store.transaction(write=False) as s:
+            assert [s.scalar(text(tuples), {"t": t}) for t in ("items", "observations")] == [400, 100]
+        store.add_items("p", rows=np.arange(400, 450))
+        with store.transaction(write=False) as s:
+            assert s.scalar(text(tuples), {"t": "items"}) == 450

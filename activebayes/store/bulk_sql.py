@@ -50,6 +50,18 @@ def bulk_insert(session: Session, table: Any, values: dict[str, Any], n: int) ->
             conn.exec_driver_sql(sql, [dict(zip(order, r)) for r in zip(*cols)])
 
 
+def analyze(session: Session, *tables: Any) -> None:
+    """PostgreSQL: refresh the planner's statistics of `tables` (ANALYZE, inside the session's
+    transaction) after a bulk insert. Until autovacuum gets to them the planner takes a freshly
+    filled table for nearly empty, and joins the 20,000 test labels of a 200,000-row import
+    with a nested loop: minutes for the round's and export's label reads instead of 0.2 s.
+    Nothing on SQLite, whose plans here follow the indexes."""
+    conn = session.connection()
+    if conn.dialect.name == "postgresql":
+        for table in tables:
+            conn.exec_driver_sql(f"ANALYZE {conn.dialect.identifier_preparer.format_table(table)}")
+
+
 def _copy_rows(conn: Any, table: Any, values: dict[str, Any], n: int) -> None:
     """PostgreSQL + psycopg 3: the same rows through COPY ... FROM STDIN (about 3x faster than a
     pipelined executemany), on the session's connection, so inside its transaction."""

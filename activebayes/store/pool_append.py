@@ -19,7 +19,8 @@ from sqlalchemy.orm import Session
 
 from activebayes.errors import StoreError
 from activebayes.store import item_access, label_access, project_access
-from activebayes.store.models import Project
+from activebayes.store.bulk_sql import analyze
+from activebayes.store.models import Item, Observation, Project
 
 
 def append_pool(
@@ -57,10 +58,12 @@ def insert_rows(session: Session, project: Project, pool_rows: Sequence[int] | n
                 test_rows: Sequence[int] | np.ndarray | None, test_keys: Sequence[str] | None,
                 observations: Sequence[tuple[str, Any]], *, who: str, source: str) -> int:  # fmt: skip
     """The items of a table's rows, pool then test split, and their known labels, inside the
-    caller's transaction (`PoolStore.import_pool`, `append_pool`); returns the items added."""
+    caller's transaction (`PoolStore.import_pool`, `append_pool`); returns the items added.
+    PostgreSQL's statistics of both tables are refreshed after (`bulk_sql.analyze`)."""
     added = item_access.insert_items(session, project.id, pool_rows, pool_keys)
     if test_rows is not None and len(test_rows):
         added += item_access.insert_items(session, project.id, test_rows, test_keys, split="test")
     if observations:
         label_access.record_observations(session, project, observations, who=who, source=source)
+    analyze(session, Item.__table__, Observation.__table__)
     return added

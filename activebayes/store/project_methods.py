@@ -17,7 +17,8 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from activebayes.store import item_access, label_access, project_access, round_access
-from activebayes.store.models import Project
+from activebayes.store.bulk_sql import analyze
+from activebayes.store.models import Item, Project
 from activebayes.store.pool_append import insert_rows
 from activebayes.store.records import ProjectInfo, _project_info
 
@@ -117,10 +118,13 @@ class ProjectMethods:
         split: str = "pool",
         consumable: bool = True,
     ) -> int:
-        """Add one item per data-file row, in one transaction (Core executemany in chunks)."""
+        """Add one item per data-file row, in one transaction (Core executemany in chunks; then
+        PostgreSQL's statistics refreshed, `bulk_sql.analyze`)."""
         with self.transaction() as s:
             project = project_access.get_project(s, name)
-            return item_access.insert_items(s, project.id, rows, keys, split=split, consumable=consumable)
+            added = item_access.insert_items(s, project.id, rows, keys, split=split, consumable=consumable)
+            analyze(s, Item.__table__)
+            return added
 
     def count_items(self, name: str, *, split: str | None = None) -> int:
         """How many items the project has ("pool", "test" or "eval" `split`; every split for None)."""
