@@ -359,8 +359,8 @@ class SizedFit:
     """An unfitted network posterior whose training is sized to the labelled set when fitted:
     `fit(x, y)` builds `cls(model_fn, seed=seed, train=TrainConfig(epochs, weight_decay), **kwargs)`
     with `training_record(cls, len(x), epochs)`'s epochs (unless `epochs` is given) and weight
-    decay, fits it in `StandardisedTargets` (a regression's targets in units of their spread) on
-    one intra-op thread (`one_intra_op_thread`) and returns the fitted posterior."""
+    decay, fits it in `StandardisedTargets` (a regression's targets in units of their spread), a
+    small MLP on one intra-op thread (`training_threads`), and returns the fitted posterior."""
 
     def __init__(
         self, cls: Any, model_fn: Callable[[], Any], kwargs: dict[str, Any], seed: int | None = None, *, epochs: int | None = None
@@ -375,9 +375,9 @@ class SizedFit:
         epochs = self.training["epochs"] if self.training["rule"] == "min-steps" else self.epochs
         train = TrainConfig(weight_decay=self.training["weight_decay"], **({"epochs": epochs} if epochs is not None else {}))
         from activebayes.posteriors.standardised import standardised  # regression targets in any units, as the loop's
-        from activebayes_cli._threads import one_intra_op_thread
+        from activebayes_cli._threads import training_threads
 
-        with one_intra_op_thread():  # a small network's steps: see one_intra_op_thread
+        with training_threads(self.model_fn):  # one thread for a small MLP's steps
             return standardised(self.cls(self.model_fn, seed=self.seed, train=train, **self.kwargs)).fit(x, y)
 
 
