@@ -28,6 +28,7 @@ import numpy as np
 from activebayes.errors import ShapeError
 
 _SEED = 20240917  # fixes the fingerprint's constants: the same rows give the same groups everywhere
+_CHUNK_BYTES = 1 << 23  # float32 rows fingerprinted at a time
 
 
 def _constants(d: int) -> np.ndarray:
@@ -38,17 +39,26 @@ def _constants(d: int) -> np.ndarray:
 
 def row_fingerprints(x: np.ndarray) -> np.ndarray:
     """[N, 2] uint64 fingerprints of the N rows of `x` [N, ...] (read as float32): equal rows,
-    equal fingerprints (module docstring's maths; a row of odd length padded with a zero)."""
+    equal fingerprints (module docstring's maths; a row of odd length padded with a zero).
+    Computed _CHUNK_BYTES of rows at a time: a row's fingerprint is its own, so the chunks
+    change nothing but the memory, a few chunks' worth instead of several copies of `x`."""
     x = np.asarray(x)
     if x.ndim < 1:
         raise ShapeError(f"row_fingerprints: expected rows [N, ...], got a scalar of shape {x.shape}")
     d = int(np.prod(x.shape[1:]))
-    rows = np.zeros((len(x), d + d % 2), dtype=np.float32)  # one copy, padded to whole words
-    rows[:, :d] = x.reshape(len(x), d)
-    rows += np.float32(0.0)  # -0.0 reads as 0.0
-    words = _mixed(rows.view(np.uint64))  # [N, W]
-    with np.errstate(over="ignore"):
-        return words @ _constants(words.shape[1])  # [N, 2], wrapping mod 2⁶⁴
+    flat = x.reshape(len(x), d)
+    constants = _constants((d + d % 2) // 2)
+    out = np.empty((len(x), 2), dtype=np.uint64)
+    step = max(1, _CHUNK_BYTES // (4 * max(d, 1)))  # rows a chunk
+    for start in range(0, len(x), step):
+        chunk = flat[start : start + step]
+        rows = np.zeros((len(chunk), d + d % 2), dtype=np.float32)  # one copy, padded to whole words
+        rows[:, :d] = chunk
+        rows += np.float32(0.0)  # -0.0 reads as 0.0
+        words = _mixed(rows.view(np.uint64))  # [n, W]
+        with np.errstate(over="ignore"):
+            out[start : start + step] = words @ constants  # [n, 2], wrapping mod 2⁶⁴
+    return out
 
 
 def _mixed(words: np.ndarray) -> np.ndarray:

@@ -236,14 +236,15 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     return {"data": data, "spec": spec, "plan": plan, "pool_rows": pool_rows, "test_rows": test_rows, "dropped": dropped}
 
 
-def repeated_rows_note(x: np.ndarray) -> list[str]:
-    """A note on the pool rows [N, D] whose features repeat an earlier row's (`activebayes.same_rows`), or none."""
+def repeated_rows_note(x: np.ndarray, pool_rows: np.ndarray) -> list[str]:
+    """A note on the pool rows `pool_rows` [N] of the features `x` whose features repeat an earlier pool row's
+    (`activebayes.same_rows`), or none. Every row of `x` is fingerprinted and the pool's picked (no copy of x[pool_rows])."""
     from activebayes.same_rows import first_of_each, row_fingerprints
 
-    distinct = len(first_of_each(row_fingerprints(x)))
-    if distinct == len(x):
+    distinct = len(first_of_each(row_fingerprints(x)[pool_rows]))
+    if distinct == len(pool_rows):
         return []
-    return [f"{len(x) - distinct} pool rows repeat another row's features (the same text or values under another key; {distinct} "
+    return [f"{len(pool_rows) - distinct} pool rows repeat another row's features (the same text or values under another key; {distinct} "
             "different rows in all): a round asks about one of each at a time, and its estimates count every row"]  # fmt: skip
 
 
@@ -359,7 +360,7 @@ def register_pool(
         )  # fmt: skip
         data, plan = table["data"], table["plan"]
         key_column = plan.key_column
-        notes = plan.notes + notes + repeated_rows_note(data.x[table["pool_rows"]])
+        notes = plan.notes + notes + repeated_rows_note(data.x, table["pool_rows"])
     else:
         data = load_dataset(file, format=fmt, classes=classes, image_layout=image_layout)
     cache = None

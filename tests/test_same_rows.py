@@ -35,6 +35,20 @@ def test_distinct_random_rows_stay_apart():
     assert first_of_each(row_fingerprints(x)).tolist() == sorted(expected.tolist())
 
 
+def test_rows_fingerprinted_chunk_by_chunk_equal_all_at_once(monkeypatch):
+    """A row's fingerprint is its own: chunks of 1 row or 3 rows (of 5 values, an odd width
+    padded in each chunk) give the fingerprints of one chunk of all 37 rows."""
+    import activebayes.same_rows as same_rows
+
+    x = np.random.default_rng(1).integers(0, 2, size=(37, 5)).astype(np.float32)
+    x[5] = -0.0
+    whole = row_fingerprints(x)
+    for rows in (1, 3):
+        monkeypatch.setattr(same_rows, "_CHUNK_BYTES", rows * 4 * 5)
+        assert row_fingerprints(x).tolist() == whole.tolist()
+    assert first_of_each(whole).tolist() == sorted(np.unique(x + np.float32(0.0), axis=0, return_index=True)[1].tolist())
+
+
 def test_shapes_are_checked():
     with pytest.raises(ShapeError, match="expected rows"):
         row_fingerprints(np.float32(1.0))
