@@ -52,7 +52,7 @@ import numpy as np
 
 from activebayes.data.clock_columns import DURATION, TIME_KIND, time_values
 from activebayes.data.csv_table import CsvTable, shown
-from activebayes.data.features import is_number, one_hot_codes, unseen_category
+from activebayes.data.features import is_number, unseen_category
 from activebayes.data.frequent_levels import OTHER
 from activebayes.data.skewed_columns import negative_value_error
 from activebayes.data.parsed_columns import (CALENDAR_PARTS, CLOCK_PARTS, DATE_ORDERS, UNIT_PREFIX, calendar_features, clock_features,
@@ -342,7 +342,7 @@ def apply_table_spec(table: CsvTable, spec: dict[str, Any], columns: list[dict[s
     columns = columns if columns is not None else list(spec["columns"])
     tokens = spec.get("na_values", ())
     n = len(table)
-    blocks: list[np.ndarray] = []
+    blocks: list[np.ndarray | tuple[np.ndarray, int]] = []  # [N, k] float32, or a categorical's (indices [N], K): `_side_by_side`
     names: list[str] = []
     for c in columns:
         name, kind = c["name"], c["kind"]
@@ -360,16 +360,32 @@ def apply_table_spec(table: CsvTable, spec: dict[str, Any], columns: list[dict[s
             parts = (*CALENDAR_PARTS, *CLOCK_PARTS[: 2 * bool(c["clock"])]) if kind == "date" else CLOCK_PARTS
             names.extend(f"{name} ({part})" for part in parts)
         elif kind == "categorical":
-            blocks.append(one_hot_codes(_category_indices(table, c, missing), len(c["categories"]) + bool(c.get("other"))))
+            blocks.append((_category_indices(table, c, missing), len(c["categories"]) + bool(c.get("other"))))
             names.extend(f"{name}={level}" for level in [*c["categories"], *[OTHER] * bool(c.get("other"))])
         else:
             cells = table.column(name)
             blocks.append(apply_text_model(c, ["" if gap else v for v, gap in zip(cells, missing)]).astype(np.float32))
-            names.extend(f"{name}[{k}]" for k in range(blocks[-1].shape[1]))
+            names.extend(f"{name}[{k}]" for k in range(blocks[-1].shape[1]))  # type: ignore[union-attr]
         if c.get("indicator"):
             blocks.append(missing.astype(np.float32)[:, None])
             names.append(f"{name} (missing)")
-    return (np.concatenate(blocks, axis=1) if blocks else np.zeros((n, 0), dtype=np.float32)), names
+    return _side_by_side(blocks, n), names
+
+
+def _side_by_side(blocks: list[np.ndarray | tuple[np.ndarray, int]], n: int) -> np.ndarray:
+    """[N, D] float32: the blocks side by side, D the sum of their widths, written into one
+    array made once; a categorical block (indices [N] in 0..K-1, K) as its one-hot [N, K],
+    out[i, start + index[i]] = 1, set in place, so no [N, K] block of its own is ever made."""
+    widths = [block[1] if isinstance(block, tuple) else block.shape[1] for block in blocks]
+    out = np.zeros((n, sum(widths)), dtype=np.float32)
+    start = 0
+    for block, width in zip(blocks, widths):
+        if isinstance(block, tuple):
+            out[np.arange(n), start + block[0]] = 1.0
+        else:
+            out[:, start : start + width] = block
+        start += width
+    return out
 
 
 def raw_cells(table: CsvTable, columns: list[dict[str, Any]], na_values: Sequence[str] = ()) -> Any:

@@ -63,6 +63,9 @@ are `activebayes.data.table_spec`'s.
 Memory. The table is read column by column (`activebayes.data.csv_table`: numbers as float64,
 other cells as codes into their distinct texts) and each transformer is fitted on its own column
 alone, as the ColumnTransformer would fit it, so no [N, M] matrix of Python objects is built.
+The features [N, D] float32 are made once, each column's block written into them and a
+categorical column's one-hot set in place (`table_spec.apply_table_spec`), never assembled from
+[N, k] copies.
 """
 
 from __future__ import annotations
