@@ -238,6 +238,26 @@ def test_image_folder_pixels_are_cached(db, tmp_path):
     assert db_dump(db) == before
 
 
+def test_the_cache_files_are_the_bytes_np_save_writes(tmp_path, monkeypatch):
+    """`_write_npy` streams blocks (here of 3 rows, or 1) and converts float64 to float32 block by
+    block: the file is np.save's of the converted array, and the sha256 it returns is the file's."""
+    import activebayes.data.feature_cache as feature_cache
+    from activebayes.data.dataset import sha256_file
+
+    x = np.random.default_rng(0).normal(size=(10, 4))
+    rows = np.zeros(10, dtype=[("key", "<U3"), ("label", "<U2"), ("offset", "<i8")])
+    rows["key"], rows["offset"] = [f"k{i}" for i in range(10)], np.arange(10) * 17
+    for array, dtype in ((x, np.float32), (rows, None), (x[:0], np.float32)):
+        expected = tmp_path / "expected.npy"
+        np.save(expected, array if dtype is None else array.astype(dtype))
+        for block in (48, 1):
+            monkeypatch.setattr(feature_cache, "_CHUNK_BYTES", block)
+            written = tmp_path / "written.npy"
+            digest = feature_cache._write_npy(written, array, dtype)
+            assert written.read_bytes() == expected.read_bytes() and digest == sha256_file(written)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["expected.npy", "written.npy"]  # no partial file left
+
+
 # ---- the reader behind it -------------------------------------------------------------------------
 
 

@@ -35,6 +35,7 @@ neither's rebuild or deletion touches the other's.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import os
@@ -52,7 +53,7 @@ VERSION = 1
 CACHED_FORMATS = ("csv", "image-folder")
 FEATURES_SUFFIX = ".features.npy"
 ROWS_SUFFIX = ".rows.npy"
-_CHUNK_ROWS = 65_536
+_CHUNK_BYTES = 1 << 24  # bytes of .npy written at a time
 _log = logging.getLogger(__name__)
 
 
@@ -66,24 +67,40 @@ def spec_sha256(data_format: str | None, settings: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(made_from, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _write_npy(path: Path, array: np.ndarray) -> str:
-    """Write `array` as .npy (in row chunks, through a temporary file renamed when whole); returns its sha256."""
+def _write_npy(path: Path, array: np.ndarray, dtype: Any = None) -> str:
+    """Write `array` as .npy of `dtype` (default its own), a block of about _CHUNK_BYTES at a
+    time, through a temporary file renamed when whole; returns its sha256, taken on the way.
+    Neither a converted copy of the array nor a mapping of the file is made, so writing takes
+    one block's memory (a memory-mapped output keeps every page written resident)."""
+    dtype = np.dtype(array.dtype if dtype is None else dtype)
+    header = _npy_header(dtype, array.shape)
+    digest = hashlib.sha256(header)
+    step = max(1, _CHUNK_BYTES // max(1, dtype.itemsize * int(np.prod(array.shape[1:]))))  # rows a block
     tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:
-        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=array.dtype, shape=array.shape)
-        for start in range(0, array.shape[0], _CHUNK_ROWS):
-            out[start : start + _CHUNK_ROWS] = array[start : start + _CHUNK_ROWS]
-        out.flush()
-        del out
+        with tmp.open("wb") as fh:
+            fh.write(header)
+            for start in range(0, array.shape[0], step):
+                block = np.ascontiguousarray(array[start : start + step], dtype=dtype)
+                digest.update(block)
+                fh.write(block)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-    return sha256_file(path)
+    return digest.hexdigest()
 
 
-def _features_of(data: Dataset) -> np.ndarray:
-    """The features as float32 (an image folder's pixels are already in [0, 1])."""
-    return data.x if data.x.dtype == np.float32 else np.asarray(data.x, dtype=np.float32)
+def _npy_header(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
+    """The .npy header of a C-ordered array, as `np.save` and `open_memmap` write it: format 1.0,
+    or 2.0 for a header over 64 KiB (a structured dtype of very many fields)."""
+    fields = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": tuple(shape)}
+    out = io.BytesIO()
+    try:
+        np.lib.format.write_array_header_1_0(out, fields)
+    except ValueError:
+        out = io.BytesIO()
+        np.lib.format.write_array_header_2_0(out, fields)
+    return out.getvalue()
 
 
 def _rows_of(data: Dataset) -> np.ndarray | None:
@@ -125,7 +142,7 @@ def _table_of(data: Dataset) -> dict[str, Any] | None:
 
 def _write_files(data: Dataset, features_path: Path, rows_path: Path) -> tuple[str, str | None]:
     rows = _rows_of(data)
-    features_sha = _write_npy(features_path, _features_of(data))
+    features_sha = _write_npy(features_path, data.x, np.float32)  # an image folder's pixels are float32 in [0, 1] already
     rows_sha = _write_npy(rows_path, rows) if rows is not None else None
     return features_sha, rows_sha
 
