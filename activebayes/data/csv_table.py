@@ -40,7 +40,7 @@ from activebayes.errors import DataError
 CSV_DELIMITERS = (",", ";", "\t")
 _SHOWN_MAX = 60  # characters of a cell quoted in a message
 _DATA_LIKE = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+(\.\d*)?[eE][+-]?\d+)$")
-CHUNK_ROWS = 32_768  # records decoded at a time
+CHUNK_ROWS = 8_192  # records decoded at a time
 
 
 def shown(value: Any) -> str:
