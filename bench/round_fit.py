@@ -6,7 +6,7 @@ What `activebayes round` fits on a table: mc-dropout over the default MLP (D -> 
 dropout 0.5), its training sized to the labels as the CLI sizes it (`SizedFit`: at least 50
 epochs and 500 steps of 64), on L labelled rows of D standard-normal features and C = 5 classes.
 Before, the fit ran on torch's intra-op threads (--threads, default: torch's own, one a core);
-now `SizedFit` trains on one (`one_intra_op_thread`). The networks are small, so the threads
+now `SizedFit` trains on one (`training_threads`). The networks are small, so the threads
 share little work and wait on each other at every step: on 2 cores shared with other work the
 earlier fit of 20 labels took 50 s of a 116 s round (1.7 s on one thread). Both paths run here,
 alternating, best of --repeats each (wall and CPU seconds), with the largest difference of
@@ -16,7 +16,6 @@ threads change only the float rounding of the steps). Ratio: before / now.
 
 from __future__ import annotations
 
-import contextlib
 import time
 
 import numpy as np
@@ -33,16 +32,16 @@ CLASSES = 5
 
 def fit(x: torch.Tensor, y: torch.Tensor, *, one_thread: bool) -> tuple[float, float, torch.Tensor]:
     """(wall s, CPU s, mean predicted probabilities [1000, C]) of one SizedFit, on one thread or torch's."""
-    original = threads_module.one_intra_op_thread
+    original = threads_module.is_small_mlp
     if not one_thread:
-        threads_module.one_intra_op_thread = contextlib.nullcontext  # the earlier path: no thread change
+        threads_module.is_small_mlp = lambda model: False  # the earlier path: no thread change
     try:
         sized = SizedFit(resolve_posterior("mc-dropout"), mlp(x.shape[1], CLASSES), {"device": "cpu"}, seed=0)
         wall, cpu = time.perf_counter(), time.process_time()
         posterior = sized.fit(x, y)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     finally:
-        threads_module.one_intra_op_thread = original
+        threads_module.is_small_mlp = original
     torch.manual_seed(0)
     with torch.inference_mode():
         probs = posterior.predict_proba(x[:1000])

@@ -377,8 +377,8 @@ class SizedFit:
         from activebayes.posteriors.standardised import standardised  # regression targets in any units, as the loop's
         from activebayes_cli._threads import training_threads
 
-        with training_threads(self.model_fn):  # one thread for a small MLP's steps
-            return standardised(self.cls(self.model_fn, seed=self.seed, train=train, **self.kwargs)).fit(x, y)
+        with training_threads(self.model_fn) as model_fn:  # one thread for a small MLP's steps, decided at its first build
+            return standardised(self.cls(model_fn, seed=self.seed, train=train, **self.kwargs)).fit(x, y)
 
 
 def training_record(cls: Any, labelled: int, epochs: int | None) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from typing import Any
 
 #: The most parameters of a network `training_threads` trains on one thread: the default MLP of a
@@ -34,14 +34,58 @@ def one_intra_op_thread() -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
-def training_threads(model_fn: Callable[[], Any]) -> AbstractContextManager[None]:
-    """`one_intra_op_thread()` for training a small multi-layer perceptron (every layer with
-    parameters a `Linear`, at most SMALL_NETWORK parameters in all: the CLI's `--model mlp` and
-    `auto` candidates, or a user's network of that kind), else torch's threads as they are: a
-    convolutional or a large network (a user's `module:factory`) has work per step to share."""
+def is_small_mlp(model: Any) -> bool:
+    """Whether `model` is a small multi-layer perceptron: every layer with parameters of its own a
+    `Linear`, at most SMALL_NETWORK parameters in all (the CLI's `--model mlp` and `auto`
+    candidates, or a user's network of that kind)."""
     from torch import nn
 
-    model = model_fn()
     layers = [m for m in model.modules() if next(m.parameters(recurse=False), None) is not None]
-    small = all(isinstance(m, nn.Linear) for m in layers) and sum(p.numel() for p in model.parameters()) <= SMALL_NETWORK
-    return one_intra_op_thread() if small else nullcontext()
+    return all(isinstance(m, nn.Linear) for m in layers) and sum(p.numel() for p in model.parameters()) <= SMALL_NETWORK
+
+
+class _ThreadsByFirstNetwork:
+    """`model_fn` as it is, except that while `training_threads` is open the first network it
+    builds decides the threads: one intra-op thread for a small MLP (`is_small_mlp`) unless
+    OMP_NUM_THREADS is set, torch's as they are otherwise. Pickled (a Ray worker's copy), it is the
+    plain `model_fn`."""
+
+    def __init__(self, model_fn: Callable[[], Any]) -> None:
+        self.model_fn = model_fn
+        self.deciding = True  # until the first network is built, or the block ends
+
+    def __call__(self) -> Any:
+        import torch
+
+        model = self.model_fn()
+        if self.deciding:
+            self.deciding = False
+            if is_small_mlp(model) and "OMP_NUM_THREADS" not in os.environ:
+                torch.set_num_threads(1)
+        return model
+
+    def __reduce__(self) -> tuple[Callable[[Any], Any], tuple[Any]]:
+        return _unwrapped, (self.model_fn,)
+
+
+def _unwrapped(model_fn: Callable[[], Any]) -> Callable[[], Any]:
+    return model_fn
+
+
+@contextmanager
+def training_threads(model_fn: Callable[[], Any]) -> Iterator[Callable[[], Any]]:
+    """A block that trains networks from `model_fn`: yields the factory to train them with, which
+    builds as `model_fn` does and, at its first network, runs the rest of the block on one
+    intra-op thread if that network is a small MLP (`is_small_mlp`; unless OMP_NUM_THREADS says
+    otherwise), else on torch's threads as they are: a convolutional or a large network (a user's
+    `module:factory`) has work per step to share. The decision costs no build of its own: a large
+    factory builds only the networks the posterior trains. torch's threads are restored after."""
+    import torch
+
+    threads = torch.get_num_threads()
+    factory = _ThreadsByFirstNetwork(model_fn)
+    try:
+        yield factory
+    finally:
+        factory.deciding = False  # a later build (a refit of the posterior) changes no threads
+        torch.set_num_threads(threads)
