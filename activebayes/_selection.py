@@ -79,9 +79,11 @@ class PoolSelection:
         """{"labels": L, "classes": C} when `first="auto"` makes a round with L labels take a
         typical batch: a classification project with its C classes known, and L + k ≤ 2 · C
         (k the round's batch size), else None."""
+        from activebayes.acquisition.typical import first_batch_as_run
+
         classes = len(self._info.classes or [])
         budget = TYPICAL_LABELS_PER_CLASS * classes  # labels, this round's batch included
-        if self.first != "auto" or self._info.task != "classification" or labelled >= budget:
+        if first_batch_as_run(self.first, self._info.task) != "auto" or labelled >= budget:
             return None  # (checked before the count, which costs a query)
         k = min(self.batch_size, self.store.count_candidates(self.project))
         return {"labels": labelled, "classes": classes} if labelled + k <= budget else None

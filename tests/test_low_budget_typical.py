@@ -142,3 +142,26 @@ def test_the_benchmark_takes_auto_as_a_first_batch(arm, problem):
     found = run.arm_problem(arm, "classification")
     assert (found is None) if problem is None else (problem in found)
     np.testing.assert_equal(run.arm_parts(arm)[:2], arm.split("/"))
+
+
+def test_auto_takes_typical_batches_on_classification_only():
+    from activebayes.acquisition.typical import first_batch_as_run
+
+    assert first_batch_as_run("auto", "classification") == "auto" and first_batch_as_run("auto", "regression") == "random"
+    for task in ("classification", "regression"):
+        assert first_batch_as_run("random", task) == "random" and first_batch_as_run("typical", task) == "typical"
+
+
+def test_the_loop_and_the_benchmark_read_the_rule_from_one_place(monkeypatch):
+    """Were `first="auto"` typical on a regression too, the loop's rounds and the benchmark's
+    marking of the default arm would both say so."""
+    import activebayes.acquisition.typical as typical
+    from test_benchmark import _module
+
+    from activebayes_cli._model import default_acquisition
+
+    arms, acquisition = _module("arms"), default_acquisition("regression")
+    assert rule(task="regression", classes=5) is None and arms.is_default(f"{acquisition}/random", "regression")
+    monkeypatch.setattr(typical, "first_batch_as_run", lambda first, task: first, raising=False)
+    assert rule(task="regression", classes=5) == {"labels": 0, "classes": 5}
+    assert not arms.is_default(f"{acquisition}/random", "regression") and arms.is_default(f"{acquisition}/auto", "regression")

@@ -18,6 +18,8 @@ sees); an image pool's pixels flattened and projected on their first 50 principa
 seeded, so a seed gives the same batch on the same machine.
 
     idx = typical_batch(x, k=10, seed=0)        # x [N, D] (or [N, C, H, W]); idx [k] long
+
+A loop's `first="auto"` takes such batches on classification only (`first_batch_as_run`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,18 @@ MIN_CLUSTER = 5
 MAX_NEIGHBOURS = 20
 PCA_DIMS = 50
 KMEANS_FULL_UP_TO = 50  # clusters; MiniBatchKMeans above
+
+
+def first_batch_as_run(first: str, task: str) -> str:
+    """The early-round batch a loop's `first` ("random", "typical" or "auto") gives on `task`
+    ("classification" or "regression"): "auto" takes typical batches on classification only
+    (TypiClust's budget is counted in labels a class; `activebayes._selection` says which rounds)
+    and is "random", a uniform first batch, on a regression; "random" and "typical" as they are.
+
+    >>> first_batch_as_run("auto", "regression"), first_batch_as_run("auto", "classification")
+    ('random', 'auto')
+    """
+    return "random" if first == "auto" and task != "classification" else first
 
 
 def embed(x: np.ndarray | torch.Tensor, *, seed: int = 0) -> np.ndarray:

@@ -21,12 +21,6 @@ def arm_parts(arm: str) -> tuple[str, str | None, bool]:
     return acquisition, first or ("random" if acquisition == "random" else None), cover == "cover"
 
 
-def _first_as_run(first: str, task: str) -> str:
-    """The first batch a run takes: `first="auto"` takes typical items on classification only
-    (activebayes._selection), a uniform batch on regression."""
-    return "random" if first == "auto" and task != "classification" else first
-
-
 def default_arm(task: str) -> str:
     """The arm a round with no --acquisition and no --first runs on `task`, e.g.
     "power-margin/auto" for classification."""
@@ -39,9 +33,10 @@ def is_default(arm: str, task: str) -> bool:
     """Whether `arm` runs as the CLI's defaults do on `task` (the same acquisition, first batch
     and cover_classes): on regression "auto/random" is "auto/auto", since `--first auto` is a
     uniform first batch there."""
+    from activebayes.acquisition.typical import first_batch_as_run
     from activebayes_cli._model import DEFAULT_COVER_CLASSES, DEFAULT_FIRST
 
     acquisition, first, cover = arm_parts(arm)
     want, want_first, _ = arm_parts(default_arm(task))
     return (acquisition == want and cover == DEFAULT_COVER_CLASSES
-            and _first_as_run(first or DEFAULT_FIRST, task) == _first_as_run(want_first or DEFAULT_FIRST, task))  # fmt: skip
+            and first_batch_as_run(first or DEFAULT_FIRST, task) == first_batch_as_run(want_first or DEFAULT_FIRST, task))  # fmt: skip
