@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import logging
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -239,23 +240,31 @@ def test_image_folder_pixels_are_cached(db, tmp_path):
 
 
 def test_the_cache_files_are_the_bytes_np_save_writes(tmp_path, monkeypatch):
-    """`_write_npy` streams blocks (here of 3 rows, or 1) and converts float64 to float32 block by
-    block: the file is np.save's of the converted array, and the sha256 it returns is the file's."""
+    """The cache's files are written in blocks (here of 3 rows, or 1, where the writer has blocks)
+    with float64 features converted to float32 block by block: each file is np.save's of the
+    converted array, and each sha256 recorded is the file's."""
     import activebayes.data.feature_cache as feature_cache
     from activebayes.data.dataset import sha256_file
 
+    class Pool(SimpleNamespace):  # what the writer reads of a csv pool's Dataset
+        def __len__(self) -> int:
+            return len(self.x)
+
     x = np.random.default_rng(0).normal(size=(10, 4))
+    offsets = np.arange(10) * 17
     rows = np.zeros(10, dtype=[("key", "<U3"), ("label", "<U2"), ("offset", "<i8")])
-    rows["key"], rows["offset"] = [f"k{i}" for i in range(10)], np.arange(10) * 17
-    for array, dtype in ((x, np.float32), (rows, None), (x[:0], np.float32)):
-        expected = tmp_path / "expected.npy"
-        np.save(expected, array if dtype is None else array.astype(dtype))
+    rows["key"], rows["label"], rows["offset"] = [f"k{i}" for i in range(10)], ["a", "bb"] * 5, offsets
+    for n in (10, 0):
+        pool = Pool(format="csv", x=x[:n], keys=rows["key"][:n], y=rows["label"][:n], raw=SimpleNamespace(offsets=offsets[:n]))
+        for name, array in (("features", x[:n].astype(np.float32)), ("rows", rows[:n])):
+            np.save(tmp_path / f"expected-{name}.npy", array)
         for block in (48, 1):
-            monkeypatch.setattr(feature_cache, "_CHUNK_BYTES", block)
-            written = tmp_path / "written.npy"
-            digest = feature_cache._write_npy(written, array, dtype)
-            assert written.read_bytes() == expected.read_bytes() and digest == sha256_file(written)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["expected.npy", "written.npy"]  # no partial file left
+            monkeypatch.setattr(feature_cache, "_CHUNK_BYTES", block, raising=False)
+            digests = feature_cache._write_files(pool, tmp_path / "features.npy", tmp_path / "rows.npy")
+            for name, digest in zip(("features", "rows"), digests):
+                written = tmp_path / f"{name}.npy"
+                assert written.read_bytes() == (tmp_path / f"expected-{name}.npy").read_bytes() and digest == sha256_file(written)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["expected-features.npy", "expected-rows.npy", "features.npy", "rows.npy"]  # no partial file
 
 
 # ---- the reader behind it -------------------------------------------------------------------------

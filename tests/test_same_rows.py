@@ -44,7 +44,7 @@ def test_rows_fingerprinted_chunk_by_chunk_equal_all_at_once(monkeypatch):
     x[5] = -0.0
     whole = row_fingerprints(x)
     for rows in (1, 3):
-        monkeypatch.setattr(same_rows, "_CHUNK_BYTES", rows * 4 * 5)
+        monkeypatch.setattr(same_rows, "_CHUNK_BYTES", rows * 4 * 5, raising=False)
         assert row_fingerprints(x).tolist() == whole.tolist()
     assert first_of_each(whole).tolist() == sorted(np.unique(x + np.float32(0.0), axis=0, return_index=True)[1].tolist())
 
