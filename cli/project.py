@@ -1,5 +1,6 @@
 """`activebayes init`, `status` and `migrate`: create a project, see where it stands, bring an older
-database's schema up to date (`export` is `activebayes_cli.export`).
+database's schema up to date and PostgreSQL's planner statistics with it (`export` is
+`activebayes_cli.export`).
 
 `status` only reads: it opens the store read-only (`CliState.store()`), so an empty or missing
 database is a one-line mistake and nothing, not even the schema, is written.
@@ -284,7 +285,8 @@ def status(ctx: typer.Context) -> None:
 
 @app.command(short_help="Upgrade an older database's schema (nothing is lost).")
 def migrate(ctx: typer.Context) -> None:
-    """Upgrade the database's schema to this activebayes version (projects, labels and rounds are kept)."""
+    """Upgrade the database's schema to this activebayes version (projects, labels and rounds are
+    kept); on PostgreSQL also refresh the planner's statistics of its tables (ANALYZE)."""
     from activebayes.store import PoolStore
     from activebayes.store.store import SchemaMissingError, SchemaVersionError
 
@@ -299,11 +301,12 @@ def migrate(ctx: typer.Context) -> None:
         before = None  # st.store() below says so in one line
     store = st.store(upgrade=True)  # a missing or newer database: one line, nothing written
     after = store.schema_revision()
+    analyzed = store.refresh_statistics()  # PostgreSQL: a pool imported before imports analysed plans by its rows
     st.out.result(
-        {"db": shown_url(st.db), "from": before, "to": after, "upgraded": before != after},
+        {"db": shown_url(st.db), "from": before, "to": after, "upgraded": before != after, "analyzed": analyzed},
         lambda c: c.print(
-            f"Upgraded the schema of {shown_url(st.db)} from {before} to {after}."
-            if before != after
-            else f"The schema of {shown_url(st.db)} is up to date ({after})."
+            (f"Upgraded the schema of {shown_url(st.db)} from {before} to {after}."
+             if before != after else f"The schema of {shown_url(st.db)} is up to date ({after}).")
+            + (f" Refreshed the planner's statistics of its {len(analyzed)} tables (ANALYZE)." if analyzed else "")
         ),
-    )
+    )  # fmt: skip

@@ -64,3 +64,40 @@ def test_a_bulk_import_leaves_postgresql_statistics_of_its_rows(pg_url, tmp_path
         store.add_items("p", rows=np.arange(400, 450))
         with store.transaction(write=False) as s:
             assert s.scalar(text(tuples), {"t": "items"}) == 450
+
+
+def test_migrate_analyses_a_postgresql_database_filled_without_statistics(pg_url, monkeypatch, tmp_path):
+    """A pool imported before imports ran ANALYZE reads as empty to the planner until autovacuum
+    (kept off here) gets to it; `activebayes migrate` refreshes every table's statistics, also on
+    a database whose schema is up to date."""
+    import json
+
+    from sqlalchemy import text
+
+    from activebayes.store import bulk_sql, pool_append, project_methods
+    from activebayes_cli.main import app
+    from cli_checks import run
+
+    for module in (bulk_sql, pool_append, project_methods):
+        monkeypatch.setattr(module, "analyze", lambda session, *tables: None)  # as imports were before
+    stats = "SELECT c.reltuples, s.last_analyze FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid WHERE c.oid = to_regclass(:t)"
+    (tmp_path / "pool.csv").write_text("x\n")
+    with PoolStore(pg_url) as store:
+        with store.transaction() as s:
+            for table in ("items", "observations"):
+                s.execute(text(f"ALTER TABLE {table} SET (autovacuum_enabled = false)"))
+        store.create_project("p", classes=[0, 1])
+        store.import_pool("p", tmp_path / "pool.csv", pool_rows=np.arange(300), test_rows=np.arange(300, 400),
+                          test_keys=[str(i) for i in range(300, 400)], observations=[(str(i), i % 2) for i in range(300, 400)])  # fmt: skip
+        with store.transaction(write=False) as s:
+            before = [tuple(s.execute(text(stats), {"t": t}).one()) for t in ("items", "observations")]
+    assert all(tuples <= 0 and analysed is None for tuples, analysed in before)  # never analysed: -1 (or 0) rows to the planner
+    monkeypatch.undo()
+    result = run("--db", pg_url, "--json", "migrate")
+    assert result.exit_code == 0, result.output
+    with PoolStore(pg_url) as store, store.transaction(write=False) as s:
+        after = [tuple(s.execute(text(stats), {"t": t}).one()) for t in ("items", "observations")]
+    assert [tuples for tuples, _ in after] == [400, 100] and all(analysed is not None for _, analysed in after)
+    done = json.loads(result.stdout)
+    assert not done["upgraded"] and {"items", "observations", "projects"} <= set(done["analyzed"])
+    assert "Refreshed the planner's statistics of its" in run("--db", pg_url, "migrate").stdout

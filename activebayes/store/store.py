@@ -112,6 +112,22 @@ class PoolStore(ProjectMethods, RoundMethods, LabellingMethods):
         """The database's schema revision (Alembic), None at base."""
         return schema_revision(self.engine)
 
+    def refresh_statistics(self) -> list[str]:
+        """PostgreSQL: ANALYZE every activebayes table in one transaction, so that a database
+        filled before imports refreshed the planner's statistics themselves (`bulk_sql.analyze`)
+        plans its label joins by the rows it holds, not as nearly empty tables, without waiting
+        for autovacuum; returns the tables analysed. Nothing on SQLite ([]): its plans here
+        follow the indexes, and statistics (sqlite_stat1) would only add a way for them to change."""
+        from activebayes.store.bulk_sql import analyze
+        from activebayes.store.models import Base
+
+        if self.engine.dialect.name != "postgresql":
+            return []  # (no transaction: a read-only SQLite file stays readable by `migrate`)
+        tables = Base.metadata.sorted_tables
+        with self.transaction() as session:
+            analyze(session, *tables)
+        return [table.name for table in tables]
+
     # ---- transactions -------------------------------------------------------------------
     @contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[Session]:
