@@ -135,14 +135,14 @@ def project_status(store: Any, project: str, name: Callable[[Any], str] | None =
 
 
 def status_version(store: Any, project: str) -> str:
-    """A short hash of what the status page shows, from counts alone: the latest round and its
-    stage, the pool, test, labelled and candidate counts, and each labeller's answers and last
-    answer (an answer taken back and given again moves the last). Equal versions: the same page."""
+    """A short hash of what the status page shows, from four counts: the latest round and its
+    stage, the items (`pool add --append` adds some), the labelled ones, and each labeller's
+    answers and last answer (an answer taken back and given again moves the last). The candidates
+    left change only with these (a label, a round's queries). Equal versions: the same page."""
     latest = store.latest_round(project)
     seen = {
         "round": [latest.number, latest.status.value] if latest is not None else None,
-        "counts": [store.count_items(project, split="pool"), store.count_items(project, split="test"),
-                   store.count_labelled(project), store.count_candidates(project)],  # fmt: skip
+        "counts": [store.count_items(project), store.count_labelled(project)],
         "labellers": [[who, answers, str(last)] for who, answers, _, last in store.answer_counts(project)],
     }
     return hashlib.sha256(json.dumps(seen, sort_keys=True).encode()).hexdigest()[:16]
