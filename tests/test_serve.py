@@ -176,7 +176,7 @@ def test_image_text_and_regression_pages(db_url, tmp_path, monkeypatch):
             assert response.status_code == 400 and "number" in response.json()["message"]
         assert "write 1500 or 1.5" in response.json()["message"]
         assert db_dump(db_url) == before
-        assert page.answer(plots[1], "0,75")["value"] == "0,75"  # a decimal comma reads one way only
+        assert page.answer(plots[1], "0,75")["value"] == "0.75"  # a decimal comma reads one way only; shown as stored
     del digits, reviews
     with PoolStore(db_url) as store:
         states = store.label_states("yield", plots[:2])
@@ -195,7 +195,7 @@ def test_a_regression_page_of_a_pool_written_with_decimal_commas(db_url, tmp_pat
         response = page.post("answer", round=1, key=plots[0], value="1.500")
         assert response.status_code == 400 and response.json()["message"].startswith("'1.500' could be 1500 or 1,5")
         assert db_dump(db_url) == before
-        assert page.answer(plots[0], "3,25")["value"] == "3,25" and page.answer(plots[1], "4.5")["value"] == "4.5"
+        assert page.answer(plots[0], "3,25")["value"] == "3.25" and page.answer(plots[1], "4.5")["value"] == "4.5"  # as stored
     with PoolStore(db_url) as store:
         states = store.label_states("ernte", plots[:2])
     assert {k: s["label"] for k, s in states.items()} == {plots[0]: "3.25", plots[1]: "4.5"}
@@ -229,7 +229,7 @@ def test_status_page_counts_labellers_and_learning_curve(blobs):
 
 
 # ---- security: every item of README.md's list --------------------------------------------------------
-ROUTES = [("get", "label"), ("get", "status"), ("get", "progress"), ("get", "image"), ("post", "next"), ("post", "renew"),
+ROUTES = [("get", "label"), ("get", "status"), ("get", "summary"), ("get", "progress"), ("get", "image"), ("post", "next"), ("post", "renew"),
           ("post", "answer"), ("post", "skip"), ("post", "undo"), ("post", "round")]  # fmt: skip
 
 

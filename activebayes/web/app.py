@@ -7,10 +7,13 @@ Routes (every one under /p/{project}/ needs `?token=` of a grant for that projec
 
     GET  /p/{project}/label      the labelling page (a shell; its script asks for the first item)
     GET  /p/{project}/status     counts, labellers, learning curve, rounds
+    GET  /p/{project}/summary    {"version"}: changes whenever the status page would (it asks every few
+                                 seconds, and fetches itself again when it changed)
     GET  /p/{project}/image      ?round=&key= the image of one of the waiting round's queries
 
 An item is named by its key, or in an image pool by "query R" (`Labelling.name`: file paths may
 spell the class), in "key" of the requests, "shown" and "key" of the answers, and the card.
+The card says first what it asks (`question.asked`: "Which class is this item? a, b or c").
 The card shows the round's prediction for the item ("model: 7 (62%)"; for regression the mean ±
 sd, and the mean as the number box's placeholder) only with `ServeConfig.show_model_guess`: the
 round asks about the items its model is unsure or wrong about, and a labeller shown its guess
@@ -44,9 +47,10 @@ from activebayes.store.engine import DATABASE_AWAY, database_gone
 from activebayes.web.access import SECURITY_HEADERS, AccessKeys, Grant
 from activebayes.web.items import image_pixels, image_png, original_image
 from activebayes.web.labelling import BadAnswer, Card, Labelling, Outcome
+from activebayes.web.question import asked
 from activebayes.web.rounds import STAGES, RoundWorker
 from activebayes.web.shortcuts import class_keys, digit_named
-from activebayes.web.status import open_queries, project_status
+from activebayes.web.status import open_queries, project_status, status_version
 
 HERE = Path(__file__).resolve().parent
 MAX_BODY = 64 * 1024  # an answer is a few hundred bytes
@@ -133,7 +137,7 @@ def create_app(config: ServeConfig) -> Any:
         guess = card.query.prediction if card.query is not None and config.show_model_guess else None
         html = templates.get_template("_card.html").render(card=card, info=page.info, token=grant.token, project=page.project, guess=guess,
                                                            rounds=worker.available, comma=page.writing == "decimal comma",
-                                                           answers=class_keys(page.info.classes or ()))  # fmt: skip
+                                                           question=asked(page.info), answers=class_keys(page.info.classes or ()))  # fmt: skip
         return {"card": html, "round": card.round, "shown": card.name,
                 "unlabelled": card.unlabelled, "held": card.held, "open": card.open}  # fmt: skip
 
@@ -167,9 +171,16 @@ def create_app(config: ServeConfig) -> Any:
     async def status_page(request: Request) -> Response:
         grant = grant_of(request)
         page = await run_in_threadpool(labelling, grant.project)  # items named as the labelling page names them
+        version = await run_in_threadpool(status_version, store, grant.project)  # before the figures: a change meanwhile shows again
         summary = await run_in_threadpool(project_status, store, grant.project, page.name)
-        return templates.TemplateResponse(request, "status.html", page_context(request, grant, s=summary, stages=STAGES,
-                                          answers_per_item=config.answers_per_item, by_rank=page.hides_keys))  # fmt: skip
+        latest = summary["latest"]
+        wanting = await run_in_threadpool(page.still_wanting, latest.number) if latest is not None and latest.status.waiting else 0
+        return templates.TemplateResponse(request, "status.html", page_context(request, grant, s=summary, stages=STAGES, version=version,
+                                          wanting=wanting, answers_per_item=config.answers_per_item, by_rank=page.hides_keys))  # fmt: skip
+
+    async def summary(request: Request) -> Response:
+        grant = grant_of(request)
+        return JSONResponse({"version": await run_in_threadpool(status_version, store, grant.project)})
 
     def image_bytes(project: str, number: str, key: str | None) -> tuple[bytes, str]:
         page = labelling(project)
@@ -267,6 +278,7 @@ def create_app(config: ServeConfig) -> Any:
     routes = [
         Route("/p/{project}/label", guarded(label_page)),
         Route("/p/{project}/status", guarded(status_page)),
+        Route("/p/{project}/summary", guarded(summary)),
         Route("/p/{project}/image", guarded(image)),
         Route("/p/{project}/progress", guarded(progress)),
         Route("/p/{project}/next", guarded(next_item), methods=["POST"]),

@@ -70,7 +70,8 @@ class Card:
 @dataclass(frozen=True)
 class Outcome:
     """What became of an action: `status` "saved" | "repeat" | "refused" | "undone" | "nothing";
-    `key` the item's name on the page (`Labelling.name`)."""
+    `key` the item's name on the page (`Labelling.name`); `value` the label as the store keeps it
+    (a regression answer "1e3" or " 3,5 " is "1000.0" or "3.5")."""
 
     status: str
     key: str | None = None
@@ -128,16 +129,23 @@ class Labelling:
         """The round's queries open to `labeller` and its counts (`_Openness`)."""
         queries = self.store.queries(self.project, number)
         unlabelled = sum(q.value is None for q in queries)
+        wanting, whos = self._wanting(number, queries)
+        queue = [q for q in wanting if labeller not in whos.get(q.key, ())]
+        return _Openness(queue, unlabelled, len(queries), len(wanting))
+
+    def _wanting(self, number: int, queries: list[Any]) -> tuple[list[Any], dict[str, set[str]]]:
+        """The queries of round `number` with fewer answers than `answers_per_item` (with one
+        answer per item: those without a label), and {key: who answered it} (empty with one)."""
         if self.answers_per_item == 1:
-            return _Openness([q for q in queries if q.value is None], unlabelled, len(queries), unlabelled)
-        answers = self.store.round_answers(self.project, number)
-        out, wanting = [], 0
-        for q in queries:
-            whos = {who for who, _ in answers.get(q.key, ())}
-            wanting += len(whos) < self.answers_per_item
-            if labeller not in whos and len(whos) < self.answers_per_item:
-                out.append(q)
-        return _Openness(out, unlabelled, len(queries), wanting)
+            return [q for q in queries if q.value is None], {}
+        whos = {key: {who for who, _ in given} for key, given in self.store.round_answers(self.project, number).items()}
+        return [q for q in queries if len(whos.get(q.key, ())) < self.answers_per_item], whos
+
+    def still_wanting(self, number: int) -> int:
+        """How many queries of round `number` wait for an answer, their first or, with several
+        answers per item, a further one: the next round run now goes without those. The
+        labelling page's card (`Card.wanting`) and the status page count them so."""
+        return len(self._wanting(number, self.store.queries(self.project, number))[0])
 
     def next_card(self, labeller: str, prefer: str | None = None) -> Card:
         """The first open item that is not held by others, leased to `labeller` (their lease on
@@ -231,7 +239,7 @@ class Labelling:
         if observation is None:
             current = self.store.label_states(self.project, [query.key])[query.key]["label"]
             return Outcome("repeat", name, current, f"{name}: {current!r} was already its label; recorded once")
-        return Outcome("saved", name, str(value).strip(), f"saved {name}")
+        return Outcome("saved", name, str(stored).strip(), f"saved {name}")  # as the store keeps it: 1e3 is 1000.0
 
     def skip(self, labeller: str, number: Any, key: Any) -> Outcome:
         query = self._query(number, key)

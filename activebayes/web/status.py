@@ -7,10 +7,16 @@ labeller may still be asked.
 
     summary = project_status(store, "digits", name=page.name)
     svg = curve_svg([(10, 0.61), (20, 0.74)], "accuracy")
+    version = status_version(store, "digits")   # changes whenever the page would
+
+The page follows the project by asking for `status_version` (a few counts, cheap) every few
+seconds and fetching itself again only when it changed.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -126,3 +132,17 @@ def project_status(store: Any, project: str, name: Callable[[Any], str] | None =
         "curve": curve_svg(points, metric) if metric else "",
         "disagreements": named_disagreements(store, project, latest.number, name) if latest is not None else [],
     }
+
+
+def status_version(store: Any, project: str) -> str:
+    """A short hash of what the status page shows, from four counts: the latest round and its
+    stage, the items (`pool add --append` adds some), the labelled ones, and each labeller's
+    answers and last answer (an answer taken back and given again moves the last). The candidates
+    left change only with these (a label, a round's queries). Equal versions: the same page."""
+    latest = store.latest_round(project)
+    seen = {
+        "round": [latest.number, latest.status.value] if latest is not None else None,
+        "counts": [store.count_items(project), store.count_labelled(project)],
+        "labellers": [[who, answers, str(last)] for who, answers, _, last in store.answer_counts(project)],
+    }
+    return hashlib.sha256(json.dumps(seen, sort_keys=True).encode()).hexdigest()[:16]

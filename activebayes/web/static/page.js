@@ -8,6 +8,7 @@
   const leaseSeconds = Number(body.dataset.lease || 120);
   const $ = (selector) => document.querySelector(selector);
   let busy = false;
+  let roundRunning = false;  // a round started from this page runs
   const STAGES_WAITING = "waiting for answers";  // web/rounds.py STAGES["queried"]
 
   async function post(action, payload) {
@@ -98,18 +99,23 @@
     else if ($("#card .card.empty")) watchRounds();
   }
 
-  // The round's progress (GET /progress): {running, error, round, stage}; an Error with the
-  // server's one line when it refuses (a restarted server's 403 is text, not JSON).
-  async function progressState() {
-    const response = await fetch(`${base}/progress?token=${encodeURIComponent(token)}`, { credentials: "omit" });
+  // GET `${base}/${path}` as text; an Error with the server's one line when it refuses (a
+  // restarted server's 403 is text, not JSON; a database away is JSON), `refused` on a 403.
+  async function getText(path) {
+    const response = await fetch(`${base}/${path}?token=${encodeURIComponent(token)}`, { credentials: "omit" });
     const text = await response.text();
     if (!response.ok) {
-      const error = new Error(text.split("\n")[0] || `the server answered ${response.status}`);
-      error.refused = true;
+      let message = text.split("\n")[0];
+      try { message = JSON.parse(text).message || message; } catch (_) { /* a line of text */ }
+      const error = new Error(message || `the server answered ${response.status}`);
+      error.refused = response.status === 403;  // a restarted server's new tokens: asking again cannot help
       throw error;
     }
-    return JSON.parse(text);
+    return text;
   }
+
+  // The round's progress (GET /progress): {running, error, round, stage}.
+  async function progressState() { return JSON.parse(await getText("progress")); }
 
   // A page with nothing to answer follows the rounds by itself: it shows the stage of a round
   // running (started on another labeller's page or in a terminal), and the next round's first
@@ -189,6 +195,7 @@
       const started = await post("round", {});
       if (progress) progress.textContent = started.message;
     } catch (err) {
+      roundRunning = false;
       ack(`the round did not start: ${err.message}`, false);
       return;
     }
@@ -197,15 +204,63 @@
       try {
         state = await progressState();
       } catch (err) {
+        roundRunning = false;
         ack(err.refused ? err.message : `no answer from the server: ${err.message}`, false);
         return;
       }
       if (progress) progress.textContent = state.round ? `round ${state.round}: ${state.stage}` : "starting";
       if (state.running) { setTimeout(poll, 1000); return; }
-      if (state.error) { ack(state.error, false); return; }
-      if (page === "label") act("next", {}); else window.location.reload();
+      if (state.error) { ack(state.error, false); }
+      roundRunning = false;
+      if (page === "label") { if (!state.error) act("next", {}); } else refreshStatus().catch((err) => ack(`${AWAY}${err.message}`, false));
     };
     setTimeout(poll, 500);
+  }
+
+  // The status page follows the project: every WATCH_MS it asks /summary (a few counts) and,
+  // when the version differs from the one it shows, fetches itself and replaces each part
+  // (data-live) that changed. A part is left as it is, and asked again next time, while the
+  // user is in it: typing in a field there, or with text selected there (to copy a key); one
+  // holding the focus on a button gets the focus back on the new one. The button's part waits
+  // while a round started here runs (its stage is on the page meanwhile).
+  function busyIn(part) {
+    const active = document.activeElement;
+    if (active && part.contains(active) && active.matches("input, textarea, select, [contenteditable]")) return true;
+    if (part.dataset.live === "action" && roundRunning) return true;
+    const selection = window.getSelection();
+    return Boolean(selection && !selection.isCollapsed && selection.rangeCount && selection.getRangeAt(0).intersectsNode(part));
+  }
+
+  async function refreshStatus() {
+    const shown = $("#status");
+    if (!shown) return;
+    const fresh = new DOMParser().parseFromString(await getText("status"), "text/html").querySelector("#status");
+    if (!fresh) return;
+    let stale = false;
+    document.querySelectorAll("#status [data-live]").forEach((part) => {
+      const next = fresh.querySelector(`[data-live="${part.dataset.live}"]`);
+      if (!next || next.innerHTML === part.innerHTML) { delete part.dataset.stale; return; }
+      if (busyIn(part)) { part.dataset.stale = "1"; stale = true; return; }  // the user is there: next time
+      const focused = part.contains(document.activeElement) && document.activeElement.id ? document.activeElement.id : null;
+      part.innerHTML = next.innerHTML;
+      delete part.dataset.stale;
+      if (focused && document.getElementById(focused)) document.getElementById(focused).focus();
+    });
+    if (!stale) shown.dataset.version = fresh.dataset.version;
+  }
+
+  function followStatus() {
+    setTimeout(async () => {
+      try {
+        const { version } = JSON.parse(await getText("summary"));
+        if ($("#ack") && $("#ack").textContent.startsWith(AWAY)) ack("", true);  // back
+        if (version !== $("#status").dataset.version) await refreshStatus();
+      } catch (err) {
+        if (err.refused) { ack(err.message, false); return; }  // a restarted server's new tokens: asking again cannot help
+        ack(`${AWAY}${err.message}`, false);
+      }
+      followStatus();
+    }, WATCH_MS);
   }
 
   document.addEventListener("click", (event) => {
@@ -218,7 +273,13 @@
     else if (button.id === "skip") skip();
     else if (button.id === "undo") act("undo", {});
     else if (button.id === "unskip") act("next", { unskip: true });
-    else if (button.id === "next-round") { button.disabled = true; nextRound(); }
+    else if (button.id === "next-round") {
+      // answers still to come (web/templates/_next_round.html): the round goes without them only when the user says so
+      if (button.dataset.confirm && !window.confirm(button.dataset.confirm)) return;
+      button.disabled = true;
+      roundRunning = true;
+      nextRound();
+    }
   });
 
   document.addEventListener("submit", (event) => {
@@ -281,6 +342,7 @@
     }
   });
 
+  if (page === "status") followStatus();
   if (page === "label") {
     act("next", {});
     setInterval(async () => {  // keep the lease on the item shown
