@@ -113,6 +113,13 @@ def test_a_stopwatch_column_is_seconds_and_recorded_so(tmp_path):
         apply_table_spec(read_csv_table(bad), spec)
 
 
+def test_a_stopwatch_time_beside_a_clock_time_is_refused_naming_both(tmp_path):
+    rows = [f"{('1:23.4', '7:15 PM')[i % 2]},{'ab'[i % 2]}" for i in range(24)]
+    with pytest.raises(DataError, match=r"column 'when' holds clock times \('7:15 PM', line 3\) and a stopwatch's times \(minutes and seconds "
+                                        r"with a fraction\) \('1:23.4', line 2\); write them all one way"):  # fmt: skip
+        plan(write(tmp_path / "m.csv", "when,label", rows))
+
+
 def test_clock_columns_stay_clock_times(tmp_path):
     for name, values in (("departure_time", RACE), ("time", ["11:38:36", "11:57:40", "22:01:05"]), ("when", ["08:30", "14:05", "7:15 PM"])):
         rows = [f"{values[i % len(values)]},{'ab'[i % 2]}" for i in range(24)]

@@ -103,11 +103,11 @@ def read_times(table: CsvTable, name: str, missing: np.ndarray, numeric: np.ndar
         return None
     used_texts = [texts[k] for k in used]
     writing = time_writing(used_texts)
-    if writing is None:  # clock times beside durations: 7:15 PM and 95:10
-        at, other = int(np.argmax(present & ~is_duration)), int(np.argmax(present & ~is_clock))
+    if writing is None:  # clock times beside durations (7:15 PM and 95:10) or a stopwatch's times (1:23.4)
+        at, other = int(np.argmax(present & ~is_duration & ~is_stopwatch)), int(np.argmax(present & ~is_clock))
+        what = "durations over 23 hours" if is_duration[other] else "a stopwatch's times (minutes and seconds with a fraction)"
         raise DataError(f"{str(table.path)!r}: column {name!r} holds clock times ({shown(table.cell(at, name))}, line {table.lines[at]}) "
-                        f"and durations over 23 hours ({shown(table.cell(other, name))}, line {table.lines[other]}); "
-                        "write them all one way")  # fmt: skip
+                        f"and {what} ({shown(table.cell(other, name))}, line {table.lines[other]}); write them all one way")  # fmt: skip
     values = np.append(time_values(texts, writing), np.nan)[codes]
     example = shown(table.cell(int(np.argmax(present)), name))
     if writing == "clock" and names_a_duration(name, used_texts):
