@@ -211,9 +211,12 @@ def test_an_id_column_with_a_repeat_or_a_gap_is_left_out_not_the_key(tmp_path):
 
 
 def test_row_number_column_is_noted(tmp_path):
-    f = write_csv(tmp_path / "r.csv", ["row", "x", "label"], [[str(i), f"{i * 0.37 % 1:.3f}", "ab"[i % 2]] for i in range(30)])
-    notes = plan(f).notes
-    assert any("'row' counts the rows" in n and "--ignore row" in n for n in notes)
+    """A column counting the rows under a name that says nothing of identifiers (t, a series'
+    time index) is kept, with a note; one named as a row number (row) is left out
+    (`key_columns.numeric_identifier`)."""
+    f = write_csv(tmp_path / "r.csv", ["t", "x", "label"], [[str(i), f"{i * 0.37 % 1:.3f}", "ab"[i % 2]] for i in range(30)])
+    planned = plan(f)
+    assert any("'t' counts the rows" in n and "--ignore t" in n for n in planned.notes) and [c.name for c in planned.columns] == ["t", "x"]
 
 
 @pytest.mark.parametrize("name", ["Unnamed: 0", "X", "...1", "index", "level_0"])

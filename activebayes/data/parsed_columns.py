@@ -40,7 +40,11 @@ kind, so a column is of a kind exactly when none of its present values is NaN.
   is). A column whose every hour is 23 or less is read as clock times, 1:23:45 as 01:23:45: its
   values alone cannot tell a duration of 1 h 23 min from a time of 1.23 am, and a clock on the
   circle still orders durations within a day (a race's 2:09:37 to 5:50:00), where hours would
-  wrongly tie 23:59 and 00:01 far apart.
+  wrongly tie 23:59 and 00:01 far apart (`activebayes.data.clock_columns` reads such a column as
+  durations when its name says so). `stopwatch_seconds`: times as a stopwatch writes them, M:SS.f
+  (1:23.4, a lap) beside H:MM:SS[.f]: a column with minutes and seconds and a fraction is no
+  clock (a clock writes no fraction of a second without the hour), read as seconds, its two-part
+  values as minutes and seconds.
 """
 
 from __future__ import annotations
@@ -76,6 +80,8 @@ _LOCAL_DATE = re.compile(
 )
 _CLOCK = re.compile(r"^(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2}(?:\.\d+)?))?(?:\s?(?P<ampm>[AaPp]\.?[Mm]\.?))?$")
 _DURATION = re.compile(r"^(?P<H>\d+):(?P<M>\d{2})(?::(?P<S>\d{2}(?:\.\d+)?))?$")
+_STOPWATCH = re.compile(r"^(?:(?P<H>\d+):(?=\d{2}:))?(?P<M>\d+):(?P<S>\d{2}(?:\.\d+)?)$")  # 1:23.4, 59:12, 2:05:31.2
+_LAP = re.compile(r"^\d+:\d{2}\.\d+$")  # minutes and seconds with a fraction: a stopwatch's, never a clock's
 UNIT_PREFIX = "unit:"  # a column's `written` for numbers with a unit after them: "unit:kg/m2"
 DATE_ORDERS = {"ymd": "YYYY-MM-DD", "dmy": "DD/MM/YYYY", "mdy": "MM/DD/YYYY"}
 EPOCH = dt.date(1970, 1, 1).toordinal()
@@ -307,14 +313,31 @@ def duration_hours(texts: Sequence[str]) -> np.ndarray:
     return np.asarray([_duration_hour(t) for t in texts], dtype=np.float64)
 
 
+def _stopwatch_second(text: str) -> float:
+    m = _STOPWATCH.match(text.strip())
+    if m is None or float(m["S"]) >= 60 or (m["H"] is not None and int(m["M"]) > 59):
+        return math.nan
+    return int(m["H"] or 0) * 3600 + int(m["M"]) * 60 + float(m["S"])
+
+
+def stopwatch_seconds(texts: Sequence[str]) -> np.ndarray:
+    """[T] float64 seconds of times as a stopwatch writes them: M:SS[.f] (minutes and seconds,
+    1:23.4 is 83.4) or H:MM:SS[.f] (2:05:31 is 7531); NaN where a text is none (7:15 PM, 1:60.0)."""
+    return np.asarray([_stopwatch_second(t) for t in texts], dtype=np.float64)
+
+
 def time_writing(texts: Sequence[str]) -> str | None:
     """How a column's texts (no gap among them) write times (module docstring): "clock" when every
-    one is a clock time, "duration" when every one is a duration and some hour is over 23 (or some
-    is 24:00), None otherwise (no texts, or some text neither)."""
+    one is a clock time, "stopwatch" when every one is a stopwatch's time and some is minutes and
+    seconds with a fraction (1:23.4, which no clock writes), "duration" when every one is a
+    duration and some hour is over 23 (or some is 24:00), None otherwise (no texts, or some text
+    none of these)."""
     if not texts:
         return None
     if np.isfinite(clock_seconds(texts)).all():
         return "clock"
+    if any(_LAP.match(t.strip()) for t in texts) and np.isfinite(stopwatch_seconds(texts)).all():
+        return "stopwatch"
     return "duration" if np.isfinite(duration_hours(texts)).all() else None
 
 

@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from activebayes.data.clock_columns import DURATION
+from activebayes.data.clock_columns import DURATION, STOPWATCH
 
 SKEWNESS_LIMIT = 2.0  # g1 above this (an exponential distribution's skewness): the column is logged
 MIN_DISTINCT = 10  # fewer distinct values than this: levels, not a tail; left linear
@@ -82,11 +82,11 @@ def heavy_tailed(numbers: np.ndarray, rows: np.ndarray) -> float | None:
 def logged_columns(plan: Any, rows: np.ndarray) -> dict[str, float]:
     """{column: pool skewness} of the numeric columns of a planned table
     (`activebayes.data.tabular.TablePlan`) that the rule logs, fitted on `rows`; durations
-    (hours written 95:10) are times, never logged."""
+    (hours written 95:10, a stopwatch's 1:23.4) are times, never logged."""
     rows = np.asarray(rows, dtype=np.int64)
     out: dict[str, float] = {}
     for c in plan.columns:
-        if c.kind == "numeric" and c.written != DURATION and (g1 := heavy_tailed(c.numbers, rows)) is not None:
+        if c.kind == "numeric" and c.written not in (DURATION, STOPWATCH) and (g1 := heavy_tailed(c.numbers, rows)) is not None:
             out[c.name] = g1
     return out
 

@@ -30,7 +30,7 @@ only when true; a spec without it is read as before) `z = (log1p(v) − mean) / 
 scale those of log1p over the pool rows, a gap read as the pool median v before the log and a
 value below 0 refused (`skewed_columns`), named `name (log)`; v parsed from text as
 `written` says ("units": an amount such as $1,578.50; "decimal comma": 3,5; "unit:kg": 70 kg;
-"duration": hours written 95:10, `activebayes.data.clock_columns`); a date's F = 5 (7
+"duration": hours written 95:10; "stopwatch": seconds written 1:23.4, `activebayes.data.clock_columns`); a date's F = 5 (7
 with `clock`) calendar features (of an ISO date, or one written as `written` says: "dmy"
 31/12/2024, "mdy" 12/31/2024), each standardised, named `name (days)`, `name (season sin)`,
 ...; a clock time's 2, (sin, cos) of 2π·(seconds since midnight / 86400), each standardised,
@@ -50,7 +50,7 @@ from typing import Any, Collection, Sequence
 
 import numpy as np
 
-from activebayes.data.clock_columns import DURATION, TIME_KIND, time_values
+from activebayes.data.clock_columns import DURATION, STOPWATCH, TIME_KIND, time_values
 from activebayes.data.csv_table import CsvTable, shown
 from activebayes.data.features import is_number, unseen_category
 from activebayes.data.frequent_levels import OTHER
@@ -270,8 +270,8 @@ def _numeric_feature(table: CsvTable, c: dict[str, Any], missing: np.ndarray) ->
     elif str(c.get("written", "")).startswith(UNIT_PREFIX):  # 59 yrs, 32.1 kg/m2: one unit
         v[codes >= 0] = measured_numbers(texts, c["written"][len(UNIT_PREFIX) :])[codes[codes >= 0]]
         unfilled &= ~np.isfinite(v)
-    elif c.get("written") == DURATION:  # 95:10, hours and minutes: 95.1667 hours
-        v[codes >= 0] = time_values(texts, DURATION)[codes[codes >= 0]]
+    elif c.get("written") in (DURATION, STOPWATCH):  # 95:10, hours and minutes: 95.1667 hours; 1:23.4 on a stopwatch: 83.4 seconds
+        v[codes >= 0] = time_values(texts, c["written"])[codes[codes >= 0]]
         unfilled &= ~np.isfinite(v)
     elif c.get("written") == "decimal comma":  # 3,5 and 1.234,5; a plain 1.234 too is read so
         spelled_codes, spellings = table.category_codes(name)

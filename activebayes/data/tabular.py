@@ -27,8 +27,11 @@ number and the column left out, with a note. The label and key are never feature
   days since 1970-01-01, and the season, weekday (and time of day) on the circle
   (`parsed_columns.calendar_features`; `ColumnPlan.clock` when there are times);
 - a time of day ("time") when every value present is a clock time without a date ("08:30",
-  "7:15 PM"): (sin, cos) of the fraction of a day; a column with an hour over 23 ("95:10") holds
-  durations, numeric hours (`written` "duration"): `activebayes.data.clock_columns`;
+  "7:15 PM"): (sin, cos) of the fraction of a day; a column with an hour over 23 ("95:10"), or
+  named as durations (finish_time, lap; Time over values like "02:55:10", all under 6 hours),
+  holds durations, numeric hours (`written` "duration"), and one with minutes and seconds with a
+  fraction ("1:23.4") a stopwatch's times, numeric seconds (`written` "stopwatch"):
+  `activebayes.data.clock_columns`;
 - text to be read as prose when named in `text_columns` (`activebayes.data.text_features`);
 - otherwise categorical: one-hot encoded over its levels in natural order ("auto"), or refused
   ("error"). Numbers among its values are levels as spelled (a drive column of f, r and 4) when
@@ -46,7 +49,10 @@ number and the column left out, with a note. The label and key are never feature
   whose name ends in the word id or key (customer_id, OrderID) and whose values are whole
   numbers, 90 % of them distinct, is the key when no other is given or found and it is unique
   (`activebayes.data.key_columns.identifier_key`), else left out with a note, unless `features`
-  names it: its numbers order the rows, they are not a quantity. A column of distinct whole numbers named as pandas (Unnamed: 0), R (X), readr (...1)
+  names it: its numbers order the rows, they are not a quantity. So is one of such numbers under
+  the name of one of the rows' things or an identifier's number (subject, Student, idno, seqn,
+  patnr, caseid), or under a number word (no, nr, num, number, order, obs) when they count up
+  down the file (`key_columns.numeric_identifier`); but it never keys the items unasked. A column of distinct whole numbers named as pandas (Unnamed: 0), R (X), readr (...1)
   or reset_index (index, level_0) name a saved index is left out with a note, unless `features`
   names it: row numbers, which order the rows. So, too, is a column of whole numbers written as codes: with a leading zero (a zip
   code, 02134) or beyond a float's exact whole numbers (a 17-digit account id), unless `features`
@@ -81,8 +87,8 @@ from activebayes.data.csv_table import ROW_NAMES, CsvTable, not_a_column, shown
 from activebayes.data.features import is_number, natural_sorted
 from activebayes.data.frequent_levels import (IDENTIFIER_MIN_VALUES, MAX_LEVELS, MIN_LEVEL_ROWS, PROSE_WORDS, frequent_levels, identifier_note, level_limit,
                                               looks_like_identifier, median_words, other_note, rare_note)
-from activebayes.data.key_columns import (R_ROW_NAMES, ROW_INDEX_NAME, distinct_whole_numbers, identifier_key, key_column_of, names_an_identifier,
-                                          no_key, numeric_identifier_note)
+from activebayes.data.key_columns import (R_ROW_NAMES, ROW_INDEX_NAME, distinct_whole_numbers, identifier_key, key_column_of, no_key,
+                                          numeric_identifier, numeric_identifier_note)
 from activebayes.data.table_gaps import EXCEL_ERRORS, column_missing, note_excel_errors
 from activebayes.data.parsed_columns import DATE_ORDERS, UNIT_PREFIX, common_unit, date_order, measured_numbers, decimal_comma_numbers, surely_decimal_comma, has_times, iso_days, unit_numbers, written_days
 from activebayes.errors import DataError
@@ -112,7 +118,8 @@ class TableOptions:
 class ColumnPlan:
     """One feature column: `kind` numeric | date | time | categorical | text; `missing` [N] bool;
     `numbers` [N] float64 (NaN where missing) for a numeric column (`written`: "units" for
-    amounts written as text, "decimal comma" for 3,5, "duration" for hours written 95:10), a
+    amounts written as text, "decimal comma" for 3,5, "duration" for hours written 95:10 or
+    named a duration, "stopwatch" for seconds written 1:23.4), a
     time column (the fraction of a day since midnight) or a date column (days since 1970-01-01;
     `clock`: some values have a time; `written`: "dmy" or "mdy" for 31/12/2024 or 12/31/2024,
     None for ISO 8601); `levels` of a categorical column, and `other`: how many of its levels
@@ -329,8 +336,8 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
                          "and saved again: left out (name it in --features to keep it)")  # fmt: skip
             left_out[name] = "a saved index"
             return None
-        if names_an_identifier(name) and name not in (options.features or ()) and distinct_whole_numbers(values):
-            notes.append(numeric_identifier_note(name, len(np.unique(values)), len(values)))
+        if name not in (options.features or ()) and numeric_identifier(name, values):
+            notes.append(numeric_identifier_note(name, values))
             left_out[name] = f"looks like an identifier: {len(np.unique(values))} different whole numbers in {len(values)} rows"
             return None
         code = table.columns[name].code
