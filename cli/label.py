@@ -42,7 +42,8 @@ never see the withdrawn answer.
 A regression project's answer, from a file or the prompt, is read as the project writes its
 numbers (`activebayes.data.number_style.answer_number`): `151,5` and `151.5` alike; `1,500`
 (`1.500` where the pool had decimal commas), which could be 1500 or 1.5, is refused naming both
-ways to write it.
+ways to write it. Where the pool wrote its target with a unit (`70 kg`), `12.5 kg` is 12.5 and
+another unit (`12.5 lb`) is refused naming the project's.
 
 `activebayes round` then closes a round whose queries are all answered and starts the next.
 """
@@ -163,12 +164,12 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
                            "annotate the tasks in Label Studio (skipped or cancelled ones do not count) and export again")  # fmt: skip
         raise CliError(f"--from: {path} holds no answers", "fill in the label column (rows of key,label)")
     if info.task == "regression":  # 151,5 and 151.5 alike, as the project writes its numbers
-        from activebayes.data.number_style import AnswerError, answer_number, project_writing
+        from activebayes.data.number_style import AnswerError, answer_number, project_unit, project_writing
 
-        writing = project_writing(settings)
+        writing, unit = project_writing(settings), project_unit(settings)
         for key, value in answers.items():
             try:
-                number = answer_number(value, writing)
+                number = answer_number(value, writing, unit)
             except AnswerError as exc:
                 raise CliError(f"--from: {path} {oracle.unit} {oracle.lines[key]}: label {value!r} of {oracle.name_of(key)!r} {exc.what}",
                                f"{exc.fix}; correct that {oracle.unit}") from None  # fmt: skip
@@ -327,7 +328,7 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
     from activebayes.data import load_project_data
     from activebayes.store.engine import DATABASE_AWAY, database_gone
     from activebayes.oracles import PromptOracle
-    from activebayes.data.number_style import AnswerError, answer_number, project_writing
+    from activebayes.data.number_style import AnswerError, answer_number, project_unit, project_writing
     from activebayes_cli._prompt_turns import PromptTurns, RoundGone, holder_name
     from activebayes_cli._round_file import prediction_text
 
@@ -347,7 +348,7 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
     stream = sys.stderr if st.out.json else sys.stdout
     saved = {"answers": 0, "not_saved": 0}
 
-    writing = project_writing(info.settings)  # decimal commas where the pool had them
+    writing, unit = project_writing(info.settings), project_unit(info.settings)  # decimal commas, 12.5 kg, where the pool had them
 
     known = _known_labels(store, name, info.task)  # read once: a typed answer is checked against the labels before the session
     # an image folder's keys may be its files' paths, which can spell the class: named as on the labelling page
@@ -359,7 +360,7 @@ def _in_terminal(st: Any, store: Any, name: str, info: Any, target: int | None, 
         answer is read as the project writes its numbers (ValueError: asked again)."""
         if info.task == "regression":
             try:
-                value = repr(answer_number(value, writing))
+                value = repr(answer_number(value, writing, unit))
             except AnswerError as exc:
                 raise ValueError(f"{value!r} {exc}") from None
         try:

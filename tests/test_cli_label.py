@@ -433,3 +433,29 @@ def test_regression_labels_are_numbers(tmp_path, monkeypatch, db_url):
     with PoolStore(db_url) as store:
         _, keys, values = store.labels("r")
     assert dict(zip(keys, values)) == {"3": "1.5", "4": "2.0", "5": "0.25"}
+
+
+def test_regression_answers_may_carry_the_target_s_unit(tmp_path, monkeypatch, db_url):
+    """A target written "3.5 kg": "12.5 kg" from a file and at the prompt is 12.5; "12.5 lb" is
+    refused naming kg (the file: exit 2, nothing written; the prompt: asked again)."""
+    monkeypatch.chdir(tmp_path)
+    rows = ["id,rain_mm,weight"] + [f"p{i:02d},{i * 1.5:.1f},{f'{2 + i % 7}.5 kg' if i >= 6 else ''}" for i in range(30)]
+    write("sacks.csv", "\n".join(rows) + "\n")
+    assert run("--db", db_url, "init", "--name", "sacks", "--task", "regression").exit_code == 0
+    added = run("--db", db_url, "pool", "add", "sacks.csv", "--key-column", "id", "--label-column", "weight", "--labels-are-known")
+    assert added.exit_code == 0, added.output
+    write("answers.csv", "id,weight\np00,12.5 kg\np01,7kg\n")
+    assert run("--db", db_url, "label", "--from", "answers.csv").exit_code == 0
+    before = db_dump(db_url)
+    write("bad.csv", "id,weight\np02,12.5 lb\n")
+    refused = run("--db", db_url, "label", "--from", "bad.csv")
+    assert_mistake(refused, "line 2: label '12.5 lb' of 'p02' is in lb, but this project's numbers are in kg", "converted to kg")
+    assert db_dump(db_url) == before
+
+    open_round(db_url, "sacks", ["p02", "p03"])
+    result = run("--db", db_url, "label", "--who", "ann", input="12.5 lb\n-3 kg\nq\n")
+    assert result.exit_code == 0, result.output
+    assert "'12.5 lb' is in lb, but this project's numbers are in kg" in result.stdout and "Recorded 1 answer for round 1" in result.stdout
+    with PoolStore(db_url) as store:
+        labels = store.label_states("sacks", ["p00", "p01", "p02", "p03"])
+    assert {k: s["label"] for k, s in labels.items()} == {"p00": "12.5", "p01": "7.0", "p02": "-3.0", "p03": None}

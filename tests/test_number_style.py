@@ -1,6 +1,7 @@
 """How a project writes its numbers (`activebayes.data.number_style`): which writing its recorded
 settings imply, a round file's numbers written so (significant digits, the decimal mark), and a
-person's regression answer read with either mark, an ambiguous one refused naming both readings."""
+person's regression answer read with either mark, an ambiguous one refused naming both readings,
+and with the unit the target was written with, another unit refused naming it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from activebayes.data.number_style import AnswerError, answer_number, fixed_number, project_writing, written_number
+from activebayes.data.number_style import AnswerError, answer_number, fixed_number, project_unit, project_writing, written_number
 
 COMMA, PLAIN, UNITS = "decimal comma", "plain", "units"
 
@@ -118,6 +119,39 @@ def test_a_project_of_amounts_reads_thousands_commas():
     assert answer_number("$1,200", UNITS) == 1200.0 and answer_number("151,5", UNITS) == 151.5
     with pytest.raises(AnswerError):
         answer_number("1.234,5", UNITS)
+
+
+def test_project_unit_from_the_recorded_settings():
+    assert project_unit(settings_of("unit:kg")) == "kg" and project_unit(settings_of("unit:kg/m2", COMMA)) == "kg/m2"
+    assert project_unit(settings_of(UNITS)) is None
+    assert project_unit(settings_of(None, "unit:kg")) is None  # a feature's unit: not the answer's
+    assert project_unit({}) is None and project_unit(None) is None
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [("12.5 kg", 12.5), ("12.5kg", 12.5), (" -3 kg ", -3.0), (".5 kg", 0.5), ("12.5", 12.5), ("151,5", 151.5), ("1.5e3", 1500.0)],
+)
+def test_an_answer_may_carry_the_project_s_unit(text, value):
+    assert answer_number(text, PLAIN, "kg") == value
+
+
+@pytest.mark.parametrize("text, written", [("12.5 lb", "lb"), ("12.5 Kg", "Kg"), ("12.5 kg/m2", "kg/m2")])
+def test_an_answer_in_another_unit_is_refused_naming_the_project_s(text, written):
+    with pytest.raises(AnswerError) as caught:
+        answer_number(text, PLAIN, "kg")
+    assert str(caught.value) == (f"is in {written}, but this project's numbers are in kg; "
+                                 "write the value converted to kg, with or without the unit after it")  # fmt: skip
+
+
+def test_a_unit_is_read_only_where_the_project_has_one():
+    with pytest.raises(AnswerError) as caught:
+        answer_number("12.5 kg", PLAIN)
+    assert caught.value.what == "is not a finite number"
+    with pytest.raises(AnswerError) as caught:
+        answer_number("twelve kg", PLAIN, "kg")
+    assert caught.value.what == "is not a finite number" and caught.value.fix.endswith("151.5 or 151.5 kg")
+    assert answer_number("$1,578.50", UNITS) == 1578.5  # amounts: the target's own writing, as before
 
 
 def test_the_refusal_is_what_then_how():

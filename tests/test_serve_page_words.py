@@ -1,5 +1,6 @@
 """What the labelling and status pages say, over HTTP (Starlette's TestClient): the question the
-card asks, a regression answer shown as the store keeps it, the status page's version (what the
+card asks, a regression answer shown as the store keeps it (one written with the target's unit
+too), the status page's version (what the
 page asks every few seconds to follow the project), and its warning before a round that goes
 without second answers still to come. On SQLite and PostgreSQL."""
 
@@ -64,6 +65,25 @@ def test_a_regression_answer_is_shown_as_the_store_keeps_it(db_url, tmp_path, mo
     with PoolStore(db_url) as store:
         assert {k: s["label"] for k, s in store.label_states("yield", plots[:2]).items()} == shown
         assert [(o["key"], o["value"]) for o in store.observations("yield") if o["source"] == "web"] == list(shown.items())
+
+
+def test_a_regression_answer_may_carry_the_target_s_unit(db_url, tmp_path, monkeypatch):
+    """In a project whose target was written "3.5 kg", "12.5 kg" is saved as 12.5 (the card asks
+    "a number in kg"); "12.5 lb" is refused in one line naming kg, and nothing is saved for it."""
+    monkeypatch.chdir(tmp_path)
+    rows = [["id", "rain_mm", "weight"]] + [[f"p{i:02d}", f"{i * 1.5:.1f}", f"{2 + i % 7}.5 kg"] for i in range(30)]
+    plots = _csv_project(db_url, tmp_path, "sacks", rows, ("--task", "regression"), ("--label-column", "weight"), k=2)
+    ann = Grant.new("ann", "sacks")
+    with app_for(db_url, ann) as client:
+        page = Page(client, ann)
+        refused = page.post("answer", round=1, key=plots[1], value="12.5 lb")
+        assert refused.status_code == 400
+        assert refused.json()["message"] == ("'12.5 lb' is in lb, but this project's numbers are in kg; "
+                                             "write the value converted to kg, with or without the unit after it")  # fmt: skip
+        assert page.answer(plots[0], "12.5 kg")["value"] == "12.5"
+    with PoolStore(db_url) as store:
+        assert [(o["key"], o["value"]) for o in store.observations("sacks") if o["source"] == "web"] == [(plots[0], "12.5")]
+        assert store.label_states("sacks", plots)[plots[1]]["label"] is None
 
 
 def test_the_status_version_changes_when_the_page_would(blobs):

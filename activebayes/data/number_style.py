@@ -21,6 +21,10 @@ numbers so, and a person's regression answer is read so.
   `1.500` in a decimal comma project 1500 or 1,5; except that in a project whose target was
   written with thousands commas ("units") `1,500` is 1500, and a leading 0, four digits
   before the mark or an exponent (`0,500`, `1234,567`, `1,500e3`) make it a decimal.
+  In a project whose target was written with a unit after its numbers (`70 kg`: "unit:kg",
+  `project_unit(settings)` is "kg"), the answer may carry that unit, spelled as `pool add` reads
+  it (`parsed_columns.common_unit`): `12.5 kg` and `12.5kg` are 12.5; another unit (`12.5 lb`) is
+  refused naming the project's own, never converted.
   `AnswerError` says what is wrong and how to write it.
 """
 
@@ -31,7 +35,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from activebayes.data.parsed_columns import decimal_comma_numbers, grouped_thousands, has_unit_sign, unit_numbers
+from activebayes.data.parsed_columns import (
+    UNIT_PREFIX, common_unit, decimal_comma_numbers, grouped_thousands, has_unit_sign, measured_numbers, unit_numbers,
+)  # fmt: skip
 from activebayes.errors import DataError
 
 DIGITS = 6  # significant digits of a prediction, sd or score in a round file
@@ -59,6 +65,22 @@ def project_writing(settings: Mapping[str, Any] | None) -> str:
         return str(label)
     columns = spec.get("columns") or ()
     return "decimal comma" if any(c.get("written") == "decimal comma" for c in columns) else "plain"
+
+
+def project_unit(settings: Mapping[str, Any] | None) -> str | None:
+    """The unit written after the pool's regression target ("kg" of `70 kg`, recorded by `pool
+    add` as settings["features"]["label_written"] "unit:kg"); None when it had none."""
+    label = str(((settings or {}).get("features") or {}).get("label_written") or "")
+    return label[len(UNIT_PREFIX) :] if label.startswith(UNIT_PREFIX) else None
+
+
+def _in_unit(text: str, written: str, unit: str) -> float:
+    """The number of an answer written with the unit `written` (`12.5 kg`), in a project whose
+    target's unit is `unit`: refused when the two differ (no conversion)."""
+    if written != unit:
+        raise AnswerError(f"is in {written}, but this project's numbers are in {unit}",
+                          f"write the value converted to {unit}, with or without the unit after it")  # fmt: skip
+    return float(measured_numbers([text], unit)[0])
 
 
 def marked(text: str, writing: str) -> str:
@@ -107,10 +129,11 @@ def _ambiguous(match: re.Match[str], writing: str) -> AnswerError:
                        f"numbers are written with decimal {own})", f"write {whole} or {decimal}")  # fmt: skip
 
 
-def answer_number(text: str, writing: str = "plain") -> float:
+def answer_number(text: str, writing: str = "plain", unit: str | None = None) -> float:
     """A person's regression answer `text` as a finite float, read in a project written as
-    `writing` says ("decimal comma", "units", "plain"; module docstring); AnswerError when it is
-    no finite number or could be read two ways."""
+    `writing` says ("decimal comma", "units", "plain"; module docstring) whose target's unit is
+    `unit` (`project_unit`: `12.5 kg` is 12.5 when it is "kg"); AnswerError when it is no finite
+    number, could be read two ways, or carries another unit."""
     text = str(text).strip()
     other = "." if writing == "decimal comma" else ","  # the mark that is not the project's own
     one = _ONE_MARK.match(text)
@@ -122,6 +145,8 @@ def answer_number(text: str, writing: str = "plain") -> float:
         value = float(f"{one['sign']}{one['int']}.{one['frac']}{one['exp'] or ''}")
     elif _PLAIN.match(text):
         value = float(text)
+    elif unit is not None and (written := common_unit([text])) is not None:  # 12.5 kg (after _PLAIN: 1.5e3 is no unit "e3")
+        value = _in_unit(text, written, unit)
     elif writing == "decimal comma" and not has_unit_sign(text):
         value = float(decimal_comma_numbers([text])[0])  # 1.234,5 and 1 234,5
     elif writing == "units" or grouped_thousands(text):
@@ -129,6 +154,6 @@ def answer_number(text: str, writing: str = "plain") -> float:
     else:
         value = math.nan
     if not math.isfinite(value):
-        example = "151,5 or 151.5" if writing == "decimal comma" else "151.5 or 151,5"
+        example = "151,5 or 151.5" if writing == "decimal comma" else f"151.5 or 151.5 {unit}" if unit else "151.5 or 151,5"
         raise AnswerError("is not a finite number", f"a regression label is a number, such as {example}")
     return value

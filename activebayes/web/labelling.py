@@ -23,7 +23,8 @@ answer that another labeller committed meanwhile is a repeat and records nothing
 one stays, and this answer is refused (`--relabel` is for files). With several answers per item
 each labeller's answer is their own: it is recorded unless the same labeller gave it already.
 A regression answer is read as the project writes its numbers, as at the prompt
-(`activebayes.data.number_style.answer_number`: `151,5` and `151.5` alike).
+(`activebayes.data.number_style.answer_number`: `151,5` and `151.5` alike; `12.5 kg` where the
+pool wrote its target with that unit).
 
 The page names an item by its key, except in an image pool: there keys are file paths, which
 often spell the class (`cat/01.png` of `pool add --labels-from-folders`, `dog.12.jpg`), so the
@@ -37,7 +38,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from activebayes.data.number_style import AnswerError, answer_number, project_writing
+from activebayes.data.number_style import AnswerError, answer_number, project_unit, project_writing
 from activebayes.errors import DataError, StoreError
 from activebayes.web.items import ItemView, is_image_pool, item_view, text_columns
 
@@ -108,6 +109,7 @@ class Labelling:
         self.lease_seconds = float(lease_seconds)
         self._texts = text_columns(self.info.settings)
         self.writing = project_writing(self.info.settings)  # decimal commas where the pool had them
+        self.unit = project_unit(self.info.settings)  # "kg" where the pool's target was written "70 kg"
         self.hides_keys = is_image_pool(data)  # file paths that may spell the class
         self.labellers: dict[str, _Labeller] = labellers if labellers is not None else {}  # each one's undo list and skips
         self._asked_round: tuple[int, dict[str, Any]] | None = None
@@ -218,7 +220,7 @@ class Labelling:
         stored = value
         if self.info.task == "regression":
             try:
-                stored = repr(answer_number(value, self.writing))
+                stored = repr(answer_number(value, self.writing, self.unit))
             except AnswerError as exc:
                 raise BadAnswer(f"{str(value).strip()!r} {exc}") from None
         try:

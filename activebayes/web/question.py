@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from activebayes.data.parsed_columns import UNIT_PREFIX
+from activebayes.data.number_style import project_unit
 
 LISTED = 10  # classes named in the question; more: "one of N classes"
 PLAIN_NAMES = frozenset({"label", "labels", "y", "target", "class", "value"})  # a label column that names nothing
@@ -42,8 +42,8 @@ def asked(info: Any) -> Question:
         return Question("Which class is this item?", listed(classes) if len(classes) <= LISTED else f"one of {len(classes)} classes")
     settings = info.settings or {}
     features = settings.get("features") if isinstance(settings.get("features"), dict) else {}
-    written = str(features.get("label_written") or "")
-    what = f"a number in {written[len(UNIT_PREFIX):]}" if written.startswith(UNIT_PREFIX) else "an amount" if written == "units" else "a number"
+    unit = project_unit(settings)  # the one an answer may carry too (`answer_number`)
+    what = f"a number in {unit}" if unit else "an amount" if features.get("label_written") == "units" else "a number"
     column = settings.get("label_column")
     if isinstance(column, str) and column.strip() and column.strip().lower() not in PLAIN_NAMES:
         what += f" (column {column.strip()})"
