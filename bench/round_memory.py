@@ -16,7 +16,9 @@ pages stay mapped, a read-around of the file each (`ActiveLearningLoop._features
 fingerprinted and scored max(16 B, 65,536) rows at a time (93 MB of features); TypiClust's PCA
 works on a float32 copy of the candidates and centres a copy of that. New: rows are read from the
 file (`data.mapped_rows.take_rows`), chunks are 16 MB of features, and the PCA centres the
-round's own copy. The queries of each pair must be the same items, in the same order.
+round's own copy. The queries of each pair must be the same items, in the same order. The table is
+written by a child too: a parent's resident memory counts in a forked child's ru_maxrss until it
+execs.
 """
 
 from __future__ import annotations
@@ -104,13 +106,17 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the folder")
     parser.add_argument("--child", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child and args.child[0] == "table":
+        return write_table(Path(args.child[1]), args.rows)
     if args.child:
         return child(args.child[0], args.child[1:])
     folder = args.folder or Path(tempfile.mkdtemp(prefix="round-memory-"))
     folder.mkdir(parents=True, exist_ok=True)
     table, db, start = folder / "table.csv", folder / "table.db", folder / "start.db"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "ACTIVEBAYES_DB": f"sqlite:///{db}"}
-    write_table(table, args.rows)
+    me = [sys.executable, str(Path(__file__).resolve())]
+    # the table is written by a child: a parent's resident memory counts in a child's ru_maxrss until it execs
+    run_child([*me, "--rows", str(args.rows), "--child", "table", str(table)], folder, env)
     copy_db(None, db)
     shutil.rmtree(folder / "activebayes-cache", ignore_errors=True)
     for argv in (["init", "--name", "table", "--classes", "0,1,2,3,4"], ["pool", "add", str(table), "--label-column", "label"]):
@@ -119,7 +125,6 @@ def main() -> None:
     copy_db(db, start)
     print(f"table: {table.stat().st_size / 1e6:.0f} MB, {args.rows:,} rows; peak MiB of each round (wall s)")
     print(f"{'':28s} {'old':>16s} {'new':>16s} {'old/new':>8s}  same queries")
-    me = [sys.executable, str(Path(__file__).resolve())]
     for what in ROUNDS:
         found = {}
         for way in ("old", "new"):
