@@ -43,6 +43,8 @@ from typing import Any
 import numpy as np
 import torch
 
+#: features read at a time while a round fingerprints or scores the pool (whole score batches, at least one)
+CHUNK_BYTES = 1 << 24
 COVER_LABELS_PER_CLASS = 5  # cover_classes: uniform rounds while a class is unlabelled, up to 5 labels a class
 #: first="auto": a round takes TypiClust's typical batch while, with it, the labels number at most
 #: this many a class (the low-budget regime of Hacohen et al. 2022)
@@ -113,11 +115,18 @@ class PoolSelection:
             self._row_prints = (np.zeros((n_data, 2), dtype=np.uint64), np.zeros(n_data, dtype=bool))
         prints, known = self._row_prints
         missing = rows[~known[rows]]
-        chunk = max(self.score_batch_size * 16, 1 << 16)  # features held in memory at once, as `_scores`
+        chunk = self._chunk_rows()
         for start in range(0, len(missing), chunk):
             part = missing[start : start + chunk]
             prints[part], known[part] = row_fingerprints(self._features(part).numpy()), True
         return prints[rows]
+
+    def _chunk_rows(self) -> int:
+        """Pool rows read at a time by `_fingerprints` and `_scores`: whole score batches of B rows,
+        as many as fit in CHUNK_BYTES of float32 features, at least one. A chunk's features, not the
+        pool's, are in memory at once; the batches, and so the scores, are those of one pass."""
+        row_bytes = 4 * max(int(np.prod(self._pool_data().x.shape[1:])), 1)
+        return self.score_batch_size * max(1, CHUNK_BYTES // (row_bytes * self.score_batch_size))
 
     def _select_typical(self, cand_rows: Any, rows: Any, k: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
         """TypiClust's batch (`acquisition.typical.typical_batch`): the candidates (`cand_rows`) and
@@ -128,7 +137,8 @@ class PoolSelection:
 
         labelled = self._features(np.asarray(rows)) if len(rows) else None
         self._draw_probabilities = None  # a deterministic choice
-        return typical_batch(self._features(np.asarray(cand_rows)), k, labelled=labelled, seed=seed), torch.zeros(k)
+        candidates = self._features(np.asarray(cand_rows))  # a copy of the features, ours to overwrite
+        return typical_batch(candidates, k, labelled=labelled, seed=seed, overwrite=True), torch.zeros(k)
 
     def _select_first_random(self, n: int, k: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         """A cold start's uniformly random batch: (positions [k] into the n candidates, zeros [k])."""
@@ -140,7 +150,7 @@ class PoolSelection:
     def _scores(self, posterior: Any, rows: np.ndarray, score_fn: Callable) -> torch.Tensor:
         from activebayes.scoring import score_pool
 
-        chunk = max(self.score_batch_size * 16, 1 << 16)  # features held in memory at once
+        chunk = self._chunk_rows()
         parts = []
         for start in range(0, len(rows), chunk):
             pool = self._features(rows[start : start + chunk])

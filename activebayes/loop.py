@@ -244,8 +244,11 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
         return self._data
 
     def _features(self, rows: np.ndarray) -> torch.Tensor:
-        x = np.ascontiguousarray(self._pool_data().x[np.asarray(rows, dtype=np.int64)])
-        return torch.from_numpy(x).float()
+        """The data's `rows` as a float32 tensor [n, ...] (a copy; a mapped cache read from its file:
+        `activebayes.data.mapped_rows`)."""
+        from activebayes.data.mapped_rows import take_rows
+
+        return torch.from_numpy(take_rows(self._pool_data().x, rows)).float()
 
     def _targets(self, values: list[str]) -> torch.Tensor:
         if self._info.task == "classification":

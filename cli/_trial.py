@@ -39,7 +39,7 @@ def check_posterior(
         )
     factory, _ = posterior_factory(name, model_fn, samples=2, epochs=1, device=device, options=options)
     check_joint_samples(acquisition, name, options)
-    items = torch.from_numpy(np.ascontiguousarray(x[:2])).float()
+    items = torch.from_numpy(np.array(x[:2])).float()
     n = items.shape[0]
     y = torch.arange(n) % n_classes
     try:
@@ -79,7 +79,7 @@ def check_regression_posterior(
     from activebayes.scoring import score_pool
 
     n = min(3, x.shape[0])
-    items = torch.from_numpy(np.ascontiguousarray(x[:n])).float()
+    items = torch.from_numpy(np.array(x[:n])).float()
     y = torch.linspace(-1.0, 1.0, n)
     factory, _ = posterior_factory(
         name, model_fn, samples=2 if name != "gp" else None, epochs=1 if name != "gp" else None, device=device, options=options

@@ -60,6 +60,16 @@ def test_typical_batch_shapes_and_images():
         typical_batch(np.zeros((4, 2)), 5)
 
 
+def test_embed_overwrite_gives_the_same_points_and_only_then_changes_the_input():
+    wide = np.random.default_rng(2).normal(size=(120, 70)).astype(np.float32)  # > 64 columns: the PCA
+    kept = wide.copy()
+    points = embed(wide, seed=3)
+    assert np.array_equal(wide, kept)  # a copy was centred
+    assert np.array_equal(embed(torch.from_numpy(wide), seed=3, overwrite=True), points)
+    assert not np.array_equal(wide, kept)  # the PCA centred the caller's rows in place
+    assert torch.equal(typical_batch(kept.copy(), 4, seed=1, overwrite=True), typical_batch(kept, 4, seed=1))
+
+
 def test_exp3_probabilities_and_update_by_hand():
     assert probabilities([0.0, 0.0], gamma=0.2) == pytest.approx([0.5, 0.5])
     # w = [ln 3, 0]: softmax [0.75, 0.25]; p = 0.8·softmax + 0.1

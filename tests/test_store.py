@@ -4,6 +4,8 @@ trip, migrations, version checks, labels, changed data files, concurrency."""
 from __future__ import annotations
 
 import multiprocessing as mp
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from activebayes.data import sha256_file
 from activebayes.errors import DataError, StoreError
 from activebayes.store import PoolStore, alembic_config
 from activebayes.store.models import Item, Observation, Project, Query, Round
+from activebayes.store.schema_version import HEAD_REVISION
 
 TABLES = {"projects", "items", "rounds", "queries", "round_scores", "observations", "round_locks", "alembic_version"}
 HEAD = "0005"
@@ -43,6 +46,18 @@ def _alembic(store: PoolStore, action, revision: str) -> None:
     with store._write_engine.begin() as conn:
         cfg.attributes["connection"] = conn
         action(cfg, revision)
+
+
+def test_head_revision_is_the_newest_migration_and_an_open_at_head_loads_no_alembic(store_url):
+    from alembic.script import ScriptDirectory
+
+    assert HEAD_REVISION == ScriptDirectory.from_config(alembic_config()).get_current_head() == HEAD
+    with PoolStore(store_url):
+        pass  # the database is at the head now
+    probe = "import sys; from activebayes.store import PoolStore; PoolStore(sys.argv[1]).close(); print('alembic' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", probe, store_url], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
 
 
 def test_migration_from_empty_creates_every_table(store_url):

@@ -47,17 +47,20 @@ def first_batch_as_run(first: str, task: str) -> str:
     return "random" if first == "auto" and task != "classification" else first
 
 
-def embed(x: np.ndarray | torch.Tensor, *, seed: int = 0) -> np.ndarray:
+def embed(x: np.ndarray | torch.Tensor, *, seed: int = 0, overwrite: bool = False) -> np.ndarray:
     """[N, D'] float32 points to cluster: rows of x flattened; more than 64 dimensions (an image)
-    are projected on their first 50 principal components (randomised PCA, seeded)."""
+    are projected on their first 50 principal components (randomised PCA, seeded). The PCA
+    centres a copy of the rows, or with `overwrite` the caller's x itself (float32: no copy of
+    the features at all; the points are the same)."""
     arr = x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
     if arr.ndim < 2 or arr.shape[0] == 0:
         raise ShapeError(f"typical_batch: expected items [N >= 1, ...], got shape {arr.shape}")
-    flat = arr.reshape(arr.shape[0], -1).astype(np.float32)
+    flat = arr.reshape(arr.shape[0], -1).astype(np.float32, copy=False)
     if flat.shape[1] > 64 and flat.shape[0] > PCA_DIMS:
         from sklearn.decomposition import PCA
 
-        flat = PCA(n_components=PCA_DIMS, svd_solver="randomized", random_state=seed).fit_transform(flat).astype(np.float32)
+        own = overwrite or not np.may_share_memory(flat, arr)  # a copy made here is ours to centre
+        flat = PCA(n_components=PCA_DIMS, svd_solver="randomized", random_state=seed, copy=not own).fit_transform(flat).astype(np.float32)
     return flat
 
 
@@ -99,10 +102,12 @@ def typical_batch(
     labelled: np.ndarray | torch.Tensor | None = None,
     seed: int = 0,
     min_cluster: int = MIN_CLUSTER,
+    overwrite: bool = False,
 ) -> torch.Tensor:
     """[k] long: positions in x (the N candidates) of a TypiClust batch (module docstring).
 
-    labelled: items already labelled [L, ...] (their clusters count as covered), or None."""
+    labelled: items already labelled [L, ...] (their clusters count as covered), or None.
+    overwrite: x may be changed (`embed`: no copy of x made; the batch is the same)."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ConfigError(f"typical_batch: k must be a positive integer, got {k!r}")
     n = int(x.shape[0])
@@ -110,7 +115,7 @@ def typical_batch(
         raise ConfigError(f"typical_batch: k={k} exceeds the {n} candidates")
     n_labelled = 0 if labelled is None else int(labelled.shape[0])
     both = x if labelled is None or n_labelled == 0 else _concat(x, labelled)
-    points = embed(both, seed=seed)
+    points = embed(both, seed=seed, overwrite=overwrite or both is not x)
     n_clusters = min(n_labelled + k, points.shape[0])
     assign = _cluster(points, n_clusters, seed)
     cand_assign, covered = assign[:n], set(assign[n:].tolist())

@@ -223,7 +223,7 @@ def cached_dataset(info: Any, path: Path) -> Dataset | None:
 
 
 def _open(info: Any, path: Path, record: dict[str, Any]) -> Dataset:
-    x = np.load(record["features"]["file"], mmap_mode="c", allow_pickle=False)  # copy-on-write: never writes the file
+    x = np.load(record["features"]["file"], mmap_mode="r", allow_pickle=False)  # read-only: rows are read from the file (`mapped_rows`)
     if info.data_format == "image-folder":
         return _image_folder(path, x)
     rows = np.load(record["rows"]["file"], mmap_mode="r", allow_pickle=False) if record.get("rows") else None

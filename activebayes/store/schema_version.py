@@ -10,23 +10,29 @@ by a newer version) is refused with a `SchemaVersionError` that says to upgrade 
 none: a missing or empty SQLite file, or a PostgreSQL database/schema without the activebayes
 tables, raises `SchemaMissingError` (a SQLite file is probed read-only first, so it is neither
 created nor switched to WAL).
+
+Alembic itself (a third of a second to import) is loaded only when a database is not at the
+newest revision: an open first reads the recorded revision with one select and compares it with
+HEAD_REVISION, the newest migration's (a test checks it against the migrations).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, inspect, text
 
 from activebayes.errors import StoreError
 from activebayes.store.engine import shown_url, sqlite_file, sqlite_tables
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
 _PG_MIGRATION_LOCK = 74_261_007  # pg_advisory_xact_lock key while migrating
+#: the revision of the newest migration in `migrations/versions` (update it with each new one)
+HEAD_REVISION = "0005"
 
 
 class SchemaMissingError(StoreError):
@@ -44,6 +50,8 @@ class SchemaVersionError(StoreError):
 
 def alembic_config() -> Config:
     """An Alembic Config pointing at the packaged migrations (no alembic.ini needed)."""
+    from alembic.config import Config
+
     cfg = Config()
     location = str(Path(__file__).resolve().parent / "migrations")
     cfg.set_main_option("script_location", location.replace("%", "%%"))
@@ -66,6 +74,8 @@ def require_sqlite_schema(url: str) -> None:
 def revision_state(conn: Any, script: ScriptDirectory, url: str) -> tuple[str | None, str]:
     """(the database's revision, None at base; the newest revision); SchemaVersionError when the
     database's revision is one this activebayes does not know."""
+    from alembic.runtime.migration import MigrationContext
+
     current = MigrationContext.configure(conn).get_current_revision()
     head = script.get_current_head()
     if current is not None and current != head:
@@ -84,6 +94,11 @@ def migrate(engine: Engine, write_engine: Engine, url: str, *, upgrade: bool, cr
     """Bring the database of `engine` to the newest revision (see the module docstring):
     checked on a read transaction first, upgraded on `write_engine` in one transaction (on
     PostgreSQL under a transaction advisory lock, so concurrent openers migrate once)."""
+    if recorded_revision(engine) == HEAD_REVISION:
+        return  # at the newest revision: nothing for Alembic to check or do
+    from alembic import command
+    from alembic.script import ScriptDirectory
+
     cfg = alembic_config()
     script = ScriptDirectory.from_config(cfg)
     with engine.connect() as conn, conn.begin():
@@ -113,5 +128,17 @@ def migrate(engine: Engine, write_engine: Engine, url: str, *, upgrade: bool, cr
 
 def schema_revision(engine: Engine) -> str | None:
     """The revision of the database of `engine`, None at base."""
+    from alembic.runtime.migration import MigrationContext
+
     with engine.connect() as conn, conn.begin():
         return MigrationContext.configure(conn).get_current_revision()
+
+
+def recorded_revision(engine: Engine) -> str | None:
+    """The one revision recorded in the database's alembic_version table, read without Alembic;
+    None when there is no such table or it holds no row or several (Alembic then decides)."""
+    with engine.connect() as conn, conn.begin():
+        if not inspect(conn).has_table("alembic_version"):
+            return None
+        rows = conn.execute(text("SELECT version_num FROM alembic_version")).fetchall()
+    return str(rows[0][0]) if len(rows) == 1 else None

@@ -7,5 +7,6 @@ newer one. To add a revision after changing `activebayes/store/models.py`::
     from activebayes.store.schema_version import alembic_config
     command.revision(alembic_config(), message="add x", rev_id="0002")
 
-then write its upgrade()/downgrade() by hand (autogenerate needs a database at head).
+then write its upgrade()/downgrade() by hand (autogenerate needs a database at head), and set
+`schema_version.HEAD_REVISION` to its rev_id (an open at that revision skips Alembic).
 """
