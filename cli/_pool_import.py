@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
-
+from collections import Counter
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -172,7 +172,7 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     from activebayes.data.table_spec import fit_table_spec
     from activebayes.data.skewed_columns import logged_columns, skewed_hint, skewed_note
     from activebayes.data.csv_table import shown
-    from activebayes.data.table_gaps import EXCEL_ERRORS, formula_errors
+    from activebayes.data.table_gaps import formula_errors, label_gap_markers
     from activebayes.data.tabular import plan_table
     from activebayes.data.label_spellings import merged_spellings, spelled_as
 
@@ -189,8 +189,13 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
         how = {"units": "amounts written as text", "decimal comma": "written with decimal commas"}.get(label_writing, f"written with the unit {label_writing.removeprefix(UNIT_PREFIX)!r}")
         plan.notes.append(f"the labels in {options.label_column!r} are {how}: read as numbers")
     written_labels = labels
-    if labels is not None:  # a formula's error value (#N/A from a failed lookup) is no label, as an empty cell is not
-        failed = formula_errors(labels)
+    label_na = label_gap_markers(classes, options.na_values)
+    if labels is not None:  # a gap marker (N/A, ?, #N/A from a failed lookup, --na-values) is no label, as an empty cell is not
+        failed = formula_errors(labels, label_na)
+        markers = Counter(str(v).strip() for v in labels[failed & ~formula_errors(labels)].tolist())
+        if markers:
+            plan.notes.append(f"the labels {', '.join(f'{m!r} ({n} rows)' for m, n in markers.most_common())} mark gaps, as in the features: "
+                              "read as no label (name the class in `init --classes` if it is one)")  # fmt: skip
         labels = np.where(failed, "", labels.astype(str)) if failed.any() else labels
     spellings = merged_spellings(labels.tolist(), classes) if merge_spellings and labels is not None and task == "classification" else {}
     if spellings:
@@ -200,7 +205,8 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     if unlabelled.any() and not labels_are_known:
         at = int(np.argmax(unlabelled))
         count = f" ({int(unlabelled.sum())} rows in all)" if unlabelled.sum() > 1 else ""
-        what = f"no label but the formula error {shown(written_labels[at])}" if str(written_labels[at]).strip() else "an empty label"
+        marker = str(written_labels[at]).strip()
+        what = f"no label but the {'formula error' if formula_errors([marker])[0] else 'gap marker'} {shown(marker)}" if marker else "an empty label"
         raise CliError(f"{str(file)!r}: row {at} has {what} (line {table.lines[at]}){count}",
                        "fill it in, drop the rows without one, or pass --labels-are-known if they are the ones still to label")  # fmt: skip
     if labels is not None:  # without classes: no gap to become a class; a regression's: numbers throughout
@@ -225,7 +231,7 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     spec = fit_table_spec(plan, pool_rows, standardize=standardize, text_folder=text_folder, logged=logged)  # on the pool rows
     if label_writing is not None:
         spec["label_written"] = label_writing
-    spec["label_na"] = list(EXCEL_ERRORS)  # every load reads these labels as no label (`dataset_from_table`)
+    spec["label_na"] = label_na  # every load reads these labels as no label (`dataset_from_table`)
     if spellings:
         spec["label_spellings"] = spellings  # and these as the class they spell
     try:

@@ -47,8 +47,36 @@ def write_csv(path: Path, header: list[str], rows: list[list[str]], delimiter: s
 def test_unit_numbers_read_amounts_as_written():
     texts = ["$1,578.97", "53%", "-$1,200", "$-3", "0", "12.5", "€ 3", "£2,000,000", "¥7", "1,234,567.5", "7 %", "12 €", "-4$"]
     assert unit_numbers(texts).tolist() == [1578.97, 53, -1200, -3, 0, 12.5, 3, 2e6, 7, 1234567.5, 7, 12, -4]
-    bad = ["1,23", "12,3456", "abc", "+-3", "$", "%", "1.2.3", "USD 3", "(1,200)", "1e5", "--1", "", "$3%", "€3€"]
+    bad = ["1,23", "12,3456", "abc", "+-3", "$", "%", "1.2.3", "USD 3", "1e5", "--1", "", "$3%", "€3€"]
     assert np.isnan(unit_numbers(bad)).all()
+
+
+def test_unit_numbers_read_accounting_negatives_and_spaced_thousands():
+    """Accounting writes a negative amount in parentheses; many locales group thousands with a
+    no-break, narrow no-break or thin space, Switzerland with an apostrophe. One kind of mark per
+    number; an ASCII space (two numbers in a cell?) or a sign inside parentheses is no amount."""
+    texts = ["(1,200)", "($12.50)", "(7)", "(53%)", "12\u00a0345", "1\u202f234\u202f567.5", "1\u2009000", "1'234'567", "2\u2019500"]
+    assert unit_numbers(texts).tolist() == [-1200, -12.5, -7, -53, 12345, 1234567.5, 1000, 1234567, 2500]
+    bad = ["(-5)", "((5))", "()", "(abc)", "12 345", "1,234\u00a0567", "12\u00a034", "(1,200", "1'23"]
+    assert np.isnan(unit_numbers(bad)).all()
+
+
+def test_a_column_of_accounting_negatives_and_spaced_thousands_is_read_as_numbers(tmp_path):
+    """A comma-delimited sheet whose amounts are "(1,234)" beside "1,500", and "12 345" with
+    no-break spaces: numbers ("units"), with a note naming the parentheses, applied alike at every
+    load; before, the first was refused and the second left out as an identifier."""
+    rows = [[str(i), f"({i},234)" if i % 3 == 0 else f"{i},500", f"{i}\u00a0{100 + i}", "ab"[i % 2]] for i in range(1, 31)]
+    path = write_csv(tmp_path / "ledger.csv", ["id", "balance", "spent", "label"], rows)
+    p = plan_table(read_csv_table(path), TableOptions(label_column="label", categorical="auto", missing="impute"))
+    balance, spent = (next(c for c in p.columns if c.name == n) for n in ("balance", "spent"))
+    assert (balance.kind, balance.written, spent.kind, spent.written) == ("numeric", "units", "numeric", "units")
+    assert balance.numbers[:3].tolist() == [1500, 2500, -3234] and spent.numbers[:2].tolist() == [1101, 2102]
+    assert any("'balance' holds amounts written as text" in n and "'(3,234)' in parentheses is negative" in n for n in p.notes)
+    spec = fit_table_spec(p, np.arange(30))
+    x, names = apply_table_spec(read_csv_table(path), spec)
+    column = names.index("balance")
+    values = np.asarray([-float(r[1][1:-1].replace(",", "")) if r[1].startswith("(") else float(r[1].replace(",", "")) for r in rows])
+    np.testing.assert_allclose(x[:, column], (values - values.mean()) / values.std(), rtol=1e-5)
 
 
 def test_decimal_comma_numbers_read_the_european_way():

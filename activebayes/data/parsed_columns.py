@@ -6,9 +6,12 @@ distinct texts of a column ([T] strings) and returns [T] float64, NaN where a te
 kind, so a column is of a kind exactly when none of its present values is NaN.
 
 - `unit_numbers`: a number with a currency sign in front ($ € £ ¥, after an optional sign) or
-  after it (12 €), a % after it, or thousands separators in groups of three (1,234,567.5); the
-  value as written ("53%" is 53, "-$1,200" is −1200). A plain number passes too, so "0" may stand
-  beside "53%". (In a file not delimited by commas, "1,578" is read first as a decimal comma: 1.578.)
+  after it (12 €), a % after it, or thousands separators in groups of three (1,234,567.5; also
+  an apostrophe, 1'234'567, as Swiss spreadsheets write them, or a no-break, narrow no-break or
+  thin space, 12 345, as spreadsheets of many locales do); the value as written ("53%" is 53,
+  "-$1,200" is −1200), and one in parentheses negative, as accounting writes it ("(1,234)" is
+  −1234). A plain number passes too, so "0" may stand beside "53%". (In a file not delimited by
+  commas, "1,578" is read first as a decimal comma: 1.578.)
 - `decimal_comma_numbers`: a number written the European way, with a decimal comma and
   optionally dots or spaces (also no-break and narrow no-break ones, as French spreadsheets write
   them) between groups of three digits (3,5; -1.234,5; 1 234 567; 12,50 €; 53,5 %): the reading
@@ -57,9 +60,12 @@ from activebayes.data.features import is_number
 
 _CURRENCY = "$€£¥"  # the signs an amount may carry before or after it (and % after it)
 _THOUSANDS = r"\d{1,3}(?:,\d{3})+"  # 1,234,567: commas between groups of three digits
+_GROUP_MARKS = ",'\u2019\u00a0\u202f\u2009"  # between thousands: comma, (Swiss) apostrophe, no-break, narrow no-break, thin space
 _UNIT_NUMBER = re.compile(
-    rf"^(?P<sign>[+-]?)(?P<cur>[{_CURRENCY}]?)\s?(?P<sign2>[+-]?)(?P<int>{_THOUSANDS}|\d+)(?P<frac>\.\d+)?\s?(?P<post>[%{_CURRENCY}]?)$"
+    rf"^(?P<sign>[+-]?)(?P<cur>[{_CURRENCY}]?)\s?(?P<sign2>[+-]?)(?P<int>\d{{1,3}}(?P<group>[{_GROUP_MARKS}])\d{{3}}(?:(?P=group)\d{{3}})*|\d+)"
+    rf"(?P<frac>\.\d+)?\s?(?P<post>[%{_CURRENCY}]?)$"
 )
+_ACCOUNTING = re.compile(r"^\((?P<inner>[^()+-]+)\)$")  # (1,234): a negative amount, as accounting writes it
 _DECIMAL_COMMA_NUMBER = re.compile(
     rf"^(?P<sign>[+-]?)(?P<cur>[{_CURRENCY}]?)\s?(?P<int>\d{{1,3}}(?P<group>[.\u00a0\u202f ])\d{{3}}(?:(?P=group)\d{{3}})*|\d+)(?P<frac>,\d+)?"
     rf"\s?(?P<post>[%{_CURRENCY}]?)$"
@@ -86,11 +92,20 @@ CLOCK_PARTS = ("time sin", "time cos")
 
 
 def _unit_number(text: str) -> float:
+    accounting = _ACCOUNTING.match(text)
+    if accounting is not None:  # (1,234) is -1234, ($1,234.50) is -1234.5
+        return -_unit_number(accounting["inner"].strip())
     m = _UNIT_NUMBER.match(text)
     if m is None or (m["sign"] and m["sign2"]) or (m["cur"] and m["post"]):
         return math.nan
-    value = float(m["int"].replace(",", "") + (m["frac"] or ""))
+    value = float(re.sub(r"\D", "", m["int"]) + (m["frac"] or ""))
     return -value if "-" in (m["sign"] + m["sign2"]) else value
+
+
+def accounting_negative(text: str) -> bool:
+    """Whether `text` is an amount in parentheses, accounting's negative: (1,234), ($12.50)."""
+    m = _ACCOUNTING.match(text.strip())
+    return m is not None and math.isfinite(_unit_number(m["inner"].strip()))
 
 
 def _decimal_comma_number(text: str) -> float:
