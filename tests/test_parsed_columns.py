@@ -26,6 +26,7 @@ from activebayes.data.parsed_columns import (
     has_times,
     iso_days,
     number_writing,
+    percent_scale_note,
     unit_numbers,
     written_days,
     written_numbers,
@@ -59,6 +60,21 @@ def test_unit_numbers_read_accounting_negatives_and_spaced_thousands():
     assert unit_numbers(texts).tolist() == [-1200, -12.5, -7, -53, 12345, 1234567.5, 1000, 1234567, 2500]
     bad = ["(-5)", "((5))", "()", "(abc)", "12 345", "1,234\u00a0567", "12\u00a034", "(1,200", "1'23"]
     assert np.isnan(unit_numbers(bad)).all()
+
+
+def test_percentages_beside_shares_of_one_get_a_note(tmp_path):
+    """"53%" beside "0.5": read as written (53 and 0.5), with a note that 0.5 is not 50 %; no note
+    when a plain number is over 1 (7 beside 12%), when every % is within 1 %, or with no plain one."""
+    note = percent_scale_note("share", ["53%", "12%"], np.array([0.0, 0.5, 0.25]))
+    assert note == ("column 'share' writes some values with % ('53%') and others as plain numbers no bigger than 1 (0.5): each is read as "
+                    "written, 0.5 not 50 %; if the plain ones are shares of 1, write them as percentages")  # fmt: skip
+    assert percent_scale_note("p", ["12%"], np.array([0.5, 7.0])) is None
+    assert percent_scale_note("p", ["0.5%"], np.array([0.5])) is None
+    assert percent_scale_note("p", ["12%"], np.zeros(0)) is None and percent_scale_note("p", ["12%"], np.zeros(3)) is None
+    rows = [[str(i), ("53%", "0.5", "12%", "0.25")[i % 4], "ab"[i % 2]] for i in range(24)]
+    p = plan_table(read_csv_table(write_csv(tmp_path / "s.csv", ["id", "share", "label"], rows)), TableOptions(label_column="label"))
+    assert p.columns[0].numbers[:4].tolist() == [53, 0.5, 12, 0.25]
+    assert any(n.startswith("column 'share' writes some values with % ('53%')") for n in p.notes)
 
 
 def test_a_column_of_accounting_negatives_and_spaced_thousands_is_read_as_numbers(tmp_path):

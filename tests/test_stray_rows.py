@@ -1,6 +1,6 @@
 """Records of a csv file that are no rows of its table (`activebayes.data.stray_rows`): the
 header again further down, as two exports pasted one under the other leave it, and a
-spreadsheet's summary row at the end. Each is refused in one line naming its line, at `pool add`
+spreadsheet's summary row at the end; and a comment line. Each is refused in one line naming its line, at `pool add`
 and at `--append`, with nothing written, where before the first read as a column of numbers
 refused for holding its own name and the second as a pool item keyed "Total"."""
 
@@ -55,6 +55,19 @@ def test_a_table_whose_middle_row_says_total_reads_it(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text("kind,x,label\nTotal,1,a\nsome,2,b\n")
     assert read_csv_table(path).column("kind") == ["Total", "some"]
+
+
+def test_a_comment_line_is_named_as_one(tmp_path):
+    """`# page 2` between the rows: refused as a record of the wrong length, saying it is a
+    comment to delete rather than asking to quote a separator; another short record as before."""
+    path = tmp_path / "notes.csv"
+    path.write_text(HEADER + "# exported 2024-01-01, by hand\n" + ROWS)
+    with pytest.raises(DataError, match=r"notes.csv' line 2: expected 4 fields, got 2 \(separator ','\), and it starts with '#': a comment, "
+                                        r"which CSV has no way to write; delete the comment lines$"):  # fmt: skip
+        read_csv_table(path)
+    path.write_text(HEADER + "9,4.5\n" + ROWS)
+    with pytest.raises(DataError, match=r"line 2: expected 4 fields, got 2 \(separator ','\); quote a value that holds the separator$"):
+        read_csv_table(path)
 
 
 def test_pool_add_and_append_refuse_them_and_write_nothing(cli_db):

@@ -35,7 +35,7 @@ import numpy as np
 
 from activebayes.data.csv_columns import ColumnBuilder, CsvColumn, finite_or_nan  # noqa: F401 (finite_or_nan re-exported)
 from activebayes.data.csv_encoding import UTF16_BOMS, WINDOWS_1252, Fallback, check_no_nul, csv_text, decode_text, windows_1252
-from activebayes.data.stray_rows import check_not_header, check_not_summary
+from activebayes.data.stray_rows import check_not_header, check_not_summary, comment_fix
 from activebayes.errors import DataError
 
 CSV_DELIMITERS = (",", ";", "\t")
@@ -404,7 +404,7 @@ def _read(path: Path, text_columns: Sequence[str]) -> CsvTable:
             hint = " (or, if the first field is a row name, name it at the start of the header)" if first else ""
             raise DataError(
                 f"{str(path)!r} line {line_no}: expected {len(header)} fields, got {len(row)} "
-                f"(separator {delimiter_name(delimiter)}); quote a value that holds the separator{hint}"
+                f"(separator {delimiter_name(delimiter)}){comment_fix(row) or f'; quote a value that holds the separator{hint}'}"
             )
         if row[0].strip() == written[0]:  # cheap first look: the header again, two exports joined
             check_not_header(path, line_no, row, written)

@@ -145,6 +145,19 @@ def unit_numbers(texts: Sequence[str]) -> np.ndarray:
     return np.asarray([_unit_number(t) for t in texts], dtype=np.float64)
 
 
+def percent_scale_note(name: str, percents: Sequence[str], plain: np.ndarray) -> str | None:
+    """A note for an amount column that mixes percentages over 1 % (`percents`, texts with %)
+    with plain numbers (`plain` [P] float64) that all lie within [−1, 1], not all 0: "0.5" beside
+    "53%" is likely a share of 1 (50 %), yet it is read as written, 0.5; None otherwise."""
+    shares = [float(v) for v in unit_numbers(percents).tolist() if math.isfinite(v)]
+    if not shares or max(map(abs, shares)) <= 1 or plain.size == 0 or np.abs(plain).max() > 1 or not plain.any():
+        return None
+    fraction = float(plain[np.flatnonzero(plain)[0]])
+    return (f"column {name!r} writes some values with % ({percents[0]!r}) and others as plain numbers no bigger than 1 "
+            f"({label_text(fraction)}): each is read as written, {label_text(fraction)} not {label_text(fraction * 100)} %; "
+            "if the plain ones are shares of 1, write them as percentages")
+
+
 def grouped_thousands(text: str) -> bool:
     """Whether `text` is a number with commas between thousands and nothing else of an amount
     (1,234.5, -1,234,567; not $1,200 or 1,200 %): `unit_numbers` reads it."""

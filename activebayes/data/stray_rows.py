@@ -7,6 +7,10 @@ records' byte offsets, and an append copies the file whole.
 
     check_not_header(path, line_no, row, written_header)   # DataError for a repeated header
     check_not_summary(path, line_no, row)                   # DataError for a last record "Total"
+    comment_fix(row)                                        # the fix for a comment line of the wrong length
+
+A comment line (`# exported 2024-01-01`), which CSV has no such thing as, is a record of the
+wrong length; its refusal says what it looks like.
 """
 
 from __future__ import annotations
@@ -45,3 +49,10 @@ def check_not_summary(path: Path, line_no: int, row: Sequence[str]) -> None:
     if label is not None:
         raise DataError(f"{str(path)!r} line {line_no}: the last row starts with {label!r}, a spreadsheet's summary row rather than an item; "
                         "delete it (and any other total rows), then run the command again")  # fmt: skip
+
+
+def comment_fix(row: Sequence[str]) -> str:
+    """The end of the refusal of a record of the wrong length that starts with `#`: a comment
+    line, which CSV has no way to write, and its fix; "" for any other record."""
+    first = next((c.strip() for c in row if c.strip()), "")
+    return ", and it starts with '#': a comment, which CSV has no way to write; delete the comment lines" if first.startswith("#") else ""

@@ -84,7 +84,7 @@ from activebayes.data.frequent_levels import (IDENTIFIER_MIN_VALUES, MAX_LEVELS,
 from activebayes.data.key_columns import (R_ROW_NAMES, ROW_INDEX_NAME, distinct_whole_numbers, identifier_key, key_column_of, names_an_identifier,
                                           no_key, numeric_identifier_note)
 from activebayes.data.table_gaps import EXCEL_ERRORS, column_missing, note_excel_errors
-from activebayes.data.parsed_columns import DATE_ORDERS, UNIT_PREFIX, accounting_negative, common_unit, date_order, measured_numbers, decimal_comma_numbers, surely_decimal_comma, has_times, iso_days, unit_numbers, written_days
+from activebayes.data.parsed_columns import DATE_ORDERS, UNIT_PREFIX, accounting_negative, common_unit, date_order, percent_scale_note, measured_numbers, decimal_comma_numbers, surely_decimal_comma, has_times, iso_days, unit_numbers, written_days
 from activebayes.errors import DataError
 
 MISSING_MODES = ("impute", "drop", "error")
@@ -470,6 +470,8 @@ def _written_quantity(table: CsvTable, name: str, missing: np.ndarray, numeric: 
         negative = next((texts[k] for k in used.tolist() if accounting_negative(texts[k])), None)
         signs = f"; {shown(negative)} in parentheses is negative, as accounting writes it" if negative is not None else ""
         notes.append(f"column {name!r} holds amounts written as text ({example}): read as numbers, without currency signs, % and thousands separators{signs}")
+        percent = np.append(np.char.find(np.asarray(texts, dtype=str), "%") >= 0, False)[codes] & present
+        notes.extend(n for n in [percent_scale_note(name, [texts[k] for k in used.tolist() if "%" in texts[k]], numbers[present & ~percent])] if n)
         return ColumnPlan(name, "numeric", missing, numbers=np.where(missing, np.nan, numbers), written="units")
     if not numeric[~missing].any() and np.isfinite(days[used]).all():
         clock = has_times([texts[k] for k in used.tolist()])
