@@ -208,7 +208,8 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
     wanted = options.features if options.features is not None else table.header[table.row_names :]  # row names are no feature
     names = [h for h in table.header if h and h in wanted and h not in special and h not in options.ignore]
     if not names:
-        raise DataError(f"data file {str(table.path)!r}: no feature columns besides the label/key columns")
+        raise DataError(f"data file {str(table.path)!r}: no feature columns besides the label/key columns ({', '.join(repr(h) for h in table.header if h in special)}); "
+                        "add the columns that describe each item, or name a column of prose with --text-column")  # fmt: skip
     if "" in table.header:  # read_csv_table refuses one with values
         notes.append(f"left out {table.header.count('')} empty column(s) without a name (separators at the start or end of the lines)")
     if table.row_names:
