@@ -62,6 +62,21 @@ def test_unit_numbers_read_accounting_negatives_and_spaced_thousands():
     assert np.isnan(unit_numbers(bad)).all()
 
 
+def test_decimal_comma_accounting_negatives_are_read_in_a_semicolon_file(tmp_path):
+    """(1.234,50) in a ;-file, as a German ledger writes a negative balance: −1234.5, with the note,
+    and so at every load."""
+    assert decimal_comma_numbers(["(1.234,50)", "(3,5)", "(-3,5)", "(3,5"]).tolist()[:2] == [-1234.5, -3.5]
+    assert np.isnan(decimal_comma_numbers(["(-3,5)", "(3,5", "((3,5))"])).all()
+    rows = [[str(i), "(1.234,50)" if i % 3 == 0 else f"{i}.500,75", "ab"[i % 2]] for i in range(24)]
+    path = write_csv(tmp_path / "konto.csv", ["id", "saldo", "label"], rows, delimiter=";")
+    p = plan_table(read_csv_table(path), TableOptions(label_column="label"))
+    assert p.columns[0].written == "decimal comma" and p.columns[0].numbers[:3].tolist() == [-1234.5, 1500.75, 2500.75]
+    assert any("'saldo' is written with decimal commas" in n and "'(1.234,50)' in parentheses is negative" in n for n in p.notes)
+    x, names = apply_table_spec(read_csv_table(path), fit_table_spec(p, np.arange(24)))
+    values = p.columns[0].numbers
+    np.testing.assert_allclose(x[:, names.index("saldo")], (values - values.mean()) / values.std(), rtol=1e-5)
+
+
 def test_percentages_beside_shares_of_one_get_a_note(tmp_path):
     """"53%" beside "0.5": read as written (53 and 0.5), with a note that 0.5 is not 50 %; no note
     when a plain number is over 1 (7 beside 12%), when every % is within 1 %, or with no plain one."""

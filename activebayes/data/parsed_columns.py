@@ -14,7 +14,8 @@ kind, so a column is of a kind exactly when none of its present values is NaN.
   commas, "1,578" is read first as a decimal comma: 1.578.)
 - `decimal_comma_numbers`: a number written the European way, with a decimal comma and
   optionally dots or spaces (also no-break and narrow no-break ones, as French spreadsheets write
-  them) between groups of three digits (3,5; -1.234,5; 1 234 567; 12,50 €; 53,5 %): the reading
+  them) between groups of three digits (3,5; -1.234,5; 1 234 567; 12,50 €; 53,5 %; negative in
+  parentheses, (1.234,50)): the reading
   a file delimited by semicolons (or tabs) implies. A column is read so only when one of its
   values has the comma (tabular); "1.234" alone stays 1.234.
 - `common_unit` and `measured_numbers`: numbers followed by one unit word ("59 yrs", "32.1
@@ -102,13 +103,24 @@ def _unit_number(text: str) -> float:
     return -value if "-" in (m["sign"] + m["sign2"]) else value
 
 
+def accounting_note(texts: Sequence[str]) -> str:
+    """The end of a note on a column of numbers, naming the first of `texts` in parentheses, as
+    accounting writes a negative amount ("" when none is)."""
+    negative = next((t for t in texts if accounting_negative(t)), None)
+    return "" if negative is None else f"; {negative!r} in parentheses is negative, as accounting writes it"
+
+
 def accounting_negative(text: str) -> bool:
-    """Whether `text` is an amount in parentheses, accounting's negative: (1,234), ($12.50)."""
+    """Whether `text` is an amount in parentheses, accounting's negative: (1,234), ($12.50),
+    (1.234,50)."""
     m = _ACCOUNTING.match(text.strip())
-    return m is not None and math.isfinite(_unit_number(m["inner"].strip()))
+    return m is not None and (math.isfinite(_unit_number(m["inner"].strip())) or math.isfinite(_decimal_comma_number(m["inner"].strip())))
 
 
 def _decimal_comma_number(text: str) -> float:
+    accounting = _ACCOUNTING.match(text)
+    if accounting is not None:  # (1.234,50) is -1234.5
+        return -_decimal_comma_number(accounting["inner"].strip())
     m = _DECIMAL_COMMA_NUMBER.match(text)
     if m is None or (m["cur"] and m["post"]):
         return math.nan

@@ -84,7 +84,7 @@ from activebayes.data.frequent_levels import (IDENTIFIER_MIN_VALUES, MAX_LEVELS,
 from activebayes.data.key_columns import (R_ROW_NAMES, ROW_INDEX_NAME, distinct_whole_numbers, identifier_key, key_column_of, names_an_identifier,
                                           no_key, numeric_identifier_note)
 from activebayes.data.table_gaps import EXCEL_ERRORS, column_missing, note_excel_errors
-from activebayes.data.parsed_columns import DATE_ORDERS, UNIT_PREFIX, accounting_negative, common_unit, date_order, percent_scale_note, measured_numbers, decimal_comma_numbers, surely_decimal_comma, has_times, iso_days, unit_numbers, written_days
+from activebayes.data.parsed_columns import DATE_ORDERS, UNIT_PREFIX, accounting_note, common_unit, date_order, percent_scale_note, measured_numbers, decimal_comma_numbers, surely_decimal_comma, has_times, iso_days, unit_numbers, written_days
 from activebayes.errors import DataError
 
 MISSING_MODES = ("impute", "drop", "error")
@@ -357,7 +357,7 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
         european = decimal_comma_numbers(spellings)[spelled_codes]
         example = shown(table.cell(first_true(comma_level & present), name))
         if np.isfinite(european[present]).all():  # 3,5 and 1.234,5 in a ;-file
-            notes.append(f"column {name!r} is written with decimal commas ({example}): read as numbers")
+            notes.append(f"column {name!r} is written with decimal commas ({example}): read as numbers{accounting_note(spellings)}")
             return ColumnPlan(name, "numeric", missing, numbers=np.where(missing, np.nan, european), written="decimal comma")
         at = first_true(present & ~np.isfinite(european))
         raise DataError(
@@ -468,9 +468,8 @@ def _written_quantity(table: CsvTable, name: str, missing: np.ndarray, numeric: 
     if np.isfinite(amounts[used]).all():
         numbers = table.numbers(name).copy()
         numbers[codes >= 0] = amounts[codes[codes >= 0]]
-        negative = next((texts[k] for k in used.tolist() if accounting_negative(texts[k])), None)
-        signs = f"; {shown(negative)} in parentheses is negative, as accounting writes it" if negative is not None else ""
-        notes.append(f"column {name!r} holds amounts written as text ({example}): read as numbers, without currency signs, % and thousands separators{signs}")
+        notes.append(f"column {name!r} holds amounts written as text ({example}): read as numbers, without currency signs, % and thousands "
+                     f"separators{accounting_note([texts[k] for k in used.tolist()])}")  # fmt: skip
         percent = np.append(np.char.find(np.asarray(texts, dtype=str), "%") >= 0, False)[codes] & present
         notes.extend(n for n in [percent_scale_note(name, [texts[k] for k in used.tolist() if "%" in texts[k]], numbers[present & ~percent])] if n)
         return ColumnPlan(name, "numeric", missing, numbers=np.where(missing, np.nan, numbers), written="units")
