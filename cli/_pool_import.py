@@ -127,8 +127,14 @@ def look_alike_classes(classes: list[str], project: str) -> list[str]:
     for c in classes:
         groups.setdefault(spelling_key(c), []).append(c)
     again = f"`activebayes delete {shlex.quote(project)}`, `activebayes init --name {shlex.quote(project)}` and `pool add` again"
-    return [f"the classes {', '.join(repr(c) for c in group)} differ only in case or spacing; if they are one class, "
+    return [f"the classes {', '.join(repr(c) for c in group)} differ only in {_how_they_differ(group)}; if they are one class, "
             f"correct them in the file (or add --merge-label-spellings), then {again}" for group in groups.values() if len(group) > 1]  # fmt: skip
+
+
+def _how_they_differ(group: list[str]) -> str:
+    """"case or spacing", or "a trailing .0" for classes such as '1' and '1.0' (and both when both)."""
+    numbers = {c for c in group if c.replace(".", "", 1).lstrip("+-").isdigit()}
+    return "case or spacing" if not numbers else "a trailing .0" if len(numbers) == len(group) else "case, spacing or a trailing .0"
 
 
 class Missing(str, Enum):

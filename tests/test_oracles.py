@@ -436,3 +436,11 @@ def test_colour_only_where_the_terminal_shows_it(monkeypatch):
     out = io.StringIO()
     PromptOracle(classes=["r", "b"], input=io.StringIO("r\n"), output=out).ask(["k"], np.ones((1, 3, 4, 4)))
     assert "\x1b[" not in out.getvalue()  # not a terminal: plain characters
+
+
+def test_file_oracle_reads_a_float_spelling_as_its_class(tmp_path):
+    """An answer '1.0' to a project of classes 0 and 1 (a spreadsheet that wrote its column as
+    floats) is the class '1', as `pool add --merge-label-spellings` reads such labels."""
+    path = tmp_path / "answers.csv"
+    path.write_text("key,label\na,0\nb,1.0\n")
+    assert FileOracle(path, classes=["0", "1"], keys=["a", "b"]).answers() == [Answer("a", "0"), Answer("b", "1")]
