@@ -178,6 +178,7 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     from activebayes.data.table_spec import fit_table_spec
     from activebayes.data.skewed_columns import logged_columns, skewed_hint, skewed_note
     from activebayes.data.csv_table import shown
+    from activebayes.data.class_balance import classes_only_in_test
     from activebayes.data.table_gaps import formula_errors, label_gap_markers
     from activebayes.data.tabular import plan_table
     from activebayes.data.label_spellings import merged_spellings, spelled_as
@@ -219,11 +220,17 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
         check_labels(labels, classes, file, table.lines, numeric=task == "regression", empty_ok=labels_are_known)
     candidates = kept[~unlabelled[kept]]  # the test split needs labels
     if labels is not None and task == "classification":
+        from activebayes.data.class_balance import rare_class_note
         from activebayes.data.label_leaks import leak_note, leaking_columns
 
         plan.notes.extend(leak_note(c, options.label_column, one) for c, one in leaking_columns(plan, labels.astype(str), candidates))
+        plan.notes.extend(n for n in [rare_class_note(labels[candidates].astype(str).tolist())] if n)
     _, test_at = split_rows(candidates.size, test_fraction, seed)
     test_rows = candidates[test_at]
+    tested_only = classes_only_in_test(labels, np.setdiff1d(kept, test_rows), test_rows) if labels is not None and task == "classification" else []
+    if tested_only:
+        plan.notes.append(f"every labelled row of the class{'es' if len(tested_only) > 1 else ''} {', '.join(map(repr, tested_only))} went to the test split, so the pool holds "
+                          "none to learn from; a test split drawn with another --seed, or a smaller --test-fraction, may keep some")  # fmt: skip
     if test_rows.size and unlabelled[kept].any():
         plan.notes.append(f"the test split ({test_rows.size} rows) is drawn from the {candidates.size} rows labelled already, not from the whole "
                           "table: if those were chosen rather than drawn at random, its figures describe rows like them; "
