@@ -27,6 +27,15 @@ def test_a_repeated_header_is_refused_naming_its_line(tmp_path):
         read_csv_table(path)
 
 
+def test_two_csv_utf8_files_joined_name_the_second_header(tmp_path):
+    """`cat a.csv b.csv` of two files Excel saved as "CSV UTF-8": the second header starts with its
+    byte-order mark, and is still named as the header repeated."""
+    path = tmp_path / "both.csv"
+    path.write_bytes(("\ufeff" + HEADER + ROWS + "\ufeff" + HEADER + ROWS).encode("utf-8"))
+    with pytest.raises(DataError, match=r"both.csv' line 10: the header is repeated there"):
+        read_csv_table(path)
+
+
 def test_a_row_that_only_starts_like_the_header_is_a_row(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text("name,x,label\nname,1,a\nother,2,b\n")  # a key that happens to be the first column's name

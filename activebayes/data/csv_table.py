@@ -406,7 +406,7 @@ def _read(path: Path, text_columns: Sequence[str]) -> CsvTable:
                 f"{str(path)!r} line {line_no}: expected {len(header)} fields, got {len(row)} "
                 f"(separator {delimiter_name(delimiter)}){comment_fix(row) or f'; quote a value that holds the separator{hint}'}"
             )
-        if row[0].strip() == written[0]:  # cheap first look: the header again, two exports joined
+        if row[0].strip().lstrip("\ufeff") == written[0]:  # cheap first look: the header again, two exports joined (a BOM with it)
             check_not_header(path, line_no, row, written)
         chunk.append(row)
         chunk_lines.append(line_no)

@@ -29,8 +29,8 @@ _SUMMARY = re.compile(
 
 def check_not_header(path: Path, line_no: int, row: Sequence[str], header: Sequence[str]) -> None:
     """DataError when record `row` (on `line_no`) repeats the `header` as written (every cell the
-    same name, stripped; a header with at least two names)."""
-    cells = [c.strip() for c in row]
+    same name, stripped, a byte-order mark before it ignored; a header with at least two names)."""
+    cells = [c.strip().lstrip("\ufeff").strip() for c in row]  # `cat` of two "CSV UTF-8" files: the second's byte-order mark
     if sum(map(bool, header)) >= 2 and cells == list(header):
         raise DataError(f"{str(path)!r} line {line_no}: the header is repeated there (files joined one under the other?); "
                         "delete that line, so that the column names are on the first line alone")  # fmt: skip
