@@ -20,6 +20,7 @@ from activebayes.data.csv_table import read_csv_table
 from activebayes.data.parsed_columns import (
     CALENDAR_PARTS,
     CLOCK_PARTS,
+    accounting_note,
     calendar_features,
     date_order,
     decimal_comma_numbers,
@@ -53,19 +54,22 @@ def test_unit_numbers_read_amounts_as_written():
 
 
 def test_unit_numbers_read_accounting_negatives_and_spaced_thousands():
-    """Accounting writes a negative amount in parentheses; many locales group thousands with a
+    """Accounting writes a negative amount in parentheses (SAP with a minus after it); many locales group thousands with a
     no-break, narrow no-break or thin space, Switzerland with an apostrophe. One kind of mark per
     number; an ASCII space (two numbers in a cell?) or a sign inside parentheses is no amount."""
-    texts = ["(1,200)", "($12.50)", "(7)", "(53%)", "12\u00a0345", "1\u202f234\u202f567.5", "1\u2009000", "1'234'567", "2\u2019500"]
-    assert unit_numbers(texts).tolist() == [-1200, -12.5, -7, -53, 12345, 1234567.5, 1000, 1234567, 2500]
-    bad = ["(-5)", "((5))", "()", "(abc)", "12 345", "1,234\u00a0567", "12\u00a034", "(1,200", "1'23"]
+    texts = ["(1,200)", "($12.50)", "(7)", "(53%)", "12\u00a0345", "1\u202f234\u202f567.5", "1\u2009000", "1'234'567", "2\u2019500",
+             "1,234.50-", "5-"]  # fmt: skip
+    assert unit_numbers(texts).tolist() == [-1200, -12.5, -7, -53, 12345, 1234567.5, 1000, 1234567, 2500, -1234.5, -5]
+    bad = ["(-5)", "((5))", "()", "(abc)", "12 345", "1,234\u00a0567", "12\u00a034", "(1,200", "1'23", "-5-", "$5-", "abc-", "-", "1-2-"]
     assert np.isnan(unit_numbers(bad)).all()
+    assert accounting_note(["3", "1,234.50-", "(7)"]) == "; '1,234.50-' with a minus after it is negative, as accounting writes it"
+    assert accounting_note(["(7)"]) == "; '(7)' in parentheses is negative, as accounting writes it" and accounting_note(["3", "-4"]) == ""
 
 
 def test_decimal_comma_accounting_negatives_are_read_in_a_semicolon_file(tmp_path):
     """(1.234,50) in a ;-file, as a German ledger writes a negative balance: −1234.5, with the note,
     and so at every load."""
-    assert decimal_comma_numbers(["(1.234,50)", "(3,5)", "(-3,5)", "(3,5"]).tolist()[:2] == [-1234.5, -3.5]
+    assert decimal_comma_numbers(["(1.234,50)", "(3,5)", "1.234,50-"]).tolist() == [-1234.5, -3.5, -1234.5]  # SAP: the minus after
     assert np.isnan(decimal_comma_numbers(["(-3,5)", "(3,5", "((3,5))"])).all()
     rows = [[str(i), "(1.234,50)" if i % 3 == 0 else f"{i}.500,75", "ab"[i % 2]] for i in range(24)]
     path = write_csv(tmp_path / "konto.csv", ["id", "saldo", "label"], rows, delimiter=";")

@@ -9,8 +9,8 @@ kind, so a column is of a kind exactly when none of its present values is NaN.
   after it (12 €), a % after it, or thousands separators in groups of three (1,234,567.5; also
   an apostrophe, 1'234'567, as Swiss spreadsheets write them, or a no-break, narrow no-break or
   thin space, 12 345, as spreadsheets of many locales do); the value as written ("53%" is 53,
-  "-$1,200" is −1200), and one in parentheses negative, as accounting writes it ("(1,234)" is
-  −1234). A plain number passes too, so "0" may stand beside "53%". (In a file not delimited by
+  "-$1,200" is −1200), and one in parentheses, or with a minus after it as SAP exports write it,
+  negative, as accounting writes it ("(1,234)" and "1,234-" are −1234). A plain number passes too, so "0" may stand beside "53%". (In a file not delimited by
   commas, "1,578" is read first as a decimal comma: 1.578.)
 - `decimal_comma_numbers`: a number written the European way, with a decimal comma and
   optionally dots or spaces (also no-break and narrow no-break ones, as French spreadsheets write
@@ -66,7 +66,7 @@ _UNIT_NUMBER = re.compile(
     rf"^(?P<sign>[+-]?)(?P<cur>[{_CURRENCY}]?)\s?(?P<sign2>[+-]?)(?P<int>\d{{1,3}}(?P<group>[{_GROUP_MARKS}])\d{{3}}(?:(?P=group)\d{{3}})*|\d+)"
     rf"(?P<frac>\.\d+)?\s?(?P<post>[%{_CURRENCY}]?)$"
 )
-_ACCOUNTING = re.compile(r"^\((?P<inner>[^()+-]+)\)$")  # (1,234): a negative amount, as accounting writes it
+_ACCOUNTING = re.compile(r"^\((?P<inner>[^()+-]+)\)$|^(?P<trailing>\d[^+-]*)-$")  # (1,234), and 1,234.50- as SAP writes it: negative
 _DECIMAL_COMMA_NUMBER = re.compile(
     rf"^(?P<sign>[+-]?)(?P<cur>[{_CURRENCY}]?)\s?(?P<int>\d{{1,3}}(?P<group>[.\u00a0\u202f ])\d{{3}}(?:(?P=group)\d{{3}})*|\d+)(?P<frac>,\d+)?"
     rf"\s?(?P<post>[%{_CURRENCY}]?)$"
@@ -94,8 +94,8 @@ CLOCK_PARTS = ("time sin", "time cos")
 
 def _unit_number(text: str) -> float:
     accounting = _ACCOUNTING.match(text)
-    if accounting is not None:  # (1,234) is -1234, ($1,234.50) is -1234.5
-        return -_unit_number(accounting["inner"].strip())
+    if accounting is not None:  # (1,234) is -1234, ($1,234.50) is -1234.5, 1,234.50- is -1234.5
+        return -_unit_number((accounting["inner"] or accounting["trailing"]).strip())
     m = _UNIT_NUMBER.match(text)
     if m is None or (m["sign"] and m["sign2"]) or (m["cur"] and m["post"]):
         return math.nan
@@ -107,20 +107,21 @@ def accounting_note(texts: Sequence[str]) -> str:
     """The end of a note on a column of numbers, naming the first of `texts` in parentheses, as
     accounting writes a negative amount ("" when none is)."""
     negative = next((t for t in texts if accounting_negative(t)), None)
-    return "" if negative is None else f"; {negative!r} in parentheses is negative, as accounting writes it"
+    how = "in parentheses" if negative is None or negative.startswith("(") else "with a minus after it"
+    return "" if negative is None else f"; {negative!r} {how} is negative, as accounting writes it"
 
 
 def accounting_negative(text: str) -> bool:
-    """Whether `text` is an amount in parentheses, accounting's negative: (1,234), ($12.50),
-    (1.234,50)."""
+    """Whether `text` is an amount in parentheses or with a minus after it, accounting's negative:
+    (1,234), ($12.50), (1.234,50), 1,234.50-."""
     m = _ACCOUNTING.match(text.strip())
-    return m is not None and (math.isfinite(_unit_number(m["inner"].strip())) or math.isfinite(_decimal_comma_number(m["inner"].strip())))
+    return m is not None and (math.isfinite(_unit_number(text.strip())) or math.isfinite(_decimal_comma_number(text.strip())))
 
 
 def _decimal_comma_number(text: str) -> float:
     accounting = _ACCOUNTING.match(text)
-    if accounting is not None:  # (1.234,50) is -1234.5
-        return -_decimal_comma_number(accounting["inner"].strip())
+    if accounting is not None:  # (1.234,50) and 1.234,50- are -1234.5
+        return -_decimal_comma_number((accounting["inner"] or accounting["trailing"]).strip())
     m = _DECIMAL_COMMA_NUMBER.match(text)
     if m is None or (m["cur"] and m["post"]):
         return math.nan
