@@ -52,6 +52,17 @@ def test_a_summary_row_at_the_end_is_refused(tmp_path, last):
         read_csv_table(path)
 
 
+def test_a_summary_row_that_ends_a_full_chunk_is_refused(tmp_path, monkeypatch):
+    """The records are read in chunks: a 'Total' row that fills the last chunk exactly is still the last."""
+    import activebayes.data.csv_table as csv_table
+
+    monkeypatch.setattr(csv_table, "CHUNK_ROWS", 4)
+    path = tmp_path / "report.csv"
+    path.write_text(HEADER + "".join(ROWS.splitlines(keepends=True)[:7]) + "Total,18,,\n")
+    with pytest.raises(DataError, match=r"line 9: the last row starts with 'Total'"):
+        read_csv_table(path)
+
+
 def test_total_elsewhere_is_a_value():
     """Only a last record's first cell names a summary: a category 'Total' in another column, or a
     word that merely starts so, is data."""

@@ -388,7 +388,7 @@ def _read(path: Path, text_columns: Sequence[str]) -> CsvTable:
     chunk: list[list[str]] = []
     chunk_lines: list[int] = []
     lines: list[np.ndarray] = []
-    last: tuple[int, list[str]] | None = None  # the last record, which may be a summary row
+    last_line, last_row = 0, []
     for line_no, row in _without_sep_line(_numbered(csv.reader(stream.lines(), delimiter=delimiter), path)):
         if _is_blank(row):
             continue
@@ -406,17 +406,17 @@ def _read(path: Path, text_columns: Sequence[str]) -> CsvTable:
                 f"{str(path)!r} line {line_no}: expected {len(header)} fields, got {len(row)} "
                 f"(separator {delimiter_name(delimiter)}){comment_fix(row) or f'; quote a value that holds the separator{hint}'}"
             )
-        if row[0].strip().lstrip("\ufeff") == written[0]:  # cheap first look: the header again, two exports joined (a BOM with it)
+        if (written[0] in row[0]) if written[0] else not row[0].strip():  # a cheap first look for the header again (two exports joined)
             check_not_header(path, line_no, row, written)
         chunk.append(row)
         chunk_lines.append(line_no)
-        last = (line_no, row)
+        last_line, last_row = line_no, row  # the last record may be a summary row
         if len(chunk) >= CHUNK_ROWS:
             _add_chunk(builders, chunk, chunk_lines, lines)
     if header is None:
         raise DataError(f"data file {str(path)!r}: empty; expected a header row of column names")
-    if last is not None:
-        check_not_summary(path, *last)
+    if last_row:
+        check_not_summary(path, last_line, last_row)
     if chunk:
         _add_chunk(builders, chunk, chunk_lines, lines)
     if not lines:
