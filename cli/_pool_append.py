@@ -70,13 +70,17 @@ def _same_columns(old_path: Path, file: Path) -> None:
     old, new = csv_header(old_path, name_row_names=False), csv_header(file, "file", name_row_names=False)
     if old == new:
         return
-    missing, extra = [c for c in old if c not in new], [c for c in new if c not in old]
+    missing, extra = [c for c in old if c and c not in new], [c for c in new if c and c not in old]
+    nameless = old.count("") - new.count("")  # empty columns without a name: separators at the ends of the lines
     what = "; ".join(part for part in (
         f"it lacks {', '.join(map(repr, missing))}" if missing else "",
         f"it has {', '.join(map(repr, extra))} too" if extra else "",
-        "its columns are in another order" if not missing and not extra else "") if part)  # fmt: skip
+        f"it lacks {nameless} of the project's empty columns without a name, separators at the ends of its lines" if nameless > 0 else
+        f"it has {-nameless} more empty columns without a name, separators at the ends of its lines" if nameless else "",
+        "its columns are in another order" if not missing and not extra and not nameless else "") if part)  # fmt: skip
+    shown_old = ", ".join(c or "''" for c in old[:8]) + (", ..." if len(old) > 8 else "")
     raise CliError(f"--append: the columns of {file} differ from those of the project's table ({what})",
-                   f"save it with the project's columns in their order ({', '.join(old[:8])}{', ...' if len(old) > 8 else ''})")  # fmt: skip
+                   f"save it with the project's columns in their order ({shown_old})")
 
 
 def _same_writing(old: Any, table: Any, file: Path) -> None:

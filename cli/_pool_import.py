@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
-
+from collections import Counter
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -127,8 +127,14 @@ def look_alike_classes(classes: list[str], project: str) -> list[str]:
     for c in classes:
         groups.setdefault(spelling_key(c), []).append(c)
     again = f"`activebayes delete {shlex.quote(project)}`, `activebayes init --name {shlex.quote(project)}` and `pool add` again"
-    return [f"the classes {', '.join(repr(c) for c in group)} differ only in case or spacing; if they are one class, "
+    return [f"the classes {', '.join(repr(c) for c in group)} differ only in {_how_they_differ(group)}; if they are one class, "
             f"correct them in the file (or add --merge-label-spellings), then {again}" for group in groups.values() if len(group) > 1]  # fmt: skip
+
+
+def _how_they_differ(group: list[str]) -> str:
+    """"case or spacing", or "a trailing .0" for classes such as '1' and '1.0' (and both when both)."""
+    numbers = {c for c in group if c.replace(".", "", 1).lstrip("+-").isdigit()}
+    return "case or spacing" if not numbers else "a trailing .0" if len(numbers) == len(group) else "case, spacing or a trailing .0"
 
 
 class Missing(str, Enum):
@@ -172,7 +178,8 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     from activebayes.data.table_spec import fit_table_spec
     from activebayes.data.skewed_columns import logged_columns, skewed_hint, skewed_note
     from activebayes.data.csv_table import shown
-    from activebayes.data.table_gaps import EXCEL_ERRORS, formula_errors
+    from activebayes.data.class_balance import classes_only_in_test
+    from activebayes.data.table_gaps import formula_errors, label_gap_markers
     from activebayes.data.tabular import plan_table
     from activebayes.data.label_spellings import merged_spellings, spelled_as
 
@@ -189,8 +196,13 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
         how = {"units": "amounts written as text", "decimal comma": "written with decimal commas"}.get(label_writing, f"written with the unit {label_writing.removeprefix(UNIT_PREFIX)!r}")
         plan.notes.append(f"the labels in {options.label_column!r} are {how}: read as numbers")
     written_labels = labels
-    if labels is not None:  # a formula's error value (#N/A from a failed lookup) is no label, as an empty cell is not
-        failed = formula_errors(labels)
+    label_na = label_gap_markers(classes, options.na_values)
+    if labels is not None:  # a gap marker (N/A, ?, #N/A from a failed lookup, --na-values) is no label, as an empty cell is not
+        failed = formula_errors(labels, label_na)
+        markers = Counter(str(v).strip() for v in labels[failed & ~formula_errors(labels)].tolist())
+        if markers:
+            plan.notes.append(f"the labels {', '.join(f'{m!r} ({n} rows)' for m, n in markers.most_common())} mark gaps, as in the features: "
+                              "read as no label (name the class in `init --classes` if it is one)")  # fmt: skip
         labels = np.where(failed, "", labels.astype(str)) if failed.any() else labels
     spellings = merged_spellings(labels.tolist(), classes) if merge_spellings and labels is not None and task == "classification" else {}
     if spellings:
@@ -200,18 +212,25 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     if unlabelled.any() and not labels_are_known:
         at = int(np.argmax(unlabelled))
         count = f" ({int(unlabelled.sum())} rows in all)" if unlabelled.sum() > 1 else ""
-        what = f"no label but the formula error {shown(written_labels[at])}" if str(written_labels[at]).strip() else "an empty label"
+        marker = str(written_labels[at]).strip()
+        what = f"no label but the {'formula error' if formula_errors([marker])[0] else 'gap marker'} {shown(marker)}" if marker else "an empty label"
         raise CliError(f"{str(file)!r}: row {at} has {what} (line {table.lines[at]}){count}",
                        "fill it in, drop the rows without one, or pass --labels-are-known if they are the ones still to label")  # fmt: skip
     if labels is not None:  # without classes: no gap to become a class; a regression's: numbers throughout
         check_labels(labels, classes, file, table.lines, numeric=task == "regression", empty_ok=labels_are_known)
     candidates = kept[~unlabelled[kept]]  # the test split needs labels
     if labels is not None and task == "classification":
+        from activebayes.data.class_balance import rare_class_note
         from activebayes.data.label_leaks import leak_note, leaking_columns
 
         plan.notes.extend(leak_note(c, options.label_column, one) for c, one in leaking_columns(plan, labels.astype(str), candidates))
+        plan.notes.extend(n for n in [rare_class_note(labels[candidates].astype(str).tolist())] if n)
     _, test_at = split_rows(candidates.size, test_fraction, seed)
     test_rows = candidates[test_at]
+    tested_only = classes_only_in_test(labels, np.setdiff1d(kept, test_rows), test_rows) if labels is not None and task == "classification" else []
+    if tested_only:
+        plan.notes.append(f"every labelled row of the class{'es' if len(tested_only) > 1 else ''} {', '.join(map(repr, tested_only))} went to the test split, so the pool holds "
+                          "none to learn from; a test split drawn with another --seed, or a smaller --test-fraction, may keep some")  # fmt: skip
     if test_rows.size and unlabelled[kept].any():
         plan.notes.append(f"the test split ({test_rows.size} rows) is drawn from the {candidates.size} rows labelled already, not from the whole "
                           "table: if those were chosen rather than drawn at random, its figures describe rows like them; "
@@ -225,7 +244,7 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
     spec = fit_table_spec(plan, pool_rows, standardize=standardize, text_folder=text_folder, logged=logged)  # on the pool rows
     if label_writing is not None:
         spec["label_written"] = label_writing
-    spec["label_na"] = list(EXCEL_ERRORS)  # every load reads these labels as no label (`dataset_from_table`)
+    spec["label_na"] = label_na  # every load reads these labels as no label (`dataset_from_table`)
     if spellings:
         spec["label_spellings"] = spellings  # and these as the class they spell
     try:

@@ -112,9 +112,11 @@ def test_twice_in_a_row_and_the_previous_files_go(cli_db):
     assert Path("t.csv").exists() and Path("b.csv").exists()
 
 
-@pytest.mark.parametrize("case", ["keys", "columns", "order", "category", "separator", "label", "option", "no pool"])
+@pytest.mark.parametrize("case", ["keys", "columns", "order", "nameless", "category", "separator", "label", "option", "no pool"])
 def test_a_batch_that_is_not_the_same_table_is_refused_and_nothing_written(cli_db, case):
     write_rows(Path("t.csv"), 0, 20)
+    if case == "nameless":  # a sheet saved with two empty columns at the right: ',,' ends every line
+        Path("t.csv").write_text("".join(line + ",,\n" for line in Path("t.csv").read_text().splitlines()))
     ok("init", "--name", "t")
     if case != "no pool":
         ok("pool", "add", "t.csv")
@@ -128,6 +130,9 @@ def test_a_batch_that_is_not_the_same_table_is_refused_and_nothing_written(cli_d
     elif case == "order":
         Path("more.csv").write_text("id,colour,x,label\nk50,red,1,a\n")
         words = ["its columns are in another order", "id, x, colour, label"]
+    elif case == "nameless":
+        write_rows(Path("more.csv"), 50, 53)
+        words = ["it lacks 2 of the project's empty columns without a name, separators at the ends of its lines", "id, x, colour, label, '', ''"]
     elif case == "category":
         write_rows(Path("more.csv"), 50, 53, colours=("green",))
         words = ["column 'colour' has the category 'green'", "known: blue, red"]

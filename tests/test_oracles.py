@@ -103,6 +103,9 @@ def test_file_oracle_reads_and_answers(tmp_path):
         ("key,label\na,cat\nb,dog,x\n", "line 3: expected 2 fields"),
         ("key,label\n,cat\n", "line 2: expected a key before the label"),
         ("key,label\na,cat\nb,cow\n", "line 3: label 'cow' is not one of the classes"),
+        ("key,label\na,cat\nb,cow\n", "line 3: label 'cow' is not one of the classes cat, dog; correct line 3 and run"),
+        ("key,label\na,cat\nb,?\n", "line 3: label '\\?' is not one of the classes cat, dog; leave the label empty on line 3 to skip the item"),
+        ("key,label\na,N/A\n", "line 2: label 'N/A' is not one of the classes cat, dog; leave the label empty on line 2 to skip the item"),
         ("key,label\na,cat\nzz,dog\n", "line 3: key 'zz' is not an item"),
         ("key,label\na,cat\nb,dog\na,dog\n", "line 4: key 'a' has label 'dog' but line 2 gave 'cat'"),
     ],
@@ -433,3 +436,11 @@ def test_colour_only_where_the_terminal_shows_it(monkeypatch):
     out = io.StringIO()
     PromptOracle(classes=["r", "b"], input=io.StringIO("r\n"), output=out).ask(["k"], np.ones((1, 3, 4, 4)))
     assert "\x1b[" not in out.getvalue()  # not a terminal: plain characters
+
+
+def test_file_oracle_reads_a_float_spelling_as_its_class(tmp_path):
+    """An answer '1.0' to a project of classes 0 and 1 (a spreadsheet that wrote its column as
+    floats) is the class '1', as `pool add --merge-label-spellings` reads such labels."""
+    path = tmp_path / "answers.csv"
+    path.write_text("key,label\na,0\nb,1.0\n")
+    assert FileOracle(path, classes=["0", "1"], keys=["a", "b"]).answers() == [Answer("a", "0"), Answer("b", "1")]

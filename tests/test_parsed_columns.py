@@ -20,12 +20,14 @@ from activebayes.data.csv_table import read_csv_table
 from activebayes.data.parsed_columns import (
     CALENDAR_PARTS,
     CLOCK_PARTS,
+    accounting_note,
     calendar_features,
     date_order,
     decimal_comma_numbers,
     has_times,
     iso_days,
     number_writing,
+    percent_scale_note,
     unit_numbers,
     written_days,
     written_numbers,
@@ -47,8 +49,69 @@ def write_csv(path: Path, header: list[str], rows: list[list[str]], delimiter: s
 def test_unit_numbers_read_amounts_as_written():
     texts = ["$1,578.97", "53%", "-$1,200", "$-3", "0", "12.5", "€ 3", "£2,000,000", "¥7", "1,234,567.5", "7 %", "12 €", "-4$"]
     assert unit_numbers(texts).tolist() == [1578.97, 53, -1200, -3, 0, 12.5, 3, 2e6, 7, 1234567.5, 7, 12, -4]
-    bad = ["1,23", "12,3456", "abc", "+-3", "$", "%", "1.2.3", "USD 3", "(1,200)", "1e5", "--1", "", "$3%", "€3€"]
+    bad = ["1,23", "12,3456", "abc", "+-3", "$", "%", "1.2.3", "USD 3", "1e5", "--1", "", "$3%", "€3€"]
     assert np.isnan(unit_numbers(bad)).all()
+
+
+def test_unit_numbers_read_accounting_negatives_and_spaced_thousands():
+    """Accounting writes a negative amount in parentheses (SAP with a minus after it); many locales group thousands with a
+    no-break, narrow no-break or thin space, Switzerland with an apostrophe. One kind of mark per
+    number; an ASCII space (two numbers in a cell?) or a sign inside parentheses is no amount."""
+    texts = ["(1,200)", "($12.50)", "(7)", "(53%)", "12\u00a0345", "1\u202f234\u202f567.5", "1\u2009000", "1'234'567", "2\u2019500",
+             "1,234.50-", "5-"]  # fmt: skip
+    assert unit_numbers(texts).tolist() == [-1200, -12.5, -7, -53, 12345, 1234567.5, 1000, 1234567, 2500, -1234.5, -5]
+    bad = ["(-5)", "((5))", "()", "(abc)", "12 345", "1,234\u00a0567", "12\u00a034", "(1,200", "1'23", "-5-", "$5-", "abc-", "-", "1-2-"]
+    assert np.isnan(unit_numbers(bad)).all()
+    assert accounting_note(["3", "1,234.50-", "(7)"]) == "; '1,234.50-' with a minus after it is negative, as accounting writes it"
+    assert accounting_note(["(7)"]) == "; '(7)' in parentheses is negative, as accounting writes it" and accounting_note(["3", "-4"]) == ""
+
+
+def test_decimal_comma_accounting_negatives_are_read_in_a_semicolon_file(tmp_path):
+    """(1.234,50) in a ;-file, as a German ledger writes a negative balance: −1234.5, with the note,
+    and so at every load."""
+    assert decimal_comma_numbers(["(1.234,50)", "(3,5)", "1.234,50-"]).tolist() == [-1234.5, -3.5, -1234.5]  # SAP: the minus after
+    assert np.isnan(decimal_comma_numbers(["(-3,5)", "(3,5", "((3,5))"])).all()
+    rows = [[str(i), "(1.234,50)" if i % 3 == 0 else f"{i}.500,75", "ab"[i % 2]] for i in range(24)]
+    path = write_csv(tmp_path / "konto.csv", ["id", "saldo", "label"], rows, delimiter=";")
+    p = plan_table(read_csv_table(path), TableOptions(label_column="label"))
+    assert p.columns[0].written == "decimal comma" and p.columns[0].numbers[:3].tolist() == [-1234.5, 1500.75, 2500.75]
+    assert any("'saldo' is written with decimal commas" in n and "'(1.234,50)' in parentheses is negative" in n for n in p.notes)
+    x, names = apply_table_spec(read_csv_table(path), fit_table_spec(p, np.arange(24)))
+    values = p.columns[0].numbers
+    np.testing.assert_allclose(x[:, names.index("saldo")], (values - values.mean()) / values.std(), rtol=1e-5)
+
+
+def test_percentages_beside_shares_of_one_get_a_note(tmp_path):
+    """"53%" beside "0.5": read as written (53 and 0.5), with a note that 0.5 is not 50 %; no note
+    when a plain number is over 1 (7 beside 12%), when every % is within 1 %, or with no plain one."""
+    note = percent_scale_note("share", ["53%", "12%"], np.array([0.0, 0.5, 0.25]))
+    assert note == ("column 'share' writes some values with % ('53%') and others as plain numbers no bigger than 1 (0.5): each is read as "
+                    "written, 0.5 not 50 %; if the plain ones are shares of 1, write them as percentages")  # fmt: skip
+    assert percent_scale_note("p", ["12%"], np.array([0.5, 7.0])) is None
+    assert percent_scale_note("p", ["0.5%"], np.array([0.5])) is None
+    assert percent_scale_note("p", ["12%"], np.zeros(0)) is None and percent_scale_note("p", ["12%"], np.zeros(3)) is None
+    rows = [[str(i), ("53%", "0.5", "12%", "0.25")[i % 4], "ab"[i % 2]] for i in range(24)]
+    p = plan_table(read_csv_table(write_csv(tmp_path / "s.csv", ["id", "share", "label"], rows)), TableOptions(label_column="label"))
+    assert p.columns[0].numbers[:4].tolist() == [53, 0.5, 12, 0.25]
+    assert any(n.startswith("column 'share' writes some values with % ('53%')") for n in p.notes)
+
+
+def test_a_column_of_accounting_negatives_and_spaced_thousands_is_read_as_numbers(tmp_path):
+    """A comma-delimited sheet whose amounts are "(1,234)" beside "1,500", and "12 345" with
+    no-break spaces: numbers ("units"), with a note naming the parentheses, applied alike at every
+    load; before, the first was refused and the second left out as an identifier."""
+    rows = [[str(i), f"({i},234)" if i % 3 == 0 else f"{i},500", f"{i}\u00a0{100 + i}", "ab"[i % 2]] for i in range(1, 31)]
+    path = write_csv(tmp_path / "ledger.csv", ["id", "balance", "spent", "label"], rows)
+    p = plan_table(read_csv_table(path), TableOptions(label_column="label", categorical="auto", missing="impute"))
+    balance, spent = (next(c for c in p.columns if c.name == n) for n in ("balance", "spent"))
+    assert (balance.kind, balance.written, spent.kind, spent.written) == ("numeric", "units", "numeric", "units")
+    assert balance.numbers[:3].tolist() == [1500, 2500, -3234] and spent.numbers[:2].tolist() == [1101, 2102]
+    assert any("'balance' holds amounts written as text" in n and "'(3,234)' in parentheses is negative" in n for n in p.notes)
+    spec = fit_table_spec(p, np.arange(30))
+    x, names = apply_table_spec(read_csv_table(path), spec)
+    column = names.index("balance")
+    values = np.asarray([-float(r[1][1:-1].replace(",", "")) if r[1].startswith("(") else float(r[1].replace(",", "")) for r in rows])
+    np.testing.assert_allclose(x[:, column], (values - values.mean()) / values.std(), rtol=1e-5)
 
 
 def test_decimal_comma_numbers_read_the_european_way():

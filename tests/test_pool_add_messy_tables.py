@@ -177,6 +177,21 @@ def test_merged_spellings_rule():
     assert merged_spellings(["YES", "no"], classes=["Yes", "no"]) == {"YES": "Yes"}  # the project's spelling
     assert merged_spellings(["n o", "No", "no", "no"]) == {"n o": "no", "No": "no"}
     assert merged_spellings(["a", "b"]) == {}
+    assert merged_spellings(["1", "1.0", "0.0", "0", "0", "10", "1.5", "01"]) == {"0.0": "0", "1.0": "1"}  # a float column's whole numbers
+
+
+def test_classes_one_and_one_point_zero_are_pointed_out_and_merged_on_request(db):
+    """Labels 0, 1 from one source and 0.0, 1.0 from another (pandas writes an integer column with a
+    gap as floats): once four classes without a word; now a note, and --merge-label-spellings
+    reads them as two."""
+    Path("t.csv").write_text("id,x,label\n" + "".join(f"k{i},{i},{('0', '1', '0.0', '1.0')[i % 4]}\n" for i in range(20)))
+    ok("init", "--name", "t")
+    said = " ".join(ok("--json", "pool", "add", "t.csv").stderr.split())
+    assert "the classes '0', '0.0' differ only in a trailing .0; if they are one class" in said
+    assert "the classes '1', '1.0' differ only in a trailing .0" in said
+    ok("init", "--name", "m")
+    summary = json.loads(ok("--json", "--project", "m", "pool", "add", "t.csv", "--merge-label-spellings").stdout)
+    assert summary["classes"] == ["0", "1"]
 
 
 def test_label_spellings_merged_on_request_at_every_load(db):

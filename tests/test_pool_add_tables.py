@@ -85,7 +85,7 @@ def test_label_gaps_and_non_numeric_targets_are_refused_with_their_line(cli_db):
     assert_mistake(run("--project", "c", "pool", "add", "c.csv"), "row 7 has an empty label (line 9)", "fill it in")  # one row
     assert db_dump(cli_db) == before
     ok("init", "--name", "r", "--task", "regression")
-    for bad, words in (("", "empty label"), ("n/a", "label 'n/a' (line 6), not a finite number"), ("inf", "not a finite number")):
+    for bad, words in (("", "empty label"), ("n/a", "no label but the gap marker 'n/a'"), ("none", "label 'none' (line 6), not a finite number"), ("inf", "not a finite number")):
         write_csv(Path("r.csv"), ["key", "x", "y"], [[f"k{i}", str(i), bad if i == 4 else f"{i * 1.5}"] for i in range(30)])
         before = db_dump(cli_db)
         assert_mistake(run("--project", "r", "pool", "add", "r.csv", "--label-column", "y"), "row 4", "(line 6)", words)
@@ -272,3 +272,25 @@ def test_formula_errors_in_the_label_column_are_no_labels(db):
     added = ok("--json", "pool", "add", "l.csv", "--labels-are-known")
     assert json.loads(added.stdout)["classes"] == ["a", "b"]
     assert (lambda s: (s["labelled"], s["unlabelled"]))(json.loads(ok("--json", "status").stdout)) == (15, 5)
+
+
+def test_gap_markers_in_the_label_column_are_no_labels(db):
+    """N/A, ? and NA in the label column (and a --na-values marker) are gaps, as in the features:
+    once read as classes 'N/A' and '?', with --labels-are-known recorded as answers; now refused
+    like an empty label, naming the marker, or the pool still to label, with a note. A fixed class
+    that a marker spells stays a class."""
+    rows = [[f"k{i}", str(i), ("N/A", "?", "NA", "missing")[i % 4] if i % 3 == 1 else "ab"[i % 2]] for i in range(24)]
+    write_csv(Path("l.csv"), ["key", "x", "label"], rows)
+    before = db_dump(db)
+    assert_mistake(run("pool", "add", "l.csv", "--na-values", "missing"), "row 1 has no label but the gap marker '?' (line 3) (8 rows in all)",
+                   "--labels-are-known")  # fmt: skip
+    assert db_dump(db) == before
+    added = ok("--json", "pool", "add", "l.csv", "--labels-are-known", "--na-values", "missing")
+    assert json.loads(added.stdout)["classes"] == ["a", "b"]
+    said = " ".join(added.stderr.split())
+    assert "the labels '?' (2 rows), 'N/A' (2 rows), 'missing' (2 rows), 'NA' (2 rows) mark gaps, as in the features: read as no label" in said
+    assert (lambda s: (s["labelled"], s["unlabelled"]))(json.loads(ok("--json", "status").stdout)) == (16, 8)
+    ok("init", "--name", "fixed", "--classes", "a,b,NA")
+    ok("--project", "fixed", "pool", "add", "l.csv", "--labels-are-known", "--na-values", "missing")
+    status = json.loads(ok("--project", "fixed", "--json", "status").stdout)
+    assert (status["labelled"], status["unlabelled"]) == (18, 6)  # 'NA' is the fixed class; '?', 'N/A', 'missing' are gaps

@@ -421,3 +421,11 @@ def test_review_mends_row_names_formula_errors_and_recorded_specs(tmp_path):
     old["columns"][0].update(categories=["#N/A", "a", "b"], indicator=False)
     x, names = apply_table_spec(table, old)
     assert names[:3] == ["c=#N/A", "c=a", "c=b"] and x[1, :3].tolist() == [1, 0, 0]  # row 1 holds #N/A, a category as before
+
+
+def test_a_table_of_a_key_and_a_label_alone_says_what_to_add(tmp_path):
+    """Nothing to learn from: refused naming the columns it has and the ways in."""
+    path = write_csv(tmp_path / "k.csv", ["id", "label"], [[f"k{i}", "ab"[i % 2]] for i in range(10)])
+    with pytest.raises(DataError, match=r"no feature columns besides the label/key columns \('id', 'label'\); add the columns that describe "
+                                        r"each item, or name a column of prose with --text-column$"):  # fmt: skip
+        plan_table(read_csv_table(path), TableOptions(label_column="label"))

@@ -35,6 +35,7 @@ import numpy as np
 
 from activebayes.data.csv_columns import ColumnBuilder, CsvColumn, finite_or_nan  # noqa: F401 (finite_or_nan re-exported)
 from activebayes.data.csv_encoding import UTF16_BOMS, WINDOWS_1252, Fallback, check_no_nul, csv_text, decode_text, windows_1252
+from activebayes.data.stray_rows import check_not_header, check_not_summary, comment_fix
 from activebayes.errors import DataError
 
 CSV_DELIMITERS = (",", ";", "\t")
@@ -366,7 +367,8 @@ def read_csv_table(path: Path, *, text_columns: Sequence[str] = ()) -> CsvTable:
     """The whole table of a csv file, streamed (module docstring); `text_columns` keep every cell
     as text. Refused (DataError naming the file and line): no header, a header naming a column
     twice or holding a value instead of a name (a missing header), a record with the wrong number
-    of fields, a table with no records."""
+    of fields, the header repeated below or a last record that sums the table up ("Total":
+    `activebayes.data.stray_rows`), a table with no records."""
     collecting = gc.isenabled()
     gc.disable()  # millions of short-lived cells and no reference cycles: the collector would only rescan them
     try:
@@ -386,6 +388,7 @@ def _read(path: Path, text_columns: Sequence[str]) -> CsvTable:
     chunk: list[list[str]] = []
     chunk_lines: list[int] = []
     lines: list[np.ndarray] = []
+    last_line, last_row = 0, []
     for line_no, row in _without_sep_line(_numbered(csv.reader(stream.lines(), delimiter=delimiter), path)):
         if _is_blank(row):
             continue
@@ -401,14 +404,19 @@ def _read(path: Path, text_columns: Sequence[str]) -> CsvTable:
             hint = " (or, if the first field is a row name, name it at the start of the header)" if first else ""
             raise DataError(
                 f"{str(path)!r} line {line_no}: expected {len(header)} fields, got {len(row)} "
-                f"(separator {delimiter_name(delimiter)}); quote a value that holds the separator{hint}"
+                f"(separator {delimiter_name(delimiter)}){comment_fix(row) or f'; quote a value that holds the separator{hint}'}"
             )
+        if (written[0] in row[0]) if written[0] else not row[0].strip():  # a cheap first look for the header again (two exports joined)
+            check_not_header(path, line_no, row, written)
         chunk.append(row)
         chunk_lines.append(line_no)
+        last_line, last_row = line_no, row  # the last record may be a summary row
         if len(chunk) >= CHUNK_ROWS:
             _add_chunk(builders, chunk, chunk_lines, lines)
     if header is None:
         raise DataError(f"data file {str(path)!r}: empty; expected a header row of column names")
+    if last_row:
+        check_not_summary(path, last_line, last_row)
     if chunk:
         _add_chunk(builders, chunk, chunk_lines, lines)
     if not lines:

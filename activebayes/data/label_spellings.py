@@ -1,5 +1,6 @@
-"""Labels that are one answer spelled several ways ('Yes', 'yes', 'YES ', 'y es'): grouped by
-`spelling_key` (the label without spaces, case-folded), each group read as one class when
+"""Labels that are one answer spelled several ways ('Yes', 'yes', 'YES ', 'y es', '1' and '1.0'):
+grouped by `spelling_key` (the label without spaces, case-folded, a whole number without its
+'.0'), each group read as one class when
 `pool add --merge-label-spellings` asks.
 
     merged_spellings(["Yes", "yes", "Yes", "no"])      # {"yes": "Yes"}: the most frequent spelling
@@ -8,15 +9,23 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 
+_WHOLE_AS_FLOAT = re.compile(r"^([+-]?\d+)\.0+$")  # 1.0: a whole number as a float column writes it
+
+
 def spelling_key(label: str) -> str:
-    """What two spellings of one answer share: the label without spaces, case-folded."""
-    return "".join(label.split()).casefold()
+    """What two spellings of one answer share: the label without spaces, case-folded, and a whole
+    number without the decimals a float column gives it ('1.0' as '1', as pandas writes the
+    integer labels of a column with a gap)."""
+    key = "".join(label.split()).casefold()
+    whole = _WHOLE_AS_FLOAT.match(key)
+    return whole.group(1) if whole else key
 
 
 def merged_spellings(labels: Sequence[str], classes: Sequence[str] | None = None) -> dict[str, str]:

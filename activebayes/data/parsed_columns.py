@@ -6,12 +6,16 @@ distinct texts of a column ([T] strings) and returns [T] float64, NaN where a te
 kind, so a column is of a kind exactly when none of its present values is NaN.
 
 - `unit_numbers`: a number with a currency sign in front ($ € £ ¥, after an optional sign) or
-  after it (12 €), a % after it, or thousands separators in groups of three (1,234,567.5); the
-  value as written ("53%" is 53, "-$1,200" is −1200). A plain number passes too, so "0" may stand
-  beside "53%". (In a file not delimited by commas, "1,578" is read first as a decimal comma: 1.578.)
+  after it (12 €), a % after it, or thousands separators in groups of three (1,234,567.5; also
+  an apostrophe, 1'234'567, as Swiss spreadsheets write them, or a no-break, narrow no-break or
+  thin space, 12 345, as spreadsheets of many locales do); the value as written ("53%" is 53,
+  "-$1,200" is −1200), and one in parentheses, or with a minus after it as SAP exports write it,
+  negative, as accounting writes it ("(1,234)" and "1,234-" are −1234). A plain number passes too, so "0" may stand beside "53%". (In a file not delimited by
+  commas, "1,578" is read first as a decimal comma: 1.578.)
 - `decimal_comma_numbers`: a number written the European way, with a decimal comma and
   optionally dots or spaces (also no-break and narrow no-break ones, as French spreadsheets write
-  them) between groups of three digits (3,5; -1.234,5; 1 234 567; 12,50 €; 53,5 %): the reading
+  them) between groups of three digits (3,5; -1.234,5; 1 234 567; 12,50 €; 53,5 %; negative in
+  parentheses, (1.234,50)): the reading
   a file delimited by semicolons (or tabs) implies. A column is read so only when one of its
   values has the comma (tabular); "1.234" alone stays 1.234.
 - `common_unit` and `measured_numbers`: numbers followed by one unit word ("59 yrs", "32.1
@@ -61,9 +65,12 @@ from activebayes.data.features import is_number
 
 _CURRENCY = "$€£¥"  # the signs an amount may carry before or after it (and % after it)
 _THOUSANDS = r"\d{1,3}(?:,\d{3})+"  # 1,234,567: commas between groups of three digits
+_GROUP_MARKS = ",'\u2019\u00a0\u202f\u2009"  # between thousands: comma, (Swiss) apostrophe, no-break, narrow no-break, thin space
 _UNIT_NUMBER = re.compile(
-    rf"^(?P<sign>[+-]?)(?P<cur>[{_CURRENCY}]?)\s?(?P<sign2>[+-]?)(?P<int>{_THOUSANDS}|\d+)(?P<frac>\.\d+)?\s?(?P<post>[%{_CURRENCY}]?)$"
+    rf"^(?P<sign>[+-]?)(?P<cur>[{_CURRENCY}]?)\s?(?P<sign2>[+-]?)(?P<int>\d{{1,3}}(?P<group>[{_GROUP_MARKS}])\d{{3}}(?:(?P=group)\d{{3}})*|\d+)"
+    rf"(?P<frac>\.\d+)?\s?(?P<post>[%{_CURRENCY}]?)$"
 )
+_ACCOUNTING = re.compile(r"^\((?P<inner>[^()+-]+)\)$|^(?P<trailing>\d[^+-]*)-$")  # (1,234), and 1,234.50- as SAP writes it: negative
 _DECIMAL_COMMA_NUMBER = re.compile(
     rf"^(?P<sign>[+-]?)(?P<cur>[{_CURRENCY}]?)\s?(?P<int>\d{{1,3}}(?P<group>[.\u00a0\u202f ])\d{{3}}(?:(?P=group)\d{{3}})*|\d+)(?P<frac>,\d+)?"
     rf"\s?(?P<post>[%{_CURRENCY}]?)$"
@@ -92,14 +99,35 @@ CLOCK_PARTS = ("time sin", "time cos")
 
 
 def _unit_number(text: str) -> float:
+    accounting = _ACCOUNTING.match(text)
+    if accounting is not None:  # (1,234) is -1234, ($1,234.50) is -1234.5, 1,234.50- is -1234.5
+        return -_unit_number((accounting["inner"] or accounting["trailing"]).strip())
     m = _UNIT_NUMBER.match(text)
     if m is None or (m["sign"] and m["sign2"]) or (m["cur"] and m["post"]):
         return math.nan
-    value = float(m["int"].replace(",", "") + (m["frac"] or ""))
+    value = float(re.sub(r"\D", "", m["int"]) + (m["frac"] or ""))
     return -value if "-" in (m["sign"] + m["sign2"]) else value
 
 
+def accounting_note(texts: Sequence[str]) -> str:
+    """The end of a note on a column of numbers, naming the first of `texts` in parentheses, as
+    accounting writes a negative amount ("" when none is)."""
+    negative = next((t for t in texts if accounting_negative(t)), None)
+    how = "in parentheses" if negative is None or negative.startswith("(") else "with a minus after it"
+    return "" if negative is None else f"; {negative!r} {how} is negative, as accounting writes it"
+
+
+def accounting_negative(text: str) -> bool:
+    """Whether `text` is an amount in parentheses or with a minus after it, accounting's negative:
+    (1,234), ($12.50), (1.234,50), 1,234.50-."""
+    m = _ACCOUNTING.match(text.strip())
+    return m is not None and (math.isfinite(_unit_number(text.strip())) or math.isfinite(_decimal_comma_number(text.strip())))
+
+
 def _decimal_comma_number(text: str) -> float:
+    accounting = _ACCOUNTING.match(text)
+    if accounting is not None:  # (1.234,50) and 1.234,50- are -1234.5
+        return -_decimal_comma_number((accounting["inner"] or accounting["trailing"]).strip())
     m = _DECIMAL_COMMA_NUMBER.match(text)
     if m is None or (m["cur"] and m["post"]):
         return math.nan
@@ -134,6 +162,19 @@ def measured_numbers(texts: Sequence[str], unit: str) -> np.ndarray:
 def unit_numbers(texts: Sequence[str]) -> np.ndarray:
     """[T] float64: each text's value as an amount (module docstring), NaN where it is none."""
     return np.asarray([_unit_number(t) for t in texts], dtype=np.float64)
+
+
+def percent_scale_note(name: str, percents: Sequence[str], plain: np.ndarray) -> str | None:
+    """A note for an amount column that mixes percentages over 1 % (`percents`, texts with %)
+    with plain numbers (`plain` [P] float64) that all lie within [−1, 1], not all 0: "0.5" beside
+    "53%" is likely a share of 1 (50 %), yet it is read as written, 0.5; None otherwise."""
+    shares = [float(v) for v in unit_numbers(percents).tolist() if math.isfinite(v)]
+    if not shares or max(map(abs, shares)) <= 1 or plain.size == 0 or np.abs(plain).max() > 1 or not plain.any():
+        return None
+    fraction = float(plain[np.flatnonzero(plain)[0]])
+    return (f"column {name!r} writes some values with % ({percents[0]!r}) and others as plain numbers no bigger than 1 "
+            f"({label_text(fraction)}): each is read as written, {label_text(fraction)} not {label_text(fraction * 100)} %; "
+            "if the plain ones are shares of 1, write them as percentages")
 
 
 def grouped_thousands(text: str) -> bool:

@@ -64,3 +64,12 @@ def note_excel_errors(table: CsvTable, name: str, notes: list[str]) -> None:
     at = int(np.argmax(where))
     notes.append(f"column {name!r} holds Excel's error values ({shown(texts[int(codes[at])])} on line {table.lines[at]}; "
                  f"{int(where.sum())} cells in all): read as gaps")  # fmt: skip
+
+
+def label_gap_markers(classes: Sequence[Any] | None, na_values: Sequence[str] = ()) -> list[str]:
+    """The label cells read as no label (a row still to label): a formula's error values
+    (EXCEL_ERRORS), the gap markers of NA_VALUES and the user's `na_values`, as in the features,
+    less any that the project's fixed `classes` name (a class called "NA" stays one)."""
+    named = {str(c).strip().casefold() for c in classes or ()}
+    markers = dict.fromkeys(m.strip() for m in (*EXCEL_ERRORS, *NA_VALUES, *na_values) if m.strip())
+    return [m for m in markers if m.casefold() not in named]

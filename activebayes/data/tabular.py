@@ -90,7 +90,7 @@ from activebayes.data.frequent_levels import (IDENTIFIER_MIN_VALUES, MAX_LEVELS,
 from activebayes.data.key_columns import (R_ROW_NAMES, ROW_INDEX_NAME, distinct_whole_numbers, identifier_key, key_column_of, no_key,
                                           numeric_identifier, numeric_identifier_note)
 from activebayes.data.table_gaps import EXCEL_ERRORS, column_missing, note_excel_errors
-from activebayes.data.parsed_columns import DATE_ORDERS, UNIT_PREFIX, common_unit, date_order, measured_numbers, decimal_comma_numbers, surely_decimal_comma, has_times, iso_days, unit_numbers, written_days
+from activebayes.data.parsed_columns import DATE_ORDERS, UNIT_PREFIX, accounting_note, common_unit, date_order, percent_scale_note, measured_numbers, decimal_comma_numbers, surely_decimal_comma, has_times, iso_days, unit_numbers, written_days
 from activebayes.errors import DataError
 
 MISSING_MODES = ("impute", "drop", "error")
@@ -215,7 +215,8 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
     wanted = options.features if options.features is not None else table.header[table.row_names :]  # row names are no feature
     names = [h for h in table.header if h and h in wanted and h not in special and h not in options.ignore]
     if not names:
-        raise DataError(f"data file {str(table.path)!r}: no feature columns besides the label/key columns")
+        raise DataError(f"data file {str(table.path)!r}: no feature columns besides the label/key columns ({', '.join(repr(h) for h in table.header if h in special)}); "
+                        "add the columns that describe each item, or name a column of prose with --text-column")  # fmt: skip
     if "" in table.header:  # read_csv_table refuses one with values
         notes.append(f"left out {table.header.count('')} empty column(s) without a name (separators at the start or end of the lines)")
     if table.row_names:
@@ -363,7 +364,7 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
         european = decimal_comma_numbers(spellings)[spelled_codes]
         example = shown(table.cell(first_true(comma_level & present), name))
         if np.isfinite(european[present]).all():  # 3,5 and 1.234,5 in a ;-file
-            notes.append(f"column {name!r} is written with decimal commas ({example}): read as numbers")
+            notes.append(f"column {name!r} is written with decimal commas ({example}): read as numbers{accounting_note(spellings)}")
             return ColumnPlan(name, "numeric", missing, numbers=np.where(missing, np.nan, european), written="decimal comma")
         at = first_true(present & ~np.isfinite(european))
         raise DataError(
@@ -474,7 +475,10 @@ def _written_quantity(table: CsvTable, name: str, missing: np.ndarray, numeric: 
     if np.isfinite(amounts[used]).all():
         numbers = table.numbers(name).copy()
         numbers[codes >= 0] = amounts[codes[codes >= 0]]
-        notes.append(f"column {name!r} holds amounts written as text ({example}): read as numbers, without currency signs, % and thousands separators")
+        notes.append(f"column {name!r} holds amounts written as text ({example}): read as numbers, without currency signs, % and thousands "
+                     f"separators{accounting_note([texts[k] for k in used.tolist()])}")  # fmt: skip
+        percent = np.append(np.char.find(np.asarray(texts, dtype=str), "%") >= 0, False)[codes] & present
+        notes.extend(n for n in [percent_scale_note(name, [texts[k] for k in used.tolist() if "%" in texts[k]], numbers[present & ~percent])] if n)
         return ColumnPlan(name, "numeric", missing, numbers=np.where(missing, np.nan, numbers), written="units")
     if not numeric[~missing].any() and np.isfinite(days[used]).all():
         clock = has_times([texts[k] for k in used.tolist()])

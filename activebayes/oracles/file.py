@@ -42,6 +42,7 @@ from typing import Any
 from activebayes.data.label_spellings import spelling_key
 from activebayes.data.label_studio import QUERY_COLUMN, parse_task_id
 from activebayes.data.csv_encoding import csv_text
+from activebayes.data.table_gaps import formula_errors, label_gap_markers
 from activebayes.errors import DataError
 from activebayes.oracles.base import Answer
 
@@ -296,7 +297,9 @@ class FileOracle:
             if allowed is not None and label not in allowed:
                 shown = ", ".join(self.classes[:20]) + (" ..." if len(self.classes) > 20 else "")
                 spelled = [c for c in self.classes if spelling_key(c) == spelling_key(label)]
-                fix = f"write it {spelled[0]!r}, as the class is spelled, on {unit} {line}" if spelled else f"correct {unit} {line}"
+                gap = not spelled and bool(formula_errors([label], label_gap_markers(None))[0])  # "?", "N/A": a gap, no class
+                fix = (f"write it {spelled[0]!r}, as the class is spelled, on {unit} {line}" if spelled else
+                       f"leave the label empty on {unit} {line} to skip the item, or write its class there" if gap else f"correct {unit} {line}")  # fmt: skip
                 raise DataError(f"{at}: label {label!r} is not one of the classes {shown}; {fix} and run the command again")
             if known is not None and key not in known:
                 raise DataError(
