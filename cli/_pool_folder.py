@@ -202,8 +202,10 @@ def copies_notes(copies: list[list[str]], labels_from_folders: bool) -> list[str
 def class_folder_notes(folder: Path, project: str, *, labels_from_folders: bool, truth: Path | None, infer: bool) -> list[str]:
     """Check, before anything is recorded, that a project whose classes come from its images
     (`infer`: created without --classes) gets them: labels from sub-folders or --truth, and with
-    sub-folders at least two; a one-line CliError naming the folder otherwise. Returns a note for
-    each class folder whose name has spaces around it (labels are read without them)."""
+    sub-folders at least two, not a split of the data (`train/`, `val/`, each with the same class
+    folders); a one-line CliError naming the folder otherwise. Returns a note for each class
+    folder whose name has spaces around it (labels are read without them), and one where every
+    class folder holds the same sub-folders (`shared_sub_folders`)."""
     import shlex
 
     from activebayes.data.images import folder_labels, scan_folder
@@ -224,8 +226,40 @@ def class_folder_notes(folder: Path, project: str, *, labels_from_folders: bool,
             f"--labels-from-folders: the images of {folder} are in {len(classes)} class folder(s) {classes}, a classifier needs at least 2",
             f"put each class's images in a sub-folder named after it, or name the classes: {again}",
         )
-    spaced = [n for n in named if n != n.strip()]
-    return [f"the folder {n!r} is read as the class {n.strip()!r} (spaces around a folder's name are dropped)" for n in spaced]
+    notes = [f"the folder {n!r} is read as the class {n.strip()!r} (spaces around a folder's name are dropped)" for n in named if n != n.strip()]
+    nested = shared_sub_folders(rels)
+    if nested:
+        tops, subs = nested
+        example = f"`activebayes pool add {shlex.quote(str(folder / tops[0]))} --labels-from-folders`"
+        if all(top.strip().lower() in SPLIT_NAMES for top in tops):
+            raise CliError(
+                f"--labels-from-folders: the folders of {folder} are {tops}, a split of the data, each holding the same folders "
+                f"{subs[:5]}; their names, not the split's, are the classes",
+                f"add one split's folder, e.g. {example}",
+            )
+        notes.append(f"every class folder ({', '.join(tops[:5])}) holds the same sub-folders ({', '.join(subs[:5])}) and no image of its "
+                     f"own; if those sub-folders are the classes, add each folder on its own, e.g. {example}")  # fmt: skip
+    return notes
+
+
+#: top folder names that split a data set rather than name a class
+SPLIT_NAMES = frozenset({"train", "training", "val", "valid", "validation", "test", "testing", "dev", "eval"})
+
+
+def shared_sub_folders(rels: list[str]) -> tuple[list[str], list[str]] | None:
+    """(the top folders, the sub-folders every one of them holds) when no image of `rels` lies
+    directly in a top folder and each holds the same two or more sub-folders (`train/cat/1.png`,
+    `val/cat/2.png`, ...: a split of the data, or classes with sub-groups); None otherwise."""
+    subs: dict[str, set[str]] = {}
+    for rel in rels:
+        parts = rel.split("/")
+        if len(parts) < 3:
+            return None
+        subs.setdefault(parts[0], set()).add(parts[1])
+    shared = next(iter(subs.values()), set())
+    if len(subs) < 2 or len(shared) < 2 or any(names != shared for names in subs.values()):
+        return None
+    return sorted(subs), sorted(shared)
 
 
 def remove_converted_folder(store: Any, info: Any) -> None:

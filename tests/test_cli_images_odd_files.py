@@ -132,3 +132,20 @@ def test_images_stretched_to_another_shape_are_noted(db, tmp_path):
     Image.fromarray(np.zeros((17, 16, 3), dtype=np.uint8)).save(folder / "dog" / "near.png")  # within 10 %: no note
     added = " ".join(ok("pool", "add", str(folder), "--labels-from-folders", "--image-size", "8x8").output.split())
     assert "stretched 1 image(s) of another shape to 8x8 (--image-size keeps no aspect ratio), e.g. 'dog/wide.png' (10x40)" in added
+
+
+def test_a_train_val_split_is_refused_naming_a_split_folder_to_add(db, tmp_path):
+    two_classes(tmp_path / "data" / "train")
+    two_classes(tmp_path / "data" / "val")
+    refused(db, tmp_path / "data", "['train', 'val'], a split of the data", "['cat', 'dog']",
+            f"pool add {tmp_path / 'data' / 'train'} --labels-from-folders")
+
+
+def test_class_folders_holding_the_same_sub_folders_are_noted(db, tmp_path):
+    two_classes(tmp_path / "data" / "big", n=2)
+    for i in range(2):
+        picture(tmp_path / "data" / "small" / "cat" / f"{i}.png", 60 + i)
+        picture(tmp_path / "data" / "small" / "dog" / f"{i}.png", 70 + i)
+    summary = json.loads(ok("--json", "pool", "add", str(tmp_path / "data"), "--labels-from-folders").stdout)
+    assert summary["classes"] == ["big", "small"]  # read as asked, and noted
+    assert "every class folder (big, small) holds the same sub-folders (cat, dog) and no image of its own" in " ".join(summary["notes"])
