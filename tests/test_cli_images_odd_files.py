@@ -149,3 +149,18 @@ def test_class_folders_holding_the_same_sub_folders_are_noted(db, tmp_path):
     summary = json.loads(ok("--json", "pool", "add", str(tmp_path / "data"), "--labels-from-folders").stdout)
     assert summary["classes"] == ["big", "small"]  # read as asked, and noted
     assert "every class folder (big, small) holds the same sub-folders (cat, dog) and no image of its own" in " ".join(summary["notes"])
+
+
+def test_a_file_managers_files_go_unmentioned(db, tmp_path):
+    folder = two_classes(tmp_path / "imgs")
+    (folder / "cat" / "Thumbs.db").write_bytes(b"\0" * 20)
+    (folder / "desktop.ini").write_text("[.ShellClassInfo]")
+    (folder / "cat" / "._0.png").write_bytes(b"\0\5\26\7")  # macOS AppleDouble
+    summary = json.loads(ok("--json", "pool", "add", str(folder), "--labels-from-folders").stdout)
+    assert summary["skipped"] == 0 and not any("skipped" in note for note in summary["notes"])
+
+
+def test_an_empty_image_file_is_named_so(db, tmp_path):
+    folder = two_classes(tmp_path / "imgs")
+    (folder / "cat" / "empty.png").write_bytes(b"")
+    refused(db, folder, "'cat/empty.png' is not a readable image (an empty file, 0 bytes)", "--skip-unreadable")

@@ -56,6 +56,8 @@ EXTENSIONS_TEXT = "/".join(EXTENSIONS)  # for messages: .png/.jpg/...
 #: from other skipped files, with the way to include them
 UNREAD_PICTURES = (".heic", ".heif", ".avif", ".jfif", ".jpe", ".jp2", ".svg", ".psd", ".ico", ".dng", ".cr2", ".nef", ".arw", ".raw")
 UNREAD_PICTURES_FIX = "convert them to PNG or JPEG to include them (a .jfif or .jpe file is a JPEG: rename it .jpg)"
+#: files a file manager writes into a folder of pictures (Windows' thumbnail caches, folder settings): not counted
+SYSTEM_FILES = frozenset({"thumbs.db", "ehthumbs.db", "ehthumbs_vista.db", "desktop.ini"})
 _SIXTEEN_BIT = ("I", "I;16", "I;16B", "I;16L", "I;16N")
 
 
@@ -122,7 +124,7 @@ def parse_image_size(text: str) -> tuple[int, int]:
 
 def scan_folder(folder: str | Path, *, follow_links: bool = True) -> tuple[list[str], list[str]]:
     """(image files, other files) below `folder`: POSIX paths relative to it, sorted. Files and
-    folders whose name starts with '.' are ignored (not counted). A linked folder is read as a
+    folders whose name starts with '.', and SYSTEM_FILES, are ignored (not counted). A linked folder is read as a
     folder (`ln -s /data/cats cats`), each real folder once, so a link back up the tree (a loop)
     adds nothing (`follow_links` False: linked folders are passed over, as in a folder converted
     before they were read; `Manifest.follows_links`). DataError (one line) for a name that is not UTF-8 (no key or label could hold
@@ -143,7 +145,7 @@ def scan_folder(folder: str | Path, *, follow_links: bool = True) -> tuple[list[
         for name in [*(f for f in filenames if not f.startswith(".")), *dirnames]:
             _check_name(root, base / name)
         for name in filenames:
-            if name.startswith("."):
+            if name.startswith(".") or name.lower() in SYSTEM_FILES:
                 continue
             rel = (base / name).as_posix()
             if os.path.islink(root / rel) and not os.path.exists(root / rel):
@@ -204,6 +206,8 @@ def _decode(folder: Path, rel: str, size: tuple[int, int] | None) -> tuple[np.nd
             return np.asarray(img, dtype=np.uint8), original
     except Exception as exc:  # noqa: BLE001 - Pillow raises OSError, ValueError, SyntaxError, DecompressionBombError...
         reason = " ".join(str(exc).split()) or type(exc).__name__
+        if path.is_file() and path.stat().st_size == 0:
+            reason = "an empty file, 0 bytes"
         raise DataError(f"image folder {str(folder)!r}: {rel!r} is not a readable image ({reason}); repair or remove it") from None
 
 
