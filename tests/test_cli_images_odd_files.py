@@ -164,3 +164,19 @@ def test_an_empty_image_file_is_named_so(db, tmp_path):
     folder = two_classes(tmp_path / "imgs")
     (folder / "cat" / "empty.png").write_bytes(b"")
     refused(db, folder, "'cat/empty.png' is not a readable image (an empty file, 0 bytes)", "--skip-unreadable")
+
+
+def test_names_a_mac_stores_decomposed_match_the_keys_typed_in_a_truth_file_and_a_labels_file(db, tmp_path):
+    import unicodedata
+
+    names = {"café.png": ("cat", 1), "naïve.png": ("dog", 2), "plain.png": ("cat", 3), "über.png": ("dog", 4)}
+    for name, (_, value) in names.items():
+        picture(tmp_path / "imgs" / unicodedata.normalize("NFD", name), value)  # as macOS writes them
+    truth = tmp_path / "truth.csv"
+    truth.write_text("key,label\n" + "".join(f"{unicodedata.normalize('NFC', n)},{c}\n" for n, (c, _) in names.items()), encoding="utf-8")
+    summary = json.loads(ok("--json", "pool", "add", str(tmp_path / "imgs"), "--truth", str(truth)).stdout)
+    assert summary["classes"] == ["cat", "dog"]
+    Path("answers.csv").write_text("key,label\nnaïve.png,dog\n", encoding="utf-8")  # typed, composed
+    ok("label", "--from", "answers.csv")
+    exported = ok("export", "-").stdout
+    assert unicodedata.normalize("NFD", "naïve.png") in exported and ",dog" in exported
