@@ -282,6 +282,8 @@ def train(
     param_groups: list[dict] | None = None,
 ) -> nn.Module:
     """Train `model` in place on (x [N, ...], y [N]) and return it (on `device`, in eval mode).
+    A network with BatchNorm, which cannot normalise one item in training, gets a batch of one
+    item (a single training item) as that item twice: the same mean loss.
 
     Args:
         lr_at: learning rate for each optimiser step (global step index), overriding `config.lr`.
@@ -340,6 +342,7 @@ def train(
 
     best = BestWeights(config)
     step = 0
+    batch_norm = any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules())
     with torch.random.fork_rng(devices=[dev] if dev.type == "cuda" else []):
         torch.manual_seed(int(torch.randint(0, 2**62, (1,), generator=generator)))
         for epoch in range(config.epochs):
@@ -351,11 +354,12 @@ def train(
             epoch_loss = torch.zeros((), device=dev)
             # ⌈L/B⌉ steps on batches of equal size (±1): no step on a remainder of a few items
             for batch in perm.tensor_split(steps_per_epoch):
+                rows = batch.repeat(2) if batch.shape[0] == 1 and batch_norm else batch  # one item twice: its loss, two values for BatchNorm
                 if lr_at is not None:
                     for group in optimizer.param_groups:
                         group["lr"] = lr_at(step)
                 optimizer.zero_grad(set_to_none=True)
-                loss = (task_loss if loss_fn is None else loss_fn)(model(x_train[batch]), y_train[batch])
+                loss = (task_loss if loss_fn is None else loss_fn)(model(x_train[rows]), y_train[rows])
                 loss.backward()
                 optimizer.step()
                 step += 1

@@ -319,7 +319,9 @@ def import_factory(spec: str) -> Callable[[], Any]:
     found: Any = module
     for part in attr.split("."):
         if not hasattr(found, part):
-            raise CliError(f"--model: module {target!r} has no attribute {attr!r}", "check the name after the colon")
+            close = difflib.get_close_matches(part, [n for n in dir(found) if not n.startswith("_")], n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise CliError(f"--model: module {target!r} has no attribute {attr!r}{hint}", "check the name after the colon")
         found = getattr(found, part)
     if not callable(found):
         raise CliError(f"--model: {spec!r} is not callable", "point at a function returning a torch.nn.Module")
@@ -352,6 +354,9 @@ def model_factory(spec: str, input_shape: Sequence[int], n_classes: int) -> Call
             f"--model: {spec}() returned {type(model).__name__}, not a torch.nn.Module",
             "return a fresh network from the factory",
         )
+    from activebayes_cli._user_network import check_user_network
+
+    check_user_network(spec, model, factory)
     return factory
 
 

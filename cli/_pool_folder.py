@@ -11,6 +11,9 @@ to the feature cache (`activebayes.data.feature_cache`), which every later load 
 Labels come from the sub-folder names (--labels-from-folders: `cat/01.png` is a 'cat') or from
 --truth FILE (a key,label csv keyed by the relative paths).
 Files that are not images (`activebayes.data.images.EXTENSIONS`) are skipped and counted; names starting with '.' are ignored.
+Notes name pictures in a format not read (HEIC...), byte-for-byte copies (one picture in two class
+folders has two labels) and class folders read another way (spaces around a name dropped, names
+that differ only in case); a project created without classes needs two class folders or more.
 """
 
 from __future__ import annotations
@@ -84,7 +87,7 @@ def add_folder(
     skip_unreadable: bool = False,
 ) -> None:
     """Check everything, convert the folder, record it through `register_pool`; print the summary."""
-    from activebayes.data.images import EXTENSIONS_TEXT, FORMAT, convert_folder
+    from activebayes.data.images import FORMAT, convert_folder
     from activebayes.errors import DataError
     from activebayes_cli._pool_import import register_pool
 
@@ -120,6 +123,8 @@ def add_folder(
     except DataError as exc:
         raise folder_mistake(exc) from exc
     try:
+        folder_notes = class_folder_notes(folder, name, labels_from_folders=labels_from_folders, truth=truth,
+                                          infer=info.task == "classification" and not classes)  # fmt: skip
         summary = register_pool(
             store, name, npz, truth=truth, test_fraction=test_fraction, labels_are_known=labels_are_known, seed=seed,
             text_folder=cache_folder(st.db),  # the features' cache goes beside the converted folder
@@ -132,15 +137,16 @@ def add_folder(
         skipped=images["skipped"], image_size=images["size"], channels=images["channels"],
         manifest_sha256=images["manifest_sha256"],
     )  # fmt: skip
-    if images["skipped"]:
-        summary["notes"].append(
-            f"skipped {images['skipped']} file(s) that are not {EXTENSIONS_TEXT}, e.g. {images['skipped_example']!r}"
-        )
+    summary["notes"].extend(folder_file_notes(images, labels_from_folders))
     if images["unreadable"]:
         shown_files = ", ".join(f"{rel!r} ({reason})" for rel, reason in images["unreadable"][:5])
         more = f" and {len(images['unreadable']) - 5} more" if len(images["unreadable"]) > 5 else ""
         summary["notes"].append(f"left out {len(images['unreadable'])} unreadable image(s) (--skip-unreadable): {shown_files}{more}")
     summary["unreadable"] = [rel for rel, _ in images["unreadable"]]
+    if labels_from_folders:  # a class is a folder's name here, not a label in a file
+        summary["notes"] = [n.replace("correct them in the file (or add --merge-label-spellings)", "rename their folders to one name")
+                            for n in summary["notes"]]  # fmt: skip
+    summary["notes"] = folder_notes + summary["notes"]
     for note in summary["notes"]:
         st.out.note(st.as_typed(note))  # a note's commands work as typed too
     next_hint = after_pool_add(st, summary["truth"])
@@ -155,6 +161,105 @@ def add_folder(
         console.print(f"Next: {next_hint}")
 
     st.out.result(summary, render)
+
+
+def folder_file_notes(images: dict[str, Any], labels_from_folders: bool) -> list[str]:
+    """Notes on the files of a converted folder (`convert_folder`'s summary) read in a way worth
+    knowing: pictures in a format not read, other files skipped, byte-for-byte copies (with
+    labels from sub-folders, a copy in another class folder gives one picture two labels), and
+    images stretched to --image-size's shape."""
+    from activebayes.data.images import EXTENSIONS_TEXT, UNREAD_PICTURES_FIX
+
+    notes = []
+    pictures = images["unread_pictures"]
+    if pictures:
+        notes.append(f"left out {len(pictures)} picture(s) in a format not read, e.g. {pictures[0]!r}; {UNREAD_PICTURES_FIX}")
+    if images["skipped"] > len(pictures):
+        notes.append(f"skipped {images['skipped'] - len(pictures)} file(s) that are not {EXTENSIONS_TEXT}, e.g. {images['skipped_example']!r}")
+    notes.extend(copies_notes(images["copies"], labels_from_folders))
+    stretched = images["stretched"]
+    if stretched:
+        (h, w), (rel, (oh, ow)) = images["size"], stretched[0]
+        notes.append(f"stretched {len(stretched)} image(s) of another shape to {h}x{w} (--image-size keeps no aspect ratio), "
+                     f"e.g. {rel!r} ({oh}x{ow}); crop or pad them first to keep their proportions")  # fmt: skip
+    return notes
+
+
+def copies_notes(copies: list[list[str]], labels_from_folders: bool) -> list[str]:
+    """A note on the groups of byte-for-byte copies among a folder's images (`same_files`), if
+    any; with labels from sub-folders a group across class folders is one picture with two labels."""
+    if not copies:
+        return []
+    clash = [g for g in copies if labels_from_folders and len({rel.split("/", 1)[0] for rel in g}) > 1]
+    return [
+        f"{sum(len(g) - 1 for g in copies)} image(s) are byte-for-byte copies of another, e.g. "
+        + " = ".join(map(repr, (clash or copies)[0][:3]))
+        + (f"; {len(clash)} picture(s) lie in two class folders or more, so have two labels: remove the wrong copies"
+           if clash else "; each copy is an item of its own")
+    ]  # fmt: skip
+
+
+def class_folder_notes(folder: Path, project: str, *, labels_from_folders: bool, truth: Path | None, infer: bool) -> list[str]:
+    """Check, before anything is recorded, that a project whose classes come from its images
+    (`infer`: created without --classes) gets them: labels from sub-folders or --truth, and with
+    sub-folders at least two, not a split of the data (`train/`, `val/`, each with the same class
+    folders); a one-line CliError naming the folder otherwise. Returns a note for each class
+    folder whose name has spaces around it (labels are read without them), and one where every
+    class folder holds the same sub-folders (`shared_sub_folders`)."""
+    import shlex
+
+    from activebayes.data.images import folder_labels, scan_folder
+
+    again = f"`activebayes delete {shlex.quote(project)}`, `activebayes init --name {shlex.quote(project)} --classes A,B,...` and `pool add` again"
+    if infer and not labels_from_folders and truth is None:
+        raise CliError(
+            f"--classes: project {project!r} was created without classes and the images of {folder} have no labels to read them from",
+            f"add --labels-from-folders (a sub-folder per class) or --truth FILE, or name the classes: {again}",
+        )
+    rels = scan_folder(folder)[0] if labels_from_folders else []
+    if not rels:  # no labels from sub-folders, or no image (which `convert_folder` refuses in its own words)
+        return []
+    named = sorted(set(folder_labels(folder, rels, None)))
+    classes = sorted({n.strip() for n in named})
+    if infer and len(classes) < 2:
+        raise CliError(
+            f"--labels-from-folders: the images of {folder} are in {len(classes)} class folder(s) {classes}, a classifier needs at least 2",
+            f"put each class's images in a sub-folder named after it, or name the classes: {again}",
+        )
+    notes = [f"the folder {n!r} is read as the class {n.strip()!r} (spaces around a folder's name are dropped)" for n in named if n != n.strip()]
+    nested = shared_sub_folders(rels)
+    if nested:
+        tops, subs = nested
+        example = f"`activebayes pool add {shlex.quote(str(folder / tops[0]))} --labels-from-folders`"
+        if all(top.strip().lower() in SPLIT_NAMES for top in tops):
+            raise CliError(
+                f"--labels-from-folders: the folders of {folder} are {tops}, a split of the data, each holding the same folders "
+                f"{subs[:5]}; their names, not the split's, are the classes",
+                f"add one split's folder, e.g. {example}",
+            )
+        notes.append(f"every class folder ({', '.join(tops[:5])}) holds the same sub-folders ({', '.join(subs[:5])}) and no image of its "
+                     f"own; if those sub-folders are the classes, add each folder on its own, e.g. {example}")  # fmt: skip
+    return notes
+
+
+#: top folder names that split a data set rather than name a class
+SPLIT_NAMES = frozenset({"train", "training", "val", "valid", "validation", "test", "testing", "dev", "eval"})
+
+
+def shared_sub_folders(rels: list[str]) -> tuple[list[str], list[str]] | None:
+    """(the top folders, the sub-folders every one of them holds) when no image of `rels` lies
+    directly in a top folder and each holds the same two or more sub-folders (`train/cat/1.png`,
+    `val/cat/2.png`, ...: a split of the data, or classes with sub-groups); None otherwise."""
+    subs: dict[str, set[str]] = {}
+    for rel in rels:
+        parts = rel.split("/")
+        if len(parts) < 3:
+            return None
+        subs.setdefault(parts[0], set()).add(parts[1])
+    shared = next(iter(subs.values()), set())
+    if len(subs) < 2 or len(shared) < 2 or any(names != shared for names in subs.values()):
+        return None
+    return sorted(subs), sorted(shared)
 
 
 def remove_converted_folder(store: Any, info: Any) -> None:

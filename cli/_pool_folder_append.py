@@ -59,6 +59,10 @@ def append_folder(st: Any, folder: Path, *, test_fraction: float, seed: int, ima
         raise CliError(str(exc).partition("; ")[0], "wait for it to finish, then run this command again") from exc
     except DataError as exc:
         raise folder_mistake(exc) from exc
+    from activebayes_cli._pool_folder import copies_notes
+
+    for note in copies_notes(summary["copies"], manifest.y is not None):
+        st.out.note(note)
     next_hint = after_pool_add(st, summary["truth"])
 
     def render(console: Any) -> None:
@@ -129,5 +133,5 @@ def _append(st: Any, store: Any, name: str, *, test_fraction: float, seed: int, 
         "pool_items": int(pool_j.size), "test_items": int(test_j.size), "labels": len(observed),
         "unreadable": [rel for rel, _ in added["unreadable"]], "truth": settings.get("truth", "none"),
         "total_pool_items": store.count_items(name, split="pool"), "total_test_items": store.count_items(name, split="test"),
-        "data_path": str(npz), "keys": list(keys),
+        "data_path": str(npz), "keys": list(keys), "copies": added["copies"],
     }  # fmt: skip

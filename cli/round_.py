@@ -153,7 +153,7 @@ def check_model_output(model_fn: Any, x: Any, n_classes: int, spec: str) -> None
 
     try:
         with torch.no_grad():
-            out = model_fn().eval()(torch.from_numpy(np.array(x[:2])).float())
+            out = model_fn().to("cpu").eval()(torch.from_numpy(np.array(x[:2])).float())  # a writable copy: the cache is mapped read-only
     except Exception as exc:  # the user's network or a shape mismatch: one line
         raise CliError(
             f"--model {spec}: a forward pass on items of shape {tuple(x.shape[1:])} failed ({type(exc).__name__}: {exc})",

@@ -77,6 +77,16 @@ def test_a_png_copy_keeps_its_pixels_and_drops_its_text(tmp_path):
         assert np.array_equal(np.asarray(shown.convert("RGB")), np.asarray(source.convert("RGB")))
 
 
+def test_a_copy_is_of_the_format_the_file_holds_whatever_its_name(tmp_path):
+    texted_png(tmp_path / "named.png")
+    (tmp_path / "named.png").rename(tmp_path / "named.jpg")  # a PNG named .jpg
+    copy = write_bare_copy(tmp_path / "named.jpg", tmp_path / "004-z")
+    assert copy.name == "004-z.png" and same_picture(copy, tmp_path / "named.jpg")  # lossless, not re-encoded as a JPEG
+    tagged_jpeg(tmp_path / "photo.jpg")
+    (tmp_path / "photo.jpg").rename(tmp_path / "photo.png")  # a JPEG named .png
+    assert write_bare_copy(tmp_path / "photo.png", tmp_path / "005-w").name == "005-w.jpg"
+
+
 def test_round_copies_are_bare_and_ids_still_check_the_originals(cli_db, tmp_path):
     truth = {}
     for label, level in (("dark", 40), ("light", 215)):

@@ -158,3 +158,21 @@ def test_the_page_serves_originals_a_browser_shows_and_a_png_of_the_rest(tmp_pat
     assert [original_image(data, k)[1] for k in ("a.webp", "b.gif", "c.bmp")] == ["image/webp", "image/gif", "image/bmp"]
     assert original_image(data, "a.webp")[0] == (tmp_path / "a.webp").read_bytes()
     assert original_image(data, "d.tif") is None and original_image(data, "../x.png") is None
+
+
+def test_a_folder_converted_before_links_were_followed_keeps_passing_them_over(tmp_path):
+    from dataclasses import replace
+
+    from activebayes.data.image_manifest import read_manifest, write_manifest
+
+    save(tmp_path / "src" / "a.png", np.zeros((8, 8)))
+    save(tmp_path / "elsewhere" / "b.png", np.ones((8, 8)))
+    out, summary = convert_folder(tmp_path / "src", tmp_path / "cache")
+    manifest, x = read_manifest(out, pixels=True)
+    assert manifest.follows_links and summary["images"] == 1
+    older = write_manifest(tmp_path / "cache", "old", replace(manifest, follows_links=False), x)  # as written before
+    assert not read_manifest(older)[0].follows_links
+    (tmp_path / "src" / "linked").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    assert len(load_dataset(older).x) == 1  # its linked folder passed over, as when it was converted
+    with pytest.raises(DataError, match=r"1 added \(e.g. 'linked/b.png'\)"):
+        load_dataset(out)  # a folder converted now reads the linked folder, so its image is new

@@ -165,6 +165,17 @@ def test_batchnorm_statistics_are_refreshed_per_sample():
     torch.testing.assert_close(swag.predict(x, n_samples=4).probs[:, :7], pred.probs, atol=1e-6, rtol=0)
 
 
+def test_a_batchnorm_network_fits_and_refreshes_on_a_single_item():
+    x, y = toy()
+    swag = SWAG(bn_mlp, rank=2, n_snapshots=3, swa_lr=0.05, train=TrainConfig(epochs=3, validation_fraction=0.0), seed=3,
+                device="cpu").fit(x[:1], y[:1])
+    params, buffers = swag._samples(2)
+    pre_bn = x[:1] @ params["0.weight"][0].T + params["0.bias"][0]  # [1, 16]: the item's statistics, no spread
+    torch.testing.assert_close(buffers[0]["1.running_mean"], pre_bn[0], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(buffers[0]["1.running_var"], torch.zeros(16), atol=1e-6, rtol=0)
+    assert swag.predict(x[:5], n_samples=2).probs.shape == (2, 5, 3)
+
+
 def test_swa_phase_keeps_its_own_constant_learning_rate(monkeypatch):
     """A cosine pre-training schedule does not anneal the SWA phase; the default swa_lr is
     swa_lr_ratio × the training lr, with the training optimizer unless swa_optimizer is given."""

@@ -109,3 +109,24 @@ def test_validation_options_are_checked():
         train(nn.Linear(1, 1), torch.zeros(4, 1), torch.zeros(4),
               TrainConfig(epochs=1, validation_data=(torch.zeros(2, 1), torch.zeros(2)), validation_metric="accuracy"), seed=0)
     assert TrainConfig(validation_data=validation) == TrainConfig()  # data is not a setting: configs still compare
+
+
+class NormedRecorder(Recorder):
+    """`Recorder` with BatchNorm after its linear layer, which refuses one item in training."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = nn.BatchNorm1d(2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(super().forward(x))
+
+
+def test_a_batchnorm_network_trains_on_a_single_item_as_that_item_twice():
+    x, y = torch.tensor([[3.0]]), torch.tensor([1])
+    normed = NormedRecorder()
+    train(normed, x, y, TrainConfig(epochs=2, validation_fraction=0.0), seed=0, device="cpu")
+    assert normed.batches == [[3, 3], [3, 3]]
+    plain = Recorder()  # without BatchNorm a batch of one stays one
+    train(plain, x, y, TrainConfig(epochs=2, validation_fraction=0.0), seed=0, device="cpu")
+    assert plain.batches == [[3], [3]]

@@ -250,7 +250,7 @@ def _image_folder(path: Path, x: np.ndarray) -> Dataset:
     from activebayes.data.images import check_folder, image_dataset, read_manifest
 
     manifest, _ = read_manifest(path)
-    check_folder(manifest.folder, manifest.files, manifest.sha256, manifest.left_out)
+    check_folder(manifest.folder, manifest.files, manifest.sha256, manifest.left_out, follow_links=manifest.follows_links)
     return image_dataset(path, x, manifest)
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from activebayes.data.dataset import sha256_file
 from activebayes.data.image_manifest import hidden_keys, read_manifest, write_manifest
-from activebayes.data.images import changes_text, channels_first, decode_images, folder_changes, folder_labels, is_grey
+from activebayes.data.images import changes_text, channels_first, decode_images, folder_changes, folder_labels, is_grey, same_files
 from activebayes.errors import DataError
 
 
@@ -40,12 +40,13 @@ def append_images(
     """Convert the images added to the folder of converted folder `npz` (module docstring) into
     a new converted folder in `cache_dir`; returns (its path, {"rows": the new items' rows [M],
     "keys", "labels" (None without labels from sub-folders), "paths", "unreadable": [(path,
-    reason)], "size", "channels"}). `image_size`: may only repeat the pool's (H, W); it lets new
+    reason)], "size", "channels", "copies": the groups of byte-for-byte copies (`same_files`)
+    holding a new image}). `image_size`: may only repeat the pool's (H, W); it lets new
     images of other sizes be resized to it."""
     manifest, x_old = read_manifest(npz, pixels=True)
     assert x_old is not None
     folder = manifest.folder
-    changes = folder_changes(folder, manifest.files, manifest.sha256, manifest.left_out)
+    changes = folder_changes(folder, manifest.files, manifest.sha256, manifest.left_out, follow_links=manifest.follows_links)
     kept_as_were = {"changed": changes["changed"], "removed": changes["removed"]}
     if any(kept_as_were.values()):
         raise DataError(
@@ -100,6 +101,7 @@ def append_images(
         "unreadable": images.unreadable,
         "size": list(size),
         "channels": channels,
+        "copies": [g for g in same_files(combined.files, combined.sha256) if set(g) & set(rels)],
     }
 
 

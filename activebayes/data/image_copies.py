@@ -29,16 +29,18 @@ _JPEG_MODES = ("L", "RGB", "CMYK")
 
 def write_bare_copy(source: Path, stem: Path) -> Path:
     """Write the upright picture of image file `source`, without metadata (module docstring), to
-    `stem` plus ".jpg" (a JPEG source, its own suffix kept) or ".png"; the path written. A file
-    of that name is replaced."""
+    `stem` plus ".jpg" (a JPEG source, its own suffix kept when it is .jpg or .jpeg) or ".png";
+    the path written. A source is a JPEG by its content, not its name. A file of that name is
+    replaced."""
     from PIL import Image, ImageOps
 
-    jpeg = source.suffix.lower() in _JPEG
-    target = stem.with_name(stem.name + (source.suffix.lower() if jpeg else ".png"))
     with Image.open(source) as img:
         img.load()
+        jpeg = img.format == "JPEG"  # what the file holds, whatever its name says (a PNG named .jpg stays lossless)
         icc = img.info.get("icc_profile")
         upright = ImageOps.exif_transpose(img)
+    suffix = source.suffix.lower() if jpeg and source.suffix.lower() in _JPEG else ".jpg" if jpeg else ".png"
+    target = stem.with_name(stem.name + suffix)
     modes = _JPEG_MODES if jpeg else _PNG_MODES
     if upright.mode not in modes:
         upright = upright.convert("RGBA" if "A" in upright.getbands() and not jpeg else "RGB")

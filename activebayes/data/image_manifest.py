@@ -11,6 +11,8 @@ place (`activebayes.data.images` converts a folder, `activebayes.data.image_appe
     unreadable         [U]   files left out as unreadable (--skip-unreadable), with
     unreadable_sha256  [U]   their sha256 (later loads accept them while they stay unchanged)
     image_size         [2]   (H, W) every image was resized to (--image-size), when one was given
+    follows_links      []    True: linked folders are read (`images.scan_folder`); absent in a
+                             folder converted before they were, which keeps reading it without
 
 Keys. A pool whose labels are its sub-folders' names would show the answer in a key that is the
 path (`cat/01.png`): wherever a person labelling sees a key (the round file, the terminal prompt,
@@ -51,6 +53,7 @@ class Manifest:
     y: np.ndarray | None = None
     left_out: dict[str, str] = field(default_factory=dict)
     image_size: tuple[int, int] | None = None
+    follows_links: bool = False
 
     @property
     def files(self) -> list[str]:
@@ -85,6 +88,7 @@ def read_manifest(path: str | Path, *, pixels: bool = False) -> tuple[Manifest, 
                 left_out=dict(zip(map(str, archive["unreadable"].tolist()), map(str, archive["unreadable_sha256"].tolist())))
                 if "unreadable" in names else {},
                 image_size=tuple(int(s) for s in archive["image_size"].tolist()) if "image_size" in names else None,  # type: ignore[arg-type]
+                follows_links="follows_links" in names and bool(archive["follows_links"]),
             )  # fmt: skip
             x = archive["x"] if pixels else None
     except (OSError, ValueError) as exc:
@@ -108,6 +112,8 @@ def write_manifest(cache_dir: str | Path, stem: str, manifest: Manifest, x: np.n
     if manifest.left_out:
         arrays["unreadable"] = np.asarray(list(manifest.left_out), dtype=str)
         arrays["unreadable_sha256"] = np.asarray(list(manifest.left_out.values()), dtype=str)
+    if manifest.follows_links:
+        arrays["follows_links"] = np.asarray(True)
     if manifest.image_size is not None:
         arrays["image_size"] = np.asarray(manifest.image_size, dtype=np.int64)
     cache_dir = Path(cache_dir)

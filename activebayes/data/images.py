@@ -2,7 +2,8 @@
 checked every load.
 
 `convert_folder(folder, cache_dir)` reads every image below `folder` (sub-folders included; names
-starting with "." are ignored, other non-image files are skipped and counted), decodes it with
+starting with "." are ignored, other non-image files are skipped and counted, a linked folder
+is read once), decodes it with
 Pillow, resizes it to `image_size` (H, W) when given, and writes ONE file
 `<cache_dir>/<stem>-<random>.image-folder.npz` (`activebayes.data.image_manifest`: the pixels
 uint8 [N, C, H, W], the keys, each image's path and sha256, the labels from the sub-folders).
@@ -34,9 +35,10 @@ greyscale is scaled to 8 bits; of an animated GIF or a multi-page TIFF the first
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Sequence
@@ -50,6 +52,12 @@ from activebayes.errors import DataError
 FORMAT = "image-folder"
 EXTENSIONS = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff")
 EXTENSIONS_TEXT = "/".join(EXTENSIONS)  # for messages: .png/.jpg/...
+#: pictures in formats Pillow does not read (or names it does not take for images): named apart
+#: from other skipped files, with the way to include them
+UNREAD_PICTURES = (".heic", ".heif", ".avif", ".jfif", ".jpe", ".jp2", ".svg", ".psd", ".ico", ".dng", ".cr2", ".nef", ".arw", ".raw")
+UNREAD_PICTURES_FIX = "convert them to PNG or JPEG to include them (a .jfif or .jpe file is a JPEG: rename it .jpg)"
+#: files a file manager writes into a folder of pictures (Windows' thumbnail caches, folder settings): not counted
+SYSTEM_FILES = frozenset({"thumbs.db", "ehthumbs.db", "ehthumbs_vista.db", "desktop.ini"})
 _SIXTEEN_BIT = ("I", "I;16", "I;16B", "I;16L", "I;16N")
 
 
@@ -114,21 +122,51 @@ def parse_image_size(text: str) -> tuple[int, int]:
     return h, w
 
 
-def scan_folder(folder: str | Path) -> tuple[list[str], list[str]]:
+def scan_folder(folder: str | Path, *, follow_links: bool = True) -> tuple[list[str], list[str]]:
     """(image files, other files) below `folder`: POSIX paths relative to it, sorted. Files and
-    folders whose name starts with '.' are ignored (not counted)."""
+    folders whose name starts with '.', and SYSTEM_FILES, are ignored (not counted). A linked folder is read as a
+    folder (`ln -s /data/cats cats`), each real folder once, so a link back up the tree (a loop)
+    adds nothing (`follow_links` False: linked folders are passed over, as in a folder converted
+    before they were read; `Manifest.follows_links`). DataError (one line) for a name that is not UTF-8 (no key or label could hold
+    it) and for a link to nothing."""
     root = Path(folder)
     images: list[str] = []
     others: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+    seen = {os.path.realpath(root)}
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=follow_links):
         base = Path(dirpath).relative_to(root)
+        kept = []
+        for d in sorted(dirnames):
+            real = os.path.realpath(os.path.join(dirpath, d))
+            if not d.startswith(".") and real not in seen:
+                seen.add(real)
+                kept.append(d)
+        dirnames[:] = kept
+        for name in [*(f for f in filenames if not f.startswith(".")), *dirnames]:
+            _check_name(root, base / name)
         for name in filenames:
-            if name.startswith("."):
+            if name.startswith(".") or name.lower() in SYSTEM_FILES:
                 continue
             rel = (base / name).as_posix()
+            if os.path.islink(root / rel) and not os.path.exists(root / rel):
+                raise DataError(
+                    f"image folder {str(root)!r}: {rel!r} is a link to {os.readlink(root / rel)!r}, which does not exist; "
+                    "restore its target or remove the link"
+                )
             (images if name.lower().endswith(EXTENSIONS) else others).append(rel)
     return sorted(images), sorted(others)
+
+
+def _check_name(root: Path, rel: Path) -> None:
+    """DataError unless `rel`'s name is UTF-8 (os.walk gives undecodable bytes as surrogates)."""
+    try:
+        rel.as_posix().encode()
+    except UnicodeEncodeError:
+        shown = os.fsencode(rel.as_posix()).decode("utf-8", "backslashreplace")
+        raise DataError(
+            f"image folder {str(root)!r}: the name '{shown}' is not UTF-8 (written by another system's encoding); "
+            "rename it with plain or UTF-8 characters"
+        ) from None
 
 
 def _sha256(path: Path) -> str:
@@ -168,6 +206,8 @@ def _decode(folder: Path, rel: str, size: tuple[int, int] | None) -> tuple[np.nd
             return np.asarray(img, dtype=np.uint8), original
     except Exception as exc:  # noqa: BLE001 - Pillow raises OSError, ValueError, SyntaxError, DecompressionBombError...
         reason = " ".join(str(exc).split()) or type(exc).__name__
+        if path.is_file() and path.stat().st_size == 0:
+            reason = "an empty file, 0 bytes"
         raise DataError(f"image folder {str(folder)!r}: {rel!r} is not a readable image ({reason}); repair or remove it") from None
 
 
@@ -195,11 +235,13 @@ def folder_labels(folder: Path, rels: Sequence[str], classes: Sequence[Any] | No
 @dataclass(frozen=True)
 class DecodedImages:
     """Images read from a folder: `rgb` uint8 [N, H, W, 3] of the readable files `rels`, and the
-    files left out as unreadable, (path, reason)."""
+    files left out as unreadable, (path, reason); resized to another aspect ratio, `stretched`:
+    (path, its (H, W)) of each image whose H/W is more than 10 % off the size's."""
 
     rgb: np.ndarray
     rels: list[str]
     unreadable: list[tuple[str, str]]
+    stretched: list[tuple[str, tuple[int, int]]] = field(default_factory=list)
 
 
 def decode_images(
@@ -214,6 +256,7 @@ def decode_images(
     kept: list[str] = []
     first = same_as
     unreadable: list[tuple[str, str]] = []
+    stretched: list[tuple[str, tuple[int, int]]] = []
     for rel in rels:
         try:
             arr, original = _decode(folder, rel, image_size)
@@ -230,11 +273,13 @@ def decode_images(
                     f"image folder {str(folder)!r}: {rel!r} is {original[0]}x{original[1]} but {first[0]!r} is "
                     f"{first[1][0]}x{first[1][1]} (HxW); pass image_size=(H, W) to resize every image to one size"
                 )
+        elif abs(math.log(original[0] * image_size[1] / (original[1] * image_size[0]))) > math.log(1.1):
+            stretched.append((rel, original))
         pixels.append(arr)
         kept.append(rel)
     if not pixels:
         raise DataError(f"image folder {str(folder)!r}: none of its {len(rels)} image(s) is readable, e.g. {unreadable[0][0]!r}")
-    return DecodedImages(np.stack(pixels), kept, unreadable)
+    return DecodedImages(np.stack(pixels), kept, unreadable, stretched)
 
 
 def is_grey(rgb: np.ndarray) -> bool:
@@ -261,7 +306,8 @@ def convert_folder(
 ) -> tuple[Path, dict[str, Any]]:
     """Read, check and convert an image folder (see the module docstring); returns (the .npz
     written in `cache_dir`, a summary: images, skipped, skipped_example, size, channels,
-    manifest_sha256, unreadable). Everything is checked before the file is written; DataError
+    manifest_sha256, unreadable, copies (`same_files`), unread_pictures (`unread_pictures`),
+    stretched (`DecodedImages.stretched`)). Everything is checked before the file is written; DataError
     otherwise. An image that cannot be decoded is refused, or with `skip_unreadable` left out and
     listed in `unreadable` as (path, reason); the manifest records it, so later loads accept it
     as long as it stays unchanged. `hide_keys` (default: `labels_from_folders`): key the items
@@ -271,6 +317,10 @@ def convert_folder(
         raise DataError(f"image folder {str(folder)!r} does not exist; check the path")
     rels, others = scan_folder(folder)
     if not rels:
+        pictures = unread_pictures(others)
+        if pictures:
+            raise DataError(f"image folder {str(folder)!r} holds no image activebayes reads, only {len(pictures)} picture(s) such as "
+                            f"{pictures[0]!r}; {UNREAD_PICTURES_FIX}")  # fmt: skip
         extra = f" ({len(others)} other file(s), e.g. {others[0]!r})" if others else ""
         raise DataError(
             f"image folder {str(folder)!r} holds no images{extra}; put {EXTENSIONS_TEXT} files in it (sub-folders are read too)"
@@ -285,25 +335,43 @@ def convert_folder(
     manifest = Manifest(
         folder=folder, keys=hidden_keys(len(rels), seed=seed) if hide else list(rels), sha256=hashes,
         paths=list(rels) if hide else None, y=np.asarray(folder_labels(folder, rels, None), dtype=str) if labels_from_folders else None,
-        left_out={rel: _sha256(folder / rel) for rel, _ in images.unreadable}, image_size=image_size,
+        left_out={rel: _sha256(folder / rel) for rel, _ in images.unreadable}, image_size=image_size, follows_links=True,
     )  # fmt: skip
     out = write_manifest(cache_dir, stem, manifest, x)
     summary = {
         "images": len(rels),
         "skipped": len(others),
-        "skipped_example": others[0] if others else None,
+        "skipped_example": next((rel for rel in others if not rel.lower().endswith(UNREAD_PICTURES)), None),
+        "unread_pictures": unread_pictures(others),
         "size": [int(x.shape[2]), int(x.shape[3])],
         "channels": int(x.shape[1]),
         "manifest_sha256": manifest_sha256(rels, hashes),
         "unreadable": images.unreadable,
+        "copies": same_files(rels, hashes),
+        "stretched": images.stretched,
     }
     return out, summary
 
 
-def check_folder(folder: Path, keys: Sequence[str], hashes: Sequence[str], left_out: dict[str, str] | None = None) -> None:
+def unread_pictures(others: Sequence[str]) -> list[str]:
+    """The files of `others` that are pictures in a format not read (UNREAD_PICTURES)."""
+    return [rel for rel in others if rel.lower().endswith(UNREAD_PICTURES)]
+
+
+def same_files(rels: Sequence[str], hashes: Sequence[str]) -> list[list[str]]:
+    """The groups of two or more of `rels` with the same sha256 `hashes` (byte-for-byte copies),
+    each in path order, the groups in the order of their first path."""
+    groups: dict[str, list[str]] = {}
+    for rel, digest in zip(rels, hashes):
+        groups.setdefault(digest, []).append(rel)
+    return [group for group in groups.values() if len(group) > 1]
+
+
+def check_folder(folder: Path, keys: Sequence[str], hashes: Sequence[str], left_out: dict[str, str] | None = None, *,
+                 follow_links: bool = True) -> None:  # fmt: skip
     """DataError (one line) unless `folder` holds exactly the images `keys` (their paths) with
     sha256 `hashes`, besides the unreadable files `left_out` ({path: sha256}) at `pool add`, unchanged."""
-    changes = folder_changes(folder, keys, hashes, left_out)
+    changes = folder_changes(folder, keys, hashes, left_out, follow_links=follow_links)
     if changes["added"] or changes["removed"] or changes["changed"]:
         raise DataError(
             f"image folder {str(folder)!r} changed since `pool add` recorded it: {changes_text(changes)}; "
@@ -311,13 +379,14 @@ def check_folder(folder: Path, keys: Sequence[str], hashes: Sequence[str], left_
         )
 
 
-def folder_changes(folder: Path, rels: Sequence[str], hashes: Sequence[str], left_out: dict[str, str] | None = None) -> dict[str, list[str]]:
+def folder_changes(folder: Path, rels: Sequence[str], hashes: Sequence[str], left_out: dict[str, str] | None = None, *,
+                   follow_links: bool = True) -> dict[str, list[str]]:  # fmt: skip
     """{"changed", "removed", "added"}: the images of `folder` whose sha256 differs from `hashes`,
     those of `rels` gone, and those not among `rels` (an unreadable file of `left_out` unchanged
     is none of them; one changed since counts as added); DataError when the folder is missing."""
     if not folder.is_dir():
         raise DataError(f"image folder {str(folder)!r} of this pool is missing; restore it or create a new project")
-    now, _ = scan_folder(folder)
+    now, _ = scan_folder(folder, follow_links=follow_links)
     left_out = left_out or {}
     now = [k for k in now if not (k in left_out and _sha256(folder / k) == left_out[k])]
     recorded = dict(zip(rels, hashes))
@@ -337,7 +406,7 @@ def load_image_pool(path: str | Path, *, classes: Sequence[Any] | None = None) -
     """A converted image folder: checks the source folder against its manifest, then returns the
     images as float32 [N, C, H, W] in [0, 1] (labels, if any, in `y`)."""
     manifest, x = read_manifest(path, pixels=True)
-    check_folder(manifest.folder, manifest.files, manifest.sha256, manifest.left_out)
+    check_folder(manifest.folder, manifest.files, manifest.sha256, manifest.left_out, follow_links=manifest.follows_links)
     if classes is not None and manifest.y is not None:
         check_labels(manifest.y, classes, Path(path))
     assert x is not None

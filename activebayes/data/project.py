@@ -9,6 +9,7 @@ the labels held back as its truth (the data file's own labels, or a separate tru
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -41,17 +42,19 @@ def truth_labels(path: str | Path, keys: Sequence[str], classes: Sequence[Any] |
     """The labels of a separate truth file (.npy/.npz/IDX [N] in row order, or a csv with
     key,label columns) as `label_text`, aligned with the data file's `keys`; DataError naming
     the file when a key has no label or the row counts differ, or (with `classes`) naming the
-    row and line of a label that is not one of them."""
+    row and line of a label that is not one of them. Keys match in Unicode's composed form (NFC),
+    so 'café.png' typed matches a file name a Mac stores decomposed (NFD)."""
     truth = load_labels(path)
     if classes is not None:
         check_labels(truth.y, classes, Path(path), truth.lines)
     values = [label_text(v) for v in truth.y.tolist()]
-    if truth.keys is not None:
-        by_key = dict(zip(truth.keys, values))
-        missing = [k for k in keys if k not in by_key]
+    if truth.keys is not None:  # keys compared in NFC: a macOS file name (NFD) is the name as typed
+        by_key = {unicodedata.normalize("NFC", str(k)): v for k, v in zip(truth.keys, values)}
+        composed = [unicodedata.normalize("NFC", k) for k in keys]
+        missing = [k for k, c in zip(keys, composed) if c not in by_key]
         if missing:
             raise DataError(f"truth file {str(path)!r} has no label for {len(missing)} item(s), e.g. {missing[0]!r}; give a label for every key")
-        return [by_key[k] for k in keys]
+        return [by_key[c] for c in composed]
     if len(values) != len(keys):
         raise DataError(f"truth file {str(path)!r} has {len(values)} labels for {len(keys)} data rows; pass the labels file that belongs to the data file")
     return values

@@ -35,6 +35,7 @@ import csv
 import io
 import json
 import re
+import unicodedata
 from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -176,6 +177,9 @@ class FileOracle:
     def _key(self, text: str, known: Container[str] | None) -> str:
         if known is None or text in known:
             return text
+        for form in ("NFC", "NFD"):  # 'café.png' typed (composed) names the file a Mac stores decomposed, and back
+            if (spelled := unicodedata.normalize(form, text)) in known:
+                return spelled
         whole = integral_text(text)
         return whole if whole is not None and whole in known else text
 

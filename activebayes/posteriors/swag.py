@@ -379,7 +379,8 @@ class SWAG(AnalyticPredictive, NetworkPosterior):
 
     @torch.no_grad()
     def _refresh_bn(self, params: dict[str, Tensor]) -> dict[str, Tensor]:
-        """BatchNorm running statistics of the network with `params` over the training data."""
+        """BatchNorm running statistics of the network with `params` over the training data (a
+        chunk of one item passed as that item twice, which BatchNorm in training mode needs)."""
         net = copy.deepcopy(self.model_)
         net.load_state_dict(params, strict=False)  # type: ignore[union-attr]
         for m in net.modules():  # type: ignore[union-attr]
@@ -388,7 +389,7 @@ class SWAG(AnalyticPredictive, NetworkPosterior):
                 m.momentum = None
         net.train()  # type: ignore[union-attr]
         for chunk in self._x_train.split(_BN_BATCH):  # type: ignore[union-attr]
-            net(chunk)  # type: ignore[misc]
+            net(chunk if len(chunk) > 1 else chunk.expand(2, *chunk.shape[1:]))  # type: ignore[misc]  # one item: twice, as BatchNorm needs two
         return {k: v.clone() for k, v in net.named_buffers()}  # type: ignore[union-attr]
 
     def marginal_variances(self) -> Tensor:
