@@ -61,7 +61,9 @@ ensure_env() {  # $1: which extras (base|test|bench)
 cmd=${1:-help}; shift || true
 case "$cmd" in
   demo)  ensure_env base; exec "$VENV/bin/activebayes" demo "$@" ;;
-  test)  ensure_env test; exec "$VENV/bin/python" -m pytest -n "${TEST_WORKERS:-auto}" "$@" ;;  # a worker per core; -n 0: one process
+  # a worker per core (-n 0: one process); an idle worker takes tests queued for a busy one, so a long
+  # test near the end of one worker's share does not leave the other cores idle
+  test)  ensure_env test; exec "$VENV/bin/python" -m pytest -n "${TEST_WORKERS:-auto}" --dist worksteal "$@" ;;
   bench) ensure_env bench; name=$1; shift; exec "$VENV/bin/python" "bench/$name.py" "$@" ;;
   activebayes) ensure_env base; exec "$VENV/bin/activebayes" "$@" ;;
   python) ensure_env base; exec "$VENV/bin/python" "$@" ;;
