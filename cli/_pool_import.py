@@ -213,9 +213,11 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
         at = int(np.argmax(unlabelled))
         count = f" ({int(unlabelled.sum())} rows in all)" if unlabelled.sum() > 1 else ""
         marker = str(written_labels[at]).strip()
-        what = f"no label but the {'formula error' if formula_errors([marker])[0] else 'gap marker'} {shown(marker)}" if marker else "an empty label"
+        formula = bool(marker) and bool(formula_errors([marker])[0])
+        what = f"no label but the {'formula error' if formula else 'gap marker'} {shown(marker)}" if marker else "an empty label"
+        a_class = f"; if {shown(marker)} is a class (NA for North America), name it in `activebayes init --classes`" if marker and not formula else ""
         raise CliError(f"{str(file)!r}: row {at} has {what} (line {table.lines[at]}){count}",
-                       "fill it in, drop the rows without one, or pass --labels-are-known if they are the ones still to label")  # fmt: skip
+                       f"fill it in, drop the rows without one, or pass --labels-are-known if they are the ones still to label{a_class}")  # fmt: skip
     if labels is not None:  # without classes: no gap to become a class; a regression's: numbers throughout
         check_labels(labels, classes, file, table.lines, numeric=task == "regression", empty_ok=labels_are_known)
     candidates = kept[~unlabelled[kept]]  # the test split needs labels

@@ -283,7 +283,7 @@ def test_gap_markers_in_the_label_column_are_no_labels(db):
     write_csv(Path("l.csv"), ["key", "x", "label"], rows)
     before = db_dump(db)
     assert_mistake(run("pool", "add", "l.csv", "--na-values", "missing"), "row 1 has no label but the gap marker '?' (line 3) (8 rows in all)",
-                   "--labels-are-known")  # fmt: skip
+                   "--labels-are-known", "if '?' is a class (NA for North America), name it in `activebayes init --classes`")  # fmt: skip
     assert db_dump(db) == before
     added = ok("--json", "pool", "add", "l.csv", "--labels-are-known", "--na-values", "missing")
     assert json.loads(added.stdout)["classes"] == ["a", "b"]
