@@ -435,22 +435,29 @@ def test_regression_labels_are_numbers(tmp_path, monkeypatch, db_url):
     assert dict(zip(keys, values)) == {"3": "1.5", "4": "2.0", "5": "0.25"}
 
 
+def sacks_answered(db_url: str, rows: list[str], answers: str, bad: str, *mistake: str) -> None:
+    """A regression project "sacks" from `rows` (sacks.csv's lines; the target is weight, the
+    first 6 rows unlabelled), its known labels imported; `answers` (answers.csv's lines after
+    id,weight) recorded by `label --from`, then `bad` refused with `mistake` and nothing written."""
+    write("sacks.csv", "\n".join(rows) + "\n")
+    assert run("--db", db_url, "init", "--name", "sacks", "--task", "regression").exit_code == 0
+    added = run("--db", db_url, "pool", "add", "sacks.csv", "--key-column", "id", "--label-column", "weight", "--labels-are-known")
+    assert added.exit_code == 0, added.output
+    write("answers.csv", f"id,weight\n{answers}")
+    assert run("--db", db_url, "label", "--from", "answers.csv").exit_code == 0
+    before = db_dump(db_url)
+    write("bad.csv", f"id,weight\n{bad}")
+    assert_mistake(run("--db", db_url, "label", "--from", "bad.csv"), *mistake)
+    assert db_dump(db_url) == before
+
+
 def test_regression_answers_may_carry_the_target_s_unit(tmp_path, monkeypatch, db_url):
     """A target written "3.5 kg": "12.5 kg" from a file and at the prompt is 12.5; "12.5 lb" is
     refused naming kg (the file: exit 2, nothing written; the prompt: asked again)."""
     monkeypatch.chdir(tmp_path)
     rows = ["id,rain_mm,weight"] + [f"p{i:02d},{i * 1.5:.1f},{f'{2 + i % 7}.5 kg' if i >= 6 else ''}" for i in range(30)]
-    write("sacks.csv", "\n".join(rows) + "\n")
-    assert run("--db", db_url, "init", "--name", "sacks", "--task", "regression").exit_code == 0
-    added = run("--db", db_url, "pool", "add", "sacks.csv", "--key-column", "id", "--label-column", "weight", "--labels-are-known")
-    assert added.exit_code == 0, added.output
-    write("answers.csv", "id,weight\np00,12.5 kg\np01,7kg\n")
-    assert run("--db", db_url, "label", "--from", "answers.csv").exit_code == 0
-    before = db_dump(db_url)
-    write("bad.csv", "id,weight\np02,12.5 lb\n")
-    refused = run("--db", db_url, "label", "--from", "bad.csv")
-    assert_mistake(refused, "line 2: label '12.5 lb' of 'p02' is in lb, but this project's numbers are in kg", "converted to kg")
-    assert db_dump(db_url) == before
+    sacks_answered(db_url, rows, "p00,12.5 kg\np01,7kg\n", "p02,12.5 lb\n",
+                   "line 2: label '12.5 lb' of 'p02' is in lb, but this project's numbers are in kg", "converted to kg")  # fmt: skip
 
     open_round(db_url, "sacks", ["p02", "p03"])
     result = run("--db", db_url, "label", "--who", "ann", input="12.5 lb\n-3 kg\nq\n")
@@ -459,3 +466,15 @@ def test_regression_answers_may_carry_the_target_s_unit(tmp_path, monkeypatch, d
     with PoolStore(db_url) as store:
         labels = store.label_states("sacks", ["p00", "p01", "p02", "p03"])
     assert {k: s["label"] for k, s in labels.items()} == {"p00": "12.5", "p01": "7.0", "p02": "-3.0", "p03": None}
+
+
+def test_a_decimal_comma_answer_may_carry_the_target_s_unit(tmp_path, monkeypatch, db_url):
+    """A pool written with decimal commas (a file delimited by ;) whose target is "3 kg": "12,5 kg"
+    is 12.5 as "12,5" is, "12.5 Kg" too (K is no prefix); "12.5 KG" is refused naming kg."""
+    monkeypatch.chdir(tmp_path)
+    rows = ["id;rain_mm;weight"] + [f"p{i:02d};{i},5;{f'{2 + i % 7} kg' if i >= 6 else ''}" for i in range(30)]
+    sacks_answered(db_url, rows, 'p00,"12,5 kg"\np01,12.5 Kg\n', "p02,12.5 KG\n",
+                   "label '12.5 KG' of 'p02' is in KG, but this project's numbers are in kg")  # fmt: skip
+    with PoolStore(db_url) as store:
+        labels = store.label_states("sacks", ["p00", "p01"])
+    assert {k: s["label"] for k, s in labels.items()} == {"p00": "12.5", "p01": "12.5"}

@@ -23,13 +23,14 @@ SHUFFLED = np.random.default_rng(0).permutation(N)
 
 @pytest.mark.parametrize("name", ["idno", "seqn", "SEQN", "Student", "subject", "Subject", "respondent", "patient", "Person", "Individual",
                                   "case", "serial", "uid", "patnr", "patid", "caseid", "idcase", "studyid", "hhid", "pupilNR", "obs_number",
-                                  "Case No", "customer_id", "StudentID"])  # fmt: skip
+                                  "Case No", "customer_id", "StudentID", "bib", "Bib", "bib_num", "BibNo", "iso_num", "ISONum"])  # fmt: skip
 def test_names_of_a_thing_or_an_identifiers_number(name):
     assert names_an_entity(name)
 
 
 @pytest.mark.parametrize("name", ["cases", "students", "subjects", "number", "SSINum", "NumMDs", "num_of_adults", "obs", "No", "Order",
-                                  "year", "age", "time", "t", "resp", "valid", "paid", "lot", "district", "count"])  # fmt: skip
+                                  "year", "age", "time", "t", "resp", "valid", "paid", "lot", "district", "count", "StreetNum",
+                                  "house_number", "iso", "ISO", "bibs", "iso_alpha"])  # fmt: skip
 def test_names_that_alone_say_no_identifier(name):
     assert not names_an_entity(name)
 
@@ -70,6 +71,9 @@ def table(tmp_path, name, values) -> object:
         ("pupilNR", [str(17001 + 7 * int(i)) for i in SHUFFLED], False),
         ("No", [str(i + 1 + (i > 10) + (i > 30)) for i in range(N)], True),  # an order number, two skipped
         ("Order", [str(398481 + i) for i in range(N)], True),
+        ("bib_num", [str(1003 + 4 * int(i)) for i in SHUFFLED], False),  # a race's bib numbers
+        ("bib", [str(101 + int(i)) for i in SHUFFLED], False),
+        ("iso_num", [str(4 + 8 * int(i)) for i in SHUFFLED], False),  # ISO 3166 numeric codes, one row per country
     ],
 )
 def test_an_identifier_under_another_name_is_left_out_with_the_ways_in(tmp_path, name, values, counting):
@@ -99,6 +103,8 @@ def test_an_identifier_under_another_name_is_left_out_with_the_ways_in(tmp_path,
         ("t", [str(i + 1) for i in range(N)]),  # a time index counting the rows: noted, kept
         ("subject", [f"{i + 0.5}" for i in SHUFFLED]),  # not whole numbers
         ("Student", [str(i % 9) for i in range(N)]),  # repeats: a group, not one per row
+        ("StreetNum", [str(2 + 6 * int(i)) for i in SHUFFLED]),  # an address's house number: distinct here, no identifier
+        ("iso_num", [str(4 + 8 * (i % 10)) for i in range(N)]),  # a panel's country codes: repeated
     ],
 )
 def test_quantities_under_like_names_stay_features(tmp_path, name, values):

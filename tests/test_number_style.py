@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from activebayes.data.number_style import AnswerError, answer_number, fixed_number, project_unit, project_writing, written_number
+from activebayes.data.number_style import AnswerError, answer_number, fixed_number, project_unit, project_writing, same_unit, written_number
 
 COMMA, PLAIN, UNITS = "decimal comma", "plain", "units"
 
@@ -136,7 +136,35 @@ def test_an_answer_may_carry_the_project_s_unit(text, value):
     assert answer_number(text, PLAIN, "kg") == value
 
 
-@pytest.mark.parametrize("text, written", [("12.5 lb", "lb"), ("12.5 Kg", "Kg"), ("12.5 kg/m2", "kg/m2")])
+@pytest.mark.parametrize(
+    "text, writing, value",
+    [("12,5 kg", COMMA, 12.5), ("12,5kg", COMMA, 12.5), ("-1.234,5 kg", COMMA, -1234.5), ("1 234,5 kg", COMMA, 1234.5),
+     ("12,5 kg", PLAIN, 12.5), ("1,234.5 kg", PLAIN, 1234.5), ("1,5e3 kg", COMMA, 1500.0), ("12.5 Kg", PLAIN, 12.5)],
+)  # fmt: skip
+def test_the_unit_may_follow_any_number_the_answer_could_be_alone(text, writing, value):
+    assert answer_number(text, writing, "kg") == value
+
+
+@pytest.mark.parametrize("text, writing", [("1,500 kg", PLAIN), ("1.500 kg", COMMA)])
+def test_a_number_ambiguous_alone_is_ambiguous_with_the_unit(text, writing):
+    with pytest.raises(AnswerError) as caught:
+        answer_number(text, writing, "kg")
+    assert caught.value.what.startswith("could be 1500 or 1")
+
+
+@pytest.mark.parametrize("written, unit", [("Kg", "kg"), ("kg", "Kg"), ("KW", "kW"), ("KWh", "kWh"), ("mL", "ml"), ("mmol/L", "mmol/l"),
+                                           ("L/min", "l/min"), ("L", "l"), ("°c", "°C"), ("kg", "kg")])  # fmt: skip
+def test_a_unit_s_letter_case_is_free_where_it_names_no_other_unit(written, unit):
+    assert same_unit(written, unit)
+
+
+@pytest.mark.parametrize("written, unit", [("M", "m"), ("S", "s"), ("MPa", "mPa"), ("Ms", "ms"), ("Mg", "mg"), ("KG", "kg"), ("K", "k"),
+                                           ("KB", "kB"), ("Mb", "mb"), ("G", "g"), ("mg", "kg"), ("kg/m", "kg/m2"), ("Lb", "lb")])  # fmt: skip
+def test_a_unit_s_letter_case_counts_where_it_may_name_another(written, unit):
+    assert not same_unit(written, unit)
+
+
+@pytest.mark.parametrize("text, written", [("12.5 lb", "lb"), ("12.5 KG", "KG"), ("12.5 kg/m2", "kg/m2"), ("12,5 lb", "lb")])
 def test_an_answer_in_another_unit_is_refused_naming_the_project_s(text, written):
     with pytest.raises(AnswerError) as caught:
         answer_number(text, PLAIN, "kg")

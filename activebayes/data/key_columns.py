@@ -28,7 +28,11 @@ not tell a case number from a count of cases, nor values alone an id from a year
   abbreviation of one (ENTITY_STEMS: pat, subj, obs ...), before or after id, no, nr, num or
   number (patnr, caseid, idcase, pupilNR, obs_number), holding
   distinct whole numbers (`distinct_whole_numbers`): NHANES's seqn, the ESS's idno, a Student
-  column of numbers. Singular words only: subjects, cases or students count things.
+  column of numbers, a race's bib or bib_num, an ISO 3166 numeric country code (iso_num) in a
+  table of one row per country (repeated, as in a panel, it stays a number: a code read as
+  a quantity, not an identifier). Singular words only: subjects, cases or students count things.
+  A street number (StreetNum) is none: houses on different streets share it, it is part of
+  an address, and its name's words (street, num) name no thing of the rows.
 - a name whose last word is a bare number word (NUMBER_WORDS: no, nr, num, number, index, code,
   order, row, and obs, which may be an observed count) holding distinct whole numbers that count
   up down the file (`counts_up`: each row's above the one before, at least COUNTING_STEPS (half)
@@ -56,8 +60,8 @@ KEY_NAMES = ("key", "id")
 R_ROW_NAMES = ("rownames", "row.names")  # a first column so named holds R's row names (Rdatasets' csv files)
 IDENTIFIER_WORDS = ("id", "key", "uuid", "guid")  # a numeric column whose name ends in one of these may be an identifier
 ENTITY_WORDS = ("subject", "participant", "respondent", "patient", "student", "pupil", "person", "individual", "case", "household")
-ENTITY_STEMS = ENTITY_WORDS + ("subj", "resp", "pat", "pers", "stud", "hh", "fam", "sch", "study", "obs", "rec", "doc", "seq")  # in caseid, patnr
-ID_NUMBER_WORDS = ("idno", "idnum", "seqn", "seqno", "serial", "serialno", "uid", "pid")
+ENTITY_STEMS = ENTITY_WORDS + ("subj", "resp", "pat", "pers", "stud", "hh", "fam", "sch", "study", "obs", "rec", "doc", "seq", "bib", "iso")  # caseid, patnr, bib_num, iso_num
+ID_NUMBER_WORDS = ("idno", "idnum", "seqn", "seqno", "serial", "serialno", "uid", "pid", "bib")  # bib: a race's bib number
 NUMBER_WORDS = ("no", "nr", "num", "number", "index", "idx", "code", "order", "row", "obs")  # obs: also "observed"
 COUNTING_STEPS = 0.5  # share of a rising column's steps that must be exactly 1 for it to count the rows up
 _ENTITY_NUMBER = re.compile(rf"^(?:(?:{'|'.join(ENTITY_STEMS)}|id)(?:id|no|nr|num|number)|id(?:{'|'.join(ENTITY_STEMS)}))$")

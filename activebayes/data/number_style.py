@@ -22,9 +22,12 @@ numbers so, and a person's regression answer is read so.
   written with thousands commas ("units") `1,500` is 1500, and a leading 0, four digits
   before the mark or an exponent (`0,500`, `1234,567`, `1,500e3`) make it a decimal.
   In a project whose target was written with a unit after its numbers (`70 kg`: "unit:kg",
-  `project_unit(settings)` is "kg"), the answer may carry that unit, spelled as `pool add` reads
-  it (`parsed_columns.common_unit`): `12.5 kg` and `12.5kg` are 12.5; another unit (`12.5 lb`) is
-  refused naming the project's own, never converted.
+  `project_unit(settings)` is "kg"), the answer may carry that unit (`parsed_columns.unit_after`),
+  after any number the answer could be without it: `12.5 kg` and `12.5kg` are 12.5, and so is
+  `12,5 kg` (`1,500 kg` is as ambiguous as `1,500`); the unit's letters may differ in case only
+  where that names no other unit (`same_unit`: `12.5 Kg` is 12.5 kg, `mL` is `ml`, but `MPa` is
+  no `mPa`, nor `S` an `s`); another unit (`12.5 lb`, `12.5 KG`) is refused naming the project's
+  own, never converted.
   `AnswerError` says what is wrong and how to write it.
 """
 
@@ -36,7 +39,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from activebayes.data.parsed_columns import (
-    UNIT_PREFIX, common_unit, decimal_comma_numbers, grouped_thousands, has_unit_sign, measured_numbers, unit_numbers,
+    UNIT_PREFIX, decimal_comma_numbers, grouped_thousands, has_unit_sign, unit_after, unit_numbers,
 )  # fmt: skip
 from activebayes.errors import DataError
 
@@ -74,13 +77,26 @@ def project_unit(settings: Mapping[str, Any] | None) -> str | None:
     return label[len(UNIT_PREFIX) :] if label.startswith(UNIT_PREFIX) else None
 
 
-def _in_unit(text: str, written: str, unit: str) -> float:
-    """The number of an answer written with the unit `written` (`12.5 kg`), in a project whose
-    target's unit is `unit`: refused when the two differ (no conversion)."""
-    if written != unit:
-        raise AnswerError(f"is in {written}, but this project's numbers are in {unit}",
-                          f"write the value converted to {unit}, with or without the unit after it")  # fmt: skip
-    return float(measured_numbers([text], unit)[0])
+def same_unit(written: str, unit: str) -> bool:
+    """Whether the unit `written` after an answer is the project's `unit`: spelled alike, or
+    differing only in the case of letters whose case names no other unit: a kilo prefix k in
+    front (K is no SI prefix: Kg is kg, KW is kW; not before b or B, where KB may be 1024 bytes),
+    a litre's l ending the unit or before a / (L is the litre's other symbol: mL, mmol/L, L/min),
+    and the scale after ° (°c is °C). Any other letter's case may name another unit, so it
+    counts: m milli or M mega (mPa, MPa), s second or S siemens, g gram or G giga or gauss, K
+    kelvin alone or k (a thousand), KG (kilogauss is kG)."""
+    if written == unit:
+        return True
+    if len(written) != len(unit) or written.lower() != unit.lower():
+        return False
+    for i, (mine, theirs) in enumerate(zip(written, unit)):
+        after = unit[i + 1 : i + 2]
+        kilo = i == 0 and theirs.lower() == "k" and after not in ("", "b", "B")
+        litre = theirs.lower() == "l" and after in ("", "/")
+        scale = i > 0 and unit[i - 1] == "°"
+        if mine != theirs and not (kilo or litre or scale):
+            return False
+    return True
 
 
 def marked(text: str, writing: str) -> str:
@@ -145,8 +161,12 @@ def answer_number(text: str, writing: str = "plain", unit: str | None = None) ->
         value = float(f"{one['sign']}{one['int']}.{one['frac']}{one['exp'] or ''}")
     elif _PLAIN.match(text):
         value = float(text)
-    elif unit is not None and (written := common_unit([text])) is not None:  # 12.5 kg (after _PLAIN: 1.5e3 is no unit "e3")
-        value = _in_unit(text, written, unit)
+    elif unit is not None and (split := unit_after(text)) is not None:  # 12.5 kg (after _PLAIN: 1.5e3 is no unit "e3")
+        number, written = split
+        if not same_unit(written, unit):
+            raise AnswerError(f"is in {written}, but this project's numbers are in {unit}",
+                              f"write the value converted to {unit}, with or without the unit after it")  # fmt: skip
+        value = answer_number(number, writing, unit)  # 12,5 kg and 1.234,5 kg: the number read as it is without the unit
     elif writing == "decimal comma" and not has_unit_sign(text):
         value = float(decimal_comma_numbers([text])[0])  # 1.234,5 and 1 234,5
     elif writing == "units" or grouped_thousands(text):

@@ -135,7 +135,9 @@ def _decimal_comma_number(text: str) -> float:
     return -value if m["sign"] == "-" else value
 
 
-_MEASURED = re.compile(r"^(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+))\s?(?P<unit>°?[^\W\d_]\S{0,11})$")
+_UNIT_WORD = r"(?P<unit>°?[^\W\d_]\S{0,11})"  # kg, yrs, kg/m2, °C: a letter first, no space
+_MEASURED = re.compile(rf"^(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+))\s?{_UNIT_WORD}$")
+_AFTER_DIGITS = re.compile(rf"^(?P<num>.*\d)\s?{_UNIT_WORD}$")  # 12,5 kg, 1.234,5 kg: any number's text before the unit
 
 
 def common_unit(texts: Sequence[str]) -> str | None:
@@ -144,6 +146,14 @@ def common_unit(texts: Sequence[str]) -> str | None:
     two units: "1st", "2nd" are no measurements)."""
     units = {m["unit"] if (m := _MEASURED.match(t.strip())) else None for t in texts}
     return units.pop() if len(units) == 1 and None not in units else None
+
+
+def unit_after(text: str) -> tuple[str, str] | None:
+    """(number's text, unit) of `text` written as a unit word after text ending in a digit, the
+    unit spelled as `common_unit` reads it ("12,5 kg": ("12,5", "kg")); None without one. The
+    number's text is for the caller to read (a plain, decimal-comma or grouped number)."""
+    m = _AFTER_DIGITS.match(text.strip())
+    return (m["num"].strip(), m["unit"]) if m is not None else None
 
 
 def measured_numbers(texts: Sequence[str], unit: str) -> np.ndarray:
