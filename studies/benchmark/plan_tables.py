@@ -38,7 +38,7 @@ def plan_record(frame: Any, path: Path) -> dict[str, Any]:
     try:
         plan = plan_table(read_csv_table(path), TableOptions(categorical="auto", missing="impute"))
     except Exception as exc:  # a refusal (DataError) is a reading too: recorded, the others go on
-        return {"error": re.sub(r"'[^']*/", "'", f"{type(exc).__name__}: {exc}")}
+        return {"error": re.sub(r"'/[^']*/", "'", f"{type(exc).__name__}: {exc}")}
     columns = {c.name: c.kind + (f"/{c.written}" if c.written else "") for c in plan.columns}
     return {"key": plan.key_column, "columns": columns, "left_out": plan.left_out, "notes": plan.notes}
 
