@@ -187,6 +187,14 @@ def test_image_array_tasks_get_pngs(cli_db):
     ok("export", "--format", "label-studio", "--out", "tasks.json", "--image-url", "http://localhost:8081/")
     assert [t["data"]["image"] for t in json.loads(Path("tasks.json").read_text())] == [
         "http://localhost:8081/001-5.png", "http://localhost:8081/002-2.png"]  # within tasks-images/, which is served
+    # Label Studio's CSV export, one row per annotation: `id` numbers its tasks (1, 2), which are item keys here too;
+    # the item is the activebayes_key column's
+    with open("export.csv", "w", newline="") as fh:
+        csv.writer(fh).writerows([["activebayes_key", "annotator", "id", "image", "label"], ["5", 1, 1, "a.png", "1"], ["2", 1, 2, "b.png", "0"]])
+    assert json.loads(ok("--json", "label", "--from", "export.csv").stdout)["round_answers"] == 2
+    with PoolStore(cli_db) as store:
+        _, labelled, values = store.labels("arr", split="pool")
+    assert dict(zip(labelled, values)) == {"5": "1", "2": "0"}
 
 
 # ---- the pure functions --------------------------------------------------------------------------
@@ -249,6 +257,9 @@ def test_only_submitted_single_answers_of_this_project_are_labels():
         answers_from_export(tasks, project="other")
     with pytest.raises(DataError, match=r"task 1: the annotation chose 2 classes \('x', 'y'\)"):
         answers_from_export([{"data": {"activebayes_key": "m"}, "annotations": [ann(["x", "y"], 1, "2026-01-01")]}])
+    typed = [{"data": {"activebayes_key": k}, "annotations": [{"result": [{"type": t, "from_name": "label", "value": v}]}]}
+             for k, t, v in [("r", "rating", {"rating": 4}), ("t", "textarea", {"text": [" 101,5 "]}), ("n", "number", {"number": "7"})]]
+    assert answers_from_export(typed) == [(1, "r", "4"), (2, "t", "101,5"), (3, "n", "")]  # read as the project writes numbers
     with pytest.raises(DataError, match="JSON-MIN"):  # one flat record per annotation: refused with the export to choose
         answers_from_export([{"activebayes_key": "m", "label": "x", "annotator": 1}])
 

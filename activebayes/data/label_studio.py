@@ -152,7 +152,8 @@ def _prediction(prediction: Mapping[str, Any] | None, to_name: str, model_versio
 
 
 def _value(result: Any) -> str | None:
-    """The label of one annotation result: its first choice (or its number); None when it has none."""
+    """The label of one annotation result: its choice (or its number, its rating, its one line of
+    text); None when it has none."""
     if not isinstance(result, Mapping):
         return None
     value = result.get("value")
@@ -161,9 +162,12 @@ def _value(result: Any) -> str | None:
     choices = value.get("choices")
     if isinstance(choices, list) and choices and isinstance(choices[0], (str, int, float)) and not isinstance(choices[0], bool):
         return str(choices[0]).strip() or None
-    number = value.get("number")
+    number = value.get("number", value.get("rating"))  # a <Number>'s, or a <Rating>'s stars
     if isinstance(number, (int, float)) and not isinstance(number, bool):
         return repr(number) if isinstance(number, float) else str(number)
+    text = value.get("text")  # a <TextArea>'s: one line typed, read as a CSV's label would be
+    if isinstance(text, list) and len(text) == 1 and isinstance(text[0], str):
+        return text[0].strip() or None
     return None
 
 
