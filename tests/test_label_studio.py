@@ -253,6 +253,9 @@ def test_only_submitted_single_answers_of_this_project_are_labels():
     assert answers_from_export(tasks, project="demo") == [(1, "p", ""), (2, "d", ""), (3, "a", "y"), (4, "u", "y"), (5, "c", "x")]
     # two annotators who differ are a dispute; one annotator's update, or a cancelled one, is not
     assert [disputes(t) for t in tasks] == [[], [], ["x", "y"], [], []]
+    earlier = {"data": {"activebayes_key": "e"}, "annotations": [ann(["x", "y"], 1, "2026-01-01"), ann(["x"], 2, "2026-01-02")]}
+    with pytest.raises(DataError, match=r"^task 6: the annotation chose 2 classes"):  # an earlier annotator's, too
+        disputes(earlier, "task 6")
     with pytest.raises(DataError, match=r"task 1: the task was exported from project 'demo', not 'other'"):
         answers_from_export(tasks, project="other")
     with pytest.raises(DataError, match=r"task 1: the annotation chose 2 classes \('x', 'y'\)"):

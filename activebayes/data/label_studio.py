@@ -198,17 +198,18 @@ def _annotator(annotation: Mapping[str, Any]) -> str:
     return str(who)
 
 
-def disputes(task: Mapping[str, Any]) -> list[str]:
+def disputes(task: Mapping[str, Any], where: str = "the task") -> list[str]:
     """The labels on which a task's annotators disagree (each annotator's latest annotation not
     cancelled, in time order), or [] when they agree (or one annotator answered). An annotator's
-    own earlier annotation, updated since, is no disagreement."""
+    own earlier annotation, updated since, is no disagreement. DataError naming `where` for an
+    annotation that chose several classes."""
     annotations = task.get("annotations", task.get("completions")) or []
     if not isinstance(annotations, list):
         return []
     latest: dict[str, Mapping[str, Any]] = {}
     for annotation in sorted((a for a in annotations if isinstance(a, Mapping) and not a.get("was_cancelled")), key=_when):
         latest[_annotator(annotation)] = annotation
-    labels = [label for a in sorted(latest.values(), key=_when) if (label := _label(a)) is not None]
+    labels = [label for a in sorted(latest.values(), key=_when) if (label := _label(a, where)) is not None]
     distinct = list(dict.fromkeys(labels))
     return distinct if len(distinct) > 1 else []
 

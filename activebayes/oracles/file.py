@@ -258,8 +258,9 @@ class FileOracle:
             from activebayes.data.label_studio import disputes
 
             rows = answers_from_export(exported, repr(str(self.path)), self.resolve, self.project)
-            self.disputes = {self._key(key, known): found for (_, key, _), task in zip(rows, exported if isinstance(exported, list) else [exported])
-                             if (found := disputes(task))}  # fmt: skip
+            tasks = exported if isinstance(exported, list) else [exported]
+            self.disputes = {self._key(key, known): found for (number, key, _), task in zip(rows, tasks)
+                             if (found := disputes(task, self._where(number)))}  # fmt: skip
             return self._check(((n, self._key(k, known), self._label(v)) for n, k, v in rows), known)
         return self._check(self._csv_rows(text, known), known)
 
