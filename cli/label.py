@@ -5,8 +5,8 @@
 ignored). It also reads Label Studio's JSON export (a `.json` file; tasks written by `activebayes
 export --format label-studio`, then annotated): the key is each task's data["activebayes_key"],
 or for an image folder keyed by its paths the item its opaque data["activebayes_query"] names
-(`_task_ids.resolver`; an id no query of the project has is refused), the label the first choice of its latest annotation not cancelled; a task without one is skipped
-and counted. Such a project's round and evaluation files name their items by those ids in a
+(`_task_ids.resolver`; an id no query of the project has is refused), the label the choice of its latest annotation not cancelled; a task without one is skipped
+and counted, and the items whose annotators disagree are named (`label_studio.disputes`). Such a project's round and evaluation files name their items by those ids in a
 `query` column, read back the same way. The whole file is checked before anything is written, and then one transaction
 records it all:
 
@@ -156,6 +156,7 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
         path, classes=classes, keys=store.item_keys(name),
         key_names=[settings.get("key_column") or ""], label_names=[settings.get("label_column") or ""],
         resolve=resolver(store, name, info),  # round files and Label Studio tasks that carry an opaque id instead of a key
+        project=name,  # a Label Studio task exported from another project is refused
     )  # fmt: skip
     answers = dict(oracle.labels)
     if not answers:
@@ -247,6 +248,8 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
         "relabelled": relabelled,
         "unchanged": unchanged,
         "skipped": len(oracle.unanswered),
+        # {item: [label, ...]}: the Label Studio annotators' differing answers (the latest one recorded), when any
+        **({"disagreements": {oracle.name_of(k): v for k, v in oracle.disputes.items()}} if oracle.disputes else {}),
         "remaining": remaining,
         # {"answers": {item: value}, "others": [lowest, highest]}, each item named as the file names it (its key, or its opaque id)
         **({"far_outside": {**far, "answers": {oracle.name_of(k): v for k, v in far["answers"].items()}}} if far else {}),
@@ -275,6 +278,8 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
             console.print(f"{_plural(len(oracle.unanswered), 'task')} without an annotation (none, or cancelled) skipped.")
         elif oracle.unanswered:
             console.print(f"{_plural(len(oracle.unanswered), 'row')} without a label skipped.")
+        if oracle.disputes:
+            console.print(_disputes_note(st, oracle.disputes, oracle.name_of))
         if far:
             console.print(_far_note(st, far, oracle.name_of))
         _next(st, console, target, remaining, evaluation=bool(in_eval))
@@ -306,6 +311,15 @@ def _far_note(st: Any, far: dict[str, Any], name_of: Callable[[str], str]) -> st
     shown = ", ".join(f"{name_of(k)} {v:.6g}" for k, v in named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
     return (f"note: {_plural(len(named), 'answer')} far outside the other labels ({low:.6g} to {high:.6g}): {shown}; "
             f"a typo can be corrected with `{st.next_command('label', '--from', 'FILE', '--relabel')}`")
+
+
+def _disputes_note(st: Any, disputes: dict[str, list[str]], name_of: Callable[[str], str]) -> str:
+    """The note under a Label Studio export's summary on the items whose annotators disagree
+    (each item named as the file names it, with their labels in time order)."""
+    named = list(disputes.items())
+    shown = ", ".join(f"{name_of(k)} ({' then '.join(v)})" for k, v in named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+    return (f"note: the annotators disagree on {_plural(len(named), 'item')}, recorded with the latest answer: {shown}; "
+            f"settle them with `{st.next_command('label', '--from', 'FILE', '--relabel')}`")
 
 
 def _next(st: Any, console: Any, target: int | None, remaining: int, evaluation: bool = False) -> None:

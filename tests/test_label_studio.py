@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from activebayes.data.label_studio import answers_from_export, labelling_config, tasks_from_queries
+from activebayes.data.label_studio import answers_from_export, disputes, labelling_config, tasks_from_queries
 from activebayes.errors import DataError
 from activebayes.store import PoolStore
 from cli_checks import assert_mistake, db_dump, ok, run
@@ -187,6 +187,14 @@ def test_image_array_tasks_get_pngs(cli_db):
     ok("export", "--format", "label-studio", "--out", "tasks.json", "--image-url", "http://localhost:8081/")
     assert [t["data"]["image"] for t in json.loads(Path("tasks.json").read_text())] == [
         "http://localhost:8081/001-5.png", "http://localhost:8081/002-2.png"]  # within tasks-images/, which is served
+    # Label Studio's CSV export, one row per annotation: `id` numbers its tasks (1, 2), which are item keys here too;
+    # the item is the activebayes_key column's
+    with open("export.csv", "w", newline="") as fh:
+        csv.writer(fh).writerows([["activebayes_key", "annotator", "id", "image", "label"], ["5", 1, 1, "a.png", "1"], ["2", 1, 2, "b.png", "0"]])
+    assert json.loads(ok("--json", "label", "--from", "export.csv").stdout)["round_answers"] == 2
+    with PoolStore(cli_db) as store:
+        _, labelled, values = store.labels("arr", split="pool")
+    assert dict(zip(labelled, values)) == {"5": "1", "2": "0"}
 
 
 # ---- the pure functions --------------------------------------------------------------------------
@@ -226,3 +234,65 @@ def test_answers_from_export_picks_the_latest_annotation_not_cancelled():
     assert answers_from_export(tasks) == [(1, "a", "y"), (2, "b", "x"), (3, "7", ""), (4, "n", "2.5")]
     with pytest.raises(DataError, match="task 2"):
         answers_from_export([tasks[0], {"annotations": []}])
+
+
+def test_only_submitted_single_answers_of_this_project_are_labels():
+    def ann(choices, who, when, cancelled=False):
+        return {"result": [{"type": "choices", "from_name": "label", "value": {"choices": choices}}],
+                "completed_by": who, "was_cancelled": cancelled, "updated_at": when}  # fmt: skip
+
+    guess = [{"model_version": "m", "score": 0.9, "result": ann(["x"], 0, "")["result"]}]
+    tasks = [
+        {"data": {"activebayes_key": "p", "activebayes_project": "demo"}, "annotations": [], "predictions": guess},
+        {"data": {"activebayes_key": "d"}, "annotations": [], "drafts": [{"result": ann(["x"], 1, "")["result"]}]},
+        {"data": {"activebayes_key": "a"}, "annotations": [ann(["x"], 1, "2026-01-01"), ann(["y"], 2, "2026-01-02")]},
+        {"data": {"activebayes_key": "u"}, "annotations": [ann(["y"], 1, "2026-01-03"), ann(["x"], 1, "2026-01-01")]},
+        {"data": {"activebayes_key": "c"}, "annotations": [ann(["x"], 1, "2026-01-01"), ann([], 2, "2026-01-02", True)]},
+    ]
+    # a prediction or a draft is no answer; the latest submitted annotation not cancelled is the label
+    assert answers_from_export(tasks, project="demo") == [(1, "p", ""), (2, "d", ""), (3, "a", "y"), (4, "u", "y"), (5, "c", "x")]
+    # two annotators who differ are a dispute; one annotator's update, or a cancelled one, is not
+    assert [disputes(t) for t in tasks] == [[], [], ["x", "y"], [], []]
+    earlier = {"data": {"activebayes_key": "e"}, "annotations": [ann(["x", "y"], 1, "2026-01-01"), ann(["x"], 2, "2026-01-02")]}
+    with pytest.raises(DataError, match=r"^task 6: the annotation chose 2 classes"):  # an earlier annotator's, too
+        disputes(earlier, "task 6")
+    with pytest.raises(DataError, match=r"task 1: the task was exported from project 'demo', not 'other'"):
+        answers_from_export(tasks, project="other")
+    with pytest.raises(DataError, match=r"task 1: the annotation chose 2 classes \('x', 'y'\)"):
+        answers_from_export([{"data": {"activebayes_key": "m"}, "annotations": [ann(["x", "y"], 1, "2026-01-01")]}])
+    typed = [{"data": {"activebayes_key": k}, "annotations": [{"result": [{"type": t, "from_name": "label", "value": v}]}]}
+             for k, t, v in [("r", "rating", {"rating": 4}), ("t", "textarea", {"text": [" 101,5 "]}), ("n", "number", {"number": "7"})]]
+    assert answers_from_export(typed) == [(1, "r", "4"), (2, "t", "101,5"), (3, "n", "")]  # read as the project writes numbers
+    with pytest.raises(DataError, match="JSON-MIN"):  # one flat record per annotation: refused with the export to choose
+        answers_from_export([{"activebayes_key": "m", "label": "x", "annotator": 1}])
+
+
+def test_label_studio_disputes_other_projects_and_csv_exports(waiting):
+    db, tasks, truth = waiting
+    keys = [t["data"]["activebayes_key"] for t in tasks]
+    other = "a" if truth[keys[0]] != "a" else "b"
+    export = annotated(tasks, {keys[0]: other, keys[1]: truth[keys[1]]})
+    before = db_dump(db)
+    foreign = [dict(export[0], data={**export[0]["data"], "activebayes_project": "elsewhere"}), *export[1:]]
+    assert_mistake(run("label", "--from", write_json("foreign.json", foreign)), "task 1", "project 'elsewhere', not 'blobs'")
+    multi = [dict(export[0], annotations=[{**export[0]["annotations"][0], "result": [
+        {"type": "choices", "from_name": "label", "to_name": "text", "value": {"choices": ["a", "b"]}}]}])]  # fmt: skip
+    assert_mistake(run("label", "--from", write_json("multi.json", multi)), "task 1", "chose 2 classes")
+    assert db_dump(db) == before
+    # Label Studio's CSV export: its `id` column numbers the tasks; the item is activebayes_key
+    with open("export.csv", "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["activebayes_key", "annotator", "id", "label", "text"])
+        writer.writerow([keys[1], 1, 1, truth[keys[1]], "f0: 1"])
+    assert json.loads(ok("--json", "label", "--from", "export.csv").stdout)["recorded"] == 1
+    # a second annotator answers the first task differently, later: the latest answer is recorded, the dispute named
+    export[0]["annotations"].append({**export[0]["annotations"][0], "completed_by": 2, "updated_at": "2026-01-03T08:00:00.000000Z",
+                                     "result": [{"type": "choices", "from_name": "label", "to_name": "text",
+                                                 "value": {"choices": [truth[keys[0]]]}}]})  # fmt: skip
+    summary = json.loads(ok("--json", "label", "--from", write_json("two.json", export)).stdout)
+    assert summary["recorded"] == 1 and summary["disagreements"] == {keys[0]: [other, truth[keys[0]]]}
+    with PoolStore(db) as store:
+        _, labelled, values = store.labels("blobs", split="pool")
+    assert dict(zip(labelled, values)) == {keys[0]: truth[keys[0]], keys[1]: truth[keys[1]]}
+    assert f"the annotators disagree on 1 item, recorded with the latest answer: {keys[0]}" in " ".join(
+        ok("label", "--from", "two.json").stdout.split())

@@ -31,10 +31,14 @@ regression project).
 Label Studio's JSON export (`answers_from_export`) is a list of those tasks, each with
 "annotations": [{"result": [{"type": "choices", "value": {"choices": ["cat"]}}],
 "was_cancelled": false, ...}]. The key is data["activebayes_key"], or what `resolve` maps
-data["activebayes_query"] to (files exported before such ids existed carry the key); the label is the first choice
+data["activebayes_query"] to (files exported before such ids existed carry the key); the label is the choice
 of the latest annotation that was not cancelled (latest by `updated_at`, else `created_at`,
 else list order). A task without such an annotation is returned with an empty label: not
-answered yet. Anything else that is not such a list is a DataError naming the task.
+answered yet; `predictions` (pre-annotations) and `drafts` (unsubmitted) are never read. Where
+several annotators answered a task, the latest answer is the label, as on the labelling page with
+several answers per item, and `disputes` gives the labels they disagree on. An annotation that
+chose several classes, a task exported from another project (data["activebayes_project"]), and
+anything else that is not such a list are a DataError naming the task.
 """
 
 from __future__ import annotations
@@ -148,7 +152,8 @@ def _prediction(prediction: Mapping[str, Any] | None, to_name: str, model_versio
 
 
 def _value(result: Any) -> str | None:
-    """The label of one annotation result: its first choice (or its number); None when it has none."""
+    """The label of one annotation result: its choice (or its number, its rating, its one line of
+    text); None when it has none."""
     if not isinstance(result, Mapping):
         return None
     value = result.get("value")
@@ -157,32 +162,73 @@ def _value(result: Any) -> str | None:
     choices = value.get("choices")
     if isinstance(choices, list) and choices and isinstance(choices[0], (str, int, float)) and not isinstance(choices[0], bool):
         return str(choices[0]).strip() or None
-    number = value.get("number")
+    number = value.get("number", value.get("rating"))  # a <Number>'s, or a <Rating>'s stars
     if isinstance(number, (int, float)) and not isinstance(number, bool):
         return repr(number) if isinstance(number, float) else str(number)
+    text = value.get("text")  # a <TextArea>'s: one line typed, read as a CSV's label would be
+    if isinstance(text, list) and len(text) == 1 and isinstance(text[0], str):
+        return text[0].strip() or None
     return None
 
 
-def _label(annotation: Mapping[str, Any]) -> str | None:
+def _label(annotation: Mapping[str, Any], where: str = "the task") -> str | None:
     """An annotation's label: the result from the "label" control first, else the first result
-    that holds a choice (or a number)."""
+    that holds a choice (or a number). DataError naming `where` for a result that holds several
+    choices (a multi-label answer: an item has one class)."""
     results = annotation.get("result")
     if not isinstance(results, list):
         return None
     ordered = sorted(results, key=lambda r: not (isinstance(r, Mapping) and r.get("from_name") == CONTROL))
-    return next((v for v in map(_value, ordered) if v is not None), None)
+    chosen = next((r for r in ordered if _value(r) is not None), None)
+    if chosen is None:
+        return None
+    choices = chosen["value"].get("choices")
+    if isinstance(choices, list) and len(choices) > 1:
+        shown = ", ".join(repr(str(c)) for c in choices)
+        raise DataError(f"{where}: the annotation chose {len(choices)} classes ({shown}) where an item has one; "
+                        f"choose one in Label Studio (the config's Choices choice=\"single\") and export again")  # fmt: skip
+    return _value(chosen)
+
+
+def _annotator(annotation: Mapping[str, Any]) -> str:
+    """Who gave an annotation: its `completed_by` (a user id, or an object with an email)."""
+    who = annotation.get("completed_by")
+    if isinstance(who, Mapping):
+        who = who.get("email", who.get("id"))
+    return str(who)
+
+
+def disputes(task: Mapping[str, Any], where: str = "the task") -> list[str]:
+    """The labels on which a task's annotators disagree (each annotator's latest annotation not
+    cancelled, in time order), or [] when they agree (or one annotator answered). An annotator's
+    own earlier annotation, updated since, is no disagreement. DataError naming `where` for an
+    annotation that chose several classes."""
+    annotations = task.get("annotations", task.get("completions")) or []
+    if not isinstance(annotations, list):
+        return []
+    latest: dict[str, Mapping[str, Any]] = {}
+    for annotation in sorted((a for a in annotations if isinstance(a, Mapping) and not a.get("was_cancelled")), key=_when):
+        latest[_annotator(annotation)] = annotation
+    labels = [label for a in sorted(latest.values(), key=_when) if (label := _label(a, where)) is not None]
+    distinct = list(dict.fromkeys(labels))
+    return distinct if len(distinct) > 1 else []
+
+
+def _when(annotation: Mapping[str, Any]) -> str:
+    return str(annotation.get("updated_at") or annotation.get("created_at") or "")
 
 
 def _latest(annotations: list[Any]) -> Mapping[str, Any] | None:
     """The latest annotation not cancelled (by updated_at, else created_at, else list order)."""
-    kept = [(a.get("updated_at") or a.get("created_at") or "", i, a)
+    kept = [(_when(a), i, a)
             for i, a in enumerate(annotations) if isinstance(a, Mapping) and not a.get("was_cancelled")]  # fmt: skip
     if not kept:
         return None
-    return max(kept, key=lambda t: (str(t[0]), t[1]))[2]
+    return max(kept, key=lambda t: (t[0], t[1]))[2]
 
 
-def answers_from_export(tasks: Any, source: str = "the file", resolve: Callable[[str], str | None] | None = None) -> list[tuple[int, str, str]]:
+def answers_from_export(tasks: Any, source: str = "the file", resolve: Callable[[str], str | None] | None = None,
+                        project: str | None = None) -> list[tuple[int, str, str]]:  # fmt: skip
     """(task number from 1, item key, label) for each task of a Label Studio JSON export, in
     file order; the label is "" for a task without a usable annotation (none, all cancelled, or
     the latest one without a choice). The key is data["activebayes_key"], or `resolve` of
@@ -198,7 +244,12 @@ def answers_from_export(tasks: Any, source: str = "the file", resolve: Callable[
     for number, task in enumerate(tasks, start=1):
         where = f"{source} task {number}"
         if not isinstance(task, Mapping) or not isinstance(task.get("data"), Mapping):
-            raise DataError(f"{where}: expected an object with a \"data\" object; {HINT}")
+            flat = isinstance(task, Mapping) and (KEY in task or QUERY in task)  # Label Studio's JSON-MIN: one record per annotation
+            raise DataError(f"{where}: expected an object with a \"data\" object{' (this is the JSON-MIN export)' if flat else ''}; {HINT}")
+        exported_from = task["data"].get("activebayes_project")
+        if project is not None and exported_from is not None and str(exported_from) != project:
+            raise DataError(f"{where}: the task was exported from project {str(exported_from)!r}, not {project!r}; "
+                            f"label the tasks `activebayes export --format label-studio` wrote for project {project!r}")  # fmt: skip
         key = _task_key(task["data"], where, resolve)
         annotations = task.get("annotations", task.get("completions", []))  # "completions": Label Studio before 1.0
         if annotations is None:
@@ -206,7 +257,7 @@ def answers_from_export(tasks: Any, source: str = "the file", resolve: Callable[
         if not isinstance(annotations, list):
             raise DataError(f"{where}: \"annotations\" is not a list; {HINT}")
         latest = _latest(annotations)
-        label = _label(latest) if latest is not None else None
+        label = _label(latest, where) if latest is not None else None
         rows.append((number, key, label or ""))
     return rows
 

@@ -18,7 +18,9 @@ items' key,label rows (messages name the item, counted from 1). A Label Studio J
 `.json` file, or any file whose text is a JSON list or object) is read as well:
 `activebayes.data.label_studio.answers_from_export` turns its tasks into the same
 key,label rows, checked the same way; messages then name the task (counted from 1) instead of
-the line, and a task without a usable annotation is unanswered.
+the line, and a task without a usable annotation is unanswered. Label Studio's CSV export is a
+CSV whose `activebayes_key` (or `activebayes_query`) column is the key column: its `id` column
+numbers Label Studio's tasks, not the items.
 
 Where a pool's keys could name the class (an image folder keyed by its files' paths), its round
 and evaluation files name each item by an opaque id (`activebayes.data.label_studio.task_id`,
@@ -41,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from activebayes.data.label_spellings import spelling_key
-from activebayes.data.label_studio import QUERY_COLUMN, parse_task_id
+from activebayes.data.label_studio import KEY, QUERY, QUERY_COLUMN, parse_task_id
 from activebayes.data.csv_encoding import csv_text
 from activebayes.data.table_gaps import formula_errors, label_gap_markers
 from activebayes.errors import DataError
@@ -122,6 +124,7 @@ class FileOracle:
         resolve: an opaque id -> its key (None: unknown), for Label Studio tasks that carry one
             instead of the key (`activebayes.data.label_studio.answers_from_export`) and CSV rows
             that name it in the key's place (module docstring).
+        project: the project's name; a Label Studio task exported from another project is refused.
 
     Attributes:
         labels: key -> label, in file order.  lines: key -> the line that gave it.
@@ -129,7 +132,8 @@ class FileOracle:
             about such an item names it so: `name_of`).
         unanswered: keys of rows with an empty label.  header: the header's fields, or None.
         delimiter: the field separator found.  unit: what `lines` count: "line" of a CSV, or
-        "task" of a Label Studio JSON export.
+        "task" of a Label Studio JSON export.  disputes: key -> the labels its Label Studio
+        annotators disagree on (`label_studio.disputes`; the latest one is in `labels`).
     """
 
     stop_requested = False
@@ -143,6 +147,7 @@ class FileOracle:
         key_names: Sequence[str] = (),
         label_names: Sequence[str] = (),
         resolve: Callable[[str], str | None] | None = None,
+        project: str | None = None,
     ) -> None:
         self.path = Path(path)
         self.classes = [str(c) for c in classes] if classes is not None else None
@@ -154,6 +159,8 @@ class FileOracle:
         self.delimiter = ","
         self.unit = "line"
         self.names: dict[str, str] = {}
+        self.project = project
+        self.disputes: dict[str, list[str]] = {}
         self.resolve = self._naming(resolve) if resolve is not None else None
         self.labels: dict[str, str] = self._read(keys)
 
@@ -208,7 +215,8 @@ class FileOracle:
     def _columns(self, fields: list[str], line: int, known: Container[str] | None) -> tuple[int, int, int, bool]:
         """(key column, label column, fields per row, first row is a header) from the first row."""
         names = [f.lower() for f in fields]
-        key_at = next((i for i, n in enumerate(names) if n in self.key_names), None)
+        exported = [n for n in (KEY, QUERY) if n in names]  # Label Studio's CSV export: its `id` is the task's, not the item's
+        key_at = names.index(exported[0]) if exported else next((i for i, n in enumerate(names) if n in self.key_names), None)
         if key_at is None and self.resolve is not None and QUERY_COLUMN in names:  # a file that names its items by opaque ids
             key_at = names.index(QUERY_COLUMN)
         label_at = next((i for i, n in enumerate(names) if n in self.label_names), None)
@@ -247,7 +255,12 @@ class FileOracle:
             from activebayes.data.label_studio import answers_from_export
 
             self.unit = "task"
-            rows = answers_from_export(exported, repr(str(self.path)), self.resolve)
+            from activebayes.data.label_studio import disputes
+
+            rows = answers_from_export(exported, repr(str(self.path)), self.resolve, self.project)
+            tasks = exported if isinstance(exported, list) else [exported]
+            self.disputes = {self._key(key, known): found for (number, key, _), task in zip(rows, tasks)
+                             if (found := disputes(task, self._where(number)))}  # fmt: skip
             return self._check(((n, self._key(k, known), self._label(v)) for n, k, v in rows), known)
         return self._check(self._csv_rows(text, known), known)
 
