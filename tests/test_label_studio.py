@@ -261,8 +261,9 @@ def test_only_submitted_single_answers_of_this_project_are_labels():
     with pytest.raises(DataError, match=r"task 1: the annotation chose 2 classes \('x', 'y'\)"):
         answers_from_export([{"data": {"activebayes_key": "m"}, "annotations": [ann(["x", "y"], 1, "2026-01-01")]}])
     typed = [{"data": {"activebayes_key": k}, "annotations": [{"result": [{"type": t, "from_name": "label", "value": v}]}]}
-             for k, t, v in [("r", "rating", {"rating": 4}), ("t", "textarea", {"text": [" 101,5 "]}), ("n", "number", {"number": "7"})]]
-    assert answers_from_export(typed) == [(1, "r", "4"), (2, "t", "101,5"), (3, "n", "")]  # read as the project writes numbers
+             for k, t, v in [("r", "rating", {"rating": 4}), ("t", "textarea", {"text": [" 101,5 "]}), ("n", "number", {"number": " 7 "}),
+                             ("e", "number", {"number": " "})]]  # fmt: skip
+    assert answers_from_export(typed) == [(1, "r", "4"), (2, "t", "101,5"), (3, "n", "7"), (4, "e", "")]  # read as the project writes numbers
     with pytest.raises(DataError, match="JSON-MIN"):  # one flat record per annotation: refused with the export to choose
         answers_from_export([{"activebayes_key": "m", "label": "x", "annotator": 1}])
 

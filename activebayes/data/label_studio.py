@@ -165,6 +165,8 @@ def _value(result: Any) -> str | None:
     number = value.get("number", value.get("rating"))  # a <Number>'s, or a <Rating>'s stars
     if isinstance(number, (int, float)) and not isinstance(number, bool):
         return repr(number) if isinstance(number, float) else str(number)
+    if isinstance(number, str):  # a number sent as text (an annotation made through the API): read as typed text is
+        return number.strip() or None
     text = value.get("text")  # a <TextArea>'s: one line typed, read as a CSV's label would be
     if isinstance(text, list) and len(text) == 1 and isinstance(text[0], str):
         return text[0].strip() or None
