@@ -98,10 +98,16 @@ CALENDAR_PARTS = ("days", "season sin", "season cos", "weekday sin", "weekday co
 CLOCK_PARTS = ("time sin", "time cos")
 
 
+def _accounting_amount(text: str) -> str | None:
+    """The amount inside accounting's negative `text` ("1,234" of "(1,234)" or "1,234-"), None
+    when it is not written so."""
+    m = _ACCOUNTING.match(text)
+    return None if m is None else (m["inner"] or m["trailing"]).strip()
+
+
 def _unit_number(text: str) -> float:
-    accounting = _ACCOUNTING.match(text)
-    if accounting is not None:  # (1,234) is -1234, ($1,234.50) is -1234.5, 1,234.50- is -1234.5
-        return -_unit_number((accounting["inner"] or accounting["trailing"]).strip())
+    if (amount := _accounting_amount(text)) is not None:  # (1,234) is -1234, ($1,234.50) is -1234.5, 1,234.50- is -1234.5
+        return -_unit_number(amount)
     m = _UNIT_NUMBER.match(text)
     if m is None or (m["sign"] and m["sign2"]) or (m["cur"] and m["post"]):
         return math.nan
@@ -120,14 +126,13 @@ def accounting_note(texts: Sequence[str]) -> str:
 def accounting_negative(text: str) -> bool:
     """Whether `text` is an amount in parentheses or with a minus after it, accounting's negative:
     (1,234), ($12.50), (1.234,50), 1,234.50-."""
-    m = _ACCOUNTING.match(text.strip())
-    return m is not None and (math.isfinite(_unit_number(text.strip())) or math.isfinite(_decimal_comma_number(text.strip())))
+    text = text.strip()
+    return _accounting_amount(text) is not None and (math.isfinite(_unit_number(text)) or math.isfinite(_decimal_comma_number(text)))
 
 
 def _decimal_comma_number(text: str) -> float:
-    accounting = _ACCOUNTING.match(text)
-    if accounting is not None:  # (1.234,50) and 1.234,50- are -1234.5
-        return -_decimal_comma_number((accounting["inner"] or accounting["trailing"]).strip())
+    if (amount := _accounting_amount(text)) is not None:  # (1.234,50) and 1.234,50- are -1234.5
+        return -_decimal_comma_number(amount)
     m = _DECIMAL_COMMA_NUMBER.match(text)
     if m is None or (m["cur"] and m["post"]):
         return math.nan
