@@ -181,15 +181,13 @@ def _label(annotation: Mapping[str, Any], where: str = "the task") -> str | None
     if not isinstance(results, list):
         return None
     ordered = sorted(results, key=lambda r: not (isinstance(r, Mapping) and r.get("from_name") == CONTROL))
-    chosen = next((r for r in ordered if _value(r) is not None), None)
-    if chosen is None:
-        return None
-    choices = chosen["value"].get("choices")
+    chosen, label = next(((r, v) for r in ordered if (v := _value(r)) is not None), (None, None))
+    choices = chosen["value"].get("choices") if chosen is not None else None
     if isinstance(choices, list) and len(choices) > 1:
         shown = ", ".join(repr(str(c)) for c in choices)
         raise DataError(f"{where}: the annotation chose {len(choices)} classes ({shown}) where an item has one; "
                         f"choose one in Label Studio (the config's Choices choice=\"single\") and export again")  # fmt: skip
-    return _value(chosen)
+    return label
 
 
 def _annotator(annotation: Mapping[str, Any]) -> str:
