@@ -26,12 +26,19 @@ def one_intra_op_thread() -> Iterator[None]:
     import torch
 
     threads = torch.get_num_threads()
-    if "OMP_NUM_THREADS" not in os.environ:
-        torch.set_num_threads(1)
+    _one_thread_unless_asked()
     try:
         yield
     finally:
         torch.set_num_threads(threads)
+
+
+def _one_thread_unless_asked() -> None:
+    """One intra-op thread from now on, unless OMP_NUM_THREADS asks for a number."""
+    import torch
+
+    if "OMP_NUM_THREADS" not in os.environ:
+        torch.set_num_threads(1)
 
 
 def is_small_mlp(model: Any) -> bool:
@@ -55,13 +62,11 @@ class _ThreadsByFirstNetwork:
         self.deciding = True  # until the first network is built, or the block ends
 
     def __call__(self) -> Any:
-        import torch
-
         model = self.model_fn()
         if self.deciding:
             self.deciding = False
-            if is_small_mlp(model) and "OMP_NUM_THREADS" not in os.environ:
-                torch.set_num_threads(1)
+            if is_small_mlp(model):
+                _one_thread_unless_asked()
         return model
 
     def __reduce__(self) -> tuple[Callable[[Any], Any], tuple[Any]]:
