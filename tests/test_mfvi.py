@@ -156,7 +156,7 @@ def mean_field_optimum(x: torch.Tensor, y: torch.Tensor, prior_std: float = 1.0)
     with the noise σ² learnt: for a fixed σ² the mean-field q has the exact posterior's mean
     m = Λ⁻¹ Xᵀy / σ² and variances 1 / Λ_ii (Λ = XᵀX / σ² + I / s²), and σ² = (Σ_n E_q (y_n − x_nᵀw)²
     + ν s0²) / (N + ν) for that q; iterated to the fixed point. Returns (m, sd, σ²) in float64."""
-    from activebayes.training import NOISE_PRIOR_COUNT, NOISE_PRIOR_FRACTION, target_scale
+    from activebayes.gaussian_likelihood import NOISE_PRIOR_COUNT, NOISE_PRIOR_FRACTION, target_scale
 
     X, yd = torch.cat([x, torch.ones(len(x), 1)], 1).double(), y.double()
     nu, s0 = NOISE_PRIOR_COUNT, NOISE_PRIOR_FRACTION * target_scale(y)

@@ -17,18 +17,18 @@ import torch
 from torch import nn
 
 from activebayes import ConfigError, NotFittedError, ShapeError
-from activebayes.nets import mlp
-from activebayes.posteriors import SWAG, DeepEnsemble, Laplace, MCDropout, SnapshotEnsemble
-from activebayes.predictive import GaussianPredictive
-from activebayes.training import (
+from activebayes.gaussian_likelihood import (
     NOISE_FLOOR_FRACTION,
     NOISE_PRIOR_COUNT,
     NOISE_PRIOR_FRACTION,
-    TrainConfig,
     fit_noise_variance,
     gaussian_nll,
     resolve_likelihood,
 )
+from activebayes.nets import mlp
+from activebayes.posteriors import SWAG, DeepEnsemble, Laplace, MCDropout, SnapshotEnsemble
+from activebayes.predictive import GaussianPredictive
+from activebayes.training import TrainConfig
 
 F64 = torch.float64
 NOISE_STD = 0.3

@@ -66,10 +66,10 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from activebayes.errors import ConfigError
+from activebayes.gaussian_likelihood import regression_output
 from activebayes.nets import Standardize
 from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.errors import classification_only, regression_only
-from activebayes.training import regression_output
 
 #: Elementwise activations, linearised at the mean.
 ELEMENTWISE = (nn.ReLU, nn.LeakyReLU, nn.ELU, nn.SELU, nn.CELU, nn.GELU, nn.SiLU, nn.Mish, nn.Tanh, nn.Sigmoid,

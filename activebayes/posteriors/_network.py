@@ -40,18 +40,12 @@ from torch import Tensor, nn
 
 from activebayes._device import parse_device, resolve_device
 from activebayes.errors import ConfigError, ShapeError, classification_only, regression_only
+from activebayes.gaussian_likelihood import regression_output, resolve_likelihood
 from activebayes.likelihoods import HETEROSCEDASTIC, heteroscedastic_loss, mean_variance_of_output
 from activebayes.posteriors.base import check_fitted
 from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.target_units import in_target_units, standardise_targets
-from activebayes.training import (
-    TrainConfig,
-    as_tensor,
-    build_model,
-    check_positive_int,
-    regression_output,
-    resolve_likelihood,
-)
+from activebayes.training import TrainConfig, as_tensor, build_model, check_positive_int
 
 ModelFn = Callable[[], nn.Module]
 

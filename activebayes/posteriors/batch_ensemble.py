@@ -66,7 +66,7 @@ Prediction returns S samples, each one network's output on every x, in eval mode
     regression:     outputs [S, N] -> GaussianPredictive(mean [S, N], var [S, N] = σ²_{m_s})
 
 with σ_m² member m's noise, fitted from its training residuals (mean factors) by
-`training.fit_noise_variance`, as `DeepEnsemble` does per member.
+`gaussian_likelihood.fit_noise_variance`, as `DeepEnsemble` does per member.
 
 >>> import torch
 >>> from torch import nn
@@ -89,6 +89,7 @@ from torch.func import functional_call
 from torch.nn import functional as F
 
 from activebayes.errors import ConfigError, ShapeError
+from activebayes.gaussian_likelihood import fit_noise_variance, regression_output
 from activebayes.posteriors._network import (
     ModelFn,
     NetworkArgs,
@@ -103,8 +104,6 @@ from activebayes.training import (
     as_tensor,
     check_positive_int,
     exempt_from_weight_decay,
-    fit_noise_variance,
-    regression_output,
     task_loss,
     train,
     training_items,

@@ -17,7 +17,7 @@ torch.Size([3, 5, 2])
 
 Regression (float targets y [N], networks with one output; `likelihood` below): member s predicts
 y | x_n, θ_s ~ N(f_s(x_n), σ_s²), σ_s² its own noise fitted after training from its training
-residuals (`training.fit_noise_variance`; Lakshminarayanan et al. also give each member its own
+residuals (`gaussian_likelihood.fit_noise_variance`; Lakshminarayanan et al. also give each member its own
 variance). `predict` returns a GaussianPredictive (mean [S, N], var[s, n] = σ_s²);
 `predict_mean_var` the mixture's mean and the spread of the f_s (plus mean_s σ_s² with
 observation_noise=True: the total variance of y).
@@ -39,6 +39,7 @@ from torch import Tensor, nn
 from torch.func import functional_call, stack_module_state
 
 from activebayes.errors import ConfigError
+from activebayes.gaussian_likelihood import fit_noise_variance, network_outputs
 from activebayes.posteriors._network import (
     REGRESSION_LIKELIHOODS,
     ModelFn,
@@ -55,8 +56,6 @@ from activebayes.training import (
     check_positive_int,
     cosine_cycle_lr,
     epoch_steps,
-    fit_noise_variance,
-    network_outputs,
     train,
 )
 

@@ -45,7 +45,7 @@ Regression (float targets y [N]; the last nn.Linear has ONE output; `likelihood`
 y | θ ~ N(θᵀφ̃(x), σ²) the last-layer posterior is exact Bayesian linear regression on the features,
     precision = φ̃ᵀφ̃ / σ² + δI  (the GGN, here the exact Hessian, of the Gaussian NLL; `_curvature`),
     f(x) ~ N(f_map(x), f_var(x)),  f_var(x) = φ̃(x)ᵀ Σ φ̃(x),   y | f ~ N(f, σ²),
-σ² fitted after training from the MAP network's training residuals (`training.fit_noise_variance`)
+σ² fitted after training from the MAP network's training residuals (`gaussian_likelihood.fit_noise_variance`)
 and kept fixed (the evidence, with log p(D | θ_MAP) = Σ_n log N(y_n; f_map(x_n), σ²), tunes δ only).
 `predict` returns a GaussianPredictive: mean[s, n] = φ̃(x_n)ᵀθ_s for the same S weight samples as
 for classification (jointly consistent across a pool, for batch selectors), var = σ², and the
@@ -81,6 +81,7 @@ import torch
 from torch import Tensor, nn
 
 from activebayes.errors import ConfigError, ShapeError, classification_only, regression_only
+from activebayes.gaussian_likelihood import fit_noise_variance, gaussian_nll, network_outputs, regression_output
 from activebayes.likelihoods import HETEROSCEDASTIC
 from activebayes.marglik import MarglikConfig, MarglikFit, train_marglik
 from activebayes.posteriors._curvature import (
@@ -98,15 +99,7 @@ from activebayes.posteriors._moment_propagation import PREDICTIVES, AnalyticPred
 from activebayes.posteriors._network import (LIKELIHOODS, REGRESSION_LIKELIHOODS, ModelFn, NetworkArgs, NetworkPosterior, check_choice,
                                              check_positive_number, inputs_for)  # fmt: skip
 from activebayes.predictive import GaussianPredictive, Predictive
-from activebayes.training import (
-    TrainConfig,
-    as_tensor,
-    fit_noise_variance,
-    gaussian_nll,
-    network_outputs,
-    regression_output,
-    train,
-)
+from activebayes.training import TrainConfig, as_tensor, train
 
 _BATCH = 4096  # rows per forward pass when extracting features
 MAX_MARGLIK_FITS = 10  # prior_precision="online": at most this many Laplace fits (each K = 10 hyper-steps) per training run

@@ -44,7 +44,7 @@ Gal et al.'s N-scaled weight decay: `weight_decay_scale=c` sets the weight decay
 
 Regression (float targets y [N], a network with one output): the mask sets are samples of the
 function, y | x_n, θ_s ~ N(f(x_n; W, m_s), σ²) with σ² the noise fitted after training from the
-residuals of the deterministic (eval-mode, dropout off) network (`training.fit_noise_variance`).
+residuals of the deterministic (eval-mode, dropout off) network (`gaussian_likelihood.fit_noise_variance`).
 `predict` returns a GaussianPredictive (mean [S, N], var [S, N] = σ²); `predict_mean_var` the
 mixture's mean and the spread of the S outputs (σ² + spread with observation_noise=True).
 `likelihood="heteroscedastic"` (a network with two outputs, `activebayes.likelihoods`): trained
@@ -62,16 +62,11 @@ import torch
 from torch import Tensor, nn
 
 from activebayes.errors import ConfigError, ShapeError, regression_only
+from activebayes.gaussian_likelihood import fit_noise_variance, network_outputs, regression_output
 from activebayes.posteriors.dropout_tail import _MASKED, DropoutMasks, _mix_seed, flatten_sequential, run_prefix, stochastic_tail
 from activebayes.posteriors._network import REGRESSION_LIKELIHOODS, ModelFn, NetworkArgs, NetworkPosterior, check_bool, check_choice, inputs_for
 from activebayes.predictive import GaussianPredictive, Predictive
-from activebayes.training import (
-    as_tensor,
-    fit_noise_variance,
-    network_outputs,
-    regression_output,
-    train,
-)
+from activebayes.training import as_tensor, train
 
 MASK_MODES = ("shared", "independent")
 #: The most bytes of [S, n, *F] activations `predict` lets the shared-mask tail hold at once

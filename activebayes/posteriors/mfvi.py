@@ -31,7 +31,7 @@ same objective (standardise the targets so that the prior and the KL weight keep
         = ½ mean_B (y − f)²/σ² + ½ (1 + ν/N) log σ² + ν s0²/(2Nσ²)  + const,
 
 the second term the share per item of the inverse-χ² prior on σ² that
-`training.fit_noise_variance` puts on the other posteriors' noise (ν pseudo-observations at
+`gaussian_likelihood.fit_noise_variance` puts on the other posteriors' noise (ν pseudo-observations at
 s0² = 1 % of the targets' variance s_y²), σ² = exp(λ) floored at 1e-6 s_y², λ starting at
 log s_y². At the optimum σ² is the mean of E_q (y − f)² over the training items, the residuals
 of the weight samples and not of the mean network. Before, σ² was fixed at 1 in training: with
@@ -84,6 +84,7 @@ from torch.func import functional_call, vmap
 from torch.nn import functional as F
 
 from activebayes.errors import ConfigError, ShapeError
+from activebayes.gaussian_likelihood import NOISE_FLOOR_FRACTION, NOISE_PRIOR_COUNT, NOISE_PRIOR_FRACTION, target_scale
 from activebayes.posteriors._moment_propagation import PREDICTIVES, AnalyticPredictive, check_propagatable, propagate_in_chunks
 from activebayes.posteriors._network import (
     ModelFn,
@@ -98,11 +99,7 @@ from activebayes.training import (
     TrainConfig,
     as_tensor,
     check_non_negative_int,
-    NOISE_FLOOR_FRACTION,
-    NOISE_PRIOR_COUNT,
-    NOISE_PRIOR_FRACTION,
     exempt_from_weight_decay,
-    target_scale,
     train,
     training_items,
 )

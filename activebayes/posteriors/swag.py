@@ -51,7 +51,7 @@ torch.Size([7, 4, 3])
 Regression (float targets y [N], a network with one output; `likelihood`): each weight sample
 predicts y | x_n, θ_s ~ N(f(x_n; θ_s), σ²), σ² fitted after the SWA phase from the training
 residuals of the SWA mean θ̄ (the centre of the posterior; BatchNorm statistics refreshed for it)
-with `training.fit_noise_variance`. `predict` returns a GaussianPredictive (mean [S, N],
+with `gaussian_likelihood.fit_noise_variance`. `predict` returns a GaussianPredictive (mean [S, N],
 var [S, N] = σ²); `predict_mean_var` the mixture's mean and the spread (σ² + spread with
 observation_noise=True).
 `likelihood="heteroscedastic"` (a network with two outputs, `activebayes.likelihoods`): trained
@@ -85,6 +85,7 @@ from torch import Tensor, nn
 from torch.func import functional_call, vmap
 
 from activebayes.errors import ConfigError, ShapeError
+from activebayes.gaussian_likelihood import fit_noise_variance, regression_output
 from activebayes.posteriors._moment_propagation import PREDICTIVES, AnalyticPredictive, check_propagatable, propagate_in_chunks
 from activebayes.likelihoods import HETEROSCEDASTIC
 from activebayes.posteriors._network import (
@@ -104,8 +105,6 @@ from activebayes.training import (
     check_positive_int,
     cosine_cycle_lr,
     epoch_steps,
-    fit_noise_variance,
-    regression_output,
     task_loss,
     train,
 )
