@@ -38,14 +38,13 @@ import torch
 from torch import Tensor
 
 from activebayes.posteriors._gp_kernels import Kernel, parts
+from activebayes.posteriors._gp_modules import MIN_LENGTHSCALE, MIN_NOISE
 
 _WORK = torch.float64
 _NU = 5.0  # degrees of freedom of the t proposal
 _MAX_SD = 3.0  # the proposal's widest standard deviation in log units
 _NEWTON_STEPS = 8
 _ELEMENTS = 1 << 22  # [K, N, chunk] cross-covariances held at once in prediction
-_MIN_NOISE = 1e-4  # the MAP fit's lower bounds (`gp._MIN_NOISE`, `gp._MIN_LENGTHSCALE`)
-_MIN_LENGTHSCALE = 2.5e-2
 
 
 @dataclass(frozen=True)
@@ -273,8 +272,8 @@ def integrate_map(gp, kernel: Kernel, x: Tensor, centre: Tensor, fixed: dict, no
     n_ls = values[0].shape[0]
     free = [fixed["lengthscale"] is None] * n_ls + [fixed["outputscale"] is None] + [True] * (linear is not None)
     free += [fixed["noise"] is None]
-    # the MAP fit's priors and bounds (`GaussianProcess._modules`)
+    # the MAP fit's priors and bounds (`_gp_modules.gp_modules`)
     loc, scale = math.sqrt(2.0) + 0.5 * math.log(x.shape[1]), math.sqrt(3.0)
-    model = HyperModel(kernel, centre, torch.tensor(free, device=x.device), (loc, scale), noise_prior, _MIN_LENGTHSCALE, _MIN_NOISE)
+    model = HyperModel(kernel, centre, torch.tensor(free, device=x.device), (loc, scale), noise_prior, MIN_LENGTHSCALE, MIN_NOISE)
     targets = gp.train_targets.reshape(-1)  # ỹ: standardised by the outcome transform when `gp` was built
     return integrate(x, targets, torch.cat(values).detach().log(), model, k, seed)

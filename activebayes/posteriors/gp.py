@@ -100,7 +100,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from functools import partial
 from typing import Any, ClassVar
 
 import gpytorch
@@ -113,8 +112,6 @@ from botorch.models.model import Model
 from botorch.models.transforms.input import Normalize
 from botorch.models.transforms.outcome import Standardize
 from botorch.optim.fit import fit_gpytorch_mll_scipy
-from gpytorch.constraints import GreaterThan
-from gpytorch.priors import LogNormalPrior
 from torch import Tensor
 
 from activebayes._device import resolve_device
@@ -125,17 +122,15 @@ from activebayes.posteriors._gp_checks import matrix as _matrix
 from activebayes.posteriors._gp_checks import positive as _positive
 from activebayes.posteriors._gp_checks import targets as _targets
 from activebayes.posteriors._gp_hyper import HyperMixture, integrate_map
-from activebayes.posteriors._gp_kernels import Kernel, covariance, parts, set_unit_variances
+from activebayes.posteriors._gp_kernels import Kernel, parts
+from activebayes.posteriors._gp_modules import WORK as _WORK
+from activebayes.posteriors._gp_modules import gp_modules, input_bounds, standardize_scale
 from activebayes.posteriors.base import check_fitted
 from activebayes.predictive import GaussianPredictive
 
 _CHUNK = 2048  # candidates per prediction pass: holds a [chunk, N_train] cross-covariance
-_WORK = torch.float64
 _OUT = torch.float32
-_MIN_NOISE = 1e-4  # BoTorch's MIN_INFERRED_NOISE_LEVEL: lower bound on a learnt σ̃_ε²
-_MIN_LENGTHSCALE = 2.5e-2  # BoTorch's lower bound on a learnt ℓ̃ (normalised units)
 NOISE_PRIOR = (-4.0, 1.0)  # BoTorch's LogNormal(μ, σ) on the standardised noise variance σ̃_ε²
-_MIN_RANGE = 1e-8  # a feature whose training range is below this is not rescaled (Normalize's rule)
 _MAX_INTEGRATED = 2000  # above, the hyper-parameters' posterior is narrow and K N³ dear: the MAP plugged in
 
 
@@ -151,16 +146,6 @@ def hermite_rule(n_nodes: int) -> tuple[Tensor, Tensor]:
 def _exact():
     """gpytorch settings for exact float64 Cholesky algebra at any N (no CG / Lanczos / LOVE)."""
     return gpytorch.settings.fast_computations(covar_root_decomposition=False, log_prob=False, solves=False)
-
-
-def _bounds(x: Tensor, ard: bool) -> Tensor:
-    """Normalize's bounds [2, D]: per-feature minimum and range (one shared range without ard)."""
-    lo, hi = x.amin(0), x.amax(0)
-    span = hi - lo
-    if not ard:
-        span = span.max().expand_as(span)
-    span = torch.where(span >= _MIN_RANGE, span, torch.ones_like(span))
-    return torch.stack([lo, lo + span])
 
 
 class GaussianProcess:
@@ -265,46 +250,6 @@ class GaussianProcess:
         return type(self)(**self.get_params())
 
     # ------------------------------------------------------------------ fitting
-    def _modules(self, bounds: Tensor, y_scale: float, n_features: int, centre: Tensor):
-        """Likelihood and ScaleKernel(RBF | Matérn-5/2) (+ the linear part centred at `centre`
-        [D], normalised units) in the internal units, priors and fixed values set."""
-        span = bounds[1] - bounds[0]  # [D]
-        noise_s = None if self.noise is None else self.noise / y_scale**2
-        noise_bound = _MIN_NOISE if noise_s is None else min(_MIN_NOISE, 0.5 * noise_s)
-        loc, scale = self.noise_prior
-        noise_prior = LogNormalPrior(loc, scale) if self.priors and noise_s is None else None
-        likelihood = gpytorch.likelihoods.GaussianLikelihood(
-            noise_prior=noise_prior,
-            noise_constraint=GreaterThan(noise_bound, transform=None, initial_value=max(math.exp(loc - scale**2), 2 * noise_bound)),
-        )  # initial value: the prior's mode (BoTorch's start, exp(−5), with the default), above the bound
-
-        ls_s = None if self.lengthscale is None else self.lengthscale / (span if self.ard else span[:1])
-        ls_bound = _MIN_LENGTHSCALE if ls_s is None else min(_MIN_LENGTHSCALE, 0.5 * float(ls_s.min()))
-        loc, scale = math.sqrt(2.0) + 0.5 * math.log(n_features), math.sqrt(3.0)
-        ls_prior = LogNormalPrior(loc, scale) if self.priors and ls_s is None else None
-        base_kw = dict(
-            ard_num_dims=n_features if self.ard else None,
-            lengthscale_prior=ls_prior,
-            lengthscale_constraint=GreaterThan(ls_bound, transform=None, initial_value=math.exp(loc - scale**2)),
-        )
-        base = (gpytorch.kernels.RBFKernel(**base_kw) if self.kernel.smooth == Kernel.RBF
-                else gpytorch.kernels.MaternKernel(nu=2.5, **base_kw))
-        covar = covariance(self.kernel, base, centre)
-        likelihood, covar = likelihood.to(bounds), covar.to(bounds)
-        value = partial(torch.tensor, dtype=_WORK, device=bounds.device)  # gpytorch's setters go via float32 for a float
-        set_unit_variances(covar)
-        scaled = parts(covar)[0]
-        if noise_s is not None:
-            likelihood.noise = value(noise_s)
-            likelihood.raw_noise.requires_grad_(False)
-        if ls_s is not None:
-            base.lengthscale = ls_s.reshape(base.lengthscale.shape)
-            base.raw_lengthscale.requires_grad_(False)
-        if self.outputscale is not None:
-            scaled.outputscale = value(self.outputscale / y_scale**2)
-            scaled.raw_outputscale.requires_grad_(False)
-        return likelihood, covar
-
     def fit(self, x: Tensor, y: Tensor) -> GaussianProcess:
         """Build the BoTorch GP (exact up to `max_exact` points, else variational) and fit the
         hyper-parameters not fixed.
@@ -319,11 +264,11 @@ class GaussianProcess:
         dev = resolve_device(self.device)
         x, y = x.to(dev), y.to(dev)
         n, d = x.shape
-        bounds = _bounds(x, self.ard)
+        bounds = input_bounds(x, self.ard)
         outcome = Standardize(m=1)
-        y_scale = _y_scale(y)  # s_y by Standardize's rule, to convert the fixed values before fitting
+        y_scale = standardize_scale(y)  # s_y by Standardize's rule, to convert the fixed values before fitting
         centre = ((x - bounds[0]) / (bounds[1] - bounds[0])).mean(0)  # [D], the linear part's centre
-        likelihood, covar = self._modules(bounds, y_scale, d, centre)
+        likelihood, covar = gp_modules(self, bounds, y_scale, centre)
         approximate = n > self.max_exact
         common = dict(
             likelihood=likelihood, covar_module=covar, mean_module=gpytorch.means.ZeroMean(),
@@ -488,10 +433,3 @@ class GaussianProcess:
         latent = dict(latent_mean=mu[0].to(_OUT), latent_var=var[0].to(_OUT)) if self.hyper_ is None else {}
         return GaussianPredictive(mean.to(_OUT), noise.to(_OUT), weights.to(_OUT), check=False, **latent)
 
-
-def _y_scale(y: Tensor) -> float:
-    """s_y as `Standardize` computes it: the Bessel-corrected std, 1 below 1e-8 or for one target."""
-    if y.shape[0] < 2:
-        return 1.0
-    std = float(y.std(unbiased=True))
-    return std if std >= 1e-8 else 1.0
