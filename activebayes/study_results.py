@@ -141,11 +141,11 @@ def _timing_summary(config: StudyConfig, store: Any) -> dict[str, dict[str, Any]
 
 def plot_study(config: StudyConfig, curves: Mapping[str, list[dict[str, float]]], path: Path) -> Path:
     """Mean ± sd bands per acquisition; with `paper = "gal2017"` the paper's Table 1 points."""
-    from activebayes.report import _figure
+    from activebayes.figures import agg_figure
 
     if not any(curves.values()):
         raise DataError("curves: expected at least one finished round, got none")
-    figure = _figure()
+    figure = agg_figure()
     axes = figure.add_subplot()
     for acquisition, points in curves.items():
         if not points:

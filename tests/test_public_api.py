@@ -27,11 +27,11 @@ LAYERS = {
     1: ("errors", "predictive", "metrics", "_device", "_memory", "distributed", "estimates", "estimate_intervals", "per_item_losses", "active_testing_proposal", "stopping", "round_estimates", "likelihoods",
         "target_units", "same_rows", "row_weights"),
     2: ("acquisition", "active_testing"),
-    3: ("nets", "training", "posteriors", "debias", "marglik", "model_selection"),
+    3: ("nets", "training", "gaussian_likelihood", "posteriors", "debias", "marglik", "model_selection"),
     4: ("scoring",),
     5: ("store", "data"),
     6: ("oracles",),
-    7: ("loop", "round_result", "_selection", "_evaluation", "study", "study_config", "study_data", "study_results", "study_jobs", "batched_runs", "design", "report", "_round_signals", "web"),
+    7: ("loop", "round_result", "_selection", "_evaluation", "study", "study_config", "study_data", "study_results", "study_jobs", "batched_runs", "design", "report", "score_histograms", "figures", "_round_signals", "web"),
 }
 
 
