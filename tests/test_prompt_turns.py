@@ -64,9 +64,9 @@ def test_the_prompt_passes_over_the_item_on_the_page_and_the_page_over_the_promp
 
 
 def test_label_at_the_prompt_passes_over_the_page_s_item_and_leaves_no_lease(blobs, monkeypatch):
-    import activebayes_cli.label
+    import activebayes_cli._label_prompt
 
-    monkeypatch.setattr(activebayes_cli.label, "_at_a_terminal", lambda: True)  # a person who sees the items
+    monkeypatch.setattr(activebayes_cli._label_prompt, "_at_a_terminal", lambda: True)  # a person who sees the items
     q = blobs.queries
     with PoolStore(blobs.db) as store:
         bob_item = store.label_states("blobs", [q[0]])[q[0]]["item_id"]
