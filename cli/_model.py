@@ -1,32 +1,26 @@
 """Turning `--model` and `--posterior` into the posterior factory the loop takes, and checking
 them on two items before a round is created.
 
-`--model` is `mlp`, `cnn` (activebayes.nets.default_model), `auto` (cli/_model_auto.py),
-`pkg.module:factory` (imported like `python -m` would, the working directory first on the path)
-or `path/to/file.py:factory` (the file imported by its path). The factory is a user's
-zero-argument callable returning a fresh `torch.nn.Module` that outputs logits [N, C]; it is
-called once per network built. Everything is resolved and checked before a round starts, so a
-mistake leaves the database unchanged.
+`--model` (`mlp`, `cnn`, `auto`, `pkg.module:factory` or `path/to/file.py:factory`) becomes a
+checked factory in `cli/_model_spec.py` (its names are importable from here too). The factory is
+a user's zero-argument callable returning a fresh `torch.nn.Module` that outputs logits [N, C];
+it is called once per network built. Everything is resolved and checked before a round starts,
+so a mistake leaves the database unchanged.
 """
 
 from __future__ import annotations
 
 import difflib
 import functools
-import hashlib
-import importlib
-import importlib.util
 import json
 import math
-import os
 import shlex
-import sys
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from activebayes.errors import ConfigError
 from activebayes_cli._app import CliError
+from activebayes_cli._model_spec import AUTO_MODEL, model_factory, normalize_model_spec  # noqa: F401  (re-exported)
 
 #: The posteriors `activebayes round` can build around a network.
 CLI_POSTERIORS = ("mc-dropout", "deep-ensemble", "snapshot-ensemble", "laplace", "swag", "mfvi", "batch-ensemble")
@@ -107,13 +101,9 @@ def check_task_options(task: str, posterior: str, acquisition: str) -> None:
 #: before the rename hold a deep ensemble's "n_members" or a snapshot ensemble's "n_snapshots".
 SAMPLE_KEYS = ("n_samples", "n_members", "n_snapshots")
 EPOCH_KEYS = ("epochs", "epochs_per_cycle")
-BUILTIN_MODELS = ("mlp", "cnn")
 #: The default training of a network posterior (`activebayes.training.sized_training`): at least
 #: 500 optimiser steps (and 50 epochs) however few the labels, weight decay λ/N with λ = 1.
 TRAINING_DEFAULTS = {"min_epochs": 50, "min_steps": 500, "prior_precision": 1.0}
-MODEL_FORMS = "mlp, cnn, auto, pkg.mod:factory or path/to/file.py:factory"
-#: `--model auto`: MLPs of a few widths, the one of highest Laplace evidence each round (cli/_model_auto.py).
-AUTO_MODEL = "auto"
 
 
 #: Constructor arguments `round` sets through its own flags, never through --option (a
@@ -251,113 +241,6 @@ def check_posterior_name(name: str, task: str = "classification") -> None:
     close = difflib.get_close_matches(name, allowed, n=1)
     hint = f" (did you mean {close[0]}?)" if close else ""
     raise CliError(f"--posterior: unknown name {name!r}", f"choose one of {choices}{hint}")
-
-
-def _split_spec(spec: str) -> tuple[str, str]:
-    """('pkg.module' or 'path/to/file.py', 'factory') of a --model spec."""
-    target, _, attr = spec.rpartition(":")
-    if not target or not attr:
-        raise CliError(f"--model: expected {MODEL_FORMS}, got {spec!r}", "pass e.g. --model mypkg.nets:make_net or --model ./nets.py:make_net")
-    return target, attr
-
-
-def _is_path(target: str) -> bool:
-    return target.endswith(".py") or "/" in target or os.sep in target
-
-
-def normalize_model_spec(spec: str) -> str:
-    """The spec as a round records it: a file's path made absolute, anything else as given."""
-    if spec in BUILTIN_MODELS or spec == AUTO_MODEL:
-        return spec
-    target, attr = _split_spec(spec)
-    if _is_path(target):
-        return f"{Path(target).expanduser().resolve()}:{attr}"
-    return spec
-
-
-def _import_file(spec: str, target: str) -> Any:
-    path = Path(target).expanduser()
-    if not path.is_file():
-        raise CliError(f"--model {spec}: no file at {path}", "give the path of a .py file (relative to the current folder) before the colon")
-    path = path.resolve()
-    name = "_activebayes_model_" + hashlib.sha256(str(path).encode()).hexdigest()[:16]
-    loader_spec = importlib.util.spec_from_file_location(name, path)
-    if loader_spec is None or loader_spec.loader is None:
-        raise CliError(f"--model {spec}: {path} is not a Python file", "give the path of a .py file before the colon")
-    module = importlib.util.module_from_spec(loader_spec)
-    if str(path.parent) not in sys.path:  # like `python file.py`: the file's own folder imports
-        sys.path.insert(0, str(path.parent))
-    sys.modules[name] = module  # dataclasses and pickling look their module up here
-    try:
-        loader_spec.loader.exec_module(module)
-    except (Exception, SystemExit) as exc:  # the user's file (even sys.exit() in it): one line
-        sys.modules.pop(name, None)
-        raise CliError(f"--model {spec}: importing {path} failed ({type(exc).__name__}: {exc})", "fix the file") from exc
-    return module
-
-
-def _import_module(spec: str, module_name: str) -> Any:
-    if os.getcwd() not in sys.path:  # like `python -m`: modules in the working directory import
-        sys.path.insert(0, os.getcwd())
-    try:
-        return importlib.import_module(module_name)
-    except (ImportError, TypeError, ValueError) as exc:
-        raise CliError(
-            f"--model: cannot import module {module_name!r} ({type(exc).__name__}: {exc})",
-            "check the spelling and that the module is on PYTHONPATH (run from its folder), or give a file as path/to/file.py:factory",
-        ) from exc
-    except (Exception, SystemExit) as exc:  # the module's own code failed (or exited) while importing
-        sys.modules.pop(module_name, None)
-        raise CliError(f"--model {spec}: importing module {module_name!r} failed ({type(exc).__name__}: {exc})", "fix the module") from exc
-
-
-def import_factory(spec: str) -> Callable[[], Any]:
-    """The callable named by 'pkg.module:factory' or 'path/to/file.py:factory' (dots after the
-    colon walk attributes)."""
-    target, attr = _split_spec(spec)
-    module = _import_file(spec, target) if _is_path(target) else _import_module(spec, target)
-    found: Any = module
-    for part in attr.split("."):
-        if not hasattr(found, part):
-            close = difflib.get_close_matches(part, [n for n in dir(found) if not n.startswith("_")], n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            raise CliError(f"--model: module {target!r} has no attribute {attr!r}{hint}", "check the name after the colon")
-        found = getattr(found, part)
-    if not callable(found):
-        raise CliError(f"--model: {spec!r} is not callable", "point at a function returning a torch.nn.Module")
-    return found
-
-
-def model_factory(spec: str, input_shape: Sequence[int], n_classes: int) -> Callable[[], Any]:
-    """The model factory for `--model` (checked: a user factory must build an nn.Module)."""
-    from torch import nn
-
-    from activebayes.nets import ModelKind, default_model
-
-    if spec == AUTO_MODEL:  # the checks before a round run on an MLP; the round chooses among its candidates
-        spec = "mlp"
-    if spec in {kind.value for kind in ModelKind}:
-        try:
-            return default_model(spec, input_shape, n_classes)
-        except ConfigError as exc:
-            raise CliError(
-                f"--model {spec}: does not fit items of shape {tuple(input_shape)} ({exc})",
-                "use --model mlp, or images [1, H, W] for cnn (pool add --image-layout chw)",
-            ) from exc
-    factory = import_factory(spec)
-    try:
-        model = factory()
-    except (Exception, SystemExit) as exc:  # the user's code (even sys.exit() in it): one line
-        raise CliError(f"--model: calling {spec}() failed: {type(exc).__name__}: {exc}", "fix the factory") from exc
-    if not isinstance(model, nn.Module):
-        raise CliError(
-            f"--model: {spec}() returned {type(model).__name__}, not a torch.nn.Module",
-            "return a fresh network from the factory",
-        )
-    from activebayes_cli._user_network import check_user_network
-
-    check_user_network(spec, model, factory)
-    return factory
 
 
 class SizedFit:
