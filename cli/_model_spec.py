@@ -4,7 +4,8 @@ The spec is `mlp`, `cnn` (activebayes.nets.default_model), `auto` (cli/_model_au
 `pkg.module:factory` (imported like `python -m` would, the working directory first on the path)
 or `path/to/file.py:factory` (the file imported by its path, its folder first on the path). A
 user's factory is called once here and must return a `torch.nn.Module` (`_user_network` checks
-it further); every failure is one CliError line.
+it further), and `check_model_output` runs two pool items through the network (logits [2, C]);
+every failure is one CliError line.
 """
 
 from __future__ import annotations
@@ -133,3 +134,25 @@ def model_factory(spec: str, input_shape: Sequence[int], n_classes: int) -> Call
 
     check_user_network(spec, model, factory)
     return factory
+
+
+def check_model_output(model_fn: Any, x: Any, n_classes: int, spec: str) -> None:
+    """Build the network once and run two items through it: logits [2, C] expected."""
+    import numpy as np
+    import torch
+
+    try:
+        with torch.no_grad():
+            out = model_fn().to("cpu").eval()(torch.from_numpy(np.array(x[:2])).float())  # a writable copy: the cache is mapped read-only
+    except Exception as exc:  # the user's network or a shape mismatch: one line
+        raise CliError(
+            f"--model {spec}: a forward pass on items of shape {tuple(x.shape[1:])} failed ({type(exc).__name__}: {exc})",
+            f"make the network take items of shape {tuple(x.shape[1:])} (an image folder's size is set by pool add --image-size; "
+            "IDX images become [1, H, W] with --image-layout chw)",
+        ) from exc
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != (min(2, x.shape[0]), n_classes):
+        got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        raise CliError(
+            f"--model {spec}: expected logits [N, {n_classes}] for the project's {n_classes} classes, got {got}",
+            f"make the network output {n_classes} values per item",
+        )

@@ -64,9 +64,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
-import numpy as np
 import typer
-from rich.table import Table
 
 from activebayes_cli._app import INTERRUPTED, CliError, command_group
 from activebayes_cli._context import check_device, state
@@ -77,7 +75,8 @@ from activebayes_cli._options import given as option_given
 from activebayes_cli._output import early_round_note, round_csv_name
 from activebayes_cli._round_options import RoundOptions, differences, recorded_options
 from activebayes_cli._targets import check_targets
-from activebayes_cli._round_file import check_round_file, prediction_text, write_round_csv
+from activebayes_cli._queries_table import queries_table
+from activebayes_cli._round_file import check_round_file, write_round_csv
 from activebayes_cli._task_ids import query_ids
 
 app = command_group()
@@ -108,64 +107,11 @@ class OracleKind(str, Enum):
     truth = "truth"
 
 
-# ---- the round file ----------------------------------------------------------------------------
 # ---- output ------------------------------------------------------------------------------------
 def command(st: Any, *words: str) -> str:
     """The command line a hint suggests (with --project when the database holds several)."""
     suggest = getattr(st, "next_command", None)
     return suggest(*words) if suggest is not None else " ".join(["activebayes", *words])
-
-
-def score_text(score: float) -> str:
-    """An acquisition score for the queries table: four decimals, or four significant digits where
-    four decimals would show 0.0000 for a non-zero score (EPIG and BALD of a confident posterior are
-    often 1e-5 nats) or run long (a variance of 12,345)."""
-    return f"{score:.4f}" if score == 0 or 1e-3 <= abs(score) < 1e4 else f"{score:.3e}"
-
-
-def queries_table(title: str, queries: list[Any], task: str = "classification", writing: str = "plain", show_guess: bool = False,
-                  ids: dict[str, str] | None = None) -> Table:  # fmt: skip
-    """rank, key (with `ids`, query: each key's opaque id, `_task_ids`, where the keys could name
-    the class), score, with `show_guess` the round's prediction (when any query has one), and the
-    label so far, numbers with the project's decimal mark (`writing`), as in its round file."""
-    from activebayes.data.number_style import marked
-
-    table = Table(title=title)
-    table.add_column("rank", justify="right")
-    table.add_column("key" if ids is None else "query", overflow="fold")
-    table.add_column("score", justify="right")
-    predicted = show_guess and any(q.prediction for q in queries)
-    if predicted:
-        table.add_column("predicted")
-    table.add_column("label")
-    for q in queries:
-        cells = [str(q.rank + 1), q.key if ids is None else ids[q.key], marked(score_text(q.score), writing)]
-        if predicted:
-            cells.append(prediction_text(q.prediction, writing))
-        label = "" if q.value is None else marked(q.value, writing) if task == "regression" else q.value
-        table.add_row(*cells, label)
-    return table
-
-
-def check_model_output(model_fn: Any, x: Any, n_classes: int, spec: str) -> None:
-    """Build the network once and run two items through it: logits [2, C] expected."""
-    import torch
-
-    try:
-        with torch.no_grad():
-            out = model_fn().to("cpu").eval()(torch.from_numpy(np.array(x[:2])).float())  # a writable copy: the cache is mapped read-only
-    except Exception as exc:  # the user's network or a shape mismatch: one line
-        raise CliError(
-            f"--model {spec}: a forward pass on items of shape {tuple(x.shape[1:])} failed ({type(exc).__name__}: {exc})",
-            f"make the network take items of shape {tuple(x.shape[1:])} (an image folder's size is set by pool add --image-size; "
-            "IDX images become [1, H, W] with --image-layout chw)",
-        ) from exc
-    if not isinstance(out, torch.Tensor) or tuple(out.shape) != (min(2, x.shape[0]), n_classes):
-        got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-        raise CliError(
-            f"--model {spec}: expected logits [N, {n_classes}] for the project's {n_classes} classes, got {got}",
-            f"make the network output {n_classes} values per item",
-        )
 
 
 # ---- the command -------------------------------------------------------------------------------
@@ -207,6 +153,7 @@ def round_(
     from activebayes_cli._model_auto import choice_text, round_model
     from activebayes.oracles import NoTruthError, truth_oracle
     from activebayes.store import RoundStatus, RoundStep
+    from activebayes_cli._model_spec import check_model_output
     from activebayes_cli._trial import check_posterior, check_regression_posterior
     from activebayes_cli._model import (
         NO_MODEL,

@@ -336,7 +336,7 @@ def test_queries_table_shows_the_round_s_predictions():
 
     from rich.console import Console
 
-    from activebayes_cli.round_ import queries_table
+    from activebayes_cli._queries_table import queries_table
 
     def shown(queries, *how) -> str:
         console = Console(width=120, record=True)
@@ -359,7 +359,7 @@ def test_queries_table_shows_the_round_s_predictions():
 def test_queries_table_shows_tiny_and_huge_scores_in_significant_digits():
     """Four decimals where they say something (0.5000, 0.0000 for a random round's zeros); a score
     of 2.254e-05 nats (EPIG of a confident posterior) or a variance of 12,345.6 in scientific form."""
-    from activebayes_cli.round_ import score_text
+    from activebayes_cli._queries_table import score_text
 
     assert [score_text(v) for v in (0.5, 0.0, 2.254056e-05, -3e-4, 12345.6, 0.001)] == [
         "0.5000", "0.0000", "2.254e-05", "-3.000e-04", "1.235e+04", "0.0010"]
