@@ -42,6 +42,7 @@ import torch
 from torch import Tensor, nn
 
 from activebayes._device import resolve_device
+from activebayes._optimizers import Adam
 from activebayes.errors import ConfigError
 from activebayes.posteriors._curvature import maximise_scalar_evidence
 from activebayes.posteriors._gram import fit_network_curvature
@@ -138,7 +139,7 @@ class OnlineMarglik:
         self.log_prior = torch.full((count,), math.log(config.prior_precision_init), dtype=torch.float64, device=dev, requires_grad=True)
         self.log_sigma = torch.full((1,), math.log(config.sigma_noise_init), dtype=torch.float64, device=dev, requires_grad=True)
         learn_sigma = self.likelihood == "gaussian" and config.learn_noise
-        self.optimizer = torch.optim.Adam([self.log_prior, *([self.log_sigma] if learn_sigma else [])], lr=config.hyper_lr)
+        self.optimizer = Adam([self.log_prior, *([self.log_sigma] if learn_sigma else [])], lr=config.hyper_lr)
         self.owner = torch.cat([torch.full((p.numel(),), i if count > 1 else 0, device=dev) for i, p in enumerate(self.params)])
         self.evidences: list[float] = []
         self.best: tuple[float, dict[str, Tensor], Tensor, Tensor, int] | None = None

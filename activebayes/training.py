@@ -1,7 +1,8 @@
 """The one training routine every posterior shares.
 
 Minimises the mean cross-entropy (classification: integer targets [N]) or the mean squared
-error (regression: float targets [N] or [N, T]) with Adam or SGD, mini-batches drawn in a
+error (regression: float targets [N] or [N, T]) with Adam or SGD (torch.optim's updates, run by
+`activebayes._optimizers` without importing torch._dynamo), mini-batches drawn in a
 seeded order (equal-sized batches), optional early stopping on a held-out split, and hooks for posteriors that need
 the learning rate per step (snapshot ensembles, SWAG) or the weights after each epoch.
 For regression posteriors, the Gaussian likelihood's noise σ² is fitted after training from the
@@ -22,6 +23,7 @@ import torch
 from torch import Tensor, nn
 
 from activebayes._device import resolve_device
+from activebayes._optimizers import SGD, Adam
 from activebayes.debias import current_sample_weights, weighted_epoch_order
 from activebayes.errors import ConfigError, ShapeError
 
@@ -240,9 +242,9 @@ def train(
 
     params = [p for p in model.parameters() if p.requires_grad] if param_groups is None else param_groups
     if config.optimizer == "adam":
-        optimizer = torch.optim.Adam(params, lr=config.lr, weight_decay=config.weight_decay)
+        optimizer: Adam | SGD = Adam(params, lr=config.lr, weight_decay=config.weight_decay)
     else:
-        optimizer = torch.optim.SGD(params, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
+        optimizer = SGD(params, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
 
     best = BestWeights(config)
     step = 0

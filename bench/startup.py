@@ -21,6 +21,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -66,17 +68,26 @@ def make_project(folder: Path, pythonpath: str) -> None:
         run(args, folder, pythonpath)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+@contextmanager
+def compared_project(doc: str, prefix: str) -> Iterator[tuple[argparse.Namespace, Path, dict[str, str]]]:
+    """(the parsed --repeats and --old-src of a script described by `doc`'s first line, a
+    temporary folder holding the 300-row project made with this checkout's code, the PYTHONPATH
+    of each tree timed: {"old": ..., "now": ...}, "old" only with --old-src)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--old-src", type=Path, default=None, help="an earlier tree (activebayes/, cli/) to time against")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="startup-") as name:
+    with tempfile.TemporaryDirectory(prefix=prefix) as name:
         folder = Path(name)
         ways = {"now": source_path(ROOT, folder)}
         if args.old_src is not None:
             ways = {"old": source_path(args.old_src.resolve(), folder), **ways}
         make_project(folder, ways["now"])
+        yield args, folder, ways
+
+
+def main() -> None:
+    with compared_project(__doc__, "startup-") as (args, folder, ways):
         seconds: dict[tuple[str, str], list[float]] = {}
         for _ in range(args.repeats):
             for command in COMMANDS:

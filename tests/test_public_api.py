@@ -27,7 +27,7 @@ LAYERS = {
     1: ("errors", "predictive", "metrics", "_device", "_memory", "distributed", "estimates", "estimate_intervals", "per_item_losses", "active_testing_proposal", "stopping", "round_estimates", "likelihoods",
         "target_units", "same_rows", "row_weights"),
     2: ("acquisition", "active_testing"),
-    3: ("nets", "training", "gaussian_likelihood", "posteriors", "debias", "marglik", "model_selection"),
+    3: ("nets", "_optimizers", "training", "gaussian_likelihood", "posteriors", "debias", "marglik", "model_selection"),
     4: ("scoring",),
     5: ("store", "data"),
     6: ("oracles",),

@@ -31,6 +31,7 @@ from torch import Tensor, nn
 from torch.func import vmap
 
 from activebayes._device import resolve_device
+from activebayes._optimizers import SGD, Adam
 from activebayes.batched_runs.stacked_network import RunsRandomness, StackedSequential, stacking_refusal_for
 from activebayes.debias import current_sample_weights
 from activebayes.errors import ConfigError, ShapeError
@@ -85,9 +86,9 @@ def train_stacked(
     sites = stacked.sites(x_train[0, :1])
     leaves = stacked.leaves()
     if config.optimizer == "adam":
-        optimizer: torch.optim.Optimizer = torch.optim.Adam(leaves, lr=config.lr, weight_decay=config.weight_decay)
+        optimizer: Adam | SGD = Adam(leaves, lr=config.lr, weight_decay=config.weight_decay)
     else:
-        optimizer = torch.optim.SGD(leaves, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
+        optimizer = SGD(leaves, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
     steps = epoch_steps(n, config)
     runs = torch.arange(len(models), device=dev)[:, None]
     batched_loss = vmap(task_loss)  # [R, b, C], [R, b] -> [R]: each run's mean cross-entropy
