@@ -29,7 +29,6 @@ def check_posterior(
 
     from activebayes._device import resolve_device
     from activebayes.posteriors.mc_dropout import _MASKED
-    from activebayes.scoring import score_pool
 
     if name == "mc-dropout" and not any(isinstance(m, _MASKED) for m in model_fn().modules()):
         raise CliError(
@@ -45,10 +44,7 @@ def check_posterior(
     try:
         with torch.random.fork_rng(devices=[]):
             posterior = factory(seed=0).fit(items, y)
-            scored, score_fn = trial_scoring(posterior, items, acquisition)
-            scores = score_pool(scored, items, score_fn, batch_size=n, device=device).scores
-            if tuple(scores.shape) != (n,):
-                raise ValueError(f"expected {n} acquisition scores, got shape {tuple(scores.shape)}")
+            scores = trial_scores(posterior, items, acquisition, device)
             with torch.inference_mode():
                 probs = posterior.predict_proba(items.to(resolve_device(device)))
                 if tuple(probs.shape) != (n, n_classes):
@@ -76,7 +72,6 @@ def check_regression_posterior(
     import torch
 
     from activebayes.predictive import GaussianPredictive
-    from activebayes.scoring import score_pool
 
     n = min(3, x.shape[0])
     items = torch.from_numpy(np.array(x[:n])).float()
@@ -107,10 +102,7 @@ def check_regression_posterior(
     check_joint_samples(acquisition, name, options)
     try:
         with torch.random.fork_rng(devices=[]):
-            scored, score_fn = trial_scoring(posterior, items, acquisition)
-            scores = score_pool(scored, items, score_fn, batch_size=n, device=device).scores
-            if tuple(scores.shape) != (n,):
-                raise ValueError(f"expected {n} acquisition scores, got shape {tuple(scores.shape)}")
+            trial_scores(posterior, items, acquisition, device)
             if acquisition.needs_model:
                 from activebayes.acquisition.nipv import nipv_select
 
@@ -123,15 +115,23 @@ def check_regression_posterior(
         ) from exc
 
 
-def trial_scoring(posterior: Any, items: Any, acquisition: Any) -> tuple[Any, Callable[[Any], Any]]:
-    """(what `score_pool` predicts with, the score function) of a trial, as a round scores:
-    batch-bald / nipv their pre-filter score, epig the items against themselves as targets."""
+def trial_scores(posterior: Any, items: Any, acquisition: Any, device: str) -> Any:
+    """The trial items' scores [n], by `score_pool` as a round scores: batch-bald / nipv their
+    pre-filter score, epig the items against themselves as targets (ValueError for another shape)."""
+    from activebayes.scoring import score_pool
+
+    scored, score_fn = posterior, acquisition.score
     if getattr(acquisition, "needs_targets", False):
         from activebayes.acquisition.epig import TargetPosterior, paired_epig
 
-        return TargetPosterior(posterior, items), paired_epig
-    joint = acquisition.needs_joint or getattr(acquisition, "needs_model", False)
-    return posterior, acquisition.prefilter_score if joint else acquisition.score
+        scored, score_fn = TargetPosterior(posterior, items), paired_epig
+    elif acquisition.needs_joint or getattr(acquisition, "needs_model", False):
+        score_fn = acquisition.prefilter_score
+    n = items.shape[0]
+    scores = score_pool(scored, items, score_fn, batch_size=n, device=device).scores
+    if tuple(scores.shape) != (n,):
+        raise ValueError(f"expected {n} acquisition scores, got shape {tuple(scores.shape)}")
+    return scores
 
 
 def check_joint_samples(acquisition: Any, name: str, options: Mapping[str, Any] | None) -> None:
