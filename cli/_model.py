@@ -299,16 +299,13 @@ def _import_file(spec: str, target: str) -> Any:
 def _import_module(spec: str, module_name: str) -> Any:
     if os.getcwd() not in sys.path:  # like `python -m`: modules in the working directory import
         sys.path.insert(0, os.getcwd())
+    from activebayes_cli._user_network import import_failure
+
     try:
         return importlib.import_module(module_name)
-    except (ImportError, TypeError, ValueError) as exc:
-        raise CliError(
-            f"--model: cannot import module {module_name!r} ({type(exc).__name__}: {exc})",
-            "check the spelling and that the module is on PYTHONPATH (run from its folder), or give a file as path/to/file.py:factory",
-        ) from exc
-    except (Exception, SystemExit) as exc:  # the module's own code failed (or exited) while importing
+    except (Exception, SystemExit) as exc:  # not found, or the module's own code failed (or exited) while importing
         sys.modules.pop(module_name, None)
-        raise CliError(f"--model {spec}: importing module {module_name!r} failed ({type(exc).__name__}: {exc})", "fix the module") from exc
+        raise import_failure(spec, module_name, exc) from exc
 
 
 def import_factory(spec: str) -> Callable[[], Any]:
@@ -344,18 +341,19 @@ def model_factory(spec: str, input_shape: Sequence[int], n_classes: int) -> Call
                 f"--model {spec}: does not fit items of shape {tuple(input_shape)} ({exc})",
                 "use --model mlp, or images [1, H, W] for cnn (pool add --image-layout chw)",
             ) from exc
+    from activebayes_cli._user_network import call_failure, check_no_arguments, check_user_network
+
     factory = import_factory(spec)
+    check_no_arguments(spec, factory)
     try:
         model = factory()
     except (Exception, SystemExit) as exc:  # the user's code (even sys.exit() in it): one line
-        raise CliError(f"--model: calling {spec}() failed: {type(exc).__name__}: {exc}", "fix the factory") from exc
+        raise call_failure(spec, exc, f"calling {spec}()") from exc
     if not isinstance(model, nn.Module):
         raise CliError(
             f"--model: {spec}() returned {type(model).__name__}, not a torch.nn.Module",
             "return a fresh network from the factory",
         )
-    from activebayes_cli._user_network import check_user_network
-
     check_user_network(spec, model, factory)
     return factory
 

@@ -77,6 +77,7 @@ from activebayes_cli._options import given as option_given
 from activebayes_cli._output import early_round_note, round_csv_name
 from activebayes_cli._round_options import RoundOptions, differences, recorded_options
 from activebayes_cli._targets import check_targets
+from activebayes_cli._user_network import check_model_output
 from activebayes_cli._round_file import check_round_file, prediction_text, write_round_csv
 from activebayes_cli._task_ids import query_ids
 
@@ -145,27 +146,6 @@ def queries_table(title: str, queries: list[Any], task: str = "classification", 
         label = "" if q.value is None else marked(q.value, writing) if task == "regression" else q.value
         table.add_row(*cells, label)
     return table
-
-
-def check_model_output(model_fn: Any, x: Any, n_classes: int, spec: str) -> None:
-    """Build the network once and run two items through it: logits [2, C] expected."""
-    import torch
-
-    try:
-        with torch.no_grad():
-            out = model_fn().to("cpu").eval()(torch.from_numpy(np.array(x[:2])).float())  # a writable copy: the cache is mapped read-only
-    except Exception as exc:  # the user's network or a shape mismatch: one line
-        raise CliError(
-            f"--model {spec}: a forward pass on items of shape {tuple(x.shape[1:])} failed ({type(exc).__name__}: {exc})",
-            f"make the network take items of shape {tuple(x.shape[1:])} (an image folder's size is set by pool add --image-size; "
-            "IDX images become [1, H, W] with --image-layout chw)",
-        ) from exc
-    if not isinstance(out, torch.Tensor) or tuple(out.shape) != (min(2, x.shape[0]), n_classes):
-        got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-        raise CliError(
-            f"--model {spec}: expected logits [N, {n_classes}] for the project's {n_classes} classes, got {got}",
-            f"make the network output {n_classes} values per item",
-        )
 
 
 # ---- the command -------------------------------------------------------------------------------
