@@ -292,7 +292,9 @@ def _import_file(spec: str, target: str) -> Any:
         loader_spec.loader.exec_module(module)
     except (Exception, SystemExit) as exc:  # the user's file (even sys.exit() in it): one line
         sys.modules.pop(name, None)
-        raise CliError(f"--model {spec}: importing {path} failed ({type(exc).__name__}: {exc})", "fix the file") from exc
+        from activebayes_cli._user_network import import_fix
+
+        raise CliError(f"--model {spec}: importing {path} failed ({type(exc).__name__}: {exc})", import_fix(exc, "fix the file")) from exc
     return module
 
 

@@ -87,8 +87,14 @@ def import_failure(spec: str, module_name: str, exc: BaseException) -> CliError:
             f"--model: cannot import module {module_name!r} ({type(exc).__name__}: {exc})",
             "check the spelling and that the module is on PYTHONPATH (run from its folder), or give a file as path/to/file.py:factory",
         )
-    fix = f"install {missing!r} in this environment, or fix the import" if missing else "fix the module"
-    return CliError(f"--model {spec}: importing module {module_name!r} failed ({type(exc).__name__}: {exc})", fix)
+    return CliError(f"--model {spec}: importing module {module_name!r} failed ({type(exc).__name__}: {exc})", import_fix(exc, "fix the module"))
+
+
+def import_fix(exc: BaseException, otherwise: str) -> str:
+    """How to fix code that failed to import with `exc`: install the package a
+    ModuleNotFoundError names, else `otherwise`."""
+    missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+    return f"install {missing!r} in this environment, or fix the import" if missing else otherwise
 
 
 def call_failure(spec: str, exc: BaseException, when: str) -> CliError:
@@ -153,4 +159,4 @@ def output_mistake(out: Any, n_classes: int) -> str | None:
     return f"forward returns a {type(out).__name__}, not a tensor; return the {want} from forward"
 
 
-__all__ = ["call_failure", "check_model_output", "check_no_arguments", "check_user_network", "import_failure", "output_mistake"]
+__all__ = ["call_failure", "check_model_output", "check_no_arguments", "check_user_network", "import_failure", "import_fix", "output_mistake"]

@@ -134,3 +134,6 @@ def test_a_module_whose_own_import_fails_is_not_called_misspelt(images):
     assert_mistake(result, "importing module 'userpkg_broken_import.nets' failed (ModuleNotFoundError: No module named 'some_package_not_installed')",
                    "install 'some_package_not_installed'")  # fmt: skip
     assert "PYTHONPATH" not in result.stderr
+    Path("broken_nets.py").write_text(BROKEN_MODULE)  # the same as a file: the same fix
+    assert_mistake(run("round", "--k", "2", "--model", "broken_nets.py:make"), "broken_nets.py failed (ModuleNotFoundError",
+                   "install 'some_package_not_installed'")  # fmt: skip
