@@ -180,3 +180,14 @@ def test_names_a_mac_stores_decomposed_match_the_keys_typed_in_a_truth_file_and_
     ok("label", "--from", "answers.csv")
     exported = ok("export", "-").stdout
     assert unicodedata.normalize("NFD", "naïve.png") in exported and ",dog" in exported
+
+
+def test_sixteen_bit_images_of_a_twelve_bit_camera_are_noted_with_their_grey_levels(db, tmp_path):
+    from PIL import Image
+
+    for c, top in (("cat", 4095), ("dog", 2000)):
+        (tmp_path / "imgs" / c).mkdir(parents=True)
+        Image.fromarray(np.array([[0, top], [top, 0]], dtype=np.uint16)).save(tmp_path / "imgs" / c / "0.png")
+    out = " ".join(ok("pool", "add", str(tmp_path / "imgs"), "--labels-from-folders").stdout.split())
+    assert "2 16-bit image(s) hold values up to 4095 of 0-65535 only, e.g. 'cat/0.png'" in out
+    assert "so they keep 17 grey level(s) of 256; stretch them to 0-65535" in out

@@ -33,10 +33,10 @@ def test_transparent_pixels_are_laid_on_white_as_the_page_shows_them(tmp_path):
     rgba[1, 0] = [255, 0, 0, 0]  # clear, red underneath: shows white all the same
     rgba[1, 1] = [0, 100, 200, 128]  # half: 128/255 of the colour, 127/255 of white
     pil(rgba, "RGBA").save(tmp_path / "a.png")
-    px, original = decode_image(tmp_path, "a.png", None)
+    px, original, deep = decode_image(tmp_path, "a.png", None)
     a = 128 / 255
     half = [round(a * c + (1 - a) * 255) for c in (0, 100, 200)]
-    assert original == (2, 2)
+    assert original == (2, 2) and deep is None  # not a 16-bit image
     assert px.tolist() == [[[0, 0, 0], [255, 255, 255]], [[255, 255, 255], half]]
     assert half == [127, 177, 227]  # 128/255 * c + 127
 
@@ -72,7 +72,8 @@ def test_a_folder_converted_when_alpha_was_dropped_appends_the_same_way(tmp_path
 
 def test_sixteen_and_thirty_two_bit_pixels_scale_and_out_of_range_ones_are_refused(tmp_path):
     pil(np.array([[0, 257, 65535]], np.uint16)).save(tmp_path / "s.png")
-    assert decode_image(tmp_path, "s.png", None)[0][..., 0].tolist() == [[0, 1, 255]]
+    px, _, deep = decode_image(tmp_path, "s.png", None)
+    assert px[..., 0].tolist() == [[0, 1, 255]] and deep == 65535
     pil(np.array([[0, 70000]], np.int32)).save(tmp_path / "i.tif")
     with pytest.raises(DataError, match=r"'i.tif' holds pixel values from 0 to 70000, outside 0-65535; save it as an 8-bit"):
         decode_image(tmp_path, "i.tif", None)
@@ -133,3 +134,16 @@ def test_a_decompression_bomb_is_named_with_its_size_and_the_warning_below_it_is
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 40)
     with pytest.raises(DataError, match=r"'a.png' is 100 pixels, more than Pillow reads; shrink it"):
         decode_image(tmp_path, "a.png", None)
+
+
+def test_sixteen_bit_images_that_use_twelve_bits_or_fewer_are_noted(tmp_path):
+    """12-bit camera images (values up to 4095) read on the 0-65535 scale keep 16 grey levels:
+    the summary names them; one image reaching 4096 or above (13 bits) and none is noted."""
+    src = tmp_path / "src"
+    src.mkdir()
+    pil(np.array([[0, 100]], np.uint16)).save(src / "a.png")
+    pil(np.array([[0, 4095]], np.uint16)).save(src / "b.png")
+    _, summary = convert_folder(src, tmp_path / "cache")
+    assert summary["dim_deep"] == {"images": 2, "max": 4095, "example": "b.png"}
+    pil(np.array([[0, 4096]], np.uint16)).save(src / "c.png")
+    assert convert_folder(src, tmp_path / "cache")[1]["dim_deep"] is None

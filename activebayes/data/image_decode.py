@@ -36,10 +36,11 @@ _ALPHA_MODES = ("RGBA", "LA", "PA", "RGBa", "La")
 
 def decode_image(
     folder: Path, rel: str, size: tuple[int, int] | None, *, alpha_on_white: bool = True
-) -> tuple[np.ndarray, tuple[int, int]]:
-    """(uint8 [H, W, 3] pixels, upright (H, W) before any resize) of image `folder/rel`, resized
-    to `size` (H, W) when given (bilinear, aspect ratio not kept); DataError naming it when it
-    cannot be read or its pixels' range is not one of those read (module docstring)."""
+) -> tuple[np.ndarray, tuple[int, int], int | None]:
+    """(uint8 [H, W, 3] pixels, upright (H, W) before any resize, the largest pixel value of a
+    16- or 32-bit integer image or None) of image `folder/rel`, resized to `size` (H, W) when
+    given (bilinear, aspect ratio not kept); DataError naming it when it cannot be read or its
+    pixels' range is not one of those read (module docstring)."""
     from PIL import Image, ImageOps
 
     path = folder / rel
@@ -50,11 +51,12 @@ def decode_image(
                 img.load()
                 img = ImageOps.exif_transpose(img)  # upright, as viewers show it
                 original = (img.height, img.width)
+                deep = int(np.asarray(img).max()) if img.mode in _WHOLE_INT else None
                 img = _eight_bit(img, folder, rel)
                 img = _on_white(img) if alpha_on_white else img.convert("RGB")
                 if size is not None and (img.height, img.width) != size:
                     img = img.resize((size[1], size[0]), Image.Resampling.BILINEAR)
-                return np.asarray(img, dtype=np.uint8), original
+                return np.asarray(img, dtype=np.uint8), original, deep
     except DataError:
         raise
     except Image.DecompressionBombError as exc:

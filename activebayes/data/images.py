@@ -67,6 +67,8 @@ UNREAD_PICTURES_FIX = "convert them to PNG or JPEG to include them"
 SYSTEM_FILES = frozenset({"thumbs.db", "ehthumbs.db", "ehthumbs_vista.db", "desktop.ini"})
 #: without a size to resize to, an image of more pixels is refused (module docstring)
 MAX_PIXELS_UNSIZED = 2048 * 2048
+#: 16-bit images whose values all lie below this (12 bits) are noted (`DecodedImages.dim_deep`)
+DIM_DEEP = 4096
 
 
 @dataclass(frozen=True)
@@ -224,6 +226,17 @@ class DecodedImages:
     rels: list[str]
     unreadable: list[tuple[str, str]]
     stretched: list[tuple[str, tuple[int, int]]] = field(default_factory=list)
+    deep: list[tuple[str, int]] = field(default_factory=list)
+
+    def dim_deep(self) -> dict[str, Any] | None:
+        """When the 16-bit (or 32-bit integer) images all lie below DIM_DEEP: {"images": their
+        number, "max": their largest value, "example": the path of one holding it}; else None.
+        Read on the 0-65535 scale, such images (a 12-bit camera's, 8-bit ones saved as 16-bit)
+        keep round(max / 257) + 1 grey levels of 256."""
+        if not self.deep or max(v for _, v in self.deep) >= DIM_DEEP:
+            return None
+        example, top = max(self.deep, key=lambda d: d[1])
+        return {"images": len(self.deep), "max": top, "example": example}
 
 
 def decode_images(
@@ -236,6 +249,7 @@ def decode_images(
     (H, W)) when given: DataError otherwise, naming both; and without `same_as` the first must
     have at most MAX_PIXELS_UNSIZED pixels. An unreadable image is refused, or with
     `skip_unreadable` left out and listed."""
+    deep: list[tuple[str, int]] = []
     pixels: list[np.ndarray] = []
     kept: list[str] = []
     first = same_as
@@ -243,7 +257,7 @@ def decode_images(
     stretched: list[tuple[str, tuple[int, int]]] = []
     for rel in rels:
         try:
-            arr, original = decode_image(folder, rel, image_size, alpha_on_white=alpha_on_white)
+            arr, original, top = decode_image(folder, rel, image_size, alpha_on_white=alpha_on_white)
         except DataError as exc:
             if not skip_unreadable:
                 raise
@@ -262,9 +276,11 @@ def decode_images(
             stretched.append((rel, original))
         pixels.append(arr)
         kept.append(rel)
+        if top is not None:
+            deep.append((rel, top))
     if not pixels:
         raise DataError(f"image folder {str(folder)!r}: none of its {len(rels)} image(s) is readable, e.g. {unreadable[0][0]!r}")
-    return DecodedImages(np.stack(pixels), kept, unreadable, stretched)
+    return DecodedImages(np.stack(pixels), kept, unreadable, stretched, deep)
 
 
 def _check_unsized(folder: Path, rel: str, size: tuple[int, int], n: int) -> None:
@@ -307,7 +323,7 @@ def convert_folder(
     """Read, check and convert an image folder (see the module docstring); returns (the .npz
     written in `cache_dir`, a summary: images, skipped, skipped_example, size, channels,
     manifest_sha256, unreadable, copies (`same_files`), unread_pictures (`unread_pictures`),
-    stretched (`DecodedImages.stretched`)). Everything is checked before the file is written; DataError
+    stretched (`DecodedImages.stretched`), dim_deep (`DecodedImages.dim_deep`)). Everything is checked before the file is written; DataError
     otherwise. An image that cannot be decoded is refused, or with `skip_unreadable` left out and
     listed in `unreadable` as (path, reason); the manifest records it, so later loads accept it
     as long as it stays unchanged. `hide_keys` (default: `labels_from_folders`): key the items
@@ -350,6 +366,7 @@ def convert_folder(
         "unreadable": images.unreadable,
         "copies": same_files(rels, hashes),
         "stretched": images.stretched,
+        "dim_deep": images.dim_deep(),
     }
     return out, summary
 
