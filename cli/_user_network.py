@@ -151,8 +151,9 @@ def output_mistake(out: Any, n_classes: int) -> str | None:
         return f"expected {want} for the project's {n_classes} classes, got {tuple(out.shape)}; make the network output {n_classes} values per item"
     logits = out.get("logits") if isinstance(out, dict) else getattr(out, "logits", None)
     if isinstance(logits, torch.Tensor):
-        return (f"forward returns a {type(out).__name__} holding .logits, not a tensor; return the logits alone from "
-                "forward (wrap the network: def forward(self, x): return self.net(x).logits)")  # fmt: skip
+        pick = "['logits']" if isinstance(out, dict) else ".logits"
+        return (f"forward returns a {type(out).__name__} holding {pick}, not a tensor; return the logits alone from "
+                f"forward (wrap the network: def forward(self, x): return self.net(x){pick})")  # fmt: skip
     if isinstance(out, (tuple, list)):
         return (f"forward returns a {type(out).__name__} of {len(out)}, not a tensor; return only the {want} from "
                 "forward (wrap the network and pick the logits out)")  # fmt: skip

@@ -98,7 +98,7 @@ def images(cli_db, tmp_path):
         ("goood", ["has no attribute 'goood' (did you mean good?)"]),
         ("needs_args", ["takes n_classes without defaults", "calling it with no arguments", "give it a default"]),
         ("as_tuple", ["forward returns a tuple of 2, not a tensor", "return only the logits [N, 2]"]),
-        ("as_dict", ["forward returns a dict holding .logits", "return self.net(x).logits"]),
+        ("as_dict", ["forward returns a dict holding ['logits']", "return self.net(x)['logits']"]),
         ("as_hf", ["forward returns a HFOutput holding .logits", "return the logits alone"]),
         ("one_logit", ["got (2,): one value per item", "nn.Linear(..., 2)"]),
     ],
