@@ -127,7 +127,7 @@ def check_model_output(model_fn: Any, x: Any, n_classes: int, spec: str) -> None
         raise CliError(
             failure.what,
             f"make the network take items of shape {shape} (an image folder's size is set by pool add --image-size; "
-            "IDX images become [1, H, W] with --image-layout chw)",
+            "IDX images become [1, H, W] with --image-layout chw), or fix the error its forward raises",
         ) from exc
     mistake = output_mistake(out, n_classes)
     if mistake is None and out.shape[0] != min(2, x.shape[0]):

@@ -68,6 +68,17 @@ def one_logit():
 
 def on_gpu():
     return good().to("cuda")
+
+class Fails(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = good()
+
+    def forward(self, x):
+        raise KeyError("no such head")
+
+def fails_in_forward():
+    return Fails()
 """
 
 BROKEN_MODULE = "import some_package_not_installed\n\ndef make():\n    return None\n"
@@ -101,6 +112,7 @@ def images(cli_db, tmp_path):
         ("as_dict", ["forward returns a dict holding ['logits']", "return self.net(x)['logits']"]),
         ("as_hf", ["forward returns a HFOutput holding .logits", "return the logits alone"]),
         ("one_logit", ["got (2,): one value per item", "nn.Linear(..., 2)"]),
+        ("fails_in_forward", ["a forward pass on items of shape (1, 8, 8) failed (KeyError: 'no such head')", "or fix the error its forward raises"]),
     ],
 )  # fmt: skip
 def test_a_network_that_cannot_be_used_as_built_is_refused(images, factory, words):
