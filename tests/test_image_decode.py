@@ -147,3 +147,10 @@ def test_sixteen_bit_images_that_use_twelve_bits_or_fewer_are_noted(tmp_path):
     assert summary["dim_deep"] == {"images": 2, "max": 4095, "example": "b.png"}
     pil(np.array([[0, 4096]], np.uint16)).save(src / "c.png")
     assert convert_folder(src, tmp_path / "cache")[1]["dim_deep"] is None
+
+
+def test_a_text_file_named_png_is_named_as_no_picture(tmp_path):
+    (tmp_path / "notes.png").write_text("not a picture\n")
+    with pytest.raises(DataError, match=r"'notes.png' is not a readable image \(its content is in no picture format Pillow reads, "
+                                        r"whatever its name says\); repair or remove it$"):  # fmt: skip
+        decode_image(tmp_path, "notes.png", None)

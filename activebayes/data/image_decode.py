@@ -66,6 +66,8 @@ def decode_image(
         reason = " ".join(str(exc).split()) or type(exc).__name__
         if path.is_file() and path.stat().st_size == 0:
             reason = "an empty file, 0 bytes"
+        elif reason.startswith("cannot identify image file"):  # Pillow's words, with the whole path again
+            reason = "its content is in no picture format Pillow reads, whatever its name says"
         raise DataError(f"image folder {str(folder)!r}: {rel!r} is not a readable image ({reason}); repair or remove it") from None
 
 
