@@ -33,7 +33,8 @@ def test_transparent_pixels_are_laid_on_white_as_the_page_shows_them(tmp_path):
     rgba[1, 0] = [255, 0, 0, 0]  # clear, red underneath: shows white all the same
     rgba[1, 1] = [0, 100, 200, 128]  # half: 128/255 of the colour, 127/255 of white
     pil(rgba, "RGBA").save(tmp_path / "a.png")
-    px, original, deep = decode_image(tmp_path, "a.png", None)
+    one = decode_image(tmp_path, "a.png", None)
+    px, original, deep = one.pixels, one.original, one.deep_max
     a = 128 / 255
     half = [round(a * c + (1 - a) * 255) for c in (0, 100, 200)]
     assert original == (2, 2) and deep is None  # not a 16-bit image
@@ -43,14 +44,14 @@ def test_transparent_pixels_are_laid_on_white_as_the_page_shows_them(tmp_path):
 
 def test_grey_with_alpha_a_palette_and_a_png_transparent_colour_lie_on_white(tmp_path):
     pil(np.stack([np.full((2, 2), 40, np.uint8), np.array([[255, 0], [0, 255]], np.uint8)], -1), "LA").save(tmp_path / "la.png")
-    assert decode_image(tmp_path, "la.png", None)[0][..., 0].tolist() == [[40, 255], [255, 40]]
+    assert decode_image(tmp_path, "la.png", None).pixels[..., 0].tolist() == [[40, 255], [255, 40]]
     palette = pil(np.array([[0, 1], [1, 0]], np.uint8), "P")
     palette.putpalette([10, 20, 30, 200, 100, 50] + [0] * 762)
     palette.save(tmp_path / "p.png", transparency=0)  # colour 0 is transparent
-    assert decode_image(tmp_path, "p.png", None)[0].tolist() == [[[255] * 3, [200, 100, 50]], [[200, 100, 50], [255] * 3]]
+    assert decode_image(tmp_path, "p.png", None).pixels.tolist() == [[[255] * 3, [200, 100, 50]], [[200, 100, 50], [255] * 3]]
     rgb = np.array([[[10, 10, 10], [5, 6, 7]]], np.uint8)
     pil(rgb).save(tmp_path / "t.png", transparency=(10, 10, 10))  # a PNG's tRNS colour
-    assert decode_image(tmp_path, "t.png", None)[0].tolist() == [[[255, 255, 255], [5, 6, 7]]]
+    assert decode_image(tmp_path, "t.png", None).pixels.tolist() == [[[255, 255, 255], [5, 6, 7]]]
 
 
 def test_a_folder_converted_when_alpha_was_dropped_appends_the_same_way(tmp_path):
@@ -72,7 +73,8 @@ def test_a_folder_converted_when_alpha_was_dropped_appends_the_same_way(tmp_path
 
 def test_sixteen_and_thirty_two_bit_pixels_scale_and_out_of_range_ones_are_refused(tmp_path):
     pil(np.array([[0, 257, 65535]], np.uint16)).save(tmp_path / "s.png")
-    px, _, deep = decode_image(tmp_path, "s.png", None)
+    one = decode_image(tmp_path, "s.png", None)
+    px, deep = one.pixels, one.deep_max
     assert px[..., 0].tolist() == [[0, 1, 255]] and deep == 65535
     pil(np.array([[0, 70000]], np.int32)).save(tmp_path / "i.tif")
     with pytest.raises(DataError, match=r"'i.tif' holds pixel values from 0 to 70000, outside 0-65535; save it as an 8-bit"):
@@ -81,7 +83,7 @@ def test_sixteen_and_thirty_two_bit_pixels_scale_and_out_of_range_ones_are_refus
 
 def test_floating_point_pixels_read_on_the_0_255_scale_and_an_ambiguous_0_1_image_is_refused(tmp_path):
     pil(np.array([[0.0, 2.4, 254.6]], np.float32)).save(tmp_path / "f.tif")
-    assert decode_image(tmp_path, "f.tif", None)[0][..., 0].tolist() == [[0, 2, 255]]
+    assert decode_image(tmp_path, "f.tif", None).pixels[..., 0].tolist() == [[0, 2, 255]]
     pil(np.array([[0.0, 0.5, 1.0]], np.float32)).save(tmp_path / "unit.tif")
     with pytest.raises(DataError, match=r"floating-point pixels from 0 to 1, which could be a 0-1 scale"):
         decode_image(tmp_path, "unit.tif", None)
@@ -130,7 +132,7 @@ def test_a_decompression_bomb_is_named_with_its_size_and_the_warning_below_it_is
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 60)  # warned above 60 pixels, refused above 120
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert decode_image(tmp_path, "a.png", None)[1] == (10, 10)
+        assert decode_image(tmp_path, "a.png", None).original == (10, 10)
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 40)
     with pytest.raises(DataError, match=r"'a.png' is 100 pixels, more than Pillow reads; shrink it"):
         decode_image(tmp_path, "a.png", None)
@@ -154,3 +156,15 @@ def test_a_text_file_named_png_is_named_as_no_picture(tmp_path):
     with pytest.raises(DataError, match=r"'notes.png' is not a readable image \(its content is in no picture format Pillow reads, "
                                         r"whatever its name says\); repair or remove it$"):  # fmt: skip
         decode_image(tmp_path, "notes.png", None)
+
+
+def test_an_animation_is_read_as_its_first_frame_and_noted(tmp_path):
+    frames = [pil(np.full((4, 4), v, np.uint8)) for v in (0, 200, 90)]
+    src = tmp_path / "src"
+    src.mkdir()
+    frames[0].save(src / "a.gif", save_all=True, append_images=frames[1:])
+    pil(np.full((4, 4), 30, np.uint8)).save(src / "b.gif")
+    one = decode_image(src, "a.gif", None)
+    assert one.frames == 3 and (one.pixels == 0).all()
+    out, summary = convert_folder(src, tmp_path / "cache")
+    assert summary["animated"] == ["a.gif"]

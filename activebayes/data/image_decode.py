@@ -24,6 +24,7 @@ the user's own files.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -34,13 +35,22 @@ _WHOLE_INT = ("I", "I;16", "I;16B", "I;16L", "I;16N")
 _ALPHA_MODES = ("RGBA", "LA", "PA", "RGBa", "La")
 
 
-def decode_image(
-    folder: Path, rel: str, size: tuple[int, int] | None, *, alpha_on_white: bool = True
-) -> tuple[np.ndarray, tuple[int, int], int | None]:
-    """(uint8 [H, W, 3] pixels, upright (H, W) before any resize, the largest pixel value of a
-    16- or 32-bit integer image or None) of image `folder/rel`, resized to `size` (H, W) when
-    given (bilinear, aspect ratio not kept); DataError naming it when it cannot be read or its
-    pixels' range is not one of those read (module docstring)."""
+@dataclass(frozen=True)
+class DecodedImage:
+    """One image as read: `pixels` uint8 [H, W, 3]; `original` its upright (H, W) before any
+    resize; `deep_max` the largest pixel value of a 16- or 32-bit integer image (None for
+    others); `frames` how many frames the file holds (the first is read)."""
+
+    pixels: np.ndarray
+    original: tuple[int, int]
+    deep_max: int | None = None
+    frames: int = 1
+
+
+def decode_image(folder: Path, rel: str, size: tuple[int, int] | None, *, alpha_on_white: bool = True) -> DecodedImage:
+    """Image `folder/rel` as read (module docstring), resized to `size` (H, W) when given
+    (bilinear, aspect ratio not kept); DataError naming it when it cannot be read or its pixels'
+    range is not one of those read."""
     from PIL import Image, ImageOps
 
     path = folder / rel
@@ -49,6 +59,7 @@ def decode_image(
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             with Image.open(path) as img:
                 img.load()
+                frames = int(getattr(img, "n_frames", 1))
                 img = ImageOps.exif_transpose(img)  # upright, as viewers show it
                 original = (img.height, img.width)
                 deep = int(np.asarray(img).max()) if img.mode in _WHOLE_INT else None
@@ -56,7 +67,7 @@ def decode_image(
                 img = _on_white(img) if alpha_on_white else img.convert("RGB")
                 if size is not None and (img.height, img.width) != size:
                     img = img.resize((size[1], size[0]), Image.Resampling.BILINEAR)
-                return np.asarray(img, dtype=np.uint8), original, deep
+                return DecodedImage(np.asarray(img, dtype=np.uint8), original, deep, frames)
     except DataError:
         raise
     except Image.DecompressionBombError as exc:
@@ -110,4 +121,4 @@ def _on_white(img):  # type: ignore[no-untyped-def]
     return Image.fromarray(np.round(blended).astype(np.uint8), "RGB")
 
 
-__all__ = ["decode_image"]
+__all__ = ["DecodedImage", "decode_image"]

@@ -227,6 +227,7 @@ class DecodedImages:
     unreadable: list[tuple[str, str]]
     stretched: list[tuple[str, tuple[int, int]]] = field(default_factory=list)
     deep: list[tuple[str, int]] = field(default_factory=list)
+    animated: list[str] = field(default_factory=list)
 
     def dim_deep(self) -> dict[str, Any] | None:
         """When the 16-bit (or 32-bit integer) images all lie below DIM_DEEP: {"images": their
@@ -250,6 +251,7 @@ def decode_images(
     have at most MAX_PIXELS_UNSIZED pixels. An unreadable image is refused, or with
     `skip_unreadable` left out and listed."""
     deep: list[tuple[str, int]] = []
+    animated: list[str] = []
     pixels: list[np.ndarray] = []
     kept: list[str] = []
     first = same_as
@@ -257,7 +259,8 @@ def decode_images(
     stretched: list[tuple[str, tuple[int, int]]] = []
     for rel in rels:
         try:
-            arr, original, top = decode_image(folder, rel, image_size, alpha_on_white=alpha_on_white)
+            one = decode_image(folder, rel, image_size, alpha_on_white=alpha_on_white)
+            arr, original = one.pixels, one.original
         except DataError as exc:
             if not skip_unreadable:
                 raise
@@ -276,11 +279,13 @@ def decode_images(
             stretched.append((rel, original))
         pixels.append(arr)
         kept.append(rel)
-        if top is not None:
-            deep.append((rel, top))
+        if one.deep_max is not None:
+            deep.append((rel, one.deep_max))
+        if one.frames > 1:
+            animated.append(rel)
     if not pixels:
         raise DataError(f"image folder {str(folder)!r}: none of its {len(rels)} image(s) is readable, e.g. {unreadable[0][0]!r}")
-    return DecodedImages(np.stack(pixels), kept, unreadable, stretched, deep)
+    return DecodedImages(np.stack(pixels), kept, unreadable, stretched, deep, animated)
 
 
 def _check_unsized(folder: Path, rel: str, size: tuple[int, int], n: int) -> None:
@@ -323,7 +328,8 @@ def convert_folder(
     """Read, check and convert an image folder (see the module docstring); returns (the .npz
     written in `cache_dir`, a summary: images, skipped, skipped_example, size, channels,
     manifest_sha256, unreadable, copies (`same_files`), unread_pictures (`unread_pictures`),
-    stretched (`DecodedImages.stretched`), dim_deep (`DecodedImages.dim_deep`)). Everything is checked before the file is written; DataError
+    stretched (`DecodedImages.stretched`), dim_deep (`DecodedImages.dim_deep`), animated (the
+    images of several frames, of which the first was read)). Everything is checked before the file is written; DataError
     otherwise. An image that cannot be decoded is refused, or with `skip_unreadable` left out and
     listed in `unreadable` as (path, reason); the manifest records it, so later loads accept it
     as long as it stays unchanged. `hide_keys` (default: `labels_from_folders`): key the items
@@ -367,6 +373,7 @@ def convert_folder(
         "copies": same_files(rels, hashes),
         "stretched": images.stretched,
         "dim_deep": images.dim_deep(),
+        "animated": images.animated,
     }
     return out, summary
 
