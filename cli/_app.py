@@ -23,6 +23,10 @@ command and sub-command that does not define the flag itself gets a copy of the 
 (listed in its --help) whose callback switches the shared `Output` on. The option parser itself
 then reads the flag, so an option's value is never mistaken for it. Flags show no `<bool>` type
 in --help.
+
+A Python warning raised while a command runs (a library's note, such as MC dropout's on a network
+that is not an `nn.Sequential`) is printed as its text alone on one stderr line, without the
+source file and line of the code that raised it.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import json
 import re
 import shlex
 import sys
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -188,6 +193,12 @@ def given_value(exc: BaseException, message: str) -> str:
     return f", got {given[0]!r}" if given and isinstance(given[0], str) and repr(given[0]) not in message else ""
 
 
+def _warning_line(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+    """Show a Python warning as one line on stderr, its text alone: not the source file and line
+    a library raised it at, which say nothing to a person running a command."""
+    print(" ".join(str(message).split()), file=sys.stderr if file is None else file, flush=True)
+
+
 def _fail(line: str, as_json: bool = False) -> None:
     """Print the error line (or, under --json, {"error": ..., "exit_code": 2}) and exit 2."""
     if as_json:
@@ -285,7 +296,9 @@ class ActiveBayesGroup(TyperGroup):
             _fail(line, _wants_json(words, getattr(self._root_ctx, "obj", None)))
 
         try:
-            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            with warnings.catch_warnings():  # a library's warning reaches a person as one plain line
+                warnings.showwarning = _warning_line
+                rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except TyperException as exc:  # the option parser's errors (Typer's public base class)
             if type(exc).__name__ == "NoArgsIsHelpError":  # as Typer tells it, without importing it
                 exc.show()  # type: ignore[attr-defined]

@@ -4,8 +4,8 @@ The spec is `mlp`, `cnn` (activebayes.nets.default_model), `auto` (cli/_model_au
 `pkg.module:factory` (imported like `python -m` would, the working directory first on the path)
 or `path/to/file.py:factory` (the file imported by its path, its folder first on the path). A
 user's factory is called once here and must return a `torch.nn.Module` (`_user_network` checks
-it further), and `check_model_output` runs two pool items through the network (logits [2, C]);
-every failure is one CliError line.
+it further, and runs two pool items through it before a round: `check_model_output`); every
+failure is one CliError line.
 """
 
 from __future__ import annotations
@@ -68,23 +68,22 @@ def _import_file(spec: str, target: str) -> Any:
         loader_spec.loader.exec_module(module)
     except (Exception, SystemExit) as exc:  # the user's file (even sys.exit() in it): one line
         sys.modules.pop(name, None)
-        raise CliError(f"--model {spec}: importing {path} failed ({type(exc).__name__}: {exc})", "fix the file") from exc
+        from activebayes_cli._user_network import import_fix
+
+        raise CliError(f"--model {spec}: importing {path} failed ({type(exc).__name__}: {exc})", import_fix(exc, "fix the file")) from exc
     return module
 
 
 def _import_module(spec: str, module_name: str) -> Any:
     if os.getcwd() not in sys.path:  # like `python -m`: modules in the working directory import
         sys.path.insert(0, os.getcwd())
+    from activebayes_cli._user_network import import_failure
+
     try:
         return importlib.import_module(module_name)
-    except (ImportError, TypeError, ValueError) as exc:
-        raise CliError(
-            f"--model: cannot import module {module_name!r} ({type(exc).__name__}: {exc})",
-            "check the spelling and that the module is on PYTHONPATH (run from its folder), or give a file as path/to/file.py:factory",
-        ) from exc
-    except (Exception, SystemExit) as exc:  # the module's own code failed (or exited) while importing
+    except (Exception, SystemExit) as exc:  # not found, or the module's own code failed (or exited) while importing
         sys.modules.pop(module_name, None)
-        raise CliError(f"--model {spec}: importing module {module_name!r} failed ({type(exc).__name__}: {exc})", "fix the module") from exc
+        raise import_failure(spec, module_name, exc) from exc
 
 
 def import_factory(spec: str) -> Callable[[], Any]:
@@ -120,39 +119,18 @@ def model_factory(spec: str, input_shape: Sequence[int], n_classes: int) -> Call
                 f"--model {spec}: does not fit items of shape {tuple(input_shape)} ({exc})",
                 "use --model mlp, or images [1, H, W] for cnn (pool add --image-layout chw)",
             ) from exc
+    from activebayes_cli._user_network import call_failure, check_no_arguments, check_user_network
+
     factory = import_factory(spec)
+    check_no_arguments(spec, factory)
     try:
         model = factory()
     except (Exception, SystemExit) as exc:  # the user's code (even sys.exit() in it): one line
-        raise CliError(f"--model: calling {spec}() failed: {type(exc).__name__}: {exc}", "fix the factory") from exc
+        raise call_failure(spec, exc, f"calling {spec}()") from exc
     if not isinstance(model, nn.Module):
         raise CliError(
             f"--model: {spec}() returned {type(model).__name__}, not a torch.nn.Module",
             "return a fresh network from the factory",
         )
-    from activebayes_cli._user_network import check_user_network
-
     check_user_network(spec, model, factory)
     return factory
-
-
-def check_model_output(model_fn: Any, x: Any, n_classes: int, spec: str) -> None:
-    """Build the network once and run two items through it: logits [2, C] expected."""
-    import numpy as np
-    import torch
-
-    try:
-        with torch.no_grad():
-            out = model_fn().to("cpu").eval()(torch.from_numpy(np.array(x[:2])).float())  # a writable copy: the cache is mapped read-only
-    except Exception as exc:  # the user's network or a shape mismatch: one line
-        raise CliError(
-            f"--model {spec}: a forward pass on items of shape {tuple(x.shape[1:])} failed ({type(exc).__name__}: {exc})",
-            f"make the network take items of shape {tuple(x.shape[1:])} (an image folder's size is set by pool add --image-size; "
-            "IDX images become [1, H, W] with --image-layout chw)",
-        ) from exc
-    if not isinstance(out, torch.Tensor) or tuple(out.shape) != (min(2, x.shape[0]), n_classes):
-        got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-        raise CliError(
-            f"--model {spec}: expected logits [N, {n_classes}] for the project's {n_classes} classes, got {got}",
-            f"make the network output {n_classes} values per item",
-        )

@@ -166,8 +166,8 @@ def add_folder(
 def folder_file_notes(images: dict[str, Any], labels_from_folders: bool) -> list[str]:
     """Notes on the files of a converted folder (`convert_folder`'s summary) read in a way worth
     knowing: pictures in a format not read, other files skipped, byte-for-byte copies (with
-    labels from sub-folders, a copy in another class folder gives one picture two labels), and
-    images stretched to --image-size's shape."""
+    labels from sub-folders, a copy in another class folder gives one picture two labels), 16-bit
+    images that use a few of their levels, animations, and images stretched to --image-size's shape."""
     from activebayes.data.images import EXTENSIONS_TEXT, UNREAD_PICTURES_FIX
 
     notes = []
@@ -177,6 +177,15 @@ def folder_file_notes(images: dict[str, Any], labels_from_folders: bool) -> list
     if images["skipped"] > len(pictures):
         notes.append(f"skipped {images['skipped'] - len(pictures)} file(s) that are not {EXTENSIONS_TEXT}, e.g. {images['skipped_example']!r}")
     notes.extend(copies_notes(images["copies"], labels_from_folders))
+    dim = images.get("dim_deep")
+    if dim:
+        notes.append(f"{dim['images']} 16-bit image(s) hold values up to {dim['max']} of 0-65535 only, e.g. {dim['example']!r} (a "
+                     f"12-bit camera's, or 8-bit pictures saved as 16-bit), so they keep {round(dim['max'] / 257) + 1} grey level(s) "
+                     "of 256; stretch them to 0-65535, or save them as 8-bit images, and add them again")  # fmt: skip
+    animated = images.get("animated")
+    if animated:
+        notes.append(f"{len(animated)} image(s) hold several frames (an animation, a multi-page TIFF), e.g. {animated[0]!r}: the model "
+                     "reads the first frame, the labelling page may play them all; save the frame that shows the class as a still image")  # fmt: skip
     stretched = images["stretched"]
     if stretched:
         (h, w), (rel, (oh, ow)) = images["size"], stretched[0]

@@ -2,7 +2,7 @@
 
 `--from FILE` reads key,label rows (FileOracle: a header `key`/`id`/`item` + `label`/`answer`/
 `class` or none, `,` `;` or tab, a UTF-8 byte-order mark, `3.0` for class 3; other columns are
-ignored). It also reads Label Studio's JSON export (a `.json` file; tasks written by `activebayes
+ignored). It also reads Label Studio's JSON and JSON-MIN exports (a `.json` file; tasks written by `activebayes
 export --format label-studio`, then annotated): the key is each task's data["activebayes_key"],
 or for an image folder keyed by its paths the item its opaque data["activebayes_query"] names
 (`_task_ids.resolver`; an id no query of the project has is refused), the label the choice of its latest annotation not cancelled; a task without one is skipped

@@ -153,7 +153,7 @@ def round_(
     from activebayes_cli._model_auto import choice_text, round_model
     from activebayes.oracles import NoTruthError, truth_oracle
     from activebayes.store import RoundStatus, RoundStep
-    from activebayes_cli._model_spec import check_model_output
+    from activebayes_cli._user_network import check_model_output
     from activebayes_cli._trial import check_posterior, check_regression_posterior
     from activebayes_cli._model import (
         NO_MODEL,

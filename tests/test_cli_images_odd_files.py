@@ -180,3 +180,24 @@ def test_names_a_mac_stores_decomposed_match_the_keys_typed_in_a_truth_file_and_
     ok("label", "--from", "answers.csv")
     exported = ok("export", "-").stdout
     assert unicodedata.normalize("NFD", "naïve.png") in exported and ",dog" in exported
+
+
+def test_sixteen_bit_images_of_a_twelve_bit_camera_are_noted_with_their_grey_levels(db, tmp_path):
+    from PIL import Image
+
+    for c, top in (("cat", 4095), ("dog", 2000)):
+        (tmp_path / "imgs" / c).mkdir(parents=True)
+        Image.fromarray(np.array([[0, top], [top, 0]], dtype=np.uint16)).save(tmp_path / "imgs" / c / "0.png")
+    out = " ".join(ok("pool", "add", str(tmp_path / "imgs"), "--labels-from-folders").stdout.split())
+    assert "2 16-bit image(s) hold values up to 4095 of 0-65535 only, e.g. 'cat/0.png'" in out
+    assert "so they keep 17 grey level(s) of 256; stretch them to 0-65535" in out
+
+
+def test_an_animation_is_noted_as_read_by_its_first_frame(db, tmp_path):
+    from PIL import Image
+
+    root = two_classes(tmp_path / "imgs")
+    frames = [Image.fromarray(np.full((8, 8, 3), v, dtype=np.uint8)) for v in (0, 200)]
+    frames[0].save(root / "cat" / "moving.gif", save_all=True, append_images=frames[1:])
+    out = " ".join(ok("pool", "add", str(root), "--labels-from-folders").stdout.split())
+    assert "1 image(s) hold several frames (an animation, a multi-page TIFF), e.g. 'cat/moving.gif': the model reads the first frame" in out

@@ -30,7 +30,58 @@ _ONE = good()
 
 def the_same():
     return _ONE
+
+class AsClass(nn.Module):
+    def __init__(self, hidden=8):
+        super().__init__()
+        self.net = nn.Sequential(nn.Flatten(), nn.Linear(64, hidden), nn.Dropout(0.2), nn.Linear(hidden, 2))
+
+    def forward(self, x):
+        return self.net(x)
+
+def needs_args(n_classes, hidden=8):
+    return good()
+
+class Returns(nn.Module):
+    def __init__(self, wrap):
+        super().__init__()
+        self.net, self.wrap = good(), wrap
+
+    def forward(self, x):
+        return self.wrap(self.net(x))
+
+class HFOutput:  # what a Hugging Face model returns: an object with .logits
+    def __init__(self, logits):
+        self.logits = logits
+
+def as_tuple():
+    return Returns(lambda z: (z, z.sum()))
+
+def as_dict():
+    return Returns(lambda z: {"logits": z})
+
+def as_hf():
+    return Returns(HFOutput)
+
+def one_logit():
+    return nn.Sequential(nn.Flatten(), nn.Linear(64, 8), nn.Dropout(0.2), nn.Linear(8, 1), nn.Flatten(0))
+
+def on_gpu():
+    return good().to("cuda")
+
+class Fails(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = good()
+
+    def forward(self, x):
+        raise KeyError("no such head")
+
+def fails_in_forward():
+    return Fails()
 """
+
+BROKEN_MODULE = "import some_package_not_installed\n\ndef make():\n    return None\n"
 
 
 @pytest.fixture
@@ -56,6 +107,12 @@ def images(cli_db, tmp_path):
         ("on_meta", ["meta device", "build it on the CPU"]),
         ("the_same", ["each call returns the same network object", "build a new network inside the factory"]),
         ("goood", ["has no attribute 'goood' (did you mean good?)"]),
+        ("needs_args", ["takes n_classes without defaults", "calling it with no arguments", "give it a default"]),
+        ("as_tuple", ["forward returns a tuple of 2, not a tensor", "return only the logits [N, 2]"]),
+        ("as_dict", ["forward returns a dict holding ['logits']", "return self.net(x)['logits']"]),
+        ("as_hf", ["forward returns a HFOutput holding .logits", "return the logits alone"]),
+        ("one_logit", ["got (2,): one value per item", "nn.Linear(..., 2)"]),
+        ("fails_in_forward", ["a forward pass on items of shape (1, 8, 8) failed (KeyError: 'no such head')", "or fix the error its forward raises"]),
     ],
 )  # fmt: skip
 def test_a_network_that_cannot_be_used_as_built_is_refused(images, factory, words):
@@ -66,3 +123,33 @@ def test_a_network_that_cannot_be_used_as_built_is_refused(images, factory, word
 
 def test_a_good_factory_runs_a_round(images):
     ok("round", "--k", "2", "--model", "nets.py:good")
+
+
+def test_a_class_with_default_arguments_is_a_factory(images):
+    """A class is a factory; MC dropout's warning that it cannot cache a non-Sequential network's
+    layers reaches stderr as its text alone, not as Python's file:line report."""
+    result = ok("round", "--k", "2", "--model", "nets.py:AsClass")
+    assert "MCDropout: AsClass is not an nn.Sequential" in result.stderr
+    assert "UserWarning" not in result.stderr and ".py:" not in result.stderr
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="a factory putting its network on a GPU that is there is fine")
+def test_a_factory_that_puts_its_network_on_a_gpu_not_there_is_named_so(images):
+    before = db_dump(images)
+    assert_mistake(run("round", "--k", "2", "--model", "nets.py:on_gpu"), "put on a CUDA GPU, and torch sees none", "build it on the CPU")
+    assert db_dump(images) == before
+
+
+def test_a_module_whose_own_import_fails_is_not_called_misspelt(images):
+    """`pkg.mod:factory` where pkg/mod.py imports a package not installed: the underlying error,
+    and no hint about the module's spelling or PYTHONPATH."""
+    Path("userpkg_broken_import").mkdir()  # a name no other test imports (the process keeps imported packages)
+    (Path("userpkg_broken_import") / "__init__.py").write_text("")
+    (Path("userpkg_broken_import") / "nets.py").write_text(BROKEN_MODULE)
+    result = run("round", "--k", "2", "--model", "userpkg_broken_import.nets:make")
+    assert_mistake(result, "importing module 'userpkg_broken_import.nets' failed (ModuleNotFoundError: No module named 'some_package_not_installed')",
+                   "install 'some_package_not_installed'")  # fmt: skip
+    assert "PYTHONPATH" not in result.stderr
+    Path("broken_nets.py").write_text(BROKEN_MODULE)  # the same as a file: the same fix
+    assert_mistake(run("round", "--k", "2", "--model", "broken_nets.py:make"), "broken_nets.py failed (ModuleNotFoundError",
+                   "install 'some_package_not_installed'")  # fmt: skip

@@ -68,7 +68,8 @@ def append_images(
     labels = folder_labels(folder, new, classes) if manifest.y is not None else None
     resize = manifest.image_size or image_size
     first = manifest.files[0] if manifest.files else "the project's images"
-    images = decode_images(folder, new, resize, skip_unreadable=skip_unreadable, same_as=None if resize else (first, size))
+    images = decode_images(folder, new, resize, skip_unreadable=skip_unreadable, same_as=None if resize else (first, size),
+                           alpha_on_white=manifest.alpha_on_white)  # fmt: skip
     if channels == 1 and not is_grey(images.rgb):
         colour = next(rel for rel, img in zip(images.rels, images.rgb) if not is_grey(img[None]))
         raise DataError(

@@ -13,6 +13,9 @@ place (`activebayes.data.images` converts a folder, `activebayes.data.image_appe
     image_size         [2]   (H, W) every image was resized to (--image-size), when one was given
     follows_links      []    True: linked folders are read (`images.scan_folder`); absent in a
                              folder converted before they were, which keeps reading it without
+    alpha_on_white     []    True: transparent pixels were laid on white (`image_decode`); absent
+                             in a folder converted when the alpha was dropped, whose appended
+                             images are read that way too
 
 Keys. A pool whose labels are its sub-folders' names would show the answer in a key that is the
 path (`cat/01.png`): wherever a person labelling sees a key (the round file, the terminal prompt,
@@ -54,6 +57,7 @@ class Manifest:
     left_out: dict[str, str] = field(default_factory=dict)
     image_size: tuple[int, int] | None = None
     follows_links: bool = False
+    alpha_on_white: bool = False
 
     @property
     def files(self) -> list[str]:
@@ -89,6 +93,7 @@ def read_manifest(path: str | Path, *, pixels: bool = False) -> tuple[Manifest, 
                 if "unreadable" in names else {},
                 image_size=tuple(int(s) for s in archive["image_size"].tolist()) if "image_size" in names else None,  # type: ignore[arg-type]
                 follows_links="follows_links" in names and bool(archive["follows_links"]),
+                alpha_on_white="alpha_on_white" in names and bool(archive["alpha_on_white"]),
             )  # fmt: skip
             x = archive["x"] if pixels else None
     except (OSError, ValueError) as exc:
@@ -114,6 +119,8 @@ def write_manifest(cache_dir: str | Path, stem: str, manifest: Manifest, x: np.n
         arrays["unreadable_sha256"] = np.asarray(list(manifest.left_out.values()), dtype=str)
     if manifest.follows_links:
         arrays["follows_links"] = np.asarray(True)
+    if manifest.alpha_on_white:
+        arrays["alpha_on_white"] = np.asarray(True)
     if manifest.image_size is not None:
         arrays["image_size"] = np.asarray(manifest.image_size, dtype=np.int64)
     cache_dir = Path(cache_dir)

@@ -1,4 +1,4 @@
-"""Folders of images (PNG, JPEG, WebP, BMP, GIF, TIFF; greyscale or RGB) as pools: converted once,
+"""Folders of images (PNG, JPEG, WebP, BMP, GIF, TIFF, PPM/PGM/PBM; greyscale or RGB) as pools: converted once,
 checked every load.
 
 `convert_folder(folder, cache_dir)` reads every image below `folder` (sub-folders included; names
@@ -28,8 +28,14 @@ Images of different sizes are refused unless `image_size` is given (then every i
 aspect ratio not kept): silently stretching them to whichever file sorts first would hide a
 mistake. An image is turned upright as its EXIF orientation says (a phone's photo is stored
 sideways with a tag that every viewer, and the labelling page, applies), so the model sees what
-the person labelling sees; sizes are compared upright. An alpha channel is dropped; 16-bit
-greyscale is scaled to 8 bits; of an animated GIF or a multi-page TIFF the first frame is read.
+the person labelling sees; sizes are compared upright. Transparent pixels are laid on white,
+as the labelling page shows them; 16-bit greyscale is scaled to 8 bits; of an animated GIF or a
+multi-page TIFF the first frame is read (`activebayes.data.image_decode`).
+
+Without `image_size`, images of more than MAX_PIXELS_UNSIZED pixels (2048 x 2048) are refused,
+before the rest are decoded: a folder of 12-megapixel photos would take 146 MB an image as a
+round holds it (float32 RGB), and the default networks' first layer alone would have 2.3 billion
+weights. Passing their own size as `image_size` keeps them as they are.
 """
 
 from __future__ import annotations
@@ -46,19 +52,23 @@ from typing import Any, Sequence
 import numpy as np
 
 from activebayes.data.dataset import Dataset, check_labels
+from activebayes.data.image_decode import decode_image
 from activebayes.data.image_manifest import SUFFIX, Manifest, hidden_keys, read_manifest, write_manifest
 from activebayes.errors import DataError
 
 FORMAT = "image-folder"
-EXTENSIONS = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff")
+EXTENSIONS = (".png", ".jpg", ".jpeg", ".jfif", ".jpe", ".webp", ".bmp", ".gif", ".tif", ".tiff", ".ppm", ".pgm", ".pbm", ".pnm")
 EXTENSIONS_TEXT = "/".join(EXTENSIONS)  # for messages: .png/.jpg/...
 #: pictures in formats Pillow does not read (or names it does not take for images): named apart
 #: from other skipped files, with the way to include them
-UNREAD_PICTURES = (".heic", ".heif", ".avif", ".jfif", ".jpe", ".jp2", ".svg", ".psd", ".ico", ".dng", ".cr2", ".nef", ".arw", ".raw")
-UNREAD_PICTURES_FIX = "convert them to PNG or JPEG to include them (a .jfif or .jpe file is a JPEG: rename it .jpg)"
+UNREAD_PICTURES = (".heic", ".heif", ".avif", ".jp2", ".svg", ".psd", ".ico", ".dng", ".cr2", ".nef", ".arw", ".raw")
+UNREAD_PICTURES_FIX = "convert them to PNG or JPEG to include them"
 #: files a file manager writes into a folder of pictures (Windows' thumbnail caches, folder settings): not counted
 SYSTEM_FILES = frozenset({"thumbs.db", "ehthumbs.db", "ehthumbs_vista.db", "desktop.ini"})
-_SIXTEEN_BIT = ("I", "I;16", "I;16B", "I;16L", "I;16N")
+#: without a size to resize to, an image of more pixels is refused (module docstring)
+MAX_PIXELS_UNSIZED = 2048 * 2048
+#: 16-bit images whose values all lie below this (12 bits) are noted (`DecodedImages.dim_deep`)
+DIM_DEEP = 4096
 
 
 @dataclass(frozen=True)
@@ -185,32 +195,6 @@ def manifest_sha256(keys: Sequence[str], hashes: Sequence[str]) -> str:
     return digest.hexdigest()
 
 
-def _decode(folder: Path, rel: str, size: tuple[int, int] | None) -> tuple[np.ndarray, tuple[int, int]]:
-    """(uint8 [H, W, 3] pixels, original (H, W)) of one image; DataError naming it when unreadable."""
-    from PIL import Image, ImageOps
-
-    path = folder / rel
-    try:
-        with Image.open(path) as img:
-            img.load()
-            img = ImageOps.exif_transpose(img)  # upright, as viewers show it
-            original = (img.height, img.width)
-            if img.mode in _SIXTEEN_BIT:
-                arr = np.asarray(img, dtype=np.float64)
-                img = Image.fromarray(np.clip(np.round(arr / 257.0), 0, 255).astype(np.uint8), "L")
-            elif img.mode == "F":
-                img = Image.fromarray(np.clip(np.round(np.asarray(img, dtype=np.float64)), 0, 255).astype(np.uint8), "L")
-            img = img.convert("RGB")
-            if size is not None and (img.height, img.width) != size:
-                img = img.resize((size[1], size[0]), Image.Resampling.BILINEAR)
-            return np.asarray(img, dtype=np.uint8), original
-    except Exception as exc:  # noqa: BLE001 - Pillow raises OSError, ValueError, SyntaxError, DecompressionBombError...
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        if path.is_file() and path.stat().st_size == 0:
-            reason = "an empty file, 0 bytes"
-        raise DataError(f"image folder {str(folder)!r}: {rel!r} is not a readable image ({reason}); repair or remove it") from None
-
-
 def folder_labels(folder: Path, rels: Sequence[str], classes: Sequence[Any] | None) -> list[str]:
     """Each image's top sub-folder name as its label; DataError for an image directly in `folder`
     or (with `classes`) a sub-folder that is not one of them."""
@@ -242,16 +226,32 @@ class DecodedImages:
     rels: list[str]
     unreadable: list[tuple[str, str]]
     stretched: list[tuple[str, tuple[int, int]]] = field(default_factory=list)
+    deep: list[tuple[str, int]] = field(default_factory=list)
+    animated: list[str] = field(default_factory=list)
+
+    def dim_deep(self) -> dict[str, Any] | None:
+        """When the 16-bit (or 32-bit integer) images all lie below DIM_DEEP: {"images": their
+        number, "max": their largest value, "example": the path of one holding it}; else None.
+        Read on the 0-65535 scale, such images (a 12-bit camera's, 8-bit ones saved as 16-bit)
+        keep round(max / 257) + 1 grey levels of 256."""
+        if not self.deep or max(v for _, v in self.deep) >= DIM_DEEP:
+            return None
+        example, top = max(self.deep, key=lambda d: d[1])
+        return {"images": len(self.deep), "max": top, "example": example}
 
 
 def decode_images(
     folder: Path, rels: Sequence[str], image_size: tuple[int, int] | None, *, skip_unreadable: bool,
-    same_as: tuple[str, tuple[int, int]] | None = None,
+    same_as: tuple[str, tuple[int, int]] | None = None, alpha_on_white: bool = True,
 ) -> DecodedImages:  # fmt: skip
-    """Decode the images `rels` of `folder` (resized to `image_size` when given). Without a size
-    every image must have the same (H, W) as the first, or as `same_as` (an image's path and its
-    (H, W)) when given: DataError otherwise, naming both. An unreadable image is refused, or with
+    """Decode the images `rels` of `folder` (resized to `image_size` when given; each as
+    `image_decode.decode_image` reads it, `alpha_on_white` passed on). Without a size every
+    image must have the same (H, W) as the first, or as `same_as` (an image's path and its
+    (H, W)) when given: DataError otherwise, naming both; and without `same_as` the first must
+    have at most MAX_PIXELS_UNSIZED pixels. An unreadable image is refused, or with
     `skip_unreadable` left out and listed."""
+    deep: list[tuple[str, int]] = []
+    animated: list[str] = []
     pixels: list[np.ndarray] = []
     kept: list[str] = []
     first = same_as
@@ -259,7 +259,8 @@ def decode_images(
     stretched: list[tuple[str, tuple[int, int]]] = []
     for rel in rels:
         try:
-            arr, original = _decode(folder, rel, image_size)
+            one = decode_image(folder, rel, image_size, alpha_on_white=alpha_on_white)
+            arr, original = one.pixels, one.original
         except DataError as exc:
             if not skip_unreadable:
                 raise
@@ -268,6 +269,7 @@ def decode_images(
         if image_size is None:
             if first is None:
                 first = (rel, original)
+                _check_unsized(folder, rel, original, len(rels))
             elif original != first[1]:
                 raise DataError(
                     f"image folder {str(folder)!r}: {rel!r} is {original[0]}x{original[1]} but {first[0]!r} is "
@@ -277,9 +279,28 @@ def decode_images(
             stretched.append((rel, original))
         pixels.append(arr)
         kept.append(rel)
+        if one.deep_max is not None:
+            deep.append((rel, one.deep_max))
+        if one.frames > 1:
+            animated.append(rel)
     if not pixels:
         raise DataError(f"image folder {str(folder)!r}: none of its {len(rels)} image(s) is readable, e.g. {unreadable[0][0]!r}")
-    return DecodedImages(np.stack(pixels), kept, unreadable, stretched)
+    return DecodedImages(np.stack(pixels), kept, unreadable, stretched, deep, animated)
+
+
+def _check_unsized(folder: Path, rel: str, size: tuple[int, int], n: int) -> None:
+    """DataError when image `rel`, of (H, W) `size`, has more than MAX_PIXELS_UNSIZED pixels (the
+    first of `n` images read without a size to resize them to)."""
+    h, w = size
+    if h * w <= MAX_PIXELS_UNSIZED:
+        return
+    held = n * h * w * 3 * 4 / 2**30  # float32 RGB, as a round holds the pool
+    keep = f", or image_size {h}x{w} to keep them as they are" if max(h, w) <= 8192 else ""
+    raise DataError(
+        f"image folder {str(folder)!r}: {rel!r} is {h}x{w} ({h * w / 1e6:.1f} megapixels), and a round would hold "
+        f"{n} image(s) of that size ({held:.1f} GiB) where networks train on small ones; pass image_size=(H, W) to resize "
+        f"every image (e.g. image_size 224x224){keep}"
+    )
 
 
 def is_grey(rgb: np.ndarray) -> bool:
@@ -307,7 +328,8 @@ def convert_folder(
     """Read, check and convert an image folder (see the module docstring); returns (the .npz
     written in `cache_dir`, a summary: images, skipped, skipped_example, size, channels,
     manifest_sha256, unreadable, copies (`same_files`), unread_pictures (`unread_pictures`),
-    stretched (`DecodedImages.stretched`)). Everything is checked before the file is written; DataError
+    stretched (`DecodedImages.stretched`), dim_deep (`DecodedImages.dim_deep`), animated (the
+    images of several frames, of which the first was read)). Everything is checked before the file is written; DataError
     otherwise. An image that cannot be decoded is refused, or with `skip_unreadable` left out and
     listed in `unreadable` as (path, reason); the manifest records it, so later loads accept it
     as long as it stays unchanged. `hide_keys` (default: `labels_from_folders`): key the items
@@ -336,6 +358,7 @@ def convert_folder(
         folder=folder, keys=hidden_keys(len(rels), seed=seed) if hide else list(rels), sha256=hashes,
         paths=list(rels) if hide else None, y=np.asarray(folder_labels(folder, rels, None), dtype=str) if labels_from_folders else None,
         left_out={rel: _sha256(folder / rel) for rel, _ in images.unreadable}, image_size=image_size, follows_links=True,
+        alpha_on_white=True,
     )  # fmt: skip
     out = write_manifest(cache_dir, stem, manifest, x)
     summary = {
@@ -349,6 +372,8 @@ def convert_folder(
         "unreadable": images.unreadable,
         "copies": same_files(rels, hashes),
         "stretched": images.stretched,
+        "dim_deep": images.dim_deep(),
+        "animated": images.animated,
     }
     return out, summary
 

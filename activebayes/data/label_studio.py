@@ -32,13 +32,21 @@ Label Studio's JSON export (`answers_from_export`) is a list of those tasks, eac
 "annotations": [{"result": [{"type": "choices", "value": {"choices": ["cat"]}}],
 "was_cancelled": false, ...}]. The key is data["activebayes_key"], or what `resolve` maps
 data["activebayes_query"] to (files exported before such ids existed carry the key); the label is the choice
-of the latest annotation that was not cancelled (latest by `updated_at`, else `created_at`,
-else list order). A task without such an annotation is returned with an empty label: not
+of the latest annotation that was not cancelled (nor "skipped", as Label Studio before 1.0 said),
+latest by `updated_at`, else `created_at`, else list order; an annotation marked `ground_truth`
+(a reviewer's reference answer) is taken before any other. A task without such an annotation is returned with an empty label: not
 answered yet; `predictions` (pre-annotations) and `drafts` (unsubmitted) are never read. Where
 several annotators answered a task, the latest answer is the label, as on the labelling page with
 several answers per item, and `disputes` gives the labels they disagree on. An annotation that
 chose several classes, a task exported from another project (data["activebayes_project"]), and
 anything else that is not such a list are a DataError naming the task.
+
+Label Studio's JSON-MIN export is read too (`export_tasks` turns it into those tasks): one flat
+record per annotation not cancelled, the task's data fields at the top with its "id", the
+annotation's "annotator", "annotation_id", "created_at" and "updated_at", and the control's
+answer under its name, "label": the choice as text (`"cat"`), several choices as
+`{"choices": [...]}`, a number as `[{"number": 2.5}]`. A task without annotations is one record
+without "label". The records of one task (its "id") are its annotations.
 """
 
 from __future__ import annotations
@@ -57,7 +65,9 @@ QUERY_COLUMN = "query"  # likewise the column of a round or evaluation file that
 CHECK_DIGITS = 10  # hex digits of the image file's sha256 in a task id
 _TASK_ID = re.compile(r"(?:r([1-9][0-9]*)|e)-q([1-9][0-9]*)-([0-9a-f]{%d})" % CHECK_DIGITS)
 CONTROL = "label"  # the <Choices>/<Number> control's name (a result's from_name)
-HINT = "export the project from Label Studio as JSON (a list of tasks with their annotations)"
+HINT = "export the project from Label Studio as JSON or JSON-MIN (a list of tasks with their annotations)"
+#: what a JSON-MIN record holds besides the task's data fields and the control's answer
+_MIN_META = ("id", "annotator", "annotation_id", "created_at", "updated_at", "lead_time", "agreement", "history")
 
 
 def labelling_config(classes: Sequence[Any] | None, *, kind: str = "image") -> str:
@@ -207,7 +217,7 @@ def disputes(task: Mapping[str, Any], where: str = "the task") -> list[str]:
     if not isinstance(annotations, list):
         return []
     latest: dict[str, Mapping[str, Any]] = {}
-    for annotation in sorted((a for a in annotations if isinstance(a, Mapping) and not a.get("was_cancelled")), key=_when):
+    for annotation in sorted((a for a in annotations if isinstance(a, Mapping) and not _cancelled(a)), key=_when):
         latest[_annotator(annotation)] = annotation
     labels = [label for a in sorted(latest.values(), key=_when) if (label := _label(a, where)) is not None]
     distinct = list(dict.fromkeys(labels))
@@ -218,13 +228,57 @@ def _when(annotation: Mapping[str, Any]) -> str:
     return str(annotation.get("updated_at") or annotation.get("created_at") or "")
 
 
+def _cancelled(annotation: Mapping[str, Any]) -> bool:
+    """Whether an annotation was cancelled ("skipped" in Label Studio before 1.0)."""
+    return bool(annotation.get("was_cancelled") or annotation.get("skipped"))
+
+
 def _latest(annotations: list[Any]) -> Mapping[str, Any] | None:
-    """The latest annotation not cancelled (by updated_at, else created_at, else list order)."""
-    kept = [(_when(a), i, a)
-            for i, a in enumerate(annotations) if isinstance(a, Mapping) and not a.get("was_cancelled")]  # fmt: skip
+    """The annotation that labels a task: of those not cancelled, the latest marked ground truth,
+    else the latest (by updated_at, else created_at, else list order)."""
+    kept = [(a.get("ground_truth") is True, _when(a), i, a)
+            for i, a in enumerate(annotations) if isinstance(a, Mapping) and not _cancelled(a)]  # fmt: skip
     if not kept:
         return None
-    return max(kept, key=lambda t: (t[0], t[1]))[2]
+    return max(kept, key=lambda t: t[:3])[3]
+
+
+def _min_value(answer: Any) -> Mapping[str, Any] | None:
+    """A JSON-MIN record's answer as a result's "value" (module docstring); None when it holds none."""
+    if isinstance(answer, list) and len(answer) == 1 and isinstance(answer[0], Mapping):
+        answer = answer[0]  # a number or a rating: [{"number": 2.5}]
+    if isinstance(answer, str):
+        return {"choices": [answer]}
+    if isinstance(answer, (int, float)) and not isinstance(answer, bool):
+        return {"number": answer}
+    if isinstance(answer, list) and answer and all(isinstance(a, str) for a in answer):
+        return {"choices": answer}
+    return answer if isinstance(answer, Mapping) else None
+
+
+def _is_min_record(record: Any) -> bool:
+    return isinstance(record, Mapping) and "data" not in record and (KEY in record or QUERY in record)
+
+
+def export_tasks(exported: Any) -> Any:
+    """A Label Studio export as the list of tasks `answers_from_export` reads: one task on its
+    own as a list of it, a JSON-MIN export's records gathered into tasks (module docstring),
+    anything else as it is."""
+    if isinstance(exported, Mapping) and isinstance(exported.get("data"), Mapping):
+        return [exported]
+    if not isinstance(exported, list) or not exported or not all(_is_min_record(r) for r in exported):
+        return exported
+    tasks: dict[Any, dict[str, Any]] = {}
+    for number, record in enumerate(exported):
+        data = {k: v for k, v in record.items() if k not in _MIN_META and k != CONTROL}
+        group = (record.get("id", f"record {number}"), str(data.get(KEY, data.get(QUERY))))
+        task = tasks.setdefault(group, {"data": data, "annotations": []})
+        if CONTROL in record or record.get("annotation_id") is not None:
+            value = _min_value(record.get(CONTROL))
+            result = [{"from_name": CONTROL, "value": value}] if value is not None else []
+            meta = {"completed_by": record.get("annotator"), "created_at": record.get("created_at"), "updated_at": record.get("updated_at")}
+            task["annotations"].append({"result": result, **meta})
+    return list(tasks.values())
 
 
 def answers_from_export(tasks: Any, source: str = "the file", resolve: Callable[[str], str | None] | None = None,
@@ -235,8 +289,7 @@ def answers_from_export(tasks: Any, source: str = "the file", resolve: Callable[
     data["activebayes_query"] (an opaque id: its key, None for an id no query has). DataError
     naming `source` and the task for anything that is not a list of tasks each with one of them,
     and for an id that `resolve` does not know (or with no `resolve`)."""
-    if isinstance(tasks, Mapping) and isinstance(tasks.get("data"), Mapping):
-        tasks = [tasks]  # one task on its own
+    tasks = export_tasks(tasks)  # one task on its own, or JSON-MIN's records
     if not isinstance(tasks, list):
         kind = {dict: "object", str: "string", bool: "true/false", type(None): "null"}.get(type(tasks), "number")
         raise DataError(f"{source}: expected a JSON list of Label Studio tasks, got a JSON {kind}; {HINT}")
@@ -244,8 +297,9 @@ def answers_from_export(tasks: Any, source: str = "the file", resolve: Callable[
     for number, task in enumerate(tasks, start=1):
         where = f"{source} task {number}"
         if not isinstance(task, Mapping) or not isinstance(task.get("data"), Mapping):
-            flat = isinstance(task, Mapping) and (KEY in task or QUERY in task)  # Label Studio's JSON-MIN: one record per annotation
-            raise DataError(f"{where}: expected an object with a \"data\" object{' (this is the JSON-MIN export)' if flat else ''}; {HINT}")
+            flat = _is_min_record(task)  # a JSON-MIN record among tasks: the file mixes the two exports
+            raise DataError(f"{where}: expected an object with a \"data\" object{' (a JSON-MIN record among JSON tasks)' if flat else ''}; "
+                            f"{HINT}, the whole file in one of them")  # fmt: skip
         exported_from = task["data"].get("activebayes_project")
         if project is not None and exported_from is not None and str(exported_from) != project:
             raise DataError(f"{where}: the task was exported from project {str(exported_from)!r}, not {project!r}; "

@@ -252,13 +252,11 @@ class FileOracle:
             self.unit = "item"
             return self._check(((n, self._key(k, known), self._label(v)) for n, k, v in own), known)
         if exported is not None:
-            from activebayes.data.label_studio import answers_from_export
+            from activebayes.data.label_studio import answers_from_export, disputes, export_tasks
 
             self.unit = "task"
-            from activebayes.data.label_studio import disputes
-
-            rows = answers_from_export(exported, repr(str(self.path)), self.resolve, self.project)
-            tasks = exported if isinstance(exported, list) else [exported]
+            tasks = export_tasks(exported)  # JSON-MIN's records gathered into tasks
+            rows = answers_from_export(tasks, repr(str(self.path)), self.resolve, self.project)
             self.disputes = {self._key(key, known): found for (number, key, _), task in zip(rows, tasks)
                              if (found := disputes(task, self._where(number)))}  # fmt: skip
             return self._check(((n, self._key(k, known), self._label(v)) for n, k, v in rows), known)

@@ -28,7 +28,7 @@ import numpy as np
 IMAGE_MIN_SIDE = 160  # small images are enlarged (nearest neighbour) to at least this many pixels
 LONG_TEXT = 60  # a cell with a space and at least this many characters reads as prose
 # originals a browser shows as they are; a TIFF is served as a PNG of the pixels the model sees
-_CONTENT_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp", ".bmp": "image/bmp", ".gif": "image/gif"}
+_CONTENT_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".jfif": "image/jpeg", ".jpe": "image/jpeg", ".webp": "image/webp", ".bmp": "image/bmp", ".gif": "image/gif"}
 
 
 @dataclass(frozen=True)
