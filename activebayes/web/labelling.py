@@ -50,6 +50,12 @@ class BadAnswer(ValueError):
     longer waits, a label outside the classes); `str()` says which."""
 
 
+class RoundGone(BadAnswer):
+    """An answer or skip for a round that no longer waits (a round run in a terminal, `round
+    --restart-round`, or the page's own button meanwhile): nothing written; the page shows what
+    is open now."""
+
+
 @dataclass(frozen=True)
 class Card:
     """What labeller sees next. `query` None: nothing to show now; then `open` says how many
@@ -175,7 +181,8 @@ class Labelling:
         BadAnswer otherwise."""
         waiting = self.waiting_round()
         if not isinstance(number, int) or isinstance(number, bool) or number != waiting:
-            raise BadAnswer(f"round {number!r} does not wait for answers" + (f" (round {waiting} does)" if waiting else ""))
+            stale = isinstance(number, int) and not isinstance(number, bool) and (waiting is None or number < waiting)  # a round that was
+            raise (RoundGone if stale else BadAnswer)(f"round {number!r} does not wait for answers" + (f" (round {waiting} does)" if waiting else ""))
         found = self._asked(number).get(key) if isinstance(key, str) else None
         if found is None:
             raise BadAnswer(f"round {number} has no query {key!r}")
@@ -253,19 +260,21 @@ class Labelling:
         with self._lock:
             self.labellers.setdefault(labeller, _Labeller()).skipped.clear()
 
-    def undo(self, labeller: str) -> Outcome:
-        """Take back `labeller`'s last answer of the waiting round (`PoolStore.retract_observation`)."""
+    def undo(self, labeller: str, name: str | None = None) -> Outcome:
+        """Take back `labeller`'s last answer of the waiting round, or with `name` their answer to
+        that item (the page's "change" beside an earlier answer), by `PoolStore.retract_observation`:
+        the same store rule as the prompt's `u`, for any answer this page recorded in the round."""
         number = self.waiting_round()
         with self._lock:
             stack = self.labellers.setdefault(labeller, _Labeller()).undo
-            closed = None
-            while stack and stack[-1][0] != number:  # answers of a closed round stay
-                closed = stack.pop()[0]
-            if not stack:
+            closed = max((entry[0] for entry in stack if entry[0] != number), default=None)  # answers of a closed round stay
+            stack[:] = [entry for entry in stack if entry[0] == number]
+            found = [i for i, entry in enumerate(stack) if name is None or entry[1] == name]
+            if not found:
                 if closed is not None:
-                    return Outcome("nothing", message=f"round {closed} has closed: its answers can no longer be taken back")
-                return Outcome("nothing", message="nothing to undo")
-            _, key, observation_id = stack.pop()
+                    return Outcome("nothing", name, message=f"round {closed} has closed: its answers can no longer be taken back")
+                return Outcome("nothing", name, message="nothing to undo" if name is None else f"no answer of yours to {name} to take back")
+            _, key, observation_id = stack.pop(found[-1])
         if observation_id is None:
             return Outcome("nothing", key, message=f"{key}: that answer repeated its label and recorded nothing; nothing to undo")
         try:
