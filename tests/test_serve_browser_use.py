@@ -102,9 +102,10 @@ def test_by_keyboard_alone_the_focus_is_on_the_next_item(sqlite_db, tmp_path, br
 
 
 def test_a_phone_sized_window(sqlite_db, tmp_path, browser):
-    """375 x 667: a wide row with long text, gaps, units, non-ASCII text and 25 classes fits the
-    width (no sideways scrolling), and a tap on a class answers."""
-    classes = [f"espèce-{c}" for c in "αβγδεζηθικλμνξοπρστυφχψω"] + ["Zürich"]
+    """375 x 667: a wide row with long text, gaps, units, non-ASCII text and 26 classes, one a
+    single word wider than the window, fits the width (no sideways scrolling); a tap on a class
+    answers, and the find field finds a class without its accents ("zur": Zürich)."""
+    classes = [f"espèce-{c}" for c in "αβγδεζηθικλμνξοπρστυφχψω"] + ["Zürich", "Rhinolophusferrumequinum" * 3]
     rows = [["id", "commentaire", "Größe (cm)", "note", *[f"mesure_{j}" for j in range(12)], "label"]]
     rows += [[f"r{i}", "très " * 60 + "fin", f"{i}.5 cm", "" if i % 2 else "ok", *["1234567.891"] * 12, classes[i % 25]] for i in range(30)]
     keys = _csv_project(sqlite_db, tmp_path, "phone", rows, ("--classes", ",".join(classes)), ("--text-column", "commentaire"), k=2)
@@ -119,7 +120,11 @@ def test_a_phone_sized_window(sqlite_db, tmp_path, browser):
         driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", button)
         ActionChains(driver).move_to_element(button).click().perform()
         saved(driver, keys[0], "Zürich")
-    assert web_answers(sqlite_db, "phone") == [(keys[0], "Zürich", "ann")]
+        wait_for_item(driver, keys[1])
+        press(driver, "/")
+        press(driver, "zur\ue007")  # Enter
+        saved(driver, keys[1], "Zürich")
+    assert web_answers(sqlite_db, "phone") == [(keys[0], "Zürich", "ann"), (keys[1], "Zürich", "ann")]
 
 
 def test_a_server_restarted_under_an_open_tab(sqlite_db, tmp_path, browser):

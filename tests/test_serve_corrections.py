@@ -1,7 +1,7 @@
 """The labelling page over HTTP (Starlette's TestClient) when something went wrong: a labeller
 changes an earlier answer (not only the last), answers an item of a round that a terminal
-replaced meanwhile, or opens the page after the project's image folder changed under the server.
-On SQLite and PostgreSQL."""
+replaced meanwhile, or opens the page after the project's image folder changed under the server;
+and the page's headings. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -86,3 +86,17 @@ def test_the_page_says_when_its_image_folder_changed_under_the_server(db_url, tm
         removed.write_bytes(kept)
         assert page.get("label").status_code == 200 and page.next()["shown"] == "query 1"
 
+
+def test_each_page_has_one_main_heading_and_says_which_it_is(db_url, tmp_path, monkeypatch):
+    """An <h1> (the project, and the page for a screen reader), the current page marked in the
+    navigation, and the card's question a heading above the item's own column headings."""
+    monkeypatch.chdir(tmp_path)
+    table_project(db_url, tmp_path, k=1)
+    grant = Grant.new("ann", "blobs")
+    with app_for(db_url, grant) as client:
+        page = Page(client, grant)
+        for name in ("label", "status"):
+            html = page.get(name).text
+            assert html.count("<h1") == 1 and f'<h1 class="project">blobs<span class="visually-hidden">: {name}</span></h1>' in html
+            assert f'/{name}?token={grant.token}" aria-current="page">{name}</a>' in html and html.count("aria-current") == 1
+        assert '<h2 class="question" id="question">Which class is this item?' in page.next()["card"]

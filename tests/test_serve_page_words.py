@@ -43,12 +43,12 @@ def test_the_card_says_what_is_asked(blobs, tmp_path):
     alice, ann = Grant.new("alice", "blobs"), Grant.new("ann", "sacks")
     with app_for(db, alice, ann) as client:
         card = Page(client, alice).next()["card"]
-        assert '<p class="question" id="question">Which class is this item? <span class="detail">a, b or c</span></p>' in card
+        assert '<h2 class="question" id="question">Which class is this item? <span class="detail">a, b or c</span></h2>' in card
         assert 'aria-describedby="question"' in card and '<div class="answers" role="group" aria-labelledby="question">' in card
         assert card.index('class="question"') < card.index('<table class="row">')  # said before the item
         card = Page(client, ann).next()
         assert card["shown"] == plots[0]
-        assert '<p class="question" id="question">What value does this item have? <span class="detail">a number in kg (column weight)</span></p>' in card["card"]
+        assert '<h2 class="question" id="question">What value does this item have? <span class="detail">a number in kg (column weight)</span></h2>' in card["card"]
         assert re.search(r'<input type="text" inputmode="decimal" id="number"[^>]* aria-labelledby="question"', card["card"])
 
 
