@@ -44,7 +44,7 @@ def test_a_number_typed_with_its_unit_is_text_not_keys(sqlite_db, tmp_path, brow
 def test_a_wrong_class_is_changed_from_the_list_of_answers(sqlite_db, tmp_path, browser):
     """Two items on, the labeller sees the first one was wrong: "change" beside it in the list of
     answers takes that answer back (the second stays) and shows the item again; by keyboard the
-    focus ring shows where the keys act."""
+    focus ring shows where the keys act, and once the round is done the focus is on what says so."""
     keys = table_project(sqlite_db, tmp_path, k=3)
     with served(sqlite_db, "blobs", "ann", folder=tmp_path) as (_, urls):
         driver = browser()
@@ -63,4 +63,7 @@ def test_a_wrong_class_is_changed_from_the_list_of_answers(sqlite_db, tmp_path, 
         press(driver, "3")
         saved(driver, keys[0], "c")
         wait_for_item(driver, keys[2])
-    assert web_answers(sqlite_db, "blobs") == [(keys[1], "b", "ann"), (keys[0], "c", "ann")]
+        press(driver, "1")
+        wait(driver, lambda d: "Every query of round 1 has its answer" in d.find_element(By.ID, "card").text, "the round done")
+        assert driver.switch_to.active_element.get_attribute("class") == "card empty"  # read first, then a Tab to the next round
+    assert web_answers(sqlite_db, "blobs") == [(keys[1], "b", "ann"), (keys[0], "c", "ann"), (keys[2], "a", "ann")]
