@@ -219,6 +219,27 @@ def test_a_long_text_leaves_the_classes_on_screen(sqlite_db, tmp_path, browser):
     assert web_answers(sqlite_db, "long") == [(keys[0], "good", "ann")]
 
 
+def test_a_large_image_fits_the_window_above_its_classes(sqlite_db, tmp_path, browser):
+    """A 1000 x 1000 photo is drawn whole (scaled down, not cropped) within the window, the class
+    buttons on screen under it, in a laptop's window and a tall one; it was 360 pixels high in
+    any window, small on a large screen."""
+    names = image_folder_project(sqlite_db, tmp_path, k=1, side=1000)
+    fits = ("const i = document.querySelector('img.item'), r = i.getBoundingClientRect();"
+            "const buttons = [...document.querySelectorAll('#card button')].map(b => b.getBoundingClientRect().bottom <= innerHeight);"
+            "return [i.naturalWidth, Math.round(r.width), Math.round(r.height), r.right <= innerWidth, buttons, innerHeight];")  # fmt: skip
+    with served(sqlite_db, "shapes", "ann", folder=tmp_path) as (_, urls):
+        driver = browser()
+        driver.get(urls["ann"])
+        wait_for_item(driver, names[0])
+        wait(driver, lambda d: d.execute_script(fits)[0] == 1000, "the image loaded")
+        for size in ((820, 720), (1200, 1300)):
+            driver.set_window_size(*size)
+            natural, width, height, inside, buttons, window_height = driver.execute_script(fits)
+            assert width == height and inside and buttons == [True] * 4, (size, width, height, buttons)
+            assert 0.5 * window_height <= height <= 0.55 * window_height + 1  # dark, light, skip, undo under it
+        assert height > 600
+
+
 def test_a_finished_round_s_tab_says_when_the_server_restarted(sqlite_db, tmp_path, browser):
     """A page with nothing to answer asks the server for the next round: while the server is down
     it says so and asks again; once a restart changed the tokens it says so in the server's one line
