@@ -1,8 +1,11 @@
 """The labelling page's keys and corrections in headless Chromium (see test_serve_browser.py): a
 number typed with its unit ("4.5 s") is text in the field, not the skip and undo keys; a wrong
-class given a few items back is changed from the list of answers; the keyboard's place is seen."""
+class given a few items back is changed from the list of answers; the keyboard's place is seen;
+every text and control has the contrast WCAG AA asks for."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from test_serve_browser import ack, browser, press, served, shown_key, sqlite_db, wait, wait_for_item, web_answers  # noqa: F401
 from test_serve_browser_use import pytestmark, saved  # noqa: F401
@@ -67,3 +70,21 @@ def test_a_wrong_class_is_changed_from_the_list_of_answers(sqlite_db, tmp_path, 
         wait(driver, lambda d: "Every query of round 1 has its answer" in d.find_element(By.ID, "card").text, "the round done")
         assert driver.switch_to.active_element.get_attribute("class") == "card empty"  # read first, then a Tab to the next round
     assert web_answers(sqlite_db, "blobs") == [(keys[1], "b", "ann"), (keys[0], "c", "ann"), (keys[2], "a", "ann")]
+
+
+def test_every_text_and_control_can_be_read(sqlite_db, tmp_path, browser):
+    """Contrast (WCAG AA, tests/page_contrast.js) on an item with a text column, after an answer
+    (the list with its change button) and on the status page; skip and undo had a 1.5:1 outline."""
+    low = (Path(__file__).parent / "page_contrast.js").read_text()
+    keys = table_project(sqlite_db, tmp_path, k=2, hostile=True)
+    with served(sqlite_db, "blobs", "ann", folder=tmp_path) as (_, urls):
+        driver = browser()
+        driver.get(urls["ann"])
+        wait_for_item(driver, keys[0])
+        assert driver.execute_script(low) == []
+        press(driver, "1")
+        saved(driver, keys[0], "a")
+        assert driver.find_elements(By.CSS_SELECTOR, "#log button.change") and driver.execute_script(low) == []
+        driver.get(urls["ann"].replace("/label?", "/status?"))
+        wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, ".counts"), "the status page")
+        assert driver.execute_script(low) == []
