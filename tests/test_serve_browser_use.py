@@ -69,6 +69,7 @@ def test_an_image_that_does_not_load_cannot_be_answered(sqlite_db, tmp_path, bro
         driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/image?*"]})  # as a slow or broken network
         driver.get(urls["ann"])
         wait(driver, lambda d: ack(d) == "the image of query 1 did not load: skip it (s), or reload the page", "the page says so")
+        assert driver.find_element(By.CSS_SELECTOR, "#card p.item.missing").text == "the image of query 1 is not available"  # where the image was
         assert all(not b.is_enabled() for b in driver.find_elements(By.CSS_SELECTOR, "#card button.answer"))
         press(driver, "1")
         press(driver, "s")  # skipping still works

@@ -94,7 +94,11 @@
     card.dataset.loading = "1";
     enableButtons();
     img.addEventListener("load", drawn, { once: true });
-    img.addEventListener("error", () => {
+    img.addEventListener("error", () => {  // a box that says so where the image would be (not a broken-image sliver)
+      const missing = document.createElement("p");
+      missing.className = "item missing";
+      missing.textContent = `the image of ${card.dataset.key} is not available`;
+      img.replaceWith(missing);
       if (currentCard() === card) ack(`the image of ${card.dataset.key} did not load: skip it (s), or reload the page`, false);
     }, { once: true });
   }
