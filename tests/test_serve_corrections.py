@@ -1,7 +1,8 @@
 """The labelling page over HTTP (Starlette's TestClient) when something went wrong: a labeller
 changes an earlier answer (not only the last), answers an item of a round that a terminal
 replaced meanwhile, or opens the page after the project's image folder changed under the server;
-and the page's headings. On SQLite and PostgreSQL."""
+the page's headings, and class names and texts written in markup, quotes or right to left. On
+SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ pytest.importorskip("httpx", reason="httpx (starlette's TestClient) is not insta
 from activebayes.store import PoolStore  # noqa: E402
 from activebayes.web import Grant  # noqa: E402
 from activebayes.web.app import DATA_AWAY  # noqa: E402
-from serve_pages import image_folder_project, table_project  # noqa: E402
+from serve_pages import _csv_project, image_folder_project, table_project  # noqa: E402
 from test_cli_label import open_round  # noqa: E402
 from test_serve import Page, app_for, observations  # noqa: E402
 
@@ -100,3 +101,21 @@ def test_each_page_has_one_main_heading_and_says_which_it_is(db_url, tmp_path, m
             assert html.count("<h1") == 1 and f'<h1 class="project">blobs<span class="visually-hidden">: {name}</span></h1>' in html
             assert f'/{name}?token={grant.token}" aria-current="page">{name}</a>' in html and html.count("aria-current") == 1
         assert '<h2 class="question" id="question">Which class is this item?' in page.next()["card"]
+
+
+def test_class_names_and_texts_are_text_in_their_own_direction(db_url, tmp_path, monkeypatch):
+    """Class names holding markup, quotes, a template's braces, an emoji or Hebrew, and a Hebrew
+    review over several lines: each is escaped text, never markup, and a right-to-left one keeps its
+    direction without reordering what is around it (the review dir=auto, each class in a <bdi>)."""
+    monkeypatch.chdir(tmp_path)
+    classes = ["<b>bold</b>", 'say "hi"', "{{ 7*7 }}", "😀 smile", "שלום"]
+    review = "זה היה <i>טוב</i>\nשורה שנייה"
+    rows = [["id", "review", "label"]] + [[f"r{i}", review if i == 0 else "plain words " * 8, classes[i % 5]] for i in range(10)]
+    keys = _csv_project(db_url, tmp_path, "odd", rows, ("--classes", ",".join(classes)), ("--text-column", "review"), k=1)
+    grant = Grant.new("ann", "odd")
+    with app_for(db_url, grant) as client:
+        card = Page(client, grant).next()["card"]
+    assert keys == ["r0"] and '<p class="text" dir="auto">זה היה &lt;i&gt;טוב&lt;/i&gt;\nשורה שנייה</p>' in card
+    for name, shown in (("<b>bold</b>", "&lt;b&gt;bold&lt;/b&gt;"), ('say "hi"', "say &#34;hi&#34;"), ("{{ 7*7 }}", "{{ 7*7 }}"), ("שלום", "שלום")):
+        assert f'data-value="{shown}"' in card and f"<bdi>{shown}</bdi></button>" in card, name
+    assert "<b>" not in card and "49" not in card
