@@ -44,18 +44,26 @@ def test_a_number_typed_with_its_unit_is_text_not_keys(sqlite_db, tmp_path, brow
     assert web_answers(sqlite_db, "timing") == [(keys[0], "4.5", "ann"), (keys[2], "7.25", "ann")]
 
 
+def layout(driver, key: str, code: str) -> None:
+    """A key press as another keyboard layout reports it: `key` what it types, `code` its place."""
+    driver.execute_script("document.activeElement.dispatchEvent(new KeyboardEvent('keydown', {key: arguments[0], code: arguments[1], bubbles: true}));", key, code)
+
+
 def test_a_wrong_class_is_changed_from_the_list_of_answers(sqlite_db, tmp_path, browser):
     """Two items on, the labeller sees the first one was wrong: "change" beside it in the list of
     answers takes that answer back (the second stays) and shows the item again; by keyboard the
-    focus ring shows where the keys act, and once the round is done the focus is on what says so."""
+    focus ring shows where the keys act, and once the round is done the focus is on what says so.
+    The keys answer by their place on a French or Russian keyboard too."""
     keys = table_project(sqlite_db, tmp_path, k=3)
     with served(sqlite_db, "blobs", "ann", folder=tmp_path) as (_, urls):
         driver = browser()
         driver.get(urls["ann"])
-        for key, press_key, label in ((keys[0], "1", "a"), (keys[1], "2", "b")):
-            wait_for_item(driver, key)
-            press(driver, press_key)
-            saved(driver, key, label)
+        wait_for_item(driver, keys[0])
+        press(driver, "1")
+        saved(driver, keys[0], "a")
+        wait_for_item(driver, keys[1])
+        layout(driver, "é", "Digit2")  # a French keyboard's 2 key, unshifted
+        saved(driver, keys[1], "b")
         wait_for_item(driver, keys[2])
         ring = "const s = getComputedStyle(document.activeElement); return [document.activeElement.dataset.key, s.outlineStyle];"
         assert driver.execute_script(ring) == [keys[2], "solid"]
@@ -69,7 +77,10 @@ def test_a_wrong_class_is_changed_from_the_list_of_answers(sqlite_db, tmp_path, 
         press(driver, "1")
         wait(driver, lambda d: "Every query of round 1 has its answer" in d.find_element(By.ID, "card").text, "the round done")
         assert driver.switch_to.active_element.get_attribute("class") == "card empty"  # read first, then a Tab to the next round
-    assert web_answers(sqlite_db, "blobs") == [(keys[1], "b", "ann"), (keys[0], "c", "ann"), (keys[2], "a", "ann")]
+        layout(driver, "г", "KeyU")  # a Russian keyboard's u key
+        wait(driver, lambda d: ack(d) == f"took back the answer for {keys[2]}", "undone on another layout")
+        wait_for_item(driver, keys[2])
+    assert web_answers(sqlite_db, "blobs") == [(keys[1], "b", "ann"), (keys[0], "c", "ann")]
 
 
 def test_every_text_and_control_can_be_read(sqlite_db, tmp_path, browser):

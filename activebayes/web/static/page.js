@@ -358,17 +358,26 @@
       $("#find").focus();
     } else if (/^[-+.,0-9]$/.test(event.key) && $("#number")) {
       $("#number").focus();  // a number typed after Escape goes into the field (the key is not consumed)
-    } else if (/^[0-9]$/.test(event.key)) {  // the class whose key it is (web/shortcuts.py)
-      const button = $(`#card button.answer[data-shortcut="${event.key}"]`);
+    } else if (/^[0-9]$/.test(shortcutOf(event))) {  // the class whose key it is (web/shortcuts.py)
+      const button = $(`#card button.answer[data-shortcut="${shortcutOf(event)}"]`);
       if (button) { event.preventDefault(); button.click(); }
-    } else if (event.key === "s" || event.key === "S") {
+    } else if (shortcutOf(event) === "s") {
       event.preventDefault();
       skip();
-    } else if (event.key === "u" || event.key === "U") {
+    } else if (shortcutOf(event) === "u") {
       event.preventDefault();
       act("undo", {});
     }
   });
+
+  // The shortcut a key press means: the letter or digit it types, or, where the keyboard's layout
+  // types none there (AZERTY's digit row types & é " ' ( unshifted, a Russian or Hebrew layout
+  // ы or ד), the key's place on a US keyboard, so that 1 answers and s skips on any layout.
+  function shortcutOf(event) {
+    if (/^[a-z0-9]$/i.test(event.key)) return event.key.toLowerCase();
+    const place = /^Digit([0-9])$|^Key([A-Z])$/.exec(event.code || "");
+    return place ? place[1] || place[2].toLowerCase() : event.key;
+  }
 
   if (page === "status") followStatus();
   if (page === "label") {
