@@ -156,6 +156,7 @@ def test_the_back_button_a_finished_round_and_a_bad_url(sqlite_db, tmp_path, bro
         wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, ".counts"), "the status page")
         driver.back()
         wait_for_item(driver, keys[1])  # a fresh page, not a stale copy showing keys[0]
+        assert driver.find_element(By.ID, "log").text == f"{keys[0]} → a change"  # the answer still listed, to change
         press(driver, "2")
         saved(driver, keys[1], "b")
         wait(driver, lambda d: "Every query of round 1 has its answer" in d.find_element(By.ID, "card").text, "the round done")

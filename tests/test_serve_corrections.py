@@ -6,6 +6,8 @@ SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 pytest.importorskip("starlette", reason="the serve extra is not installed")
@@ -25,8 +27,8 @@ def labels_of(db: str, keys: list[str], project: str = "blobs") -> dict[str, str
 
 
 def test_an_earlier_answer_is_changed_and_the_others_stay(db_url, tmp_path, monkeypatch):
-    """Three answers, then "change" on the first: that answer alone is taken back and its item is
-    shown again; answered anew, it holds the new label. Another labeller cannot take it back, and
+    """Three answers, listed again on a reloaded page; then "change" on the first: that answer alone
+    is taken back and its item is shown again; answered anew, it holds the new label. Another labeller cannot take it back, and
     an item never answered here has nothing to change."""
     monkeypatch.chdir(tmp_path)
     keys = table_project(db_url, tmp_path, k=4)
@@ -36,9 +38,12 @@ def test_an_earlier_answer_is_changed_and_the_others_stay(db_url, tmp_path, monk
         for key, value in zip(keys[:3], "abc"):
             assert page.answer(key, value)["status"] == "saved"
         assert other.post("undo", key=keys[0]).json()["message"] == f"no answer of yours to {keys[0]} to take back"
+        listed = re.findall(r'<li data-key="([^"]+)" data-value="([^"]+)">', page.get("label").text)
+        assert listed == [(keys[2], "c"), (keys[1], "b"), (keys[0], "a")]  # a reload lists them again, newest first
         changed = page.post("undo", key=keys[0]).json()
         assert (changed["status"], changed["key"], changed["shown"]) == ("undone", keys[0], keys[0])
         assert labels_of(db_url, keys) == {keys[0]: None, keys[1]: "b", keys[2]: "c", keys[3]: None}
+        assert keys[0] not in re.findall(r'<li data-key="([^"]+)"', page.get("label").text)
         assert page.answer(keys[0], "c")["status"] == "saved"
         assert page.post("undo", key=keys[3]).json()["status"] == "nothing"
         last = page.post("undo").json()  # `u` still takes back the latest answer: the one given anew

@@ -175,7 +175,8 @@ def create_app(config: ServeConfig) -> Any:
     async def label_page(request: Request) -> Response:
         grant = grant_of(request)
         page = await run_in_threadpool(labelling, grant.project)
-        return templates.TemplateResponse(request, "label.html", page_context(request, grant, info=page.info,
+        given = await run_in_threadpool(page.given, grant.labeller)  # listed again, each with its change button
+        return templates.TemplateResponse(request, "label.html", page_context(request, grant, info=page.info, given=given,
                                           lease_seconds=config.lease_seconds, digits_named=digit_named(page.info.classes or ())))  # fmt: skip
 
     async def status_page(request: Request) -> Response:

@@ -123,7 +123,10 @@ class Labelling:
 
     def _state(self, labeller: str) -> _Labeller:
         with self._lock:
-            return self.labellers.setdefault(labeller, _Labeller())
+            return self._state_unlocked(labeller)
+
+    def _state_unlocked(self, labeller: str) -> _Labeller:
+        return self.labellers.setdefault(labeller, _Labeller())
 
     def name(self, query: Any) -> str:
         """What the page calls `query`: its key, or "query R" (its rank from 1) in an image pool."""
@@ -259,6 +262,19 @@ class Labelling:
     def unskip(self, labeller: str) -> None:
         with self._lock:
             self.labellers.setdefault(labeller, _Labeller()).skipped.clear()
+
+    def given(self, labeller: str) -> list[tuple[str, str]]:
+        """(name, value) of `labeller`'s answers of the waiting round that the page can still take
+        back, oldest first: a reloaded page (or one come back to) lists them again, each with its
+        change button."""
+        number = self.waiting_round()
+        with self._lock:
+            names = [name for rnd, name, observation in self._state_unlocked(labeller).undo if rnd == number and observation is not None]
+        if not names:
+            return []
+        answers, asked = self.store.round_answers(self.project, number), self._asked(number)
+        mine = {name: [v for who, v in answers.get(asked[name].key, []) if who == labeller] for name in names}
+        return [(name, mine[name][-1]) for name in names if mine[name]]
 
     def undo(self, labeller: str, name: str | None = None) -> Outcome:
         """Take back `labeller`'s last answer of the waiting round, or with `name` their answer to
