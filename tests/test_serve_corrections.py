@@ -67,7 +67,7 @@ def test_an_answer_for_a_round_replaced_meanwhile_shows_what_is_open(db_url, tmp
         open_round(db_url, "blobs", ["item-020", "item-021"])
         refused = page.answer(keys[0], "a")
         assert (refused["status"], refused["round"], refused["shown"]) == ("refused", 2, "item-020")
-        assert refused["message"] == f"round 1 does not wait for answers (round 2 does): the answer for {keys[0]} was not saved; showing what is open now"
+        assert refused["message"] == f"round 1 does not wait for answers (round 2 does): nothing was saved for {keys[0]}; showing what is open now"
         skipped = page.post("skip", round=1, key=keys[1]).json()
         assert (skipped["status"], skipped["shown"]) == ("refused", "item-020")
         assert page.post("answer", round=2, key="item-999", value="a").status_code == 400  # a key the round never asked: still a bad request

@@ -250,7 +250,7 @@ def create_app(config: ServeConfig) -> Any:
                 outcome = await run_in_threadpool(do, page, grant.labeller, body)
             except RoundGone as exc:  # nothing written: say why, and show what is open now rather than the dead item
                 name = body.get("key") if isinstance(body.get("key"), str) else None
-                outcome = Outcome("refused", name, None, f"{exc}: {'the answer for ' + name if name else 'that'} was not saved; showing what is open now")
+                outcome = Outcome("refused", name, None, f"{exc}: nothing was saved for {name or 'the item'}; showing what is open now")
             prefer = outcome.key if outcome.status == "undone" else None
             try:
                 card = await run_in_threadpool(page.next_card, grant.labeller, prefer)

@@ -184,7 +184,7 @@ class Labelling:
         BadAnswer otherwise."""
         waiting = self.waiting_round()
         if not isinstance(number, int) or isinstance(number, bool) or number != waiting:
-            stale = isinstance(number, int) and not isinstance(number, bool) and (waiting is None or number < waiting)  # a round that was
+            stale = isinstance(number, int) and not isinstance(number, bool) and (waiting is None or number < waiting)  # an earlier round: the page moves on
             raise (RoundGone if stale else BadAnswer)(f"round {number!r} does not wait for answers" + (f" (round {waiting} does)" if waiting else ""))
         found = self._asked(number).get(key) if isinstance(key, str) else None
         if found is None:
