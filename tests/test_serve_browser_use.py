@@ -69,6 +69,7 @@ def test_an_image_that_does_not_load_cannot_be_answered(sqlite_db, tmp_path, bro
         driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/image?*"]})  # as a slow or broken network
         driver.get(urls["ann"])
         wait(driver, lambda d: ack(d) == "the image of query 1 did not load: skip it (s), or reload the page", "the page says so")
+        assert driver.find_element(By.CSS_SELECTOR, "#card p.item.missing").text == "the image of query 1 is not available"  # where the image was
         assert all(not b.is_enabled() for b in driver.find_elements(By.CSS_SELECTOR, "#card button.answer"))
         press(driver, "1")
         press(driver, "s")  # skipping still works
@@ -102,9 +103,10 @@ def test_by_keyboard_alone_the_focus_is_on_the_next_item(sqlite_db, tmp_path, br
 
 
 def test_a_phone_sized_window(sqlite_db, tmp_path, browser):
-    """375 x 667: a wide row with long text, gaps, units, non-ASCII text and 25 classes fits the
-    width (no sideways scrolling), and a tap on a class answers."""
-    classes = [f"espèce-{c}" for c in "αβγδεζηθικλμνξοπρστυφχψω"] + ["Zürich"]
+    """375 x 667: a wide row with long text, gaps, units, non-ASCII text and 26 classes, one a
+    single word wider than the window, fits the width (no sideways scrolling); a tap on a class
+    answers, and the find field finds a class without its accents ("zur": Zürich)."""
+    classes = [f"espèce-{c}" for c in "αβγδεζηθικλμνξοπρστυφχψω"] + ["Zürich", "Rhinolophusferrumequinum" * 3]
     rows = [["id", "commentaire", "Größe (cm)", "note", *[f"mesure_{j}" for j in range(12)], "label"]]
     rows += [[f"r{i}", "très " * 60 + "fin", f"{i}.5 cm", "" if i % 2 else "ok", *["1234567.891"] * 12, classes[i % 25]] for i in range(30)]
     keys = _csv_project(sqlite_db, tmp_path, "phone", rows, ("--classes", ",".join(classes)), ("--text-column", "commentaire"), k=2)
@@ -119,7 +121,11 @@ def test_a_phone_sized_window(sqlite_db, tmp_path, browser):
         driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", button)
         ActionChains(driver).move_to_element(button).click().perform()
         saved(driver, keys[0], "Zürich")
-    assert web_answers(sqlite_db, "phone") == [(keys[0], "Zürich", "ann")]
+        wait_for_item(driver, keys[1])
+        press(driver, "/")
+        press(driver, "zur\ue007")  # Enter
+        saved(driver, keys[1], "Zürich")
+    assert web_answers(sqlite_db, "phone") == [(keys[0], "Zürich", "ann"), (keys[1], "Zürich", "ann")]
 
 
 def test_a_server_restarted_under_an_open_tab(sqlite_db, tmp_path, browser):
@@ -150,6 +156,7 @@ def test_the_back_button_a_finished_round_and_a_bad_url(sqlite_db, tmp_path, bro
         wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, ".counts"), "the status page")
         driver.back()
         wait_for_item(driver, keys[1])  # a fresh page, not a stale copy showing keys[0]
+        assert driver.find_element(By.ID, "log").text == f"{keys[0]} → a change"  # the answer still listed, to change
         press(driver, "2")
         saved(driver, keys[1], "b")
         wait(driver, lambda d: "Every query of round 1 has its answer" in d.find_element(By.ID, "card").text, "the round done")
@@ -212,6 +219,27 @@ def test_a_long_text_leaves_the_classes_on_screen(sqlite_db, tmp_path, browser):
         press(driver, "2")
         saved(driver, keys[0], "good")
     assert web_answers(sqlite_db, "long") == [(keys[0], "good", "ann")]
+
+
+def test_a_large_image_fits_the_window_above_its_classes(sqlite_db, tmp_path, browser):
+    """A 1000 x 1000 photo is drawn whole (scaled down, not cropped) within the window, the class
+    buttons on screen under it, in a laptop's window and a tall one; it was 360 pixels high in
+    any window, small on a large screen."""
+    names = image_folder_project(sqlite_db, tmp_path, k=1, side=1000)
+    fits = ("const i = document.querySelector('img.item'), r = i.getBoundingClientRect();"
+            "const buttons = [...document.querySelectorAll('#card button')].map(b => b.getBoundingClientRect().bottom <= innerHeight);"
+            "return [i.naturalWidth, Math.round(r.width), Math.round(r.height), r.right <= innerWidth, buttons, innerHeight];")  # fmt: skip
+    with served(sqlite_db, "shapes", "ann", folder=tmp_path) as (_, urls):
+        driver = browser()
+        driver.get(urls["ann"])
+        wait_for_item(driver, names[0])
+        wait(driver, lambda d: d.execute_script(fits)[0] == 1000, "the image loaded")
+        for size in ((820, 720), (1200, 1300)):
+            driver.set_window_size(*size)
+            natural, width, height, inside, buttons, window_height = driver.execute_script(fits)
+            assert width == height and inside and buttons == [True] * 4, (size, width, height, buttons)
+            assert 0.5 * window_height <= height <= 0.55 * window_height + 1  # dark, light, skip, undo under it
+        assert height > 600
 
 
 def test_a_finished_round_s_tab_says_when_the_server_restarted(sqlite_db, tmp_path, browser):

@@ -2,7 +2,8 @@
 card asks, a regression answer shown as the store keeps it (one written with the target's unit
 too), the status page's version (what the
 page asks every few seconds to follow the project), and its warning before a round that goes
-without second answers still to come. On SQLite and PostgreSQL."""
+without second answers still to come; and that every file the pages name ships in the package.
+On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -43,12 +44,12 @@ def test_the_card_says_what_is_asked(blobs, tmp_path):
     alice, ann = Grant.new("alice", "blobs"), Grant.new("ann", "sacks")
     with app_for(db, alice, ann) as client:
         card = Page(client, alice).next()["card"]
-        assert '<p class="question" id="question">Which class is this item? <span class="detail">a, b or c</span></p>' in card
+        assert '<h2 class="question" id="question">Which class is this item? <span class="detail">a, b or c</span></h2>' in card
         assert 'aria-describedby="question"' in card and '<div class="answers" role="group" aria-labelledby="question">' in card
         assert card.index('class="question"') < card.index('<table class="row">')  # said before the item
         card = Page(client, ann).next()
         assert card["shown"] == plots[0]
-        assert '<p class="question" id="question">What value does this item have? <span class="detail">a number in kg (column weight)</span></p>' in card["card"]
+        assert '<h2 class="question" id="question">What value does this item have? <span class="detail">a number in kg (column weight)</span></h2>' in card["card"]
         assert re.search(r'<input type="text" inputmode="decimal" id="number"[^>]* aria-labelledby="question"', card["card"])
 
 
@@ -155,3 +156,19 @@ def test_every_file_the_pages_serve_ships_in_the_package():
     assert {"web/templates/_next_round.html", "web/static/page.js", "web/static/page.css"} <= set(served)
     shipped = lambda f: any(PurePosixPath(f).match(g) and len(PurePosixPath(f).parts) == len(PurePosixPath(g).parts) for g in globs)  # noqa: E731
     assert [f for f in served if not shipped(f)] == []
+
+
+def test_every_file_the_pages_name_is_there():
+    """Each /static/ file the templates link and each template the code or a template renders
+    (extends, imports) is a file of web/static or web/templates: one named but absent, or spelt
+    otherwise, would be a 404 or a 500 only on the page that uses it."""
+    import re
+    from pathlib import Path
+
+    web = Path(__file__).resolve().parent.parent / "activebayes" / "web"
+    texts = [p.read_text() for p in (*web.glob("*.py"), *(web / "templates").glob("*.html"))]
+    linked = {name for text in texts for name in re.findall(r'"/static/([\w.-]+)"', text)}
+    rendered = {name for text in texts for name in re.findall(r'"([\w-]+\.html)"', text)}
+    assert {"page.css", "page.js"} <= linked and {"label.html", "_card.html", "base.html"} <= rendered
+    assert sorted(n for n in linked if not (web / "static" / n).is_file()) == []
+    assert sorted(n for n in rendered if not (web / "templates" / n).is_file()) == []

@@ -23,8 +23,9 @@ leans towards it (the prediction stays in the store, the round file and `export`
     POST /p/{project}/renew      keeps the lease on the item shown ({"round", "key"})
     POST /p/{project}/answer     {"round", "key", "value"}: one transaction, then the next card
     POST /p/{project}/skip       {"round", "key"}
-    POST /p/{project}/undo       takes back this labeller's last answer of the waiting round (not while
-                                 a round started here runs: it is closing that round)
+    POST /p/{project}/undo       takes back this labeller's last answer of the waiting round, or with
+                                 {"key"} their answer to that item (the log's "change"); not while a
+                                 round started here runs: it is closing that round
     POST /p/{project}/round      runs the next round in the background
     GET  /static/...             the page's own CSS and JavaScript (no token: nothing secret)
 
@@ -36,17 +37,18 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from activebayes.errors import StoreError
+from activebayes.errors import DataError, StoreError
 from activebayes.store.engine import DATABASE_AWAY, database_gone
 from activebayes.web.access import SECURITY_HEADERS, AccessKeys, Grant
 from activebayes.web.items import image_pixels, image_png, original_image
-from activebayes.web.labelling import BadAnswer, Card, Labelling, Outcome
+from activebayes.web.labelling import BadAnswer, Card, Labelling, Outcome, RoundGone
 from activebayes.web.question import asked
 from activebayes.web.rounds import STAGES, RoundWorker
 from activebayes.web.shortcuts import class_keys, digit_named
@@ -54,6 +56,9 @@ from activebayes.web.status import open_queries, project_status, status_version
 
 HERE = Path(__file__).resolve().parent
 MAX_BODY = 64 * 1024  # an answer is a few hundred bytes
+LOG = logging.getLogger(__name__)
+DATA_AWAY = ("the project's data cannot be loaded: a file it needs (its data file, an image) is missing or changed since `pool add` "
+             "(the terminal running `activebayes serve` says which file); restore it and reload this page")
 
 
 @dataclass(frozen=True)
@@ -107,7 +112,12 @@ def create_app(config: ServeConfig) -> Any:
         with loading:  # one page state per project, its data file loaded (and checked) once, and again after `pool add --append`
             page = pages.get(project)
             if page is None or page.info.data_sha256 != sha256:
-                pages[project] = Labelling(store, project, load_project_data(store, project), answers_per_item=config.answers_per_item,
+                try:
+                    data = load_project_data(store, project)
+                except DataError as exc:  # its data file or image folder changed under the server: one line, not a bare 500
+                    LOG.error("project %r: %s", project, exc)  # the files it names may spell classes: the terminal's, not the page's
+                    raise _Refused(409, DATA_AWAY) from None
+                pages[project] = Labelling(store, project, data, answers_per_item=config.answers_per_item,
                                            lease_seconds=config.lease_seconds, labellers=page.labellers if page else None)  # fmt: skip
             return pages[project]
 
@@ -165,7 +175,8 @@ def create_app(config: ServeConfig) -> Any:
     async def label_page(request: Request) -> Response:
         grant = grant_of(request)
         page = await run_in_threadpool(labelling, grant.project)
-        return templates.TemplateResponse(request, "label.html", page_context(request, grant, info=page.info,
+        given = await run_in_threadpool(page.given, grant.labeller)  # listed again, each with its change button
+        return templates.TemplateResponse(request, "label.html", page_context(request, grant, info=page.info, given=given,
                                           lease_seconds=config.lease_seconds, digits_named=digit_named(page.info.classes or ())))  # fmt: skip
 
     async def status_page(request: Request) -> Response:
@@ -235,7 +246,11 @@ def create_app(config: ServeConfig) -> Any:
             grant = grant_of(request)
             body = await body_of(request, grant)
             page = await run_in_threadpool(labelling, grant.project)
-            outcome = await run_in_threadpool(do, page, grant.labeller, body)
+            try:
+                outcome = await run_in_threadpool(do, page, grant.labeller, body)
+            except RoundGone as exc:  # nothing written: say why, and show what is open now rather than the dead item
+                name = body.get("key") if isinstance(body.get("key"), str) else None
+                outcome = Outcome("refused", name, None, f"{exc}: nothing was saved for {name or 'the item'}; showing what is open now")
             prefer = outcome.key if outcome.status == "undone" else None
             try:
                 card = await run_in_threadpool(page.next_card, grant.labeller, prefer)
@@ -273,7 +288,8 @@ def create_app(config: ServeConfig) -> Any:
         run = worker.last(page.project)
         if run is not None and run.running:  # the round started here closes the waiting one: taking an answer back would reopen it
             return Outcome("nothing", message="the next round is starting: the answers of this round can no longer be taken back")
-        return page.undo(who)
+        name = body.get("key")
+        return page.undo(who, name if isinstance(name, str) else None)
 
     routes = [
         Route("/p/{project}/label", guarded(label_page)),

@@ -50,6 +50,12 @@ class BadAnswer(ValueError):
     longer waits, a label outside the classes); `str()` says which."""
 
 
+class RoundGone(BadAnswer):
+    """An answer or skip for a round that no longer waits (a round run in a terminal, `round
+    --restart-round`, or the page's own button meanwhile): nothing written; the page shows what
+    is open now."""
+
+
 @dataclass(frozen=True)
 class Card:
     """What labeller sees next. `query` None: nothing to show now; then `open` says how many
@@ -117,7 +123,10 @@ class Labelling:
 
     def _state(self, labeller: str) -> _Labeller:
         with self._lock:
-            return self.labellers.setdefault(labeller, _Labeller())
+            return self._state_unlocked(labeller)
+
+    def _state_unlocked(self, labeller: str) -> _Labeller:
+        return self.labellers.setdefault(labeller, _Labeller())
 
     def name(self, query: Any) -> str:
         """What the page calls `query`: its key, or "query R" (its rank from 1) in an image pool."""
@@ -175,7 +184,8 @@ class Labelling:
         BadAnswer otherwise."""
         waiting = self.waiting_round()
         if not isinstance(number, int) or isinstance(number, bool) or number != waiting:
-            raise BadAnswer(f"round {number!r} does not wait for answers" + (f" (round {waiting} does)" if waiting else ""))
+            stale = isinstance(number, int) and not isinstance(number, bool) and (waiting is None or number < waiting)  # an earlier round: the page moves on
+            raise (RoundGone if stale else BadAnswer)(f"round {number!r} does not wait for answers" + (f" (round {waiting} does)" if waiting else ""))
         found = self._asked(number).get(key) if isinstance(key, str) else None
         if found is None:
             raise BadAnswer(f"round {number} has no query {key!r}")
@@ -253,19 +263,34 @@ class Labelling:
         with self._lock:
             self.labellers.setdefault(labeller, _Labeller()).skipped.clear()
 
-    def undo(self, labeller: str) -> Outcome:
-        """Take back `labeller`'s last answer of the waiting round (`PoolStore.retract_observation`)."""
+    def given(self, labeller: str) -> list[tuple[str, str]]:
+        """(name, value) of `labeller`'s answers of the waiting round that the page can still take
+        back, oldest first: a reloaded page (or one come back to) lists them again, each with its
+        change button."""
+        number = self.waiting_round()
+        with self._lock:
+            names = [name for rnd, name, observation in self._state_unlocked(labeller).undo if rnd == number and observation is not None]
+        if not names:
+            return []
+        answers, asked = self.store.round_answers(self.project, number), self._asked(number)
+        mine = {name: [v for who, v in answers.get(asked[name].key, []) if who == labeller] for name in names}
+        return [(name, mine[name][-1]) for name in names if mine[name]]
+
+    def undo(self, labeller: str, name: str | None = None) -> Outcome:
+        """Take back `labeller`'s last answer of the waiting round, or with `name` their answer to
+        that item (the page's "change" beside an earlier answer), by `PoolStore.retract_observation`:
+        the same store rule as the prompt's `u`, for any answer this page recorded in the round."""
         number = self.waiting_round()
         with self._lock:
             stack = self.labellers.setdefault(labeller, _Labeller()).undo
-            closed = None
-            while stack and stack[-1][0] != number:  # answers of a closed round stay
-                closed = stack.pop()[0]
-            if not stack:
+            closed = max((entry[0] for entry in stack if entry[0] != number), default=None)  # answers of a closed round stay
+            stack[:] = [entry for entry in stack if entry[0] == number]
+            found = [i for i, entry in enumerate(stack) if name is None or entry[1] == name]
+            if not found:
                 if closed is not None:
-                    return Outcome("nothing", message=f"round {closed} has closed: its answers can no longer be taken back")
-                return Outcome("nothing", message="nothing to undo")
-            _, key, observation_id = stack.pop()
+                    return Outcome("nothing", name, message=f"round {closed} has closed: its answers can no longer be taken back")
+                return Outcome("nothing", name, message="nothing to undo" if name is None else f"no answer of yours to {name} to take back")
+            _, key, observation_id = stack.pop(found[-1])
         if observation_id is None:
             return Outcome("nothing", key, message=f"{key}: that answer repeated its label and recorded nothing; nothing to undo")
         try:

@@ -38,9 +38,20 @@
     line.className = ok ? "ok" : "bad";
   }
 
+  // Each answer saved here is listed with a "change" button: it takes that answer back (as undo
+  // does the last one) and shows the item again, to be answered anew.
   function logAnswer(key, value) {
+    unlog(key);  // an answer given again after a change replaces its line
     const item = document.createElement("li");
-    item.textContent = `${key} → ${value}`;
+    const text = document.createElement("bdi");
+    text.textContent = `${key} → ${value}`;
+    const change = document.createElement("button");
+    change.type = "button";
+    change.className = "change";
+    change.dataset.key = key;
+    change.textContent = "change";
+    change.setAttribute("aria-label", `change the answer for ${key}`);
+    item.append(text, " ", change);
     item.dataset.key = key;
     item.dataset.value = value;
     $("#log").prepend(item);
@@ -83,7 +94,11 @@
     card.dataset.loading = "1";
     enableButtons();
     img.addEventListener("load", drawn, { once: true });
-    img.addEventListener("error", () => {
+    img.addEventListener("error", () => {  // a box that says so where the image would be (not a broken-image sliver)
+      const missing = document.createElement("p");
+      missing.className = "item missing";
+      missing.textContent = `the image of ${card.dataset.key} is not available`;
+      img.replaceWith(missing);
       if (currentCard() === card) ack(`the image of ${card.dataset.key} did not load: skip it (s), or reload the page`, false);
     }, { once: true });
   }
@@ -272,6 +287,7 @@
     if (button.classList.contains("answer")) { finding = document.activeElement === $("#find"); answer(button.dataset.value); }
     else if (button.id === "skip") skip();
     else if (button.id === "undo") act("undo", {});
+    else if (button.classList.contains("change")) act("undo", { key: button.dataset.key });
     else if (button.id === "unskip") act("next", { unskip: true });
     else if (button.id === "next-round") {
       // answers still to come (web/templates/_next_round.html): the round goes without them only when the user says so
@@ -292,10 +308,13 @@
   // With more than ten classes a field finds one by typing: the buttons that do not hold the
   // text are hidden, and Enter answers with the class named exactly so, else the only one that
   // starts with the text, else the only one left.
+  // Letters match with or without their accents ("zur" finds "Zürich"), in any case.
+  const folded = (text) => text.normalize("NFD").replace(/\p{M}/gu, "").toLowerCase();
+
   function matching(text) {
-    const wanted = text.trim().toLowerCase();
+    const wanted = folded(text.trim());
     const buttons = [...document.querySelectorAll("#card button.answer")];
-    const name = (b) => b.dataset.value.toLowerCase();
+    const name = (b) => folded(b.dataset.value);
     const shown = buttons.filter((b) => name(b).includes(wanted));
     const starting = shown.filter((b) => name(b).startsWith(wanted));
     const only = (list) => (list.length === 1 ? list[0] : null);
@@ -318,29 +337,47 @@
     } else if (event.key === "Escape") {
       event.target.value = "";
       event.target.dispatchEvent(new Event("input", { bubbles: true }));
-      event.target.blur();
+      focusCard();  // the keys answer again
     }
   });
+
+  function focusCard() {
+    const card = $("#card .card");
+    if (card) card.focus({ preventScroll: true });
+  }
 
   document.addEventListener("keydown", (event) => {
     if (page !== "label" || event.ctrlKey || event.metaKey || event.altKey) return;
     if (event.repeat && !(event.target instanceof HTMLInputElement)) { event.preventDefault(); return; }  // a key held down answers once
-    const inField = event.target instanceof HTMLInputElement;
-    if (inField && event.target.id === "find") return;  // typing a class name
-    if (event.key === "/" && !inField && $("#find")) {
+    if (event.target instanceof HTMLInputElement) {  // typing a class name, or a number with its unit ("4.5 s"): letters are text
+      if (event.key === "Escape" && event.target.id === "number") focusCard();  // then s skips and u undoes
+      return;
+    }
+    if (event.key === "/" && $("#find")) {
       event.preventDefault();
       $("#find").focus();
-    } else if (/^[0-9]$/.test(event.key) && !inField) {  // the class whose key it is (web/shortcuts.py)
-      const button = $(`#card button.answer[data-shortcut="${event.key}"]`);
+    } else if (/^[-+.,0-9]$/.test(event.key) && $("#number")) {
+      $("#number").focus();  // a number typed after Escape goes into the field (the key is not consumed)
+    } else if (/^[0-9]$/.test(shortcutOf(event))) {  // the class whose key it is (web/shortcuts.py)
+      const button = $(`#card button.answer[data-shortcut="${shortcutOf(event)}"]`);
       if (button) { event.preventDefault(); button.click(); }
-    } else if (event.key === "s" || event.key === "S") {
+    } else if (shortcutOf(event) === "s") {
       event.preventDefault();
       skip();
-    } else if (event.key === "u" || event.key === "U") {
+    } else if (shortcutOf(event) === "u") {
       event.preventDefault();
       act("undo", {});
     }
   });
+
+  // The shortcut a key press means: the letter or digit it types, or, where the keyboard's layout
+  // types none there (AZERTY's digit row types & é " ' ( unshifted, a Russian or Hebrew layout
+  // ы or ד), the key's place on a US keyboard, so that 1 answers and s skips on any layout.
+  function shortcutOf(event) {
+    if (/^[a-z0-9]$/i.test(event.key)) return event.key.toLowerCase();
+    const place = /^Digit([0-9])$|^Key([A-Z])$/.exec(event.code || "");
+    return place ? place[1] || place[2].toLowerCase() : event.key;
+  }
 
   if (page === "status") followStatus();
   if (page === "label") {
