@@ -63,7 +63,9 @@ def test_one_optimiser_over_stacked_leaves_updates_each_run_as_its_own():
     g = torch.Generator().manual_seed(0)
     params = [torch.randn(4, 3, generator=g) for _ in range(3)]
     grads = [[torch.randn(4, 3, generator=g) for _ in range(3)] for _ in range(20)]
-    for make in (lambda p: torch.optim.Adam(p, lr=1e-2, weight_decay=0.3), lambda p: torch.optim.SGD(p, lr=1e-2, momentum=0.9, weight_decay=0.3)):
+    from activebayes._optimizers import SGD, Adam
+
+    for make in (lambda p: Adam(p, lr=1e-2, weight_decay=0.3), lambda p: SGD(p, lr=1e-2, momentum=0.9, weight_decay=0.3)):
         alone = [p.clone().requires_grad_() for p in params]
         optimisers = [make([p]) for p in alone]
         stacked = torch.stack(params).requires_grad_()

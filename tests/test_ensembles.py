@@ -94,16 +94,17 @@ def test_cosine_cycle_lr_closed_form():
 
 
 def test_cosine_schedule_of_a_train_config_anneals_over_the_run(monkeypatch):
+    from activebayes._optimizers import Adam
     from activebayes.training import TrainConfig, train
 
     seen = []
-    real_step = torch.optim.Adam.step
+    real_step = Adam.step
 
     def recording_step(self, *args, **kwargs):
         seen.append(self.param_groups[0]["lr"])
         return real_step(self, *args, **kwargs)
 
-    monkeypatch.setattr(torch.optim.Adam, "step", recording_step)
+    monkeypatch.setattr(Adam, "step", recording_step)
     x, y = torch.randn(40, 3), torch.arange(40) % 2
     train(mlp(3, 2, hidden=(4,))(), x, y, TrainConfig(epochs=2, lr=0.1, batch_size=10, schedule="cosine"), seed=0, device="cpu")
     assert seen == pytest.approx([0.05 * (1 + math.cos(math.pi * t / 8)) for t in range(8)])

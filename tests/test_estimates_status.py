@@ -163,8 +163,8 @@ def test_an_estimate_outside_the_possible_range_is_shown_inside_it(project, tmp_
     import activebayes.report as report_module
 
     drawn = []
-    save = report_module._save
-    monkeypatch.setattr(report_module, "_save", lambda figure, path: (drawn.append(figure), save(figure, path))[1])
+    save = report_module.save_png
+    monkeypatch.setattr(report_module, "save_png", lambda figure, path: (drawn.append(figure), save(figure, path))[1])
     ok("report", "--out", "plots")
     axes = drawn[0].axes[0]
     estimate_line = next(line for line in axes.lines if line.get_linestyle() == "--" and line.get_label().startswith("estimate"))

@@ -17,10 +17,12 @@ from test_cli_regression import regression  # noqa: F401  (the fixture)
 def drawn(monkeypatch):
     """The matplotlib figures `report` saves, in order."""
     import activebayes.report as report_module
+    import activebayes.score_histograms as histograms_module
+    from activebayes.figures import save_png
 
     figures = []
-    save = report_module._save
-    monkeypatch.setattr(report_module, "_save", lambda figure, path: (figures.append(figure), save(figure, path))[1])
+    for module in (report_module, histograms_module):
+        monkeypatch.setattr(module, "save_png", lambda figure, path: (figures.append(figure), save_png(figure, path))[1])
     return figures
 
 
