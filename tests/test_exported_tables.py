@@ -1,6 +1,6 @@
 """Tables as other tools and people write them: "no value" written as a dash, None, missing or
 SAS's dot (a gap in the features, no label in the label column), dates written with the month's
-name (Excel's 1-Mar-24, Mar 1, 2024, SAS's 01MAR2024), amounts with a magnitude (1.2k, 3M), merged cells, and a survey export's extra header rows
+name (Excel's 1-Mar-24, Mar 1, 2024, SAS's 01MAR2024), amounts with a magnitude (1.2k, 3M) or a currency code (USD 1,200), merged cells, and a survey export's extra header rows
 (Qualtrics, SurveyMonkey), refused in one line with nothing written."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 from activebayes.data.csv_table import read_csv_table
 from activebayes.data.month_dates import month_name_date
-from activebayes.data.parsed_columns import common_unit, date_order, unit_numbers, written_days
+from activebayes.data.parsed_columns import common_unit, date_order, decimal_comma_numbers, unit_numbers, written_days
 from activebayes.data.table_spec import apply_table_spec, fit_table_spec
 from activebayes.data.tabular import TableOptions, plan_table
 from activebayes.errors import DataError
@@ -170,3 +170,24 @@ def test_merged_cells_get_a_note_naming_the_way_to_fill_them_down(tmp_path):
     assert sites(lambda i: f"Site {'ABCD'[i // 10]}" if i % 10 in (0, 1) else "") == []  # two rows of a group named
     assert sites(lambda i: "Site A" if i % 10 == 0 else "") == []  # one value again: a sparse category
     assert sites(lambda i: f"Site {'ABCD'[i // 10]}" if i % 10 == 1 else "") == []  # the first row empty
+
+
+def test_labels_that_are_nearly_one_per_row_are_refused_unless_named(db):
+    """40 rows, 40 different labels ('species 0', ...): a name column taken for the labels, not
+    40 classes of one row each: refused, nothing written; classes named by init are accepted."""
+    write_csv(Path("n.csv"), ["x", "label"], [[str(i % 7), f"species {i}"] for i in range(40)])
+    before = db_dump(db)
+    assert_mistake(run("pool", "add", "n.csv"), "40 different values (species 0, species 1, species 2, ...) in 40 rows",
+                   "nearly one class per row", "--label-column", "init --name t --classes")  # fmt: skip
+    assert db_dump(db) == before
+    ok("init", "--name", "n", "--classes", ",".join(f"species {i}" for i in range(40)))
+    assert json.loads(ok("--json", "--project", "n", "pool", "add", "n.csv").stdout)["pool_items"] == 40
+
+
+def test_currency_codes_and_a_typeset_minus_are_read_as_amounts():
+    """USD 1,234.00 (a bank's export) and −10.5 (U+2212, Apple's Numbers): amounts, where they
+    were an identifier left out and a column refused for mixing text and numbers."""
+    texts = ["USD 1,234.00", "1,234.00 USD", "(USD 12)", "USD -5", "\u221210.5", "12 EUR", "ABC 12", "USDX 12", "EUR"]
+    assert unit_numbers(texts)[:6].tolist() == [1234.0, 1234.0, -12.0, -5.0, -10.5, 12.0]
+    assert np.isnan(unit_numbers(texts)[6:]).all()  # a code that names no currency, or a code alone
+    assert decimal_comma_numbers(["12,50 EUR", "EUR 1.234,50", "\u22123,5"]).tolist() == [12.5, 1234.5, -3.5]

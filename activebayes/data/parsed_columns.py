@@ -12,7 +12,8 @@ kind, so a column is of a kind exactly when none of its present values is NaN.
   "-$1,200" is −1200), and one in parentheses, or with a minus after it as SAP exports write it,
   negative, as accounting writes it ("(1,234)" and "1,234-" are −1234; its zero, "$ -", is 0), and a magnitude after
   it multiplies it (k or K a thousand, M or mn a million, B or bn a billion: "1.2k" is 1200,
-  "$3M" 3e6; a lower-case m, a metre or a minute as often, is none). A plain number passes too, so "0" may stand beside "53%". (In a file not delimited by
+  "$3M" 3e6; a lower-case m, a metre or a minute as often, is none); an ISO currency code may
+  stand for the sign ("USD 1,200.00", "12,50 EUR") and a typeset minus (U+2212) for "-". A plain number passes too, so "0" may stand beside "53%". (In a file not delimited by
   commas, "1,578" is read first as a decimal comma: 1.578.)
 - `decimal_comma_numbers`: a number written the European way, with a decimal comma and
   optionally dots or spaces (also no-break and narrow no-break ones, as French spreadsheets write
@@ -77,6 +78,8 @@ _UNIT_NUMBER = re.compile(
     rf"^(?P<sign>[+-]?)(?P<cur>[{_CURRENCY}]?)\s?(?P<sign2>[+-]?)(?P<int>\d{{1,3}}(?P<group>[{_GROUP_MARKS}])\d{{3}}(?:(?P=group)\d{{3}})*|\d+)"
     rf"(?P<frac>\.\d+)?\s?(?P<mag>{'|'.join(_MAGNITUDES)})?\s?(?P<post>[%{_CURRENCY}]?)$"
 )
+_CURRENCY_CODES = "USD EUR GBP JPY CHF CAD AUD NZD CNY HKD SGD INR KRW SEK NOK DKK PLN CZK HUF BRL MXN ZAR TRY RUB ILS AED"
+_CURRENCY_CODE = re.compile(rf"^(?:{'|'.join(_CURRENCY_CODES.split())})\s?(?=[\d(+-])|(?<=[\d)])\s?(?:{'|'.join(_CURRENCY_CODES.split())})$")  # USD 1,200.00
 _ACCOUNTING_ZERO = re.compile(rf"^[{_CURRENCY}]\s*-\s*$|^-\s*[{_CURRENCY}]$")  # "$ -": Excel's Accounting format writes a zero so
 _ACCOUNTING = re.compile(r"^\((?P<inner>[^()+-]+)\)$|^(?P<trailing>\d[^+-]*)-$")  # (1,234), and 1,234.50- as SAP writes it: negative
 _DECIMAL_COMMA_NUMBER = re.compile(
@@ -113,7 +116,14 @@ def _accounting_amount(text: str) -> str | None:
     return None if m is None else (m["inner"] or m["trailing"]).strip()
 
 
+def _without_code(text: str) -> str:
+    """`text` with a typeset minus (U+2212, as Apple's Numbers writes one) as "-" and without an
+    ISO currency code before or after its number ("USD 1,200.00", "12,50 EUR")."""
+    return _CURRENCY_CODE.sub("", text.replace("\u2212", "-"))
+
+
 def _unit_number(text: str) -> float:
+    text = _without_code(text)
     if _ACCOUNTING_ZERO.match(text):
         return 0.0
     if (amount := _accounting_amount(text)) is not None:  # (1,234) is -1234, ($1,234.50) is -1234.5, 1,234.50- is -1234.5
@@ -150,6 +160,7 @@ def accounting_negative(text: str) -> bool:
 
 
 def _decimal_comma_number(text: str) -> float:
+    text = _without_code(text)
     if (amount := _accounting_amount(text)) is not None:  # (1.234,50) and 1.234,50- are -1234.5
         return -_decimal_comma_number(amount)
     m = _DECIMAL_COMMA_NUMBER.match(text)
