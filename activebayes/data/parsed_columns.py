@@ -12,7 +12,8 @@ kind, so a column is of a kind exactly when none of its present values is NaN.
   "-$1,200" is −1200), and one in parentheses, or with a minus after it as SAP exports write it,
   negative, as accounting writes it ("(1,234)" and "1,234-" are −1234; its zero, "$ -", is 0), and a magnitude after
   it multiplies it (k or K a thousand, M or mn a million, B or bn a billion: "1.2k" is 1200,
-  "$3M" 3e6; a lower-case m, a metre or a minute as often, is none); an ISO currency code may
+  "$3M" 3e6; a lower-case m, a metre or a minute as often, is none; a column is read so when
+  `magnitudes_shown`, a fraction before one or two of them, else 105B is a course); an ISO currency code may
   stand for the sign ("USD 1,200.00", "12,50 EUR") and a typeset minus (U+2212) for "-". A plain number passes too, so "0" may stand beside "53%". (In a file not delimited by
   commas, "1,578" is read first as a decimal comma: 1.578.)
 - `decimal_comma_numbers`: a number written the European way, with a decimal comma and
@@ -24,7 +25,7 @@ kind, so a column is of a kind exactly when none of its present values is NaN.
 - `common_unit` and `measured_numbers`: numbers followed by one unit word ("59 yrs", "32.1
   kg/m2", "37 °C"), read without it when at least half the values of a column write the same
   unit and the others are plain numbers (one "12.5o" among numbers is a typo, not a unit; a
-  magnitude, 12k, is none); `written` is then UNIT_PREFIX + the unit.
+  magnitude, 1.2k beside 3M, is none); `written` is then UNIT_PREFIX + the unit.
 - `iso_days`: an ISO 8601 date, 2024-03-01 or 2024/03/01, with an optional time after a T or a
   space (14:30, 14:30:05, 14:30:05.25) and zone (Z, +01:00, -0500): days since 1970-01-01 UTC,
   the time as the fraction of a day.
@@ -122,16 +123,16 @@ def _without_code(text: str) -> str:
     return _CURRENCY_CODE.sub("", text.replace("\u2212", "-"))
 
 
-def _unit_number(text: str) -> float:
+def _unit_number(text: str, magnitudes: bool = True) -> float:
     text = _without_code(text)
     if _ACCOUNTING_ZERO.match(text):
         return 0.0
     if (amount := _accounting_amount(text)) is not None:  # (1,234) is -1234, ($1,234.50) is -1234.5, 1,234.50- is -1234.5
-        return -_unit_number(amount)
+        return -_unit_number(amount, magnitudes)
     m = _UNIT_NUMBER.match(text)
     if m is None or (m["sign"] and m["sign2"]) or (m["cur"] and m["post"]):
         return math.nan
-    if m["mag"] and m["post"] == "%":
+    if m["mag"] and (m["post"] == "%" or not magnitudes):
         return math.nan
     value = float(re.sub(r"\D", "", m["int"]) + (m["frac"] or "")) * _MAGNITUDES.get(m["mag"] or "", 1.0)
     return -value if "-" in (m["sign"] + m["sign2"]) else value
@@ -181,7 +182,7 @@ def common_unit(texts: Sequence[str]) -> str | None:
     two units: "1st", "2nd" are no measurements)."""
     units = {m["unit"] if (m := _MEASURED.match(t.strip())) else None for t in texts}
     unit = units.pop() if len(units) == 1 else None
-    return unit if unit is not None and unit not in _MAGNITUDES else None  # 12k beside 999: a magnitude, `unit_numbers`
+    return unit if unit is not None and not (unit in _MAGNITUDES and magnitudes_shown(texts)) else None  # 1.2k: a magnitude, `unit_numbers`
 
 
 def unit_after(text: str) -> tuple[str, str] | None:
@@ -205,9 +206,20 @@ def measured_numbers(texts: Sequence[str], unit: str) -> np.ndarray:
     return out
 
 
-def unit_numbers(texts: Sequence[str]) -> np.ndarray:
-    """[T] float64: each text's value as an amount (module docstring), NaN where it is none."""
-    return np.asarray([_unit_number(t) for t in texts], dtype=np.float64)
+def unit_numbers(texts: Sequence[str], magnitudes: bool | None = True) -> np.ndarray:
+    """[T] float64: each text's value as an amount (module docstring), NaN where it is none; with
+    `magnitudes` False a text with a magnitude (1.2k) is none, with None only when the texts show
+    magnitudes (`magnitudes_shown`)."""
+    magnitudes = magnitudes_shown(texts) if magnitudes is None else magnitudes
+    return np.asarray([_unit_number(t, magnitudes) for t in texts], dtype=np.float64)
+
+
+def magnitudes_shown(texts: Sequence[str]) -> bool:
+    """Whether `texts` write magnitudes rather than a letter after a number: a fraction before one
+    (1.2k, 3.5M), or two of them (12k and 3M). A course's 105B, a race's 5k beside half-marathon
+    and 12K beside 14K write none."""
+    found = [(m["frac"], _MAGNITUDES[m["mag"]]) for t in texts if (m := _UNIT_NUMBER.match(_without_code(t.strip()))) is not None and m["mag"]]
+    return any(frac for frac, _ in found) or len({size for _, size in found}) > 1
 
 
 def percent_scale_note(name: str, percents: Sequence[str], plain: np.ndarray) -> str | None:

@@ -439,7 +439,7 @@ def _written_quantity(table: CsvTable, name: str, missing: np.ndarray, numeric: 
     present = ~missing
     used = np.unique(codes[present & ~numeric])
     example = shown(texts[int(used[0])])
-    amounts = unit_numbers(texts)
+    amounts = unit_numbers(texts, magnitudes=None)
     days, order = iso_days(texts), "ymd"
     if np.isfinite(days[used]).mean() < 0.5:  # dates as spreadsheets write them (31/12/2024, 12/31/2024, 31.12.2024, 1-Mar-24), a few ISO ones among them
         order = date_order([texts[k] for k in used.tolist()]) or "ymd"
