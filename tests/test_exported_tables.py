@@ -136,9 +136,9 @@ def test_magnitudes_multiply_an_amount_and_accountings_dash_is_zero():
     assert unit_numbers(texts)[:8].tolist() == [1200.0, 450_000.0, 3e6, 2e6, 4.5e9, -1200.0, 999.0, 0.0]  # $ -: Excel's Accounting zero
     assert np.isnan(unit_numbers(texts)[8:]).all()  # 12m: metres or minutes as often as millions
     assert common_unit(["1.2k", "13k"]) is None and common_unit(["12 kg", "3 kg"]) == "kg"  # a magnitude is no unit
-    # only a fraction before a magnitude, or two kinds of them, show magnitudes: else a race's 5k or a course's 105B
-    assert unit_numbers(["1.2k", "999"], None).tolist() == [1200.0, 999.0] and unit_numbers(["12k", "3M"], None).tolist() == [12_000.0, 3e6]
-    assert np.isnan(unit_numbers(["5k", "10k", "half-marathon"], None)).all() and np.isnan(unit_numbers(["105B", "200"], None)[0])
+    # only a fraction before a magnitude shows magnitudes: else a race's 5k or courses 105B and 106M
+    assert unit_numbers(["1.2k", "999", "3M"], None).tolist() == [1200.0, 999.0, 3e6]
+    assert np.isnan(unit_numbers(["5k", "10k", "half-marathon"], None)).all() and np.isnan(unit_numbers(["105B", "106M", "200"], None)[:2]).all()
     assert common_unit(["12k", "13k"]) == "k"  # 12k, 13k alone: a unit, as before
 
 

@@ -13,7 +13,7 @@ kind, so a column is of a kind exactly when none of its present values is NaN.
   negative, as accounting writes it ("(1,234)" and "1,234-" are −1234; its zero, "$ -", is 0), and a magnitude after
   it multiplies it (k or K a thousand, M or mn a million, B or bn a billion: "1.2k" is 1200,
   "$3M" 3e6; a lower-case m, a metre or a minute as often, is none; a column is read so when
-  `magnitudes_shown`, a fraction before one or two of them, else 105B is a course); an ISO currency code may
+  `magnitudes_shown`, a fraction before one, else 105B and 106M are courses); an ISO currency code may
   stand for the sign ("USD 1,200.00", "12,50 EUR") and a typeset minus (U+2212) for "-". A plain number passes too, so "0" may stand beside "53%". (In a file not delimited by
   commas, "1,578" is read first as a decimal comma: 1.578.)
 - `decimal_comma_numbers`: a number written the European way, with a decimal comma and
@@ -216,10 +216,9 @@ def unit_numbers(texts: Sequence[str], magnitudes: bool | None = True) -> np.nda
 
 def magnitudes_shown(texts: Sequence[str]) -> bool:
     """Whether `texts` write magnitudes rather than a letter after a number: a fraction before one
-    (1.2k, 3.5M), or two of them (12k and 3M). A course's 105B, a race's 5k beside half-marathon
-    and 12K beside 14K write none."""
-    found = [(m["frac"], _MAGNITUDES[m["mag"]]) for t in texts if (m := _UNIT_NUMBER.match(_without_code(t.strip()))) is not None and m["mag"]]
-    return any(frac for frac, _ in found) or len({size for _, size in found}) > 1
+    (1.2k, 3.5M). Course numbers 105B and 106M, a race's 5k beside half-marathon and 12K beside
+    14K write none."""
+    return any((m := _UNIT_NUMBER.match(_without_code(t.strip()))) is not None and m["mag"] and m["frac"] for t in texts)
 
 
 def percent_scale_note(name: str, percents: Sequence[str], plain: np.ndarray) -> str | None:
