@@ -46,8 +46,11 @@ def quantity_labels(labels: list[str], found: list[str]) -> bool:
 
 def infer_classes(labels: list[str] | None, file: Path, truth: Path | None, project: str = "PROJECT") -> list[str]:
     """The classes of a project created without `--classes`: the distinct labels, naturally
-    sorted; refused when they are many numbers (`quantity_labels`), a regression target."""
+    sorted; refused when they are many numbers (`quantity_labels`), a regression target, or
+    nearly one per row (`looks_like_identifier`: at least 20, 90 % of them different), a name or
+    an id taken for the labels."""
     from activebayes.data import natural_sorted
+    from activebayes.data.frequent_levels import looks_like_identifier
 
     p = shlex.quote(project)
     named = f"`activebayes delete {p}`, `activebayes init --name {p} --classes A,B,...` and `pool add` again"
@@ -69,6 +72,12 @@ def infer_classes(labels: list[str] | None, file: Path, truth: Path | None, proj
             f"{found[-1]}) in {len(labels)} rows: a quantity to predict, not classes, and this is a classification project",
             f"run `activebayes delete {p}`, then `activebayes init --name {p} --task regression` (a quantity) or "
             f"`activebayes init --name {p} --classes A,B,...` (classes), and `pool add` again",
+        )
+    if looks_like_identifier(len(found), len(labels)):
+        raise CliError(
+            f"the labels of {truth if truth is not None else file} are {len(found)} different values ({', '.join(found[:3])}, ...) in "
+            f"{len(labels)} rows, nearly one class per row: a name or an identifier, not classes to learn",
+            f"check that --label-column names the labels; if these are the classes, name them: {named}",
         )
     return found
 

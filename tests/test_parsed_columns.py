@@ -49,7 +49,7 @@ def write_csv(path: Path, header: list[str], rows: list[list[str]], delimiter: s
 def test_unit_numbers_read_amounts_as_written():
     texts = ["$1,578.97", "53%", "-$1,200", "$-3", "0", "12.5", "€ 3", "£2,000,000", "¥7", "1,234,567.5", "7 %", "12 €", "-4$"]
     assert unit_numbers(texts).tolist() == [1578.97, 53, -1200, -3, 0, 12.5, 3, 2e6, 7, 1234567.5, 7, 12, -4]
-    bad = ["1,23", "12,3456", "abc", "+-3", "$", "%", "1.2.3", "USD 3", "1e5", "--1", "", "$3%", "€3€"]
+    bad = ["1,23", "12,3456", "abc", "+-3", "$", "%", "1.2.3", "XYZ 3", "1e5", "--1", "", "$3%", "€3€"]
     assert np.isnan(unit_numbers(bad)).all()
 
 

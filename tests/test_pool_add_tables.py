@@ -85,7 +85,7 @@ def test_label_gaps_and_non_numeric_targets_are_refused_with_their_line(cli_db):
     assert_mistake(run("--project", "c", "pool", "add", "c.csv"), "row 7 has an empty label (line 9)", "fill it in")  # one row
     assert db_dump(cli_db) == before
     ok("init", "--name", "r", "--task", "regression")
-    for bad, words in (("", "empty label"), ("n/a", "no label but the gap marker 'n/a'"), ("none", "label 'none' (line 6), not a finite number"), ("inf", "not a finite number")):
+    for bad, words in (("", "empty label"), ("n/a", "no label but the gap marker 'n/a'"), ("none", "no label but the gap marker 'none'"), ("unknown", "label 'unknown' (line 6), not a finite number"), ("inf", "not a finite number")):
         write_csv(Path("r.csv"), ["key", "x", "y"], [[f"k{i}", str(i), bad if i == 4 else f"{i * 1.5}"] for i in range(30)])
         before = db_dump(cli_db)
         assert_mistake(run("--project", "r", "pool", "add", "r.csv", "--label-column", "y"), "row 4", "(line 6)", words)
@@ -152,9 +152,9 @@ def test_missing_drop_and_error_and_more_tokens(db):
     before = db_dump(db)
     assert_mistake(run("--project", "e", "pool", "add", "p.csv", "--ignore", "note", "--missing", "error"), "line 2", "'age' has no value")
     assert db_dump(db) == before
-    write_csv(Path("dash.csv"), ["x", "y", "label"], [[str(i), "-" if i == 3 else str(i % 5), "ab"[i % 2]] for i in range(12)])
-    assert_mistake(run("--project", "e", "pool", "add", "dash.csv"), "'y' is not a number ('-')", "--na-values")
-    assert summary_of("dash.csv", "--na-values", "-,--", project="e")["missing"] == {"y": 1}
+    write_csv(Path("dash.csv"), ["x", "y", "label"], [[str(i), "unknown" if i == 3 else str(i % 5), "ab"[i % 2]] for i in range(12)])
+    assert_mistake(run("--project", "e", "pool", "add", "dash.csv"), "'y' is not a number ('unknown')", "--na-values")
+    assert summary_of("dash.csv", "--na-values", "unknown,--", project="e")["missing"] == {"y": 1}
 
 
 def test_features_and_categorical_force(db):

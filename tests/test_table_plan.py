@@ -92,8 +92,8 @@ def test_text_column_holding_some_numbers_is_categorical(tmp_path):
     with pytest.raises(DataError, match=r"line 5: column 'x' is not a number \('12.5o'\) but line 2 holds the number '0.5' "
                                          r"\(39 of its 40 values are numbers; .*--na-values"):
         plan(typo, categorical="auto")
-    many = write_csv(tmp_path / "m.csv", ["code", "label"], [[str(i) if i % 3 == 0 else "none", "ab"[i % 2]] for i in range(180)])
-    with pytest.raises(DataError, match=r"column 'code' is not a number \('none'\) but line 2 holds the number '0' \(60 of its 180"):
+    many = write_csv(tmp_path / "m.csv", ["code", "label"], [[str(i) if i % 3 == 0 else "other", "ab"[i % 2]] for i in range(180)])
+    with pytest.raises(DataError, match=r"column 'code' is not a number \('other'\) but line 2 holds the number '0' \(60 of its 180"):
         plan(many, categorical="auto")
     assert len(plan(many, categorical="force").columns[0].levels) == 61
     # car lines (openintro's epa2012): 60 names, two of them numbers ('500', '911'); the numbers
@@ -387,15 +387,19 @@ def test_numeric_columns_fitted_in_blocks_equal_one_fit_per_column(tmp_path, mon
 
 def test_excel_error_values_are_gaps_with_a_note(tmp_path):
     """A spreadsheet saves a failed formula as #DIV/0!, #N/A, ...: those cells are gaps (any case),
-    counted, with a note naming the first; a dash is no gap unless --na-values says so."""
+    counted, with a note naming the first; a dash, as people write "no value", is a gap too, with a
+    note of its own; a word that marks no gap is refused unless --na-values says so."""
     rows = [[f"k{i}", ("#DIV/0!", "#n/a", "#VALUE!")[i % 3] if i % 5 == 1 else f"{i / 10}", "ab"[i % 2]] for i in range(25)]
     p = plan(write_csv(tmp_path / "x.csv", ["id", "ratio", "label"], rows), missing="impute")
     assert p.columns[0].kind == "numeric" and p.columns[0].missing.sum() == 5 and p.missing_counts() == {"ratio": 5}
     assert "column 'ratio' holds Excel's error values ('#n/a' on line 3; 5 cells in all): read as gaps" in p.notes
     rows[3][1] = "-"
-    with pytest.raises(DataError, match=r"line 5: column 'ratio' is not a number \('-'\)"):
-        plan(write_csv(tmp_path / "d.csv", ["id", "ratio", "label"], rows), missing="impute")
-    assert plan(tmp_path / "d.csv", missing="impute", na_values=("-",)).columns[0].missing.sum() == 6
+    dashed = plan(write_csv(tmp_path / "d.csv", ["id", "ratio", "label"], rows), missing="impute")
+    assert dashed.columns[0].missing.sum() == 6 and "column 'ratio' holds gap markers ('-' on line 5; 1 cells in all): read as gaps" in dashed.notes
+    rows[3][1] = "unknown"
+    with pytest.raises(DataError, match=r"line 5: column 'ratio' is not a number \('unknown'\)"):
+        plan(write_csv(tmp_path / "u.csv", ["id", "ratio", "label"], rows), missing="impute")
+    assert plan(tmp_path / "u.csv", missing="impute", na_values=("unknown",)).columns[0].missing.sum() == 6
 
 
 def test_review_mends_row_names_formula_errors_and_recorded_specs(tmp_path):

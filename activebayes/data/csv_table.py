@@ -35,13 +35,14 @@ import numpy as np
 
 from activebayes.data.csv_columns import ColumnBuilder, CsvColumn, finite_or_nan  # noqa: F401 (finite_or_nan re-exported)
 from activebayes.data.csv_encoding import UTF16_BOMS, WINDOWS_1252, Fallback, check_no_nul, csv_text, decode_text, windows_1252
-from activebayes.data.stray_rows import check_not_header, check_not_summary, comment_fix
+from activebayes.data.stray_rows import check_not_header, check_not_summary, check_not_survey_header, comment_fix
 from activebayes.errors import DataError
 
 CSV_DELIMITERS = (",", ";", "\t")
 _SHOWN_MAX = 60  # characters of a cell quoted in a message
 _DATA_LIKE = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+(\.\d*)?[eE][+-]?\d+)$")
 CHUNK_ROWS = 8_192  # records decoded at a time
+_SURVEY_HEADER_ROWS = 2  # records below the header that may be a survey export's further header rows
 
 
 def shown(value: Any) -> str:
@@ -408,6 +409,8 @@ def _read(path: Path, text_columns: Sequence[str]) -> CsvTable:
             )
         if (written[0] in row[0]) if written[0] else not row[0].strip():  # a cheap first look for the header again (two exports joined)
             check_not_header(path, line_no, row, written)
+        if len(chunk) < _SURVEY_HEADER_ROWS and not lines:
+            check_not_survey_header(path, line_no, row, header_line)
         chunk.append(row)
         chunk_lines.append(line_no)
         last_line, last_row = line_no, row  # the last record may be a summary row

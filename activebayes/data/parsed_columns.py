@@ -10,7 +10,11 @@ kind, so a column is of a kind exactly when none of its present values is NaN.
   an apostrophe, 1'234'567, as Swiss spreadsheets write them, or a no-break, narrow no-break or
   thin space, 12 345, as spreadsheets of many locales do); the value as written ("53%" is 53,
   "-$1,200" is −1200), and one in parentheses, or with a minus after it as SAP exports write it,
-  negative, as accounting writes it ("(1,234)" and "1,234-" are −1234). A plain number passes too, so "0" may stand beside "53%". (In a file not delimited by
+  negative, as accounting writes it ("(1,234)" and "1,234-" are −1234; its zero, "$ -", is 0), and a magnitude after
+  it multiplies it (k or K a thousand, M or mn a million, B or bn a billion: "1.2k" is 1200,
+  "$3M" 3e6; a lower-case m, a metre or a minute as often, is none; a column is read so when
+  `magnitudes_shown`, a fraction before one, else 105B and 106M are courses); an ISO currency code may
+  stand for the sign ("USD 1,200.00", "12,50 EUR") and a typeset minus (U+2212) for "-". A plain number passes too, so "0" may stand beside "53%". (In a file not delimited by
   commas, "1,578" is read first as a decimal comma: 1.578.)
 - `decimal_comma_numbers`: a number written the European way, with a decimal comma and
   optionally dots or spaces (also no-break and narrow no-break ones, as French spreadsheets write
@@ -20,8 +24,8 @@ kind, so a column is of a kind exactly when none of its present values is NaN.
   values has the comma (tabular); "1.234" alone stays 1.234.
 - `common_unit` and `measured_numbers`: numbers followed by one unit word ("59 yrs", "32.1
   kg/m2", "37 °C"), read without it when at least half the values of a column write the same
-  unit and the others are plain numbers (one "12.5o" among numbers is a typo, not a unit);
-  `written` is then UNIT_PREFIX + the unit.
+  unit and the others are plain numbers (one "12.5o" among numbers is a typo, not a unit; a
+  magnitude, 1.2k beside 3M, is none); `written` is then UNIT_PREFIX + the unit.
 - `iso_days`: an ISO 8601 date, 2024-03-01 or 2024/03/01, with an optional time after a T or a
   space (14:30, 14:30:05, 14:30:05.25) and zone (Z, +01:00, -0500): days since 1970-01-01 UTC,
   the time as the fraction of a day.
@@ -30,7 +34,9 @@ kind, so a column is of a kind exactly when none of its present values is NaN.
   or a two-digit one after slashes as in spreadsheets' short dates, 8/6/20, where 00-29 are
   2000-2029 and 30-99 are 1930-1999 (`full_year`, Excel's rule); an optional time 14:30[:05] or 2:30 PM after a space): the order is "dmy" when some first
   number is over 12 or the separator is a dot, "mdy" when some second number is over 12, and
-  "either" when no value settles it (every value reads both ways: refused, never guessed).
+  "either" when no value settles it (every value reads both ways: refused, never guessed); and
+  "named" for dates written with the month's name (1-Mar-24, Mar 1, 2024, 01MAR2024:
+  `activebayes.data.month_dates`), where the name settles the order.
 - `calendar_features`: [N, F] what a network is given for a date: the days themselves (a trend),
   the season as (sin, cos) of 2π·day-of-year/365.25, the weekday as (sin, cos) of 2π·w/7 (w = 0
   on Monday), and, for a column with times, the time of day as (sin, cos) of 2π·(days mod 1), so
@@ -62,14 +68,20 @@ import numpy as np
 
 from activebayes.data.dataset import label_text
 from activebayes.data.features import is_number
+from activebayes.data.month_dates import month_name_date
 
 _CURRENCY = "$€£¥"  # the signs an amount may carry before or after it (and % after it)
 _THOUSANDS = r"\d{1,3}(?:,\d{3})+"  # 1,234,567: commas between groups of three digits
 _GROUP_MARKS = ",'\u2019\u00a0\u202f\u2009"  # between thousands: comma, (Swiss) apostrophe, no-break, narrow no-break, thin space
+# 1.2k, 3M, $4.5bn: thousands, millions, billions (a lower-case m is a metre or a minute as often as a million: no magnitude)
+_MAGNITUDES = {"k": 1e3, "K": 1e3, "M": 1e6, "mn": 1e6, "mln": 1e6, "B": 1e9, "bn": 1e9}
 _UNIT_NUMBER = re.compile(
     rf"^(?P<sign>[+-]?)(?P<cur>[{_CURRENCY}]?)\s?(?P<sign2>[+-]?)(?P<int>\d{{1,3}}(?P<group>[{_GROUP_MARKS}])\d{{3}}(?:(?P=group)\d{{3}})*|\d+)"
-    rf"(?P<frac>\.\d+)?\s?(?P<post>[%{_CURRENCY}]?)$"
+    rf"(?P<frac>\.\d+)?\s?(?P<mag>{'|'.join(_MAGNITUDES)})?\s?(?P<post>[%{_CURRENCY}]?)$"
 )
+_CURRENCY_CODES = "USD EUR GBP JPY CHF CAD AUD NZD CNY HKD SGD INR KRW SEK NOK DKK PLN CZK HUF BRL MXN ZAR TRY RUB ILS AED"
+_CURRENCY_CODE = re.compile(rf"^(?:{'|'.join(_CURRENCY_CODES.split())})\s?(?=[\d(+-])|(?<=[\d)])\s?(?:{'|'.join(_CURRENCY_CODES.split())})$")  # USD 1,200.00
+_ACCOUNTING_ZERO = re.compile(rf"^[{_CURRENCY}]\s*-\s*$|^-\s*[{_CURRENCY}]$")  # "$ -": Excel's Accounting format writes a zero so
 _ACCOUNTING = re.compile(r"^\((?P<inner>[^()+-]+)\)$|^(?P<trailing>\d[^+-]*)-$")  # (1,234), and 1,234.50- as SAP writes it: negative
 _DECIMAL_COMMA_NUMBER = re.compile(
     rf"^(?P<sign>[+-]?)(?P<cur>[{_CURRENCY}]?)\s?(?P<int>\d{{1,3}}(?P<group>[.\u00a0\u202f ])\d{{3}}(?:(?P=group)\d{{3}})*|\d+)(?P<frac>,\d+)?"
@@ -90,7 +102,7 @@ _DURATION = re.compile(r"^(?P<H>\d+):(?P<M>\d{2})(?::(?P<S>\d{2}(?:\.\d+)?))?$")
 _STOPWATCH = re.compile(r"^(?:(?P<H>\d+):(?=\d{2}:))?(?P<M>\d+):(?P<S>\d{2}(?:\.\d+)?)$")  # 1:23.4, 59:12, 2:05:31.2
 _LAP = re.compile(r"^\d+:\d{2}\.\d+$")  # minutes and seconds with a fraction: a stopwatch's, never a clock's
 UNIT_PREFIX = "unit:"  # a column's `written` for numbers with a unit after them: "unit:kg/m2"
-DATE_ORDERS = {"ymd": "YYYY-MM-DD", "dmy": "DD/MM/YYYY", "mdy": "MM/DD/YYYY"}
+DATE_ORDERS = {"ymd": "YYYY-MM-DD", "dmy": "DD/MM/YYYY", "mdy": "MM/DD/YYYY", "named": "D Mon YYYY"}
 EPOCH = dt.date(1970, 1, 1).toordinal()
 TWO_DIGIT_YEAR_CUT = 30  # a two-digit year below this is 20yy, else 19yy (`full_year`)
 YEAR_DAYS, WEEK_DAYS, DAY_SECONDS = 365.25, 7.0, 86400.0
@@ -105,14 +117,32 @@ def _accounting_amount(text: str) -> str | None:
     return None if m is None else (m["inner"] or m["trailing"]).strip()
 
 
-def _unit_number(text: str) -> float:
+def _without_code(text: str) -> str:
+    """`text` with a typeset minus (U+2212, as Apple's Numbers writes one) as "-" and without an
+    ISO currency code before or after its number ("USD 1,200.00", "12,50 EUR")."""
+    return _CURRENCY_CODE.sub("", text.replace("\u2212", "-"))
+
+
+def _unit_number(text: str, magnitudes: bool = True) -> float:
+    text = _without_code(text)
+    if _ACCOUNTING_ZERO.match(text):
+        return 0.0
     if (amount := _accounting_amount(text)) is not None:  # (1,234) is -1234, ($1,234.50) is -1234.5, 1,234.50- is -1234.5
-        return -_unit_number(amount)
+        return -_unit_number(amount, magnitudes)
     m = _UNIT_NUMBER.match(text)
     if m is None or (m["sign"] and m["sign2"]) or (m["cur"] and m["post"]):
         return math.nan
-    value = float(re.sub(r"\D", "", m["int"]) + (m["frac"] or ""))
+    if m["mag"] and (m["post"] == "%" or not magnitudes):
+        return math.nan
+    value = float(re.sub(r"\D", "", m["int"]) + (m["frac"] or "")) * _MAGNITUDES.get(m["mag"] or "", 1.0)
     return -value if "-" in (m["sign"] + m["sign2"]) else value
+
+
+def magnitude_note(texts: Sequence[str]) -> str:
+    """The end of a note on a column of amounts, naming the first of `texts` written with a
+    magnitude (1.2k, 3M, $4.5bn: `unit_numbers`), "" when none is."""
+    written = next((t for t in texts if (m := _UNIT_NUMBER.match(t.strip())) is not None and m["mag"]), None)
+    return "" if written is None else f"; {written!r} and the like as thousands (k), millions (M, mn) and billions (B, bn)"
 
 
 def accounting_note(texts: Sequence[str]) -> str:
@@ -131,6 +161,7 @@ def accounting_negative(text: str) -> bool:
 
 
 def _decimal_comma_number(text: str) -> float:
+    text = _without_code(text)
     if (amount := _accounting_amount(text)) is not None:  # (1.234,50) and 1.234,50- are -1234.5
         return -_decimal_comma_number(amount)
     m = _DECIMAL_COMMA_NUMBER.match(text)
@@ -150,7 +181,8 @@ def common_unit(texts: Sequence[str]) -> str | None:
     "37 °C"), when it is one and the same; None otherwise (no text, a text without a unit, or
     two units: "1st", "2nd" are no measurements)."""
     units = {m["unit"] if (m := _MEASURED.match(t.strip())) else None for t in texts}
-    return units.pop() if len(units) == 1 and None not in units else None
+    unit = units.pop() if len(units) == 1 else None
+    return unit if unit is not None and not (unit in _MAGNITUDES and magnitudes_shown(texts)) else None  # 1.2k: a magnitude, `unit_numbers`
 
 
 def unit_after(text: str) -> tuple[str, str] | None:
@@ -174,9 +206,19 @@ def measured_numbers(texts: Sequence[str], unit: str) -> np.ndarray:
     return out
 
 
-def unit_numbers(texts: Sequence[str]) -> np.ndarray:
-    """[T] float64: each text's value as an amount (module docstring), NaN where it is none."""
-    return np.asarray([_unit_number(t) for t in texts], dtype=np.float64)
+def unit_numbers(texts: Sequence[str], magnitudes: bool | None = True) -> np.ndarray:
+    """[T] float64: each text's value as an amount (module docstring), NaN where it is none; with
+    `magnitudes` False a text with a magnitude (1.2k) is none, with None only when the texts show
+    magnitudes (`magnitudes_shown`)."""
+    magnitudes = magnitudes_shown(texts) if magnitudes is None else magnitudes
+    return np.asarray([_unit_number(t, magnitudes) for t in texts], dtype=np.float64)
+
+
+def magnitudes_shown(texts: Sequence[str]) -> bool:
+    """Whether `texts` write magnitudes rather than a letter after a number: a fraction before one
+    (1.2k, 3.5M). Course numbers 105B and 106M, a race's 5k beside half-marathon and 12K beside
+    14K write none."""
+    return any((m := _UNIT_NUMBER.match(_without_code(t.strip()))) is not None and m["mag"] and m["frac"] for t in texts)
 
 
 def percent_scale_note(name: str, percents: Sequence[str], plain: np.ndarray) -> str | None:
@@ -283,6 +325,15 @@ def _local_day(text: str, order: str) -> float:
     return _day(full_year(m["y"]), month, day, hours, int(m["M"] or 0), float(m["S"] or 0))
 
 
+def _named_day(text: str) -> float:
+    """Days since 1970-01-01 of a date written with its month's name (`month_dates`), NaN elsewhere."""
+    m = month_name_date(text)
+    hours = None if m is None else _hour_of_day(int(m.hours or 0), m.ampm)
+    if m is None or hours is None:
+        return math.nan
+    return _day(full_year(m.year), m.month, m.day, hours, int(m.minutes or 0), float(m.seconds or 0))
+
+
 def _hour_of_day(hours: int, ampm: str | None) -> int | None:
     """The 24-hour hour of `hours` written with `ampm` (AM, p.m., ...: 12 AM is 0, 7 PM is 19),
     `hours` itself without one; None for an hour outside 1-12 beside AM/PM."""
@@ -302,7 +353,8 @@ def date_order(texts: Sequence[str]) -> str | None:
     """How the dates among `texts` written 31/12/2024 or 12/31/2024 order day and month (module
     docstring): "dmy" or "mdy" when some value exists in that order alone, "either" when every
     one that exists does in both, "mixed" when some exist in one order alone and some in the
-    other, None when none exists in either. A text that is no date in either order (a typo, a
+    other, "named" when none exists in either but some are written with the month's name
+    (`month_dates`), None when none is a date so written. A text that is no date in either order (a typo, a
     gap marker) settles nothing."""
     day_first = month_first = both = False
     for t in texts:
@@ -310,20 +362,25 @@ def date_order(texts: Sequence[str]) -> str | None:
         day_first, month_first, both = day_first or (dmy and not mdy), month_first or (mdy and not dmy), both or (dmy and mdy)
     if day_first != month_first:
         return "dmy" if day_first else "mdy"
-    return "mixed" if day_first else ("either" if both else None)
+    if day_first or both:
+        return "mixed" if day_first else "either"
+    return "named" if any(math.isfinite(_named_day(t)) for t in texts) else None
 
 
 def written_days(texts: Sequence[str], order: str = "ymd") -> np.ndarray:
     """[T] float64 days since 1970-01-01 of dates written in `order` (DATE_ORDERS: "ymd" is ISO
-    8601, `iso_days`; "dmy" and "mdy" as `date_order` finds them), NaN where a text is not one."""
+    8601, `iso_days`; "dmy", "mdy" and "named" as `date_order` finds them), NaN where a text is not one."""
     if order == "ymd":
         return iso_days(texts)
+    if order == "named":
+        return np.asarray([_named_day(t) for t in texts], dtype=np.float64)
     return np.asarray([_local_day(t, order) for t in texts], dtype=np.float64)
 
 
 def has_times(texts: Sequence[str]) -> bool:
     """Whether any of the dates `texts` (ISO, or day- or month-first) carries a time of day."""
-    return any((m := _ISO_DATE.match(t) or _LOCAL_DATE.match(t)) is not None and m["H"] is not None for t in texts)
+    return any((m := _ISO_DATE.match(t) or _LOCAL_DATE.match(t)) is not None and m["H"] is not None
+               or (named := month_name_date(t)) is not None and named.hours is not None for t in texts)
 
 
 def calendar_features(days: np.ndarray, clock: bool = False) -> np.ndarray:

@@ -23,8 +23,8 @@ number and the column left out, with a note. The label and key are never feature
 - a date when every value present is an ISO 8601 date, with or without a time ("2024-03-01",
   "2024-03-01 14:30"), or a date written day first or month first ("31/12/2024", "12/31/2024
   2:30 PM": `date_order` settles which from a day over 12; a column where none is stays text,
-  categories with a note, or refused with the way to write them as ISO dates):
-  days since 1970-01-01, and the season, weekday (and time of day) on the circle
+  categories with a note, or refused with the way to write them as ISO dates), or with the
+  month's name ("1-Mar-24", "Mar 1, 2024": `activebayes.data.month_dates`): days since 1970-01-01, and the season, weekday (and time of day) on the circle
   (`parsed_columns.calendar_features`; `ColumnPlan.clock` when there are times);
 - a time of day ("time") when every value present is a clock time without a date ("08:30",
   "7:15 PM"): (sin, cos) of the fraction of a day; a column with an hour over 23 ("95:10"), or
@@ -89,8 +89,8 @@ from activebayes.data.frequent_levels import (IDENTIFIER_MIN_VALUES, MAX_LEVELS,
                                               looks_like_identifier, median_words, other_note, rare_note)
 from activebayes.data.key_columns import (R_ROW_NAMES, ROW_INDEX_NAME, distinct_whole_numbers, identifier_key, key_column_of, no_key,
                                           numeric_identifier, numeric_identifier_note)
-from activebayes.data.table_gaps import EXCEL_ERRORS, column_missing, note_excel_errors
-from activebayes.data.parsed_columns import DATE_ORDERS, UNIT_PREFIX, accounting_note, common_unit, date_order, percent_scale_note, measured_numbers, decimal_comma_numbers, surely_decimal_comma, has_times, iso_days, unit_numbers, written_days
+from activebayes.data.table_gaps import EXCEL_ERRORS, WRITTEN_GAPS, column_missing, merged_cells_note, note_excel_errors
+from activebayes.data.parsed_columns import DATE_ORDERS, UNIT_PREFIX, accounting_note, magnitude_note, common_unit, date_order, percent_scale_note, measured_numbers, decimal_comma_numbers, surely_decimal_comma, has_times, iso_days, unit_numbers, written_days
 from activebayes.errors import DataError
 
 MISSING_MODES = ("impute", "drop", "error")
@@ -158,10 +158,10 @@ class TablePlan:
 
 
 def gap_values(options: TableOptions) -> tuple[str, ...]:
-    """The gap markers a table is planned with besides NA_VALUES: the user's `na_values` and
-    EXCEL_ERRORS (recorded in the spec as its "na_values", so a spec fitted before they were
-    gaps is applied as it was fitted)."""
-    return (*options.na_values, *(e for e in EXCEL_ERRORS if e not in options.na_values))
+    """The gap markers a table is planned with besides NA_VALUES: the user's `na_values`,
+    EXCEL_ERRORS and WRITTEN_GAPS (recorded in the spec as its "na_values", so a spec fitted
+    before they were gaps is applied as it was fitted)."""
+    return (*options.na_values, *(e for e in (*EXCEL_ERRORS, *WRITTEN_GAPS) if e not in options.na_values))
 
 
 def _check_options(table: CsvTable, options: TableOptions) -> None:
@@ -317,7 +317,8 @@ def _plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[
         notes.append(f"column {name!r} has no values (all {n} missing): left out")
         left_out[name] = "no values"
         return None
-    note_excel_errors(table, name, notes)
+    note_excel_errors(table, name, notes, [g for g in WRITTEN_GAPS if g not in options.na_values])
+    notes.extend(n for n in [merged_cells_note(table, name, missing)] if n)
     if name in options.text_columns:
         return ColumnPlan(name, "text", missing)
     present = ~missing
@@ -438,9 +439,9 @@ def _written_quantity(table: CsvTable, name: str, missing: np.ndarray, numeric: 
     present = ~missing
     used = np.unique(codes[present & ~numeric])
     example = shown(texts[int(used[0])])
-    amounts = unit_numbers(texts)
+    amounts = unit_numbers(texts, magnitudes=None)
     days, order = iso_days(texts), "ymd"
-    if not np.isfinite(days[used]).any():  # dates as spreadsheets write them: 31/12/2024, 12/31/2024, 31.12.2024
+    if np.isfinite(days[used]).mean() < 0.5:  # dates as spreadsheets write them (31/12/2024, 12/31/2024, 31.12.2024, 1-Mar-24), a few ISO ones among them
         order = date_order([texts[k] for k in used.tolist()]) or "ymd"
         if order == "either":  # never guessed: categories as before, with a word on it (`_plan_column`)
             return None
@@ -475,8 +476,9 @@ def _written_quantity(table: CsvTable, name: str, missing: np.ndarray, numeric: 
     if np.isfinite(amounts[used]).all():
         numbers = table.numbers(name).copy()
         numbers[codes >= 0] = amounts[codes[codes >= 0]]
+        written = [texts[k] for k in used.tolist()]
         notes.append(f"column {name!r} holds amounts written as text ({example}): read as numbers, without currency signs, % and thousands "
-                     f"separators{accounting_note([texts[k] for k in used.tolist()])}")  # fmt: skip
+                     f"separators{accounting_note(written)}{magnitude_note(written)}")  # fmt: skip
         percent = np.append(np.char.find(np.asarray(texts, dtype=str), "%") >= 0, False)[codes] & present
         notes.extend(n for n in [percent_scale_note(name, [texts[k] for k in used.tolist() if "%" in texts[k]], numbers[present & ~percent])] if n)
         return ColumnPlan(name, "numeric", missing, numbers=np.where(missing, np.nan, numbers), written="units")
