@@ -188,6 +188,18 @@ def given_value(exc: BaseException, message: str) -> str:
     return f", got {given[0]!r}" if given and isinstance(given[0], str) and repr(given[0]) not in message else ""
 
 
+def close_choice(message: str) -> str:
+    """" (did you mean 'typical'?)" for a value a choice option refused ("Invalid value for
+    '--first': 'typcial' is not one of 'auto', 'typical', 'random'"), the closest of its choices in
+    any case; "" where none is close or `message` is no such refusal."""
+    found = re.search(r": '(.+?)' is not one of ('.*')$", message)
+    if found is None:
+        return ""
+    names = {c.lower(): c for c in re.findall(r"'([^']*)'", found[2])}
+    close = difflib.get_close_matches(found[1].lower(), names, n=1, cutoff=0.6)
+    return f" (did you mean {names[close[0]]!r}?)" if close else ""
+
+
 def _fail(line: str, as_json: bool = False) -> None:
     """Print the error line (or, under --json, {"error": ..., "exit_code": 2}) and exit 2."""
     if as_json:
@@ -294,7 +306,7 @@ class ActiveBayesGroup(TyperGroup):
                 if rewrite is not None:  # the command line as it should be
                     fail(rewrite)
             message = " ".join(exc.format_message().split()).rstrip(".").replace("Value error, ", "")  # Typer's pydantic wording
-            message += given_value(exc, message)
+            message += given_value(exc, message) + close_choice(message)
             if hasattr(exc, "ctx"):  # a usage error: point at the command's own --help
                 ctx = exc.ctx
                 fail(f"error: {message}; see `{ctx.command_path if ctx is not None else command_path(self, words)} --help`")

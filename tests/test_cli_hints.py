@@ -89,6 +89,30 @@ def test_a_value_outside_the_choices_is_named_plainly(here):
     assert_mistake(run("round", "--k", "abc"), "Invalid value for '--k'", "valid integer", "got 'abc'", "see `activebayes round --help`")
 
 
+@pytest.mark.parametrize(
+    ("args", "meant"),
+    [
+        (["round", "--first", "typcial"], "(did you mean 'typical'?)"),
+        (["export", "--format", "labelstudio"], "(did you mean 'label-studio'?)"),
+        (["export", "--format", "CSV"], "(did you mean 'csv'?)"),
+        (["round", "--acquisition", "bladd"], "--acquisition: unknown name 'bladd'"),
+        (["round", "--acquisition", "BatchBald"], "(did you mean batch-bald?)"),
+        (["round", "--posterior", "deep-ensembel"], "(did you mean deep-ensemble?)"),
+        (["round", "--model", "mpl"], "did you mean --model mlp?"),
+    ],
+)
+def test_a_misspelt_name_gets_the_closest_one(here, args, meant):
+    assert_mistake(run(*args), meant)
+    assert not Path("activebayes.db").exists()
+
+
+def test_a_name_close_to_none_gets_no_guess(here):
+    result = run("round", "--first", "xyzzy")
+    assert_mistake(result, "'xyzzy' is not one of 'auto', 'typical', 'random'")
+    assert "did you mean" not in result.stderr
+    assert "did you mean" not in run("round", "--acquisition", "xyzzy").stderr
+
+
 def test_the_commands_an_error_names_repeat_a_typed_db(here, monkeypatch):
     typed = "activebayes --db sqlite:///labels.db"
     ok("--db", "labels.db", "init", "--name", "p")
