@@ -67,8 +67,9 @@ class Output:
             render(self.console)
 
     def bar(self) -> Progress | None:
-        """A rich Progress on stderr for several tasks at once, or None under --quiet."""
-        if self.quiet:
+        """A rich Progress on stderr for several tasks at once, or None under --quiet or where
+        stderr is no terminal (piped or redirected, a bar shows nothing but leaves a blank line)."""
+        if self.quiet or not self.err.is_terminal:
             return None
         return Progress(
             SpinnerColumn(),
@@ -83,11 +84,11 @@ class Output:
     @contextmanager
     def progress(self, description: str, total: int | None = None) -> Iterator[Callable[..., None]]:
         """A progress bar on stderr; yields `advance(done, total=None, description=None)`.
-        Silent under --quiet."""
-        if self.quiet:
+        Silent under --quiet and where stderr is no terminal."""
+        bar = self.bar()
+        if bar is None:
             yield lambda done, total=None, description=None: None
             return
-        bar = self.bar()
         with bar:
             task = bar.add_task(escape(description), total=total)  # the bar's text column reads markup
 

@@ -28,7 +28,7 @@ app = command_group()
 @app.command("delete", short_help="Delete a project (not its data file).")
 def delete(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="The project to delete (as `status` names it).", show_default=False)],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The project to delete (as `status` names it).", show_default=False)],
     yes: Annotated[bool, typer.Option("--yes", help="Delete even when people's labels would go with it (export them first).")] = False,
 ) -> None:
     """Delete a project: its items, rounds and answers, and the files it wrote into

@@ -61,10 +61,11 @@ import typer
 from activebayes_cli._app import INTERRUPTED, CliError, command_group
 from activebayes_cli._context import state
 from activebayes_cli._design_project import refuse_design
-from activebayes_cli._options import ShowModelGuess
+from activebayes_cli._options import show_model_guess
 from activebayes_cli._parse import existing_file
 
 app = command_group()
+ShowModelGuess = show_model_guess("under each item at the prompt")
 
 SHOWN = 5  # offending keys named in a refusal, then "and N more"
 REPEAT = "repeat"  # an answer the prompt gave that another session had given already

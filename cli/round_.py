@@ -72,7 +72,7 @@ from activebayes_cli._app import INTERRUPTED, CliError, command_group
 from activebayes_cli._context import check_device, state
 from activebayes_cli._design_project import refuse_design
 from activebayes_cli._model import DEFAULT_COVER_CLASSES
-from activebayes_cli._options import Address, Device, Engine, ShowModelGuess
+from activebayes_cli._options import Address, Device, Engine, show_model_guess
 from activebayes_cli._options import given as option_given
 from activebayes_cli._output import early_round_note, round_csv_name
 from activebayes_cli._round_options import RoundOptions, differences, recorded_options
@@ -81,6 +81,7 @@ from activebayes_cli._round_file import check_round_file, prediction_text, write
 from activebayes_cli._task_ids import query_ids
 
 app = command_group()
+ShowModelGuess = show_model_guess("in the round file and the queries table")
 
 
 def stage_texts() -> dict[str, str]:
@@ -123,7 +124,7 @@ def score_text(score: float) -> str:
     return f"{score:.4f}" if score == 0 or 1e-3 <= abs(score) < 1e4 else f"{score:.3e}"
 
 
-def queries_table(title: str, queries: list[Any], task: str = "classification", writing: str = "plain", show_guess: bool = False,
+def queries_table(title: str | None, queries: list[Any], task: str = "classification", writing: str = "plain", show_guess: bool = False,
                   ids: dict[str, str] | None = None) -> Table:  # fmt: skip
     """rank, key (with `ids`, query: each key's opaque id, `_task_ids`, where the keys could name
     the class), score, with `show_guess` the round's prediction (when any query has one), and the
@@ -457,7 +458,8 @@ def round_(
 
     def render(console) -> None:
         title = f"round {result.number}: {len(queries)} queries by {rnd.acquisition}{early_round_note(rnd.acquisition_settings)}"
-        console.print(queries_table(title, queries, info.task, project_writing(info.settings), show_model_guess, ids))
+        console.print(title)  # a line of its own: as the table's title, rich wraps it to the table's width
+        console.print(queries_table(None, queries, info.task, project_writing(info.settings), show_model_guess, ids))
         if result.metrics:
             scalars = {k: v for k, v in result.metrics.items() if isinstance(v, (int, float, str))}  # not the packed stop set
             parts = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in scalars.items())

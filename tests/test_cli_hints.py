@@ -186,3 +186,24 @@ def test_a_pool_without_labels_is_told_the_commands_that_fit(here):
     ok("pool", "add", "x.csv")
     assert_mistake(run("round", "--oracle", "truth"), "no held-back truth", "`activebayes label --from FILE`",
                    "a project whose `pool add` was given the labels")  # fmt: skip
+
+
+GUESS_SHOWN = {"round": "round file", "label": "prompt", "serve": "labelling page", "evaluate": "evaluation file",
+               "export": "Label Studio task"}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", sorted(GUESS_SHOWN))
+def test_show_model_guess_says_where_this_command_shows_it(here, command):
+    """Each command's --show-model-guess names where that command shows the guess, not every
+    place any command does."""
+    shown = " ".join(ok(command, "--help").stdout.split())
+    text = shown.split("--show-model-guess ", 1)[1].split(" --json", 1)[0]
+    assert GUESS_SHOWN[command] in text, text
+    assert not [where for other, where in GUESS_SHOWN.items() if other != command and where in text], text
+
+
+@pytest.mark.parametrize(("command", "usage"), [(["pool", "add"], "pool add [OPTIONS] {FILE}"), (["export"], "export [OPTIONS] [FILE]"),
+                                                (["delete"], "delete [OPTIONS] {NAME}")])  # fmt: skip
+def test_arguments_are_named_as_the_readme_names_them(here, command, usage):
+    assert f"Usage: activebayes {usage}" in ok(*command, "--help").stdout
+    assert_mistake(run("delete"), "Missing argument 'NAME'")

@@ -25,3 +25,24 @@ def test_text_is_printed_as_written(capsys):
     out.note("class B[/x] and [bold]not bold[/bold]")
     out.result({}, lambda c: c.print("cell [urgent]"))
     assert capsys.readouterr().out.splitlines() == ["class B[/x] and [bold]not bold[/bold]", "cell [urgent]"]
+
+
+def test_progress_leaves_nothing_on_a_piped_stderr(capsys):
+    """Piped or redirected, a bar would show nothing and leave a blank line on stderr."""
+    out = Output()
+    with out.progress("fitting", total=3) as advance:
+        advance(3)
+    assert out.bar() is None
+    assert capsys.readouterr().err == ""
+
+
+def test_progress_is_drawn_on_a_terminal():
+    import io
+
+    from rich.console import Console
+
+    drawn = io.StringIO()
+    out = Output(_stderr=Console(file=drawn, force_terminal=True, width=80))
+    with out.progress("fitting", total=3) as advance:
+        advance(3)
+    assert "fitting" in drawn.getvalue()
