@@ -242,4 +242,4 @@ def memory_span(
     else:
         console.print("not recorded (a simulated session is recorded only with --db FILE or ACTIVEBAYES_DB)", markup=False, soft_wrap=True)
     if plot is not None:
-        console.print(f"wrote {plot}")
+        console.print(f"Wrote {plot}")
