@@ -13,11 +13,12 @@ if TYPE_CHECKING:  # the design stack (torch) loads when a session runs, not whe
 
 
 def trial_line(trial: Trial, offset: int = 0) -> str:
-    """One trial as a line: design, outcome, EIG and the posterior of the span after it."""
+    """One trial as a line: design, outcome, EIG (nats) and the posterior of the span after it,
+    within 80 columns up to trial 999 and a span under 10 digits."""
     lo, hi = trial.interval
     outcome = "recalled" if trial.outcome else "not recalled"
     return (
-        f"trial {trial.index + 1 + offset:>3}: {trial.design:g} digits, {outcome:<12} EIG {trial.eig:.3f} nats   "
+        f"trial {trial.index + 1 + offset:>3}: {trial.design:g} digits, {outcome:<12} EIG {trial.eig:.3f}  "
         f"span {trial.mean:.2f} ± {trial.sd:.2f}, 90% [{lo:.2f}, {hi:.2f}]"
     )
 
