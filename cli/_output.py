@@ -52,10 +52,14 @@ class Output:
         return self._stderr
 
     def note(self, message: str) -> None:
-        """A line for a person (what happened, what to do next); stderr under --json."""
+        """A line for a person (what happened, what to do next); stderr under --json, there as one
+        line however long (a program reading stderr line by line gets each note whole)."""
         if self.quiet:
             return
-        (self.err if self.json else self.console).print(message)
+        if self.json:
+            self.err.print(message, soft_wrap=True)
+        else:
+            self.console.print(message)
 
     def result(self, data: Any, render: Callable[[Console], None] | None = None) -> None:
         """The command's result: `data` as JSON under --json (strict JSON: an infinite or NaN

@@ -46,3 +46,10 @@ def test_progress_is_drawn_on_a_terminal():
     with out.progress("fitting", total=3) as advance:
         advance(3)
     assert "fitting" in drawn.getvalue()
+
+
+def test_a_note_under_json_is_one_line_on_stderr(capsys):
+    note = "a note of many words " * 10  # 210 characters
+    Output(json=True).note(note)
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == note + "\n"
