@@ -48,11 +48,12 @@ from typing import Annotated, Optional
 
 import typer
 
+from activebayes.errors import DataError
 from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import state
 from activebayes_cli._design_project import refuse_design
 from activebayes_cli._output import TRUTH_TEXT, after_pool_add, items_from
-from activebayes_cli._parse import existing_file, fraction
+from activebayes_cli._parse import column_options, existing_file, fraction
 from activebayes_cli._pool_import import Categorical, ImageLayout, Missing, register_pool
 
 app = command_group(no_args_is_help=True)
@@ -122,14 +123,17 @@ def add(
     refuse_design(st, name, store.project(name), "pool add")
     from activebayes_cli._pool_folder import cache_folder
 
-    summary = register_pool(
-        store, name, file, key_column=key_column, label_column=label_column, test_fraction=test_fraction,
-        labels_are_known=labels_are_known, truth=truth, image_layout=image_layout.value, seed=seed,
-        standardize=standardize, categorical=categorical.value, missing=missing.value,
-        features=column_list(features, "--features") if features is not None else None, ignore=tuple(ignore or ()),
-        text_columns=tuple(text_column or ()), na_values=tuple(v for item in na_values or () for v in item.split(",")),
-        text_folder=cache_folder(st.db), merge_spellings=merge_label_spellings, log_skewed=log_skewed,
-    )  # fmt: skip
+    try:
+        summary = register_pool(
+            store, name, file, key_column=key_column, label_column=label_column, test_fraction=test_fraction,
+            labels_are_known=labels_are_known, truth=truth, image_layout=image_layout.value, seed=seed,
+            standardize=standardize, categorical=categorical.value, missing=missing.value,
+            features=column_list(features, "--features") if features is not None else None, ignore=tuple(ignore or ()),
+            text_columns=tuple(text_column or ()), na_values=tuple(v for item in na_values or () for v in item.split(",")),
+            text_folder=cache_folder(st.db), merge_spellings=merge_label_spellings, log_skewed=log_skewed,
+        )  # fmt: skip
+    except DataError as exc:  # a column the options name, by its option (the library names its parameter)
+        raise DataError(column_options(str(exc))) from exc
     for note in summary["notes"]:
         st.out.note(st.as_typed(note))  # a note's commands work as typed too
     next_hint = after_pool_add(st, summary["truth"])
