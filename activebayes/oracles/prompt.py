@@ -28,6 +28,7 @@ loses nothing already typed), and `on_undo` takes one back.
 
 from __future__ import annotations
 
+import difflib
 import io
 import os
 import shutil
@@ -306,7 +307,9 @@ class PromptOracle:
             if label is not None:
                 return "label", label
             expected = "one of the classes" if self.classes is not None else "a label"
-            self._write(f"  {text!r} is not a label; type {expected}, or {k['?']} for help\n")
+            close = difflib.get_close_matches(text, self.classes, n=1, cutoff=0.8) if self.classes is not None else []
+            meant = f"did you mean {close[0]!r}? " if close else ""  # a typo ('setosaa') is never taken for the class
+            self._write(f"  {text!r} is not a label; {meant}type {expected}, or {k['?']} for help\n")
 
     def ask(self, keys: Sequence[str], candidates: Any = None) -> list[Answer]:
         """Ask for each key in turn; skipped keys, undone ones and those after a stop get None.
