@@ -33,7 +33,7 @@ import json
 import re
 import shlex
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import typer
@@ -188,16 +188,21 @@ def given_value(exc: BaseException, message: str) -> str:
     return f", got {given[0]!r}" if given and isinstance(given[0], str) and repr(given[0]) not in message else ""
 
 
+def closest(name: str, choices: Iterable[str]) -> str | None:
+    """The choice `name` was likely meant as, in any case ('irs' -> 'iris', 'CSV' -> 'csv'), or
+    None where none is close."""
+    names = {str(c).lower(): str(c) for c in choices}
+    close = difflib.get_close_matches(name.lower(), names, n=1, cutoff=0.6)
+    return names[close[0]] if close else None
+
+
 def close_choice(message: str) -> str:
     """" (did you mean 'typical'?)" for a value a choice option refused ("Invalid value for
-    '--first': 'typcial' is not one of 'auto', 'typical', 'random'"), the closest of its choices in
-    any case; "" where none is close or `message` is no such refusal."""
+    '--first': 'typcial' is not one of 'auto', 'typical', 'random'"), the closest of its choices;
+    "" where none is close or `message` is no such refusal."""
     found = re.search(r": '(.+?)' is not one of ('.*')$", message)
-    if found is None:
-        return ""
-    names = {c.lower(): c for c in re.findall(r"'([^']*)'", found[2])}
-    close = difflib.get_close_matches(found[1].lower(), names, n=1, cutoff=0.6)
-    return f" (did you mean {names[close[0]]!r}?)" if close else ""
+    meant = closest(found[1], re.findall(r"'([^']*)'", found[2])) if found is not None else None
+    return f" (did you mean {meant!r}?)" if meant is not None else ""
 
 
 def _fail(line: str, as_json: bool = False) -> None:

@@ -207,3 +207,13 @@ def test_show_model_guess_says_where_this_command_shows_it(here, command):
 def test_arguments_are_named_as_the_readme_names_them(here, command, usage):
     assert f"Usage: activebayes {usage}" in ok(*command, "--help").stdout
     assert_mistake(run("delete"), "Missing argument 'NAME'")
+
+
+def test_a_misspelt_project_gets_the_closest_one(here):
+    ok("init", "--name", "iris")
+    ok("init", "--name", "digits")
+    assert_mistake(run("--project", "irs", "status"), "no project named 'irs'", "did you mean --project iris?")
+    assert_mistake(run("--project", "Digits", "status"), "did you mean --project digits?")
+    assert "did you mean" not in run("--project", "zzz", "status").stderr
+    assert_mistake(run("delete", "irsi"), "no project 'irsi'", "did you mean 'iris'?")
+    assert json.loads(ok("--json", "--project", "iris", "status").stdout)["project"] == "iris"  # nothing deleted
