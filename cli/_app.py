@@ -80,13 +80,14 @@ def _shorten(message: str) -> str:
     return _LONG_WORD.sub(lambda m: f"{m.group()[:60]}...({len(m.group())} characters)", message)
 
 
-def format_error(exc: BaseException) -> str:
-    """The single line printed for a user's mistake: 'error: <what>; <fix>'."""
+def format_error(exc: BaseException, command: str = "activebayes COMMAND") -> str:
+    """The single line printed for a user's mistake: 'error: <what>; <fix>'; a generic fix names
+    the `command` run ("activebayes round") where it says "see `activebayes COMMAND --help`"."""
     message = re.sub(r"\s*\(Background on this error at: [^)]*\)", "", str(exc))
     message = _shorten(" ".join(message.split())) or type(exc).__name__
     if "; " not in message:
         fix = next((f for cls, f in _GENERIC_FIX.items() if isinstance(exc, cls)), "see `activebayes --help`")
-        message = f"{message}; {fix}"
+        message = f"{message}; {fix.replace('activebayes COMMAND', command)}"
     return f"error: {message}"
 
 
@@ -320,7 +321,8 @@ class ActiveBayesGroup(TyperGroup):
             print("Aborted.", file=sys.stderr)
             sys.exit(1)
         except ActiveBayesError as exc:
-            line, cli = format_error(exc), getattr(self._root_ctx, "obj", None)
+            path = command_path(self, words)
+            line, cli = format_error(exc, path if path != "activebayes" else "activebayes COMMAND"), getattr(self._root_ctx, "obj", None)
             fail(cli.as_typed(line) if cli is not None else line)
         except Exception as exc:
             line = _database_error(exc)

@@ -217,3 +217,11 @@ def test_a_misspelt_project_gets_the_closest_one(here):
     assert "did you mean" not in run("--project", "zzz", "status").stderr
     assert_mistake(run("delete", "irsi"), "no project 'irsi'", "did you mean 'iris'?")
     assert json.loads(ok("--json", "--project", "iris", "status").stdout)["project"] == "iris"  # nothing deleted
+
+
+def test_a_library_error_without_a_fix_points_at_its_commands_help(here):
+    """A refusal that says no fix of its own ends with the --help of the command run, not a
+    placeholder `activebayes COMMAND --help` to fill in."""
+    result = run("round", "--engine", "rey")
+    assert_mistake(result, "engine: expected 'local' or 'ray', got 'rey'", "see `activebayes round --help`")
+    assert "COMMAND" not in result.stderr and not Path("activebayes.db").exists()
