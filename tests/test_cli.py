@@ -137,7 +137,8 @@ def test_init_mistakes_write_nothing(env, args, words):
 
 def test_init_duplicate_name_leaves_database_unchanged(project):
     before = dump(project)
-    assert_mistake(run("init", "--name", "blobs", "--classes", "3"), "already exists")
+    assert_mistake(run("init", "--name", "blobs", "--classes", "3"), "project 'blobs' already exists", "choose another --name",
+                   "`activebayes status`", "`activebayes delete blobs`")  # fmt: skip
     assert dump(project) == before
 
 
