@@ -189,7 +189,6 @@ def test_export_writes_each_labelled_items_text_as_imported(db):
 
 
 def test_the_repeats_note_counts_in_the_singular_and_the_plural():
-
     from activebayes_cli._pool_import import repeated_rows_note
 
     x = np.array([[0.0, 1.0], [0.0, 1.0], [2.0, 3.0], [0.0, 1.0]], dtype=np.float32)
