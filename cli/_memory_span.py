@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
+from activebayes_cli._output import titled_table
+
 if TYPE_CHECKING:  # the design stack (torch) loads when a session runs, not when the CLI starts
     from activebayes.design import SessionTrace, Trial
 
@@ -24,7 +26,7 @@ def trial_line(trial: Trial, offset: int = 0) -> str:
 
 
 def trials_table(trace: SessionTrace, title: str) -> Table:
-    table = Table(title=title)
+    table = titled_table(title)
     for name in ("trial", "digits", "recalled", "EIG (nats)", "mean", "sd", "90% interval"):
         table.add_column(name, justify="right")
     for t in trace.trials:

@@ -118,10 +118,18 @@ def strict_json(value: Any) -> Any:
     return value
 
 
+def titled_table(title: str) -> Table:
+    """A rich Table under `title`, at least as wide as the title up to the console's width: rich
+    wraps a title to its table's width, which broke a long title over lines of a narrow table."""
+    from rich.cells import cell_len
+
+    return Table(title=title, min_width=cell_len(title))
+
+
 def curves_table(title: str, curves: dict[str, list[dict[str, Any]]], repeats: int) -> Table:
     """Labels down, one column per curve: mean test accuracy (± sd over repeats), from
     `activebayes.study`'s curves [{"labels", "mean", "sd", "n"}]."""
-    table = Table(title=title)
+    table = titled_table(title)
     table.add_column("labels", justify="right")
     for name in curves:
         table.add_column(name, justify="right")

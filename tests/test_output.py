@@ -53,3 +53,19 @@ def test_a_note_under_json_is_one_line_on_stderr(capsys):
     Output(json=True).note(note)
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err == note + "\n"
+
+
+def test_a_titled_table_keeps_its_title_on_one_line():
+    """rich wraps a title to its table's width; a narrow table under a long title keeps it whole
+    (up to the console's width)."""
+    import io
+
+    from rich.console import Console
+
+    from activebayes_cli._output import curves_table
+
+    title = "digits-tiny: test accuracy against labels (mc-dropout, 2 repeats)"
+    console = Console(file=io.StringIO(), width=80, record=True)
+    console.print(curves_table(title, {"bald": [{"labels": 20, "mean": 0.5, "sd": 0.0, "n": 1}]}, 1))
+    lines = console.export_text().splitlines()
+    assert lines[0].strip() == title and max(len(line) for line in lines) <= 80
