@@ -225,3 +225,8 @@ def test_a_library_error_without_a_fix_points_at_its_commands_help(here):
     result = run("round", "--engine", "rey")
     assert_mistake(result, "engine: expected 'local' or 'ray', got 'rey'", "see `activebayes round --help`")
     assert "COMMAND" not in result.stderr and not Path("activebayes.db").exists()
+
+
+@pytest.mark.parametrize("command", [[], ["pool", "add"], ["round"], ["design", "memory-span"]], ids=lambda c: " ".join(c) or "activebayes")
+def test_h_shows_the_help_as_help_does(here, command):
+    assert ok(*command, "-h").stdout == ok(*command, "--help").stdout
