@@ -66,14 +66,20 @@ class RecordedCountError(StoreError):
         self.who, self.expected, self.found = who, expected, found
 
 
+def closest_name(name: object, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The one of `choices` that `name` is likely a misspelling of ('bladd' -> 'bald'), or None."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=cutoff) if isinstance(name, str) else []
+    return close[0] if close else None
+
+
 def unknown_name(what: str, name: object, choices: Iterable[str]) -> ConfigError:
     """The refusal of a name that no registry entry has: "{what}: unknown name 'bladd'; choose one
     of random, ..., bald, ... (did you mean bald?)", the closest spelling named where there is one."""
-    import difflib
-
     choices = list(choices)
-    close = difflib.get_close_matches(name, choices, n=1) if isinstance(name, str) else []
-    hint = f" (did you mean {close[0]}?)" if close else ""
+    close = closest_name(name, choices)
+    hint = f" (did you mean {close}?)" if close else ""
     return ConfigError(f"{what}: unknown name {name!r}; choose one of {', '.join(choices)}{hint}")
 
 

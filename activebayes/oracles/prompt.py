@@ -28,7 +28,6 @@ loses nothing already typed), and `on_undo` takes one back.
 
 from __future__ import annotations
 
-import difflib
 import io
 import os
 import shutil
@@ -39,6 +38,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from activebayes.data.features import is_number
+from activebayes.errors import closest_name
 from activebayes.oracles.base import Answer
 from activebayes.oracles.file import integral_text
 from activebayes.oracles.terminal_art import colour_art, image_art, picture, shows_colour
@@ -307,8 +307,8 @@ class PromptOracle:
             if label is not None:
                 return "label", label
             expected = "one of the classes" if self.classes is not None else "a label"
-            close = difflib.get_close_matches(text, self.classes, n=1, cutoff=0.8) if self.classes is not None else []
-            meant = f"did you mean {close[0]!r}? " if close else ""  # a typo ('setosaa') is never taken for the class
+            close = closest_name(text, self.classes, cutoff=0.8) if self.classes is not None else None
+            meant = f"did you mean {close!r}? " if close else ""  # a typo ('setosaa') is never taken for the class
             self._write(f"  {text!r} is not a label; {meant}type {expected}, or {k['?']} for help\n")
 
     def ask(self, keys: Sequence[str], candidates: Any = None) -> list[Answer]:
