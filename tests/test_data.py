@@ -248,3 +248,13 @@ def test_a_regression_label_only_a_decimal_comma_explains_gets_the_hint(label, h
     with pytest.raises(DataError, match="not a finite number") as caught:
         check_labels(np.asarray(["1.5", label]), None, Path("y.csv"), numeric=True)
     assert ("decimal comma is read only" in str(caught.value)) is hinted
+    assert ("create a classification project" in str(caught.value)) is not hinted  # else: classes, or another column
+
+
+def test_a_class_as_a_regression_label_names_the_ways_on():
+    from activebayes.data.dataset import check_labels
+
+    with pytest.raises(DataError, match="label 'setosa'.* not a finite number") as caught:
+        check_labels(np.asarray(["setosa", "virginica"]), None, Path("iris.csv"), numeric=True)
+    assert "name a column of numbers with --label-column" in str(caught.value)
+    assert "`activebayes init --name NAME` without --task regression" in str(caught.value)
