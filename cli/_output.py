@@ -29,6 +29,24 @@ from rich.table import Table
 
 
 
+_TRAILING_BLANKS = re.compile(r"[ \t]+(?=\n)")
+
+
+class TrimmedLines:
+    """A text stream for a rich Console that drops the blanks rich leaves at the end of a line it
+    wraps (or pads), so that piped output carries no trailing spaces; everything else (isatty,
+    encoding, flush) is the stream's own."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(_TRAILING_BLANKS.sub("", text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 @dataclass
 class Output:
     """Where a command's results, notes and progress go, given --json and --quiet."""
@@ -42,13 +60,13 @@ class Output:
     def console(self) -> Console:
         """stdout, for human-readable results (tables). Created lazily so tests capture it."""
         if self._stdout is None:
-            self._stdout = Console(file=sys.stdout, highlight=False, soft_wrap=False, markup=False)
+            self._stdout = Console(file=TrimmedLines(sys.stdout), highlight=False, soft_wrap=False, markup=False)
         return self._stdout
 
     @property
     def err(self) -> Console:
         if self._stderr is None:
-            self._stderr = Console(file=sys.stderr, highlight=False, markup=False)
+            self._stderr = Console(file=TrimmedLines(sys.stderr), highlight=False, markup=False)
         return self._stderr
 
     def note(self, message: str) -> None:

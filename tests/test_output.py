@@ -49,7 +49,7 @@ def test_progress_is_drawn_on_a_terminal():
 
 
 def test_a_note_under_json_is_one_line_on_stderr(capsys):
-    note = "a note of many words " * 10  # 210 characters
+    note = ("a note of many words " * 10).strip()  # 209 characters
     Output(json=True).note(note)
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err == note + "\n"
@@ -69,3 +69,13 @@ def test_a_titled_table_keeps_its_title_on_one_line():
     console.print(curves_table(title, {"bald": [{"labels": 20, "mean": 0.5, "sd": 0.0, "n": 1}]}, 1))
     lines = console.export_text().splitlines()
     assert lines[0].strip() == title and max(len(line) for line in lines) <= 80
+
+
+def test_wrapped_lines_carry_no_trailing_blanks(capsys, monkeypatch):
+    """rich keeps the blank where it wraps a line; piped into a file or a diff it is junk."""
+    monkeypatch.setenv("COLUMNS", "40")
+    out = Output()
+    out.note("Next: activebayes round (you label what it asks), or activebayes round --oracle truth")
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) > 1 and all(line == line.rstrip() for line in lines), lines
+    assert " ".join(lines) == "Next: activebayes round (you label what it asks), or activebayes round --oracle truth"
