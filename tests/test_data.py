@@ -109,6 +109,9 @@ def test_unknown_format_and_missing_file(tmp_path):
     (tmp_path / "x.bin").write_bytes(b"1")
     with pytest.raises(DataError, match="unknown format"):
         load_dataset(tmp_path / "x.bin")
+    (tmp_path / "cat.JPG").write_bytes(b"1")  # one picture: the folder of them is the pool
+    with pytest.raises(DataError, match="'.*cat.JPG' is one image; give the folder that holds the pool's images"):
+        load_dataset(tmp_path / "cat.JPG")
     with pytest.raises(DataError, match="does not exist"):
         load_dataset(tmp_path / "nope.npy")
     with pytest.raises(DataError, match="format: expected one of"):
