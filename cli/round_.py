@@ -211,7 +211,6 @@ def round_(
     from activebayes_cli._trial import check_posterior, check_regression_posterior
     from activebayes_cli._model import (
         NO_MODEL,
-        REGRESSION_POSTERIORS,
         check_acquisition_name,
         check_posterior_name,
         check_posterior_options,
@@ -240,8 +239,6 @@ def round_(
     check_engine_store(engine, address, st.db)  # a cluster cannot share a SQLite file: before anything is written
     if acquisition is not None:
         check_acquisition_name(acquisition)  # an unknown name is refused before the database is opened
-    if posterior is not None and posterior not in REGRESSION_POSTERIORS:
-        check_posterior_name(posterior)  # so is a posterior no task has (one of the other task's: once the task is known)
     model_spec = normalize_model_spec(model)
     store = st.store(upgrade=True)  # writes: an older schema is upgraded first
     name = st.project_name()

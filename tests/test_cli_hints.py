@@ -97,7 +97,6 @@ def test_a_value_outside_the_choices_is_named_plainly(here):
         (["export", "--format", "CSV"], "(did you mean 'csv'?)"),
         (["round", "--acquisition", "bladd"], "--acquisition: unknown name 'bladd'"),
         (["round", "--acquisition", "BatchBald"], "(did you mean batch-bald?)"),
-        (["round", "--posterior", "deep-ensembel"], "(did you mean deep-ensemble?)"),
         (["round", "--model", "mpl"], "did you mean --model mlp?"),
     ],
 )
