@@ -5,6 +5,8 @@ Every message names the argument, what was expected and what came.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class ActiveBayesError(Exception):
     """Root of every error activebayes raises on purpose."""
@@ -62,6 +64,23 @@ class RecordedCountError(StoreError):
     def __init__(self, message: str, *, who: str, expected: int, found: int) -> None:
         super().__init__(message)
         self.who, self.expected, self.found = who, expected, found
+
+
+def closest_name(name: object, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The one of `choices` that `name` is likely a misspelling of ('bladd' -> 'bald'), or None."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=cutoff) if isinstance(name, str) else []
+    return close[0] if close else None
+
+
+def unknown_name(what: str, name: object, choices: Iterable[str]) -> ConfigError:
+    """The refusal of a name that no registry entry has: "{what}: unknown name 'bladd'; choose one
+    of random, ..., bald, ... (did you mean bald?)", the closest spelling named where there is one."""
+    choices = list(choices)
+    close = closest_name(name, choices)
+    hint = f" (did you mean {close}?)" if close else ""
+    return ConfigError(f"{what}: unknown name {name!r}; choose one of {', '.join(choices)}{hint}")
 
 
 def regression_only(name: str) -> ConfigError:

@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from activebayes.errors import ConfigError
+from activebayes.errors import ConfigError, closest_name
 
 DATASETS = ("digits", "mnist")
 NETWORKS = ("mlp", "cnn", "gal-script-cnn", "batchbald-cnn")
@@ -344,7 +344,9 @@ def check_posterior_options(cls: type, name: str, options: Mapping[str, Any], *,
     for key in options:
         if key not in own:
             known = ", ".join(sorted(own)) or "none"
-            raise ConfigError(f"{key}: not an option of {name!r}; its options: {known}")
+            close = closest_name(key, sorted(own))
+            meant = f" (did you mean {close}?)" if close else ""
+            raise ConfigError(f"{key}: not an option of {name!r}; its options: {known}{meant}")
     if options:
         from activebayes.nets import mlp
         from activebayes.posteriors import NetworkPosterior

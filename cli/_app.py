@@ -38,7 +38,7 @@ import re
 import shlex
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import typer
@@ -85,13 +85,14 @@ def _shorten(message: str) -> str:
     return _LONG_WORD.sub(lambda m: f"{m.group()[:60]}...({len(m.group())} characters)", message)
 
 
-def format_error(exc: BaseException) -> str:
-    """The single line printed for a user's mistake: 'error: <what>; <fix>'."""
+def format_error(exc: BaseException, command: str = "activebayes COMMAND") -> str:
+    """The single line printed for a user's mistake: 'error: <what>; <fix>'; a generic fix names
+    the `command` run ("activebayes round") where it says "see `activebayes COMMAND --help`"."""
     message = re.sub(r"\s*\(Background on this error at: [^)]*\)", "", str(exc))
     message = _shorten(" ".join(message.split())) or type(exc).__name__
     if "; " not in message:
         fix = next((f for cls, f in _GENERIC_FIX.items() if isinstance(exc, cls)), "see `activebayes --help`")
-        message = f"{message}; {fix}"
+        message = f"{message}; {fix.replace('activebayes COMMAND', command)}"
     return f"error: {message}"
 
 
@@ -197,6 +198,23 @@ def _warning_line(message: Any, category: Any, filename: str, lineno: int, file:
     """Show a Python warning as one line on stderr, its text alone: not the source file and line
     a library raised it at, which say nothing to a person running a command."""
     print(" ".join(str(message).split()), file=sys.stderr if file is None else file, flush=True)
+
+
+def closest(name: str, choices: Iterable[str]) -> str | None:
+    """The choice `name` was likely meant as, in any case ('irs' -> 'iris', 'CSV' -> 'csv'), or
+    None where none is close."""
+    names = {str(c).lower(): str(c) for c in choices}
+    close = difflib.get_close_matches(name.lower(), names, n=1, cutoff=0.6)
+    return names[close[0]] if close else None
+
+
+def close_choice(message: str) -> str:
+    """" (did you mean 'typical'?)" for a value a choice option refused ("Invalid value for
+    '--first': 'typcial' is not one of 'auto', 'typical', 'random'"), the closest of its choices;
+    "" where none is close or `message` is no such refusal."""
+    found = re.search(r": '(.+?)' is not one of ('.*')$", message)
+    meant = closest(found[1], re.findall(r"'([^']*)'", found[2])) if found is not None else None
+    return f" (did you mean {meant!r}?)" if meant is not None else ""
 
 
 def _fail(line: str, as_json: bool = False) -> None:
@@ -307,7 +325,7 @@ class ActiveBayesGroup(TyperGroup):
                 if rewrite is not None:  # the command line as it should be
                     fail(rewrite)
             message = " ".join(exc.format_message().split()).rstrip(".").replace("Value error, ", "")  # Typer's pydantic wording
-            message += given_value(exc, message)
+            message += given_value(exc, message) + close_choice(message)
             if hasattr(exc, "ctx"):  # a usage error: point at the command's own --help
                 ctx = exc.ctx
                 fail(f"error: {message}; see `{ctx.command_path if ctx is not None else command_path(self, words)} --help`")
@@ -316,7 +334,8 @@ class ActiveBayesGroup(TyperGroup):
             print("Aborted.", file=sys.stderr)
             sys.exit(1)
         except ActiveBayesError as exc:
-            line, cli = format_error(exc), getattr(self._root_ctx, "obj", None)
+            path = command_path(self, words)
+            line, cli = format_error(exc, path if path != "activebayes" else "activebayes COMMAND"), getattr(self._root_ctx, "obj", None)
             fail(cli.as_typed(line) if cli is not None else line)
         except Exception as exc:
             line = _database_error(exc)

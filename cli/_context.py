@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from activebayes_cli._app import CliError
+from activebayes_cli._app import CliError, closest
 from activebayes_cli._output import Output
 
 if TYPE_CHECKING:
@@ -174,9 +174,11 @@ class CliState:
         if self.project is not None:
             if self.project not in names:
                 known = ", ".join(names) if names else "none yet"
+                meant = closest(self.project, names)
                 raise CliError(
                     f"no project named {self.project!r} in {shown_url(self.db)} (projects: {known})",
-                    "pass --project NAME with one of them, or create it with `activebayes init --name NAME`",
+                    (f"did you mean --project {shlex.quote(meant)}? " if meant else "")
+                    + "pass --project NAME with one of them, or create it with `activebayes init --name NAME`",
                 )
             return self.project
         if len(names) == 1:

@@ -20,10 +20,10 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from activebayes_cli._app import CliError
 from activebayes_cli._context import CliState, shown_url
+from activebayes_cli._output import titled_table
 
 DEFAULT_PROJECT = "memory-span"  # the project `design memory-span` records in without --project
 
@@ -87,7 +87,7 @@ def design_status(st: CliState, store: Any, name: str, info: Any) -> None:
         counts = f"{len(participants)} participant{'s' if len(participants) != 1 else ''}, {len(trials)} trial{'s' if len(trials) != 1 else ''}"
         console.print(f"[bold]{escape(name)}[/] (design: memory span) — {counts}", markup=True)
         if participants:
-            table = Table(title="participants (span: posterior mean ± sd in digits, prior N(7, 2²))")
+            table = titled_table("participants (span: posterior mean ± sd in digits, prior N(7, 2²))")
             for column in ("participant", "trials", "last trial", "span", "90% interval"):
                 table.add_column(column, justify="left" if column == "participant" else "right")
             for p in participants:

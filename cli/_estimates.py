@@ -32,7 +32,8 @@ import math
 from typing import Any, NamedTuple
 
 from rich.console import Console
-from rich.table import Table
+
+from activebayes_cli._output import titled_table
 
 ESTIMATE_FIGURES = {"classification": (("accuracy", "accuracy"), ("nll", "nll")), "regression": (("rmse", "rmse"), ("nll", "nll"))}
 SHOWN = {"classification": ("accuracy", "class_nll"), "regression": ("rmse", "normal_nll")}  # PoolEstimate attributes status shows
@@ -180,12 +181,12 @@ def render_estimates(console: Console, estimates: list[tuple[Any, Any]], task: s
         for r, e in estimates:
             shown = [interval_text(getattr(e, a), RANGES[a]) for a in shown_figures]
             test = [figure_text(r.metrics[k]) if isinstance((r.metrics or {}).get(k), (int, float)) else "-" for k in (main_key, nll_key)]
-            source = f"{e.labels} labels of {pool_text(e)}" + (f"; {e.note}" if e.note else "") if e.available else (e.reason or "")
+            source = f"{e.labels} label{'' if e.labels == 1 else 's'} of {pool_text(e)}" + (f"; {e.note}" if e.note else "") if e.available else (e.reason or "")
             rows.append([str(r.number), str(r.labelled_count), *shown, *(test if has_test else ()), source])
         title = f"estimates from the chosen labels (LURE, 95 % intervals of the pool {'RMSE' if task == 'regression' else 'accuracy'} and NLL)"
         widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(columns[:-1])]
         if sum(widths) + 3 * len(widths) + 20 <= console.width:
-            table = Table(title=title)
+            table = titled_table(title)
             for column in columns:
                 table.add_column(column, justify="left" if column == "from" else "right", no_wrap=column != "from", overflow="fold")
             for row in rows:

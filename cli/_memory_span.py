@@ -8,22 +8,25 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
+from activebayes_cli._output import titled_table
+
 if TYPE_CHECKING:  # the design stack (torch) loads when a session runs, not when the CLI starts
     from activebayes.design import SessionTrace, Trial
 
 
 def trial_line(trial: Trial, offset: int = 0) -> str:
-    """One trial as a line: design, outcome, EIG and the posterior of the span after it."""
+    """One trial as a line: design, outcome, EIG (nats) and the posterior of the span after it,
+    within 80 columns up to trial 999 and a span under 10 digits."""
     lo, hi = trial.interval
     outcome = "recalled" if trial.outcome else "not recalled"
     return (
-        f"trial {trial.index + 1 + offset:>3}: {trial.design:g} digits, {outcome:<12} EIG {trial.eig:.3f} nats   "
+        f"trial {trial.index + 1 + offset:>3}: {trial.design:g} digits, {outcome:<12} EIG {trial.eig:.3f}  "
         f"span {trial.mean:.2f} ± {trial.sd:.2f}, 90% [{lo:.2f}, {hi:.2f}]"
     )
 
 
 def trials_table(trace: SessionTrace, title: str) -> Table:
-    table = Table(title=title)
+    table = titled_table(title)
     for name in ("trial", "digits", "recalled", "EIG (nats)", "mean", "sd", "90% interval"):
         table.add_column(name, justify="right")
     for t in trace.trials:

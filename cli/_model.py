@@ -243,6 +243,17 @@ def check_posterior_name(name: str, task: str = "classification") -> None:
     raise CliError(f"--posterior: unknown name {name!r}", f"choose one of {choices}{hint}")
 
 
+def check_acquisition_name(name: str) -> None:
+    """A one-line CliError, naming the option, unless `name` is a registered acquisition."""
+    from activebayes.acquisition import resolve_acquisition
+
+    try:
+        resolve_acquisition(name)
+    except ConfigError as exc:
+        what, _, fix = str(exc).partition("; ")
+        raise CliError(f"--{what}", fix) from None
+
+
 class SizedFit:
     """An unfitted network posterior whose training is sized to the labelled set when fitted:
     `fit(x, y)` builds `cls(model_fn, seed=seed, train=TrainConfig(epochs, weight_decay), **kwargs)`

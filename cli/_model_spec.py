@@ -33,7 +33,9 @@ def _split_spec(spec: str) -> tuple[str, str]:
     """('pkg.module' or 'path/to/file.py', 'factory') of a --model spec."""
     target, _, attr = spec.rpartition(":")
     if not target or not attr:
-        raise CliError(f"--model: expected {MODEL_FORMS}, got {spec!r}", "pass e.g. --model mypkg.nets:make_net or --model ./nets.py:make_net")
+        close = difflib.get_close_matches(spec.lower(), [*BUILTIN_MODELS, AUTO_MODEL], n=1)
+        fix = f"did you mean --model {close[0]}?" if close else "pass e.g. --model mypkg.nets:make_net or --model ./nets.py:make_net"
+        raise CliError(f"--model: expected {MODEL_FORMS}, got {spec!r}", fix)
     return target, attr
 
 

@@ -45,15 +45,16 @@ Device = Annotated[str, typer.Option("--device", help="auto (CUDA when present),
 Engine = Annotated[str, typer.Option("--engine", help="local (this machine) or ray (a Ray cluster; pip install 'activebayes[ray]').")]
 Address = Annotated[Optional[str], typer.Option("--address", help="With --engine ray: auto or ray://host:port of a running cluster (default: a local Ray).")]
 
-# wherever a person answers (the labelling page, the prompt, the round or evaluation file, Label
-# Studio's tasks): the round's prediction is hidden unless asked for
-ShowModelGuess = Annotated[bool, typer.Option(
-    "--show-model-guess",
-    help="Show the person answering the round's prediction for each item (class and probability, or mean ± sd): on the "
-         "labelling page, at the terminal prompt, in the round or evaluation file, or, with export --format label-studio, as "
-         "each task's pre-annotation, which Label Studio shows already chosen. Off by default: the queries are the items the "
-         "model is unsure or wrong about, and its guess pulls the answer towards it (the prediction is recorded either way).",
-)]  # fmt: skip
+def show_model_guess(where: str) -> Any:
+    """The --show-model-guess flag of a command where a person answers (the labelling page, the
+    prompt, the round or evaluation file, Label Studio's tasks), its help naming `where` the guess
+    shows: the round's prediction is hidden unless asked for."""
+    return Annotated[bool, typer.Option(
+        "--show-model-guess",
+        help=f"Show the model's prediction for each item (class and probability, or mean ± sd) {where}. Off by default: "
+             "the queries are the items the model is unsure or wrong about, and its guess pulls the answer towards it "
+             "(the prediction is recorded either way).",
+    )]  # fmt: skip
 
 
 def given(ctx: Any, name: str) -> bool:
@@ -64,4 +65,4 @@ def given(ctx: Any, name: str) -> bool:
     return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
 
 
-__all__ = ["Address", "CommandDb", "DbUrl", "database_url", "Device", "Engine", "Json", "ProjectName", "Quiet", "ShowModelGuess", "given"]
+__all__ = ["Address", "CommandDb", "DbUrl", "database_url", "Device", "Engine", "Json", "ProjectName", "Quiet", "show_model_guess", "given"]

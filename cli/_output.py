@@ -29,6 +29,24 @@ from rich.table import Table
 
 
 
+_TRAILING_BLANKS = re.compile(r"[ \t]+(?=\n)")
+
+
+class TrimmedLines:
+    """A text stream for a rich Console that drops the blanks rich leaves at the end of a line it
+    wraps (or pads), so that piped output carries no trailing spaces; everything else (isatty,
+    encoding, flush) is the stream's own."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(_TRAILING_BLANKS.sub("", text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 @dataclass
 class Output:
     """Where a command's results, notes and progress go, given --json and --quiet."""
@@ -42,20 +60,24 @@ class Output:
     def console(self) -> Console:
         """stdout, for human-readable results (tables). Created lazily so tests capture it."""
         if self._stdout is None:
-            self._stdout = Console(file=sys.stdout, highlight=False, soft_wrap=False, markup=False)
+            self._stdout = Console(file=TrimmedLines(sys.stdout), highlight=False, soft_wrap=False, markup=False)
         return self._stdout
 
     @property
     def err(self) -> Console:
         if self._stderr is None:
-            self._stderr = Console(file=sys.stderr, highlight=False, markup=False)
+            self._stderr = Console(file=TrimmedLines(sys.stderr), highlight=False, markup=False)
         return self._stderr
 
     def note(self, message: str) -> None:
-        """A line for a person (what happened, what to do next); stderr under --json."""
+        """A line for a person (what happened, what to do next); stderr under --json, there as one
+        line however long (a program reading stderr line by line gets each note whole)."""
         if self.quiet:
             return
-        (self.err if self.json else self.console).print(message)
+        if self.json:
+            self.err.print(message, soft_wrap=True)
+        else:
+            self.console.print(message)
 
     def result(self, data: Any, render: Callable[[Console], None] | None = None) -> None:
         """The command's result: `data` as JSON under --json (strict JSON: an infinite or NaN
@@ -67,8 +89,9 @@ class Output:
             render(self.console)
 
     def bar(self) -> Progress | None:
-        """A rich Progress on stderr for several tasks at once, or None under --quiet."""
-        if self.quiet:
+        """A rich Progress on stderr for several tasks at once, or None under --quiet or where
+        stderr is no terminal (piped or redirected, a bar shows nothing but leaves a blank line)."""
+        if self.quiet or not self.err.is_terminal:
             return None
         return Progress(
             SpinnerColumn(),
@@ -83,11 +106,11 @@ class Output:
     @contextmanager
     def progress(self, description: str, total: int | None = None) -> Iterator[Callable[..., None]]:
         """A progress bar on stderr; yields `advance(done, total=None, description=None)`.
-        Silent under --quiet."""
-        if self.quiet:
+        Silent under --quiet and where stderr is no terminal."""
+        bar = self.bar()
+        if bar is None:
             yield lambda done, total=None, description=None: None
             return
-        bar = self.bar()
         with bar:
             task = bar.add_task(escape(description), total=total)  # the bar's text column reads markup
 
@@ -113,10 +136,18 @@ def strict_json(value: Any) -> Any:
     return value
 
 
+def titled_table(title: str) -> Table:
+    """A rich Table under `title`, at least as wide as the title up to the console's width: rich
+    wraps a title to its table's width, which broke a long title over lines of a narrow table."""
+    from rich.cells import cell_len
+
+    return Table(title=title, min_width=cell_len(title))
+
+
 def curves_table(title: str, curves: dict[str, list[dict[str, Any]]], repeats: int) -> Table:
     """Labels down, one column per curve: mean test accuracy (± sd over repeats), from
     `activebayes.study`'s curves [{"labels", "mean", "sd", "n"}]."""
-    table = Table(title=title)
+    table = titled_table(title)
     table.add_column("labels", justify="right")
     for name in curves:
         table.add_column(name, justify="right")

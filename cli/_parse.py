@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from activebayes_cli._app import CliError
@@ -53,3 +54,12 @@ def fraction(value: float, option: str) -> float:
     if not 0.0 <= value < 1.0:
         raise CliError(f"{option}: expected a fraction in [0, 1), got {value}", f"pass e.g. {option} 0.2")
     return value
+
+
+_COLUMN_PARAMETERS = re.compile(r"\b(label_column|key_column|features|ignore|text_column) (?=['\"].*? is not a column)")
+
+
+def column_options(message: str) -> str:
+    """A library refusal of a column named by the option that gave it: "label_column 'lable' is
+    not a column" -> "--label-column 'lable' is not a column" (the library names its parameter)."""
+    return _COLUMN_PARAMETERS.sub(lambda m: f"--{m[1].replace('_', '-')} ", message)

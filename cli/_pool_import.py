@@ -274,7 +274,9 @@ def repeated_rows_note(x: np.ndarray, pool_rows: np.ndarray) -> list[str]:
     distinct = len(first_of_each(row_fingerprints(x)[pool_rows]))
     if distinct == len(pool_rows):
         return []
-    return [f"{len(pool_rows) - distinct} pool rows repeat another row's features (the same text or values under another key; {distinct} "
+    repeats = len(pool_rows) - distinct
+    says = "pool row repeats" if repeats == 1 else "pool rows repeat"
+    return [f"{repeats} {says} another row's features (the same text or values under another key; {distinct} "
             "different rows in all): a round asks about one of each at a time, and its estimates count every row"]  # fmt: skip
 
 

@@ -17,7 +17,7 @@ def score_text(score: float) -> str:
     return f"{score:.4f}" if score == 0 or 1e-3 <= abs(score) < 1e4 else f"{score:.3e}"
 
 
-def queries_table(title: str, queries: list[Any], task: str = "classification", writing: str = "plain", show_guess: bool = False,
+def queries_table(title: str | None, queries: list[Any], task: str = "classification", writing: str = "plain", show_guess: bool = False,
                   ids: dict[str, str] | None = None) -> Table:  # fmt: skip
     """rank, key (with `ids`, query: each key's opaque id, `_task_ids`, where the keys could name
     the class), score, with `show_guess` the round's prediction (when any query has one), and the

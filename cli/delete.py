@@ -18,7 +18,7 @@ from typing import Annotated
 
 import typer
 
-from activebayes_cli._app import CliError, command_group
+from activebayes_cli._app import CliError, closest, command_group
 from activebayes_cli._context import shown_url, state
 from activebayes_cli._design_project import design_command
 
@@ -28,7 +28,7 @@ app = command_group()
 @app.command("delete", short_help="Delete a project (not its data file).")
 def delete(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="The project to delete (as `status` names it).", show_default=False)],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The project to delete (as `status` names it).", show_default=False)],
     yes: Annotated[bool, typer.Option("--yes", help="Delete even when people's labels would go with it (export them first).")] = False,
 ) -> None:
     """Delete a project: its items, rounds and answers, and the files it wrote into
@@ -43,7 +43,9 @@ def delete(
     store = st.store(upgrade=True)
     if name not in store.projects():
         known = ", ".join(repr(p) for p in store.projects()) or "none"
-        raise CliError(f"no project {name!r} in {shown_url(st.db)} (projects: {known})", "pass one of them")
+        meant = closest(name, store.projects())
+        raise CliError(f"no project {name!r} in {shown_url(st.db)} (projects: {known})",
+                       f"did you mean {meant!r}? pass one of them" if meant else "pass one of them")  # fmt: skip
     given = sum(count for _, count, _, _ in store.answer_counts(name))  # people's answers: not the data file's, nor the truth's
     design = store.project(name).task == "design"  # its answers are participants' trials
     what, people = ("trial", "participants") if design else ("label", "people")

@@ -171,3 +171,5 @@ def _run_demo(st: Any, config: DemoConfig, out: Path | None, seed: int, device: 
         "total_s": round(elapsed, 2),
     }
     st.out.result(summary, lambda c: c.print(f"demo finished in {elapsed:.1f} s (active learning {active_s:.1f} s); files in {folder}"))
+    st.out.note(f"Next, on your own table: {st.command_line('init', '--name', 'NAME')}, then "
+                f"{st.command_line('pool', 'add', 'FILE.csv', '--label-column', 'LABEL')} (README.md, 'Quick start on the command line')")

@@ -240,6 +240,6 @@ def memory_span(
     if record is not None:
         console.print(f"recorded {who!r} in {where} (project {project!r}); the same --participant resumes", markup=False, soft_wrap=True)
     else:
-        console.print("not recorded (a simulated session is recorded only with --db FILE or ACTIVEBAYES_DB)", markup=False, soft_wrap=True)
+        console.print("not recorded (a simulation is recorded only with --db FILE or ACTIVEBAYES_DB)", markup=False, soft_wrap=True)
     if plot is not None:
-        console.print(f"wrote {plot}")
+        console.print(f"Wrote {plot}")

@@ -43,9 +43,10 @@ import typer
 from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import check_device, state
 from activebayes_cli._design_project import refuse_design
-from activebayes_cli._options import Device, ShowModelGuess
+from activebayes_cli._options import Device, show_model_guess
 
 app = command_group()
+ShowModelGuess = show_model_guess("in the evaluation file (with --budget)")
 
 
 def eval_csv_name(project: str, part: int = 1) -> str:

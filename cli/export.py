@@ -25,10 +25,11 @@ from rich.console import Console
 from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import state
 from activebayes_cli._design_project import refuse_design
-from activebayes_cli._options import ShowModelGuess
+from activebayes_cli._options import show_model_guess
 from activebayes_cli._parse import writable_target
 
 app = command_group()
+ShowModelGuess = show_model_guess("in each Label Studio task, as a pre-annotation that Label Studio shows already chosen (with --format label-studio)")
 
 
 class ExportFormat(str, Enum):
@@ -57,7 +58,7 @@ EXPORT_HELP = (
 @app.command(help=EXPORT_HELP, short_help="Write the labels (or trials), or a round as Label Studio tasks.")
 def export(
     ctx: typer.Context,
-    file: Annotated[Optional[Path], typer.Argument(help="Output file: .csv or .json (by suffix), or - for stdout (csv, or --format json); or give --out.", show_default=False)] = None,
+    file: Annotated[Optional[Path], typer.Argument(metavar="FILE", help="Output file: .csv or .json (by suffix), or - for stdout (csv, or --format json); or give --out.", show_default=False)] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Output file (instead of FILE).")] = None,
     fmt_option: Annotated[
         Optional[ExportFormat],

@@ -60,10 +60,11 @@ import typer
 from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import state
 from activebayes_cli._design_project import refuse_design
-from activebayes_cli._options import ShowModelGuess
+from activebayes_cli._options import show_model_guess
 from activebayes_cli._parse import existing_file
 
 app = command_group()
+ShowModelGuess = show_model_guess("under each item at the prompt")
 
 SHOWN = 5  # offending keys named in a refusal, then "and N more"
 
@@ -257,9 +258,9 @@ def _from_file(st: Any, store: Any, name: str, info: Any, target: int | None, pa
 
     def render(console: Any) -> None:
         parts = []
-        if target is not None:
+        if target is not None and (in_round or not (other or in_eval or in_test)):  # no "0 to round 2's queries"
             parts.append(f"{in_round} to round {target}'s queries")
-        if target is None and (other or not in_eval):
+        if target is None and (other or not (in_eval or in_test)):
             parts.append(_plural(other, "pool item") + " (no round waits for answers)")
         elif other:
             parts.append(_plural(other, "other pool item"))

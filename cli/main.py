@@ -38,6 +38,7 @@ app = command_group(
     "  activebayes round       (writes NAME-round-1.csv to fill in)\n  activebayes label --from NAME-round-1.csv\n"
     "  activebayes status      (where it stands, and what to do next)",
     no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},  # every command's help, as most tools take it
     add_completion=False,
     pretty_exceptions_enable=False,
 )

@@ -48,11 +48,12 @@ from typing import Annotated, Optional
 
 import typer
 
+from activebayes.errors import DataError
 from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import state
 from activebayes_cli._design_project import refuse_design
 from activebayes_cli._output import TRUTH_TEXT, after_pool_add, items_from
-from activebayes_cli._parse import existing_file, fraction
+from activebayes_cli._parse import column_options, existing_file, fraction
 from activebayes_cli._pool_import import Categorical, ImageLayout, Missing, register_pool
 
 app = command_group(no_args_is_help=True)
@@ -61,7 +62,7 @@ app = command_group(no_args_is_help=True)
 @app.command("add", short_help="Register a data file or an image folder as the pool.")
 def add(
     ctx: typer.Context,
-    file: Annotated[Path, typer.Argument(help="Data file: .npy, .npz (x, y, keys), .csv (.tsv, .txt; the separator is read from the header) or MNIST IDX; or a FOLDER of images.")],
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="Data file: .npy, .npz (x, y, keys), .csv (.tsv, .txt; the separator is read from the header) or MNIST IDX; or a FOLDER of images.")],
     key_column: Annotated[Optional[str], typer.Option("--key-column", help="csv column of item keys (default: one named key or id, else the row names: a first column without a name, else the first column named like an identifier, customer_id or PassengerId, whose values are distinct whole numbers or text, else the row number).")] = None,
     label_column: Annotated[Optional[str], typer.Option("--label-column", help="csv column of labels (default: 'label' if present).")] = None,
     test_fraction: Annotated[float, typer.Option("--test-fraction", help="Share of rows held out as a labelled test split (for metrics); with --append, a share of the new labelled rows.")] = 0.0,
@@ -122,14 +123,17 @@ def add(
     refuse_design(st, name, store.project(name), "pool add")
     from activebayes_cli._pool_folder import cache_folder
 
-    summary = register_pool(
-        store, name, file, key_column=key_column, label_column=label_column, test_fraction=test_fraction,
-        labels_are_known=labels_are_known, truth=truth, image_layout=image_layout.value, seed=seed,
-        standardize=standardize, categorical=categorical.value, missing=missing.value,
-        features=column_list(features, "--features") if features is not None else None, ignore=tuple(ignore or ()),
-        text_columns=tuple(text_column or ()), na_values=tuple(v for item in na_values or () for v in item.split(",")),
-        text_folder=cache_folder(st.db), merge_spellings=merge_label_spellings, log_skewed=log_skewed,
-    )  # fmt: skip
+    try:
+        summary = register_pool(
+            store, name, file, key_column=key_column, label_column=label_column, test_fraction=test_fraction,
+            labels_are_known=labels_are_known, truth=truth, image_layout=image_layout.value, seed=seed,
+            standardize=standardize, categorical=categorical.value, missing=missing.value,
+            features=column_list(features, "--features") if features is not None else None, ignore=tuple(ignore or ()),
+            text_columns=tuple(text_column or ()), na_values=tuple(v for item in na_values or () for v in item.split(",")),
+            text_folder=cache_folder(st.db), merge_spellings=merge_label_spellings, log_skewed=log_skewed,
+        )  # fmt: skip
+    except DataError as exc:  # a column the options name, by its option (the library names its parameter)
+        raise DataError(column_options(str(exc))) from exc
     for note in summary["notes"]:
         st.out.note(st.as_typed(note))  # a note's commands work as typed too
     next_hint = after_pool_add(st, summary["truth"])

@@ -14,6 +14,8 @@ set's estimate, and the stopping signal on the Next line (`activebayes_cli._esti
 
 from __future__ import annotations
 
+import shlex
+
 from enum import Enum
 from typing import Annotated, Any, Optional
 
@@ -59,9 +61,12 @@ def init(
         class_list = parse_classes(classes) if classes is not None else None  # None: read at `pool add`
     elif classes is not None:
         raise CliError("--classes: only a classification project has classes", "leave --classes out for --task regression")
-    info = st.store(create=True).create_project(
-        name, task=task.value, classes=class_list, classes_from_data=task is TaskName.classification
-    )
+    store = st.store(create=True)
+    if name in store.projects():
+        raise CliError(f"project {name!r} already exists in {shown_url(st.db)}",
+                       f"choose another --name, see where it stands with `{st.next_command('status', project=name)}`, "
+                       f"or start it over with `{st.command_line('delete', shlex.quote(name))}`")  # fmt: skip
+    info = store.create_project(name, task=task.value, classes=class_list, classes_from_data=task is TaskName.classification)
     next_hint = st.next_command("pool", "add", "FILE", project=info.name)
     st.out.result(
         {"project": info.name, "task": info.task, "classes": info.classes, "db": shown_url(st.db)},

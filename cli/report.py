@@ -163,5 +163,5 @@ def report(
     ]
     st.out.result(
         {"project": name, "files": written, "histograms": histograms},
-        lambda c: [c.print(f"wrote {path}") for path in written],
+        lambda c: [c.print(f"Wrote {path}") for path in written],
     )

@@ -70,7 +70,7 @@ from activebayes_cli._app import INTERRUPTED, CliError, command_group
 from activebayes_cli._context import check_device, state
 from activebayes_cli._design_project import refuse_design
 from activebayes_cli._model import DEFAULT_COVER_CLASSES
-from activebayes_cli._options import Address, Device, Engine, ShowModelGuess
+from activebayes_cli._options import Address, Device, Engine, show_model_guess
 from activebayes_cli._options import given as option_given
 from activebayes_cli._output import early_round_note, round_csv_name
 from activebayes_cli._round_options import RoundOptions, differences, recorded_options
@@ -80,6 +80,7 @@ from activebayes_cli._round_file import check_round_file, write_round_csv
 from activebayes_cli._task_ids import query_ids
 
 app = command_group()
+ShowModelGuess = show_model_guess("in the round file and the queries table")
 
 
 def stage_texts() -> dict[str, str]:
@@ -157,6 +158,7 @@ def round_(
     from activebayes_cli._trial import check_posterior, check_regression_posterior
     from activebayes_cli._model import (
         NO_MODEL,
+        check_acquisition_name,
         check_posterior_name,
         check_posterior_options,
         check_task_options,
@@ -183,7 +185,7 @@ def round_(
 
     check_engine_store(engine, address, st.db)  # a cluster cannot share a SQLite file: before anything is written
     if acquisition is not None:
-        resolve_acquisition(acquisition)  # an unknown name is refused before the database is opened
+        check_acquisition_name(acquisition)  # an unknown name is refused before the database is opened
     model_spec = normalize_model_spec(model)
     store = st.store(upgrade=True)  # writes: an older schema is upgraded first
     name = st.project_name()
@@ -400,7 +402,8 @@ def round_(
 
     def render(console) -> None:
         title = f"round {result.number}: {len(queries)} queries by {rnd.acquisition}{early_round_note(rnd.acquisition_settings)}"
-        console.print(queries_table(title, queries, info.task, project_writing(info.settings), show_model_guess, ids))
+        console.print(title)  # a line of its own: as the table's title, rich wraps it to the table's width
+        console.print(queries_table(None, queries, info.task, project_writing(info.settings), show_model_guess, ids))
         if result.metrics:
             scalars = {k: v for k, v in result.metrics.items() if isinstance(v, (int, float, str))}  # not the packed stop set
             parts = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in scalars.items())

@@ -35,9 +35,10 @@ import typer
 
 from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import state
-from activebayes_cli._options import ShowModelGuess
+from activebayes_cli._options import show_model_guess
 
 app = command_group()
+ShowModelGuess = show_model_guess("on the labelling page")
 
 NEEDS = ("starlette", "uvicorn", "jinja2")
 INSTALL = "install them with pip install 'activebayes[serve]'"

@@ -88,10 +88,10 @@ def run(
     }
 
     def render(console: Any) -> None:
-        title = f"{config.name}: test accuracy against labels ({config.posterior}, {config.repeats} repeat(s))"
+        title = f"{config.name}: test accuracy against labels ({config.posterior}, {config.repeats} repeat{'' if config.repeats == 1 else 's'})"
         console.print(curves_table(title, result.curves, config.repeats))
         console.print(f"results: {result.results}")
         console.print(f"learning curve: {result.plot}")
-        console.print(f"database: {result.database} ({result.rounds_run} round(s) run now, {elapsed:.1f} s)")
+        console.print(f"database: {result.database} ({result.rounds_run} round{'' if result.rounds_run == 1 else 's'} run now, {elapsed:.1f} s)")
 
     st.out.result(summary, render)

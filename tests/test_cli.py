@@ -137,7 +137,8 @@ def test_init_mistakes_write_nothing(env, args, words):
 
 def test_init_duplicate_name_leaves_database_unchanged(project):
     before = dump(project)
-    assert_mistake(run("init", "--name", "blobs", "--classes", "3"), "already exists")
+    assert_mistake(run("init", "--name", "blobs", "--classes", "3"), "project 'blobs' already exists", "choose another --name",
+                   "`activebayes status`", "`activebayes delete blobs`")  # fmt: skip
     assert dump(project) == before
 
 
@@ -249,6 +250,23 @@ def test_demo_mistakes_fail_before_any_work(env):
     assert_mistake(run("demo", "--fast", "--device", "tpu"), "device")
     assert_mistake(run("demo", "--fast", "--out", "afile"), "--out", "is a file")
     assert not env.exists()
+
+
+def test_demo_ends_with_the_way_to_ones_own_data(env, monkeypatch):
+    """The demo's last line names the commands that start a project on the user's own table (its
+    study itself is `test_demo_fast_end_to_end`'s: here a stand-in result)."""
+    from activebayes_cli import demo
+
+    def study(st, config, folder, seed, device):
+        curve = [{"labels": 10, "mean": 0.5, "sd": 0.0, "n": 1}]
+        return {"curves": {"default": curve, "random": curve}, "standing": "level", "plot": "p.png", "database": "s.db",
+                "results": "r.json", "arms": {}, "default_vs_random": {}, "settings": {"seeds": [0]}}  # fmt: skip
+
+    monkeypatch.setattr(demo, "_active_learning", study)
+    lines = run("demo", "--fast", "--out", "demo-out").stdout.strip().splitlines()
+    assert " ".join(lines[-2:]).startswith("Next, on your own table: activebayes init --name NAME, then activebayes pool add "), lines
+    typed = run("--db", "mine.db", "demo", "--fast", "--out", "demo-out").stdout
+    assert "activebayes --db sqlite:///mine.db init --name NAME" in " ".join(typed.split())
 
 
 def test_pool_add_with_separate_truth_file(project):

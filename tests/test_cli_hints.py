@@ -89,6 +89,29 @@ def test_a_value_outside_the_choices_is_named_plainly(here):
     assert_mistake(run("round", "--k", "abc"), "Invalid value for '--k'", "valid integer", "got 'abc'", "see `activebayes round --help`")
 
 
+@pytest.mark.parametrize(
+    ("args", "meant"),
+    [
+        (["round", "--first", "typcial"], "(did you mean 'typical'?)"),
+        (["export", "--format", "labelstudio"], "(did you mean 'label-studio'?)"),
+        (["export", "--format", "CSV"], "(did you mean 'csv'?)"),
+        (["round", "--acquisition", "bladd"], "--acquisition: unknown name 'bladd'"),
+        (["round", "--acquisition", "BatchBald"], "(did you mean batch-bald?)"),
+        (["round", "--model", "mpl"], "did you mean --model mlp?"),
+    ],
+)
+def test_a_misspelt_name_gets_the_closest_one(here, args, meant):
+    assert_mistake(run(*args), meant)
+    assert not Path("activebayes.db").exists()
+
+
+def test_a_name_close_to_none_gets_no_guess(here):
+    result = run("round", "--first", "xyzzy")
+    assert_mistake(result, "'xyzzy' is not one of 'auto', 'typical', 'random'")
+    assert "did you mean" not in result.stderr
+    assert "did you mean" not in run("round", "--acquisition", "xyzzy").stderr
+
+
 def test_the_commands_an_error_names_repeat_a_typed_db(here, monkeypatch):
     typed = "activebayes --db sqlite:///labels.db"
     ok("--db", "labels.db", "init", "--name", "p")
@@ -162,3 +185,47 @@ def test_a_pool_without_labels_is_told_the_commands_that_fit(here):
     ok("pool", "add", "x.csv")
     assert_mistake(run("round", "--oracle", "truth"), "no held-back truth", "`activebayes label --from FILE`",
                    "a project whose `pool add` was given the labels")  # fmt: skip
+
+
+GUESS_SHOWN = {"round": "round file", "label": "prompt", "serve": "labelling page", "evaluate": "evaluation file",
+               "export": "Label Studio task"}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", sorted(GUESS_SHOWN))
+def test_show_model_guess_says_where_this_command_shows_it(here, command):
+    """Each command's --show-model-guess names where that command shows the guess, not every
+    place any command does."""
+    shown = " ".join(ok(command, "--help").stdout.split())
+    text = shown.split("--show-model-guess ", 1)[1].split(" --json", 1)[0]
+    assert GUESS_SHOWN[command] in text, text
+    assert not [where for other, where in GUESS_SHOWN.items() if other != command and where in text], text
+
+
+@pytest.mark.parametrize(("command", "usage"), [(["pool", "add"], "pool add [OPTIONS] {FILE}"), (["export"], "export [OPTIONS] [FILE]"),
+                                                (["delete"], "delete [OPTIONS] {NAME}")])  # fmt: skip
+def test_arguments_are_named_as_the_readme_names_them(here, command, usage):
+    assert f"Usage: activebayes {usage}" in ok(*command, "--help").stdout
+    assert_mistake(run("delete"), "Missing argument 'NAME'")
+
+
+def test_a_misspelt_project_gets_the_closest_one(here):
+    ok("init", "--name", "iris")
+    ok("init", "--name", "digits")
+    assert_mistake(run("--project", "irs", "status"), "no project named 'irs'", "did you mean --project iris?")
+    assert_mistake(run("--project", "Digits", "status"), "did you mean --project digits?")
+    assert "did you mean" not in run("--project", "zzz", "status").stderr
+    assert_mistake(run("delete", "irsi"), "no project 'irsi'", "did you mean 'iris'?")
+    assert json.loads(ok("--json", "--project", "iris", "status").stdout)["project"] == "iris"  # nothing deleted
+
+
+def test_a_library_error_without_a_fix_points_at_its_commands_help(here):
+    """A refusal that says no fix of its own ends with the --help of the command run, not a
+    placeholder `activebayes COMMAND --help` to fill in."""
+    result = run("round", "--engine", "rey")
+    assert_mistake(result, "engine: expected 'local' or 'ray', got 'rey'", "see `activebayes round --help`")
+    assert "COMMAND" not in result.stderr and not Path("activebayes.db").exists()
+
+
+@pytest.mark.parametrize("command", [[], ["pool", "add"], ["round"], ["design", "memory-span"]], ids=lambda c: " ".join(c) or "activebayes")
+def test_h_shows_the_help_as_help_does(here, command):
+    assert ok(*command, "-h").stdout == ok(*command, "--help").stdout

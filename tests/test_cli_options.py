@@ -88,6 +88,8 @@ def test_the_help_names_examples():
         (["--option", "scale=inf"], ["--option scale", "not a value a round can record"]),
         (["--posterior", "mfvi", "--option", "masks=independent"],
          ["--option masks: not an option of 'mfvi'", "its options:", "predictive", "prior_std"]),
+        (["--posterior", "laplace", "--option", "prior_precison=100"],
+         ["--option prior_precison: not an option of 'laplace'", "(did you mean prior_precision?)"]),
         (["--option", "n_samples=5"], ["--option n_samples", "--samples"]),
         (["--option", "epochs=5"], ["--option epochs", "--epochs"]),
         (["--posterior", "snapshot-ensemble", "--option", "epochs_per_cycle=5"], ["--option epochs_per_cycle", "--epochs"]),

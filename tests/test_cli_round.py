@@ -363,3 +363,11 @@ def test_queries_table_shows_tiny_and_huge_scores_in_significant_digits():
 
     assert [score_text(v) for v in (0.5, 0.0, 2.254056e-05, -3e-4, 12345.6, 0.001)] == [
         "0.5000", "0.0000", "2.254e-05", "-3.000e-04", "1.235e+04", "0.0010"]
+
+
+def test_the_queries_table_s_title_is_one_line(pooled):
+    """The title ("round 1: 4 queries by ... (no labels yet: a random first batch)") is a line of
+    its own, not wrapped to the narrow table's width."""
+    result = ok("round", *TINY, "--k", "4", "--first", "random")
+    title = next(line for line in result.stdout.splitlines() if line.startswith("round 1:"))
+    assert title == "round 1: 4 queries by power-margin (no labels yet: a random first batch)", result.stdout

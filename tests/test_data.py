@@ -109,6 +109,9 @@ def test_unknown_format_and_missing_file(tmp_path):
     (tmp_path / "x.bin").write_bytes(b"1")
     with pytest.raises(DataError, match="unknown format"):
         load_dataset(tmp_path / "x.bin")
+    (tmp_path / "cat.JPG").write_bytes(b"1")  # one picture: the folder of them is the pool
+    with pytest.raises(DataError, match="'.*cat.JPG' is one image; give the folder that holds the pool's images"):
+        load_dataset(tmp_path / "cat.JPG")
     with pytest.raises(DataError, match="does not exist"):
         load_dataset(tmp_path / "nope.npy")
     with pytest.raises(DataError, match="format: expected one of"):
@@ -248,3 +251,13 @@ def test_a_regression_label_only_a_decimal_comma_explains_gets_the_hint(label, h
     with pytest.raises(DataError, match="not a finite number") as caught:
         check_labels(np.asarray(["1.5", label]), None, Path("y.csv"), numeric=True)
     assert ("decimal comma is read only" in str(caught.value)) is hinted
+    assert ("create a classification project" in str(caught.value)) is not hinted  # else: classes, or another column
+
+
+def test_a_class_as_a_regression_label_names_the_ways_on():
+    from activebayes.data.dataset import check_labels
+
+    with pytest.raises(DataError, match="label 'setosa'.* not a finite number") as caught:
+        check_labels(np.asarray(["setosa", "virginica"]), None, Path("iris.csv"), numeric=True)
+    assert "name a column of numbers with --label-column" in str(caught.value)
+    assert "`activebayes init --name NAME` without --task regression" in str(caught.value)

@@ -71,6 +71,21 @@ def test_interactive_session_records_and_resumes(tmp_path):
     assert [t["outcome"] for t in trials] == [1, 0, 1, 0, 0]
 
 
+def test_trial_lines_fit_an_80_column_terminal():
+    """Each trial's line fits 80 columns (a terminal would break it) up to trial 999, a list of 15
+    digits and a span under 10; the estimate's lines too."""
+    from types import SimpleNamespace
+
+    from activebayes_cli._memory_span import trial_line
+
+    worst = SimpleNamespace(index=998, design=15.0, outcome=0, eig=0.231, mean=9.99, sd=1.59, interval=(7.09, 9.99))
+    assert len(trial_line(worst)) <= 80, trial_line(worst)
+    assert trial_line(worst).startswith("trial 999: 15 digits, not recalled EIG 0.231  span 9.99 ± 1.59, 90% [7.09, 9.99]")
+    result = runner.invoke(app, ["design", "memory-span", "--simulate-span", "6.5", "--trials", "12"])
+    assert result.exit_code == 0, result.output
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80, result.stdout
+
+
 def test_plot_and_demo(tmp_path):
     path = tmp_path / "span.png"
     result = runner.invoke(app, ["design", "memory-span", "--simulate-span", "5", "--trials", "6", "--plot", str(path)])

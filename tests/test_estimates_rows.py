@@ -5,6 +5,8 @@ inputs stay uniform, so a random round's estimate is the hand-computed (N/R)(1/M
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from rich.console import Console
@@ -68,6 +70,9 @@ def test_a_round_records_its_groups_and_estimates_the_row_mean(store, tmp_path):
     console = Console(record=True, width=200)
     render_estimates(console, [(second, estimate)], "classification", None)
     assert f"5 labels of {r} rows ({n} distinct inputs)" in console.export_text()
+    console = Console(record=True, width=200)
+    render_estimates(console, [(second, replace(estimate, labels=1))], "classification", None)
+    assert f"1 label of {r} rows" in console.export_text()  # not "1 labels"
 
 
 def asked_before(store: PoolStore, number: int) -> list[int]:

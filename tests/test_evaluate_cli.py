@@ -189,3 +189,16 @@ def test_evaluate_after_labelling_by_hand(cli_db, tmp_path):
     assert [r["status"] for r in rounds] == ["done", "done", "queried"]
     with Path("t-round-3.csv").open(newline="") as fh:
         assert not {row["key"] for row in csv.DictReader(fh)} & set(proposed["keys"])  # the evaluation set stays apart
+
+
+def test_evaluation_answers_beside_a_waiting_round_name_no_empty_part(project, tmp_path):
+    """Answers to evaluation items only, while a round waits for its own, say so without a
+    "0 to round 5's queries" part."""
+    _, truth = project
+    proposed = json.loads(ok("--json", "evaluate", "--budget", "3", "--seed", "1").stdout)
+    ok("round", "--k", "2", "--epochs", "2")  # round 4 waits for a person
+    answers = tmp_path / "answers.csv"
+    answers.write_text("key,label\n" + "".join(f"{k},{truth[k]}\n" for k in proposed["keys"]))
+    said = " ".join(ok("label", "--from", str(answers)).stdout.split())
+    assert "Recorded 3 answers: 3 evaluation items." in said and "0 to round" not in said
+    assert "2 queries of round 4 still open" in said

@@ -106,6 +106,7 @@ def test_file_oracle_reads_and_answers(tmp_path):
         ("key,label\na,cat\nb,cow\n", "line 3: label 'cow' is not one of the classes cat, dog; correct line 3 and run"),
         ("key,label\na,cat\nb,?\n", "line 3: label '\\?' is not one of the classes cat, dog; leave the label empty on line 3 to skip the item"),
         ("key,label\na,N/A\n", "line 2: label 'N/A' is not one of the classes cat, dog; leave the label empty on line 2 to skip the item"),
+        ("key,label\na,cat\nb,dogg\n", "line 3: label 'dogg' is not one of the classes cat, dog; did you mean 'dog'\\? correct line 3"),
         ("key,label\na,cat\nzz,dog\n", "line 3: key 'zz' is not an item"),
         ("key,label\na,cat\nb,dog\na,dog\n", "line 4: key 'a' has label 'dog' but line 2 gave 'cat'"),
     ],
@@ -325,6 +326,9 @@ def test_a_class_may_be_typed_as_its_number_unless_classes_are_numbers():
     text = out.getvalue()
     assert "label [1 cat, 2 dog, 3 owl]" in text and "'4' is not a label" in text and "or its number (1 for cat)" in text
     assert "show every column" not in text  # `a` is listed only for a row that was cut
+    typo = PromptOracle(classes=["cat", "dog", "owl"], input=io.StringIO("catt\ncat\n"), output=(out := io.StringIO()))
+    assert typo.ask(["k"]) == [Answer("k", "cat")]  # the typo is named, never taken for the class
+    assert "'catt' is not a label; did you mean 'cat'? type one of the classes" in out.getvalue()
     ratings = PromptOracle(classes=["1", "2", "5"], input=io.StringIO("3\n5\n"), output=(out := io.StringIO()))
     assert ratings.ask(["k"]) == [Answer("k", "5")] and "label [1, 2, 5]" in out.getvalue() and "'3' is not a label" in out.getvalue()
 

@@ -166,10 +166,12 @@ def test_features_and_categorical_force(db):
     before = db_dump(db)
     ok("init", "--name", "g")
     before = db_dump(db)
-    assert_mistake(run("--project", "g", "pool", "add", "p.csv", "--features", "height,weight"), "features 'weight' is not a column",
+    assert_mistake(run("--project", "g", "pool", "add", "p.csv", "--features", "height,weight"), "--features 'weight' is not a column",
                    "the columns are 'id', 'age', 'height', 'colour', 'note', 'label'")  # fmt: skip
     assert_mistake(run("--project", "g", "pool", "add", "p.csv", "--features", "Height"), "'Height' is not a column; did you mean 'height'?")
-    assert_mistake(run("--project", "g", "pool", "add", "p.csv", "--ignore", "colur"), "did you mean 'colour'?")
+    assert_mistake(run("--project", "g", "pool", "add", "p.csv", "--ignore", "colur"), "--ignore 'colur' is not a column", "did you mean 'colour'?")
+    for option, given in (("--label-column", "lable"), ("--key-column", "ID_"), ("--text-column", "notes")):  # named as typed, not as label_column
+        assert_mistake(run("--project", "g", "pool", "add", "p.csv", option, given), f"{option} '{given}' is not a column")
     assert_mistake(run("--project", "g", "pool", "add", "p.csv", "--features", " , "), "--features")
     assert db_dump(db) == before
 

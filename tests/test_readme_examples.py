@@ -62,26 +62,56 @@ def cli_quick_start() -> list[str]:
     return [line.strip() for line in section.splitlines() if line.startswith("    ")]
 
 
-def test_the_cli_quick_start_names_commands_and_options_that_exist():
-    """Every `activebayes ...` line of the quick start calls a command that exists, with options
-    that command (or the root, before it) takes."""
+def resolve(words: list[str]) -> tuple[object, list[str]]:
+    """The command that `words` (after `activebayes`) call, and the options given to it that
+    neither it nor the root takes (an option's `=value` aside)."""
     import typer
 
     from activebayes_cli.main import app
 
     root = typer.main.get_command(app)
+    root_options = {opt for p in root.params for opt in p.opts}
+    command, unknown = root, []
+    for word in words:
+        sub = getattr(command, "commands", {}).get(word)
+        if sub is not None:
+            command = sub
+        elif word.startswith("--"):
+            taken = {opt for p in command.params for opt in (*p.opts, *p.secondary_opts)} | {"--help"} | root_options
+            unknown += [] if word.split("=")[0] in taken else [word]
+    return (None if command is root else command), unknown
+
+
+def test_the_cli_quick_start_names_commands_and_options_that_exist():
+    """Every `activebayes ...` line of the quick start calls a command that exists, with options
+    that command (or the root, before it) takes."""
     lines = [line.split(" # ")[0] for line in cli_quick_start() if line.startswith("activebayes ")]
     assert len(lines) >= 10
     for line in lines:
-        command, words = root, shlex.split(line)[1:]
-        for word in words:
-            sub = getattr(command, "commands", {}).get(word)
-            if sub is not None:
-                command = sub
-            elif word.startswith("--"):
-                taken = {opt for p in command.params for opt in p.opts} | {"--help"}
-                assert word in taken, (line, word, command.name)
-        assert command is not root, line
+        command, unknown = resolve(shlex.split(line)[1:])
+        assert command is not None and not unknown, (line, unknown)
+
+
+def test_every_command_the_readme_names_takes_the_options_it_gives():
+    """Every command in backquotes or on an indented line of the README (`round --oracle truth`,
+    `activebayes pool add FILE --append`) gives only options that command takes."""
+    text = README.read_text(encoding="utf-8")
+    spans = re.findall(r"`([^`\n]+)`", text) + re.findall(r"^    (activebayes .*)$", text, flags=re.M)
+    checked, wrong = 0, []
+    for span in spans:
+        try:
+            words = shlex.split(span.split(" # ")[0])
+        except ValueError:  # a fragment with a lone quote
+            continue
+        words = words[1:] if words[:1] == ["activebayes"] else words
+        while words[:1] and words[0] in ("--db", "--project", "--json", "-q", "--quiet"):
+            words = words[2 if words[0] in ("--db", "--project") else 1 :]
+        command, unknown = resolve(words[:1]) if words else (None, [])
+        if command is None:  # no command named first: prose, a Python call
+            continue
+        checked += 1
+        wrong += [(span, word) for word in resolve(words)[1]]
+    assert checked >= 100 and not wrong, wrong
 
 
 def test_the_cli_quick_start_writes_its_table_and_adds_it(tmp_path, monkeypatch):

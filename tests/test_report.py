@@ -241,6 +241,8 @@ def test_cli_report_draws_each_acquisition_and_change(campaign, tmp_path):
         {"acquisition": "entropy", "round": 4, "candidates": 135, "queried": 5},
     ]
     assert imread(tmp_path / "plots" / "acquisition.png").shape[0] == round((1.0 + 2.9 * 2) * 110)
+    said = run("report", "--out", "plots").stdout.splitlines()
+    assert [line for line in said if line.startswith("Wrote ")] == [f"Wrote {path}" for path in data["files"]]  # as export and round say it
 
 
 def test_cli_report_mistakes_leave_the_database_unchanged(campaign, tmp_path):

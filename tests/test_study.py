@@ -48,6 +48,8 @@ def test_digits_study_end_to_end_deterministic_and_resumable(tmp_path):
     result = run("study", "run", str(DIGITS_TOML), "--out", str(first))
     assert result.exit_code == 0, result.output
     assert "labels" in result.stdout and "bald" in result.stdout and "random" in result.stdout
+    said = " ".join(result.stdout.split())  # a long path wraps
+    assert "(mc-dropout, 2 repeats)" in said and "(12 rounds run now," in said and "(s)" not in said
     doc = json.loads((first / "results.json").read_text())
     assert doc["config"]["name"] == "digits-tiny" and doc["config"]["acquisitions"] == ["bald", "random"]
     assert set(doc["curves"]) == {"bald", "random"}

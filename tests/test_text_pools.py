@@ -186,3 +186,12 @@ def test_export_writes_each_labelled_items_text_as_imported(db):
     note = " ".join(moved.stderr.split())
     assert "note: the text of the items is left out of the export" in note and "of project 't' is missing" in note
     assert Path("again.csv").read_text(encoding="utf-8").splitlines()[0] == "key,row,split,label,who,source,round,time"
+
+
+def test_the_repeats_note_counts_in_the_singular_and_the_plural():
+    from activebayes_cli._pool_import import repeated_rows_note
+
+    x = np.array([[0.0, 1.0], [0.0, 1.0], [2.0, 3.0], [0.0, 1.0]], dtype=np.float32)
+    assert repeated_rows_note(x, np.arange(3))[0].startswith("1 pool row repeats another row's features")
+    assert repeated_rows_note(x, np.arange(4))[0].startswith("2 pool rows repeat another row's features")
+    assert repeated_rows_note(x, np.arange(1, 3)) == []

@@ -53,7 +53,7 @@ from activebayes.acquisition.batch import (
 )
 from activebayes.acquisition.batch_bald import batch_bald
 from activebayes.acquisition.epig import epig
-from activebayes.errors import ConfigError, ShapeError
+from activebayes.errors import ConfigError, ShapeError, unknown_name
 from activebayes.predictive import GaussianPredictive, Predictive
 
 Score = Callable[[Predictive | GaussianPredictive | Tensor], Tensor]
@@ -175,4 +175,4 @@ def resolve_acquisition(name: str) -> Acquisition:
     try:
         return ACQUISITIONS[key]
     except (KeyError, TypeError):
-        raise ConfigError(f"acquisition: unknown name {name!r}; choose one of {', '.join(ACQUISITIONS)}") from None
+        raise unknown_name("acquisition", name, ACQUISITIONS) from None

@@ -110,7 +110,9 @@ def check_labels(y: np.ndarray, classes: Sequence[Any] | None, path: Path, lines
 
             comma = isinstance(value, str) and surely_decimal_comma(value)
             why = ("; a decimal comma is read only in a file whose cells are separated by ';' or tabs (save it so, "
-                   "as spreadsheets in comma-decimal locales do), or write the number with a point") if comma else ""
+                   "as spreadsheets in comma-decimal locales do), or write the number with a point") if comma else (
+                   ": name a column of numbers with --label-column, or, for classes, create a classification project "
+                   "(`activebayes init --name NAME` without --task regression)")
             raise DataError(f"{where} has label {label}{at}, not a finite number; a regression label is a number{why}")
         texts = {label_text(v) for v in y.tolist()} - {""}
         if not texts & allowed:  # no label is a class: the project's classes, not the labels, are wrong

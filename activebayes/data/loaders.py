@@ -83,6 +83,11 @@ def detect_format(path: str | Path) -> str:
             stem = Path(path).name.rsplit(".", 1)[0]
             raise DataError(f"data file {str(path)!r} is {kind}, which pool add does not read; write it as CSV ({reader.format(path=Path(path).name, stem=stem)}) "
                             "and add that file")  # fmt: skip
+    from activebayes.data.images import EXTENSIONS
+
+    if name.endswith(EXTENSIONS):  # one picture of a folder of them
+        raise DataError(f"data file {str(path)!r} is one image; give the folder that holds the pool's images "
+                        "(with --labels-from-folders where its sub-folders name the classes)")  # fmt: skip
     raise DataError(f"data file {str(path)!r}: unknown format; expected .npy, .npz, .csv (.tsv, .txt) or MNIST IDX (*-ubyte[.gz])")
 
 

@@ -46,7 +46,7 @@ from activebayes.data.label_spellings import spelling_key
 from activebayes.data.label_studio import KEY, QUERY, QUERY_COLUMN, parse_task_id
 from activebayes.data.csv_encoding import csv_text
 from activebayes.data.table_gaps import formula_errors, label_gap_markers
-from activebayes.errors import DataError
+from activebayes.errors import DataError, closest_name
 from activebayes.oracles.base import Answer
 
 KEY_NAMES = ("key", "id", "item")
@@ -313,8 +313,10 @@ class FileOracle:
                 shown = ", ".join(self.classes[:20]) + (" ..." if len(self.classes) > 20 else "")
                 spelled = [c for c in self.classes if spelling_key(c) == spelling_key(label)]
                 gap = not spelled and bool(formula_errors([label], label_gap_markers(None))[0])  # "?", "N/A": a gap, no class
+                close = None if spelled or gap else closest_name(label, self.classes, cutoff=0.8)  # a typo: 'setosaa'
                 fix = (f"write it {spelled[0]!r}, as the class is spelled, on {unit} {line}" if spelled else
-                       f"leave the label empty on {unit} {line} to skip the item, or write its class there" if gap else f"correct {unit} {line}")  # fmt: skip
+                       f"leave the label empty on {unit} {line} to skip the item, or write its class there" if gap else
+                       f"did you mean {close!r}? correct {unit} {line}" if close else f"correct {unit} {line}")  # fmt: skip
                 raise DataError(f"{at}: label {label!r} is not one of the classes {shown}; {fix} and run the command again")
             if known is not None and key not in known:
                 raise DataError(

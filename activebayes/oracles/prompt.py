@@ -38,6 +38,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from activebayes.data.features import is_number
+from activebayes.errors import closest_name
 from activebayes.oracles.base import Answer
 from activebayes.oracles.file import integral_text
 from activebayes.oracles.terminal_art import colour_art, image_art, picture, shows_colour
@@ -306,7 +307,9 @@ class PromptOracle:
             if label is not None:
                 return "label", label
             expected = "one of the classes" if self.classes is not None else "a label"
-            self._write(f"  {text!r} is not a label; type {expected}, or {k['?']} for help\n")
+            close = closest_name(text, self.classes, cutoff=0.8) if self.classes is not None else None
+            meant = f"did you mean {close!r}? " if close else ""  # a typo ('setosaa') is never taken for the class
+            self._write(f"  {text!r} is not a label; {meant}type {expected}, or {k['?']} for help\n")
 
     def ask(self, keys: Sequence[str], candidates: Any = None) -> list[Answer]:
         """Ask for each key in turn; skipped keys, undone ones and those after a stop get None.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from activebayes.errors import ConfigError
+from activebayes.errors import unknown_name
 from activebayes.posteriors._network import NetworkPosterior
 from activebayes.posteriors.base import Posterior, check_fitted, clone
 from activebayes.posteriors.standardised import StandardisedTargets
@@ -30,7 +30,7 @@ def resolve_posterior(name: str) -> type:
     try:
         target = POSTERIORS[name]
     except KeyError:
-        raise ConfigError(f"posterior: unknown name {name!r}; choose one of {', '.join(POSTERIORS)}") from None
+        raise unknown_name("posterior", name, POSTERIORS) from None
     module, attr = target.split(":")
     return getattr(importlib.import_module(module), attr)
 
