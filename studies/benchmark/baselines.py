@@ -154,7 +154,7 @@ def fit_ours(x: np.ndarray, y: np.ndarray, n_classes: int, seed: int) -> Callabl
 
     model_fn = model_factory("mlp", x.shape[1:], n_classes)
     factory, _ = posterior_factory(default_posterior("classification"), model_fn, samples=None, epochs=None, device="cpu")
-    return network_predict(factory(seed=seed).fit(_tensor(x), _tensor(y)))
+    return network_predict(factory(seed=seed).fit(_tensor(x), _tensor(y)).predict_proba)
 
 
 def _tensor(a: np.ndarray) -> Any:
@@ -163,13 +163,14 @@ def _tensor(a: np.ndarray) -> Any:
     return torch.from_numpy(np.ascontiguousarray(a))
 
 
-def network_predict(posterior: Any, batch: int = 1024) -> Callable[[np.ndarray], np.ndarray]:
-    """x [m, D] -> the class of highest posterior-predictive probability [m] (`predict_proba`, in batches)."""
+def network_predict(predict_proba: Callable[[Any], Any], batch: int = 1024) -> Callable[[np.ndarray], np.ndarray]:
+    """x [m, D] -> the class of highest probability [m] under `predict_proba` (a fitted posterior's
+    x [b, D] tensor -> [b, C]; its posterior predictive, or dropout off), in batches."""
     import torch
 
     def predict(x: np.ndarray) -> np.ndarray:
         with torch.inference_mode():
-            parts = [posterior.predict_proba(_tensor(x[i : i + batch])).argmax(-1).cpu().numpy() for i in range(0, len(x), batch)]
+            parts = [predict_proba(_tensor(x[i : i + batch])).argmax(-1).cpu().numpy() for i in range(0, len(x), batch)]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
     return predict
