@@ -8,7 +8,7 @@ of the default model's accuracy to each baseline's.
 * per table and label count n, each model's test accuracy, mean over seeds;
 * the ratio ours ÷ baseline per table (of those means, as README_EXPERIMENTS.md's small-table
   section) and, per n, its median over tables, its lowest value and the number of tables where
-  it is below 0.97; only tables where every seed has that n (a pool smaller than n has none).
+  it is below 0.97 and above 1 / 0.97; only tables where every seed has that n (a pool smaller than n has none).
 """
 
 from __future__ import annotations
@@ -48,13 +48,15 @@ def ratios(means: dict[str, dict[int, dict[str, float]]], baseline: str) -> dict
 
 
 def ratio_summary(by_table: dict[str, dict[int, float]]) -> dict[int, dict[str, Any]]:
-    """{n: {"median", "min", "min_table", "behind" (tables below BEHIND), "tables"}} over the tables."""
+    """{n: {"median", "min", "min_table", "behind" (tables below BEHIND), "ahead" (above 1 / BEHIND),
+    "tables"}} over the tables."""
     out: dict[int, dict[str, Any]] = {}
     for n in sorted({n for r in by_table.values() for n in r}):
         values = {t: r[n] for t, r in by_table.items() if n in r}
         low = min(values, key=values.__getitem__)
         out[n] = {"median": statistics.median(values.values()), "min": values[low], "min_table": low,
-                  "behind": sum(v < BEHIND for v in values.values()), "tables": len(values)}  # fmt: skip
+                  "behind": sum(v < BEHIND for v in values.values()), "ahead": sum(v > 1 / BEHIND for v in values.values()),
+                  "tables": len(values)}  # fmt: skip
     return out
 
 
@@ -67,11 +69,11 @@ def markdown(runs: list[dict[str, Any]]) -> str:
     lines = [f"# The default model against baselines on the same labels ({len(means)} tables, seeds {seeds})", ""]
     if OURS in models:
         lines += [f"Median over tables of accuracy({OURS}) ÷ accuracy(baseline) (means over seeds); "
-                  f"lowest ratio (table); tables below {BEHIND}:", "",
+                  f"lowest ratio (table); tables below {BEHIND} / above {1 / BEHIND:.2f}, of all:", "",
                   "| baseline | " + " | ".join(f"{n} labels" for n in sizes) + " |", "|---|" + "---:|" * len(sizes)]  # fmt: skip
         for b in baselines:
             s = ratio_summary(ratios(means, b))
-            cells = [f"{s[n]['median']:.3f} (min {s[n]['min']:.2f} {s[n]['min_table']}; {s[n]['behind']}/{s[n]['tables']})"
+            cells = [f"{s[n]['median']:.3f} (min {s[n]['min']:.2f} {s[n]['min_table']}; {s[n]['behind']} / {s[n]['ahead']} of {s[n]['tables']})"
                      if n in s else "–" for n in sizes]  # fmt: skip
             lines.append(f"| {b} | " + " | ".join(cells) + " |")
         lines.append("")
