@@ -115,4 +115,6 @@ def test_report_ratios_are_of_the_seed_means(tmp_path: Path) -> None:
     s10 = summary["ratios"]["lr"]["summary"][10]
     assert s10["median"] == pytest.approx(0.95) and s10["behind"] == 1 and s10["min_table"] == "t2" and s10["tables"] == 2
     assert s10["ahead"] == 0
+    d10 = summary["ratios"]["lr"]["differences"][10]
+    assert d10["mean"] == pytest.approx((0.0 - 0.1) / 2) and (d10["above"], d10["below"], d10["tables"]) == (0, 1, 2)
     assert "| lr | 0.950 (min 0.90 t2; 1 / 0 of 2) | 1.000 (min 1.00 t2; 0 / 0 of 1) |" in (tmp_path / "results.md").read_text()

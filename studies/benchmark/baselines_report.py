@@ -8,7 +8,8 @@ of the default model's accuracy to each baseline's.
 * per table and label count n, each model's test accuracy, mean over seeds;
 * the ratio ours ÷ baseline per table (of those means, as README_EXPERIMENTS.md's small-table
   section) and, per n, its median over tables, its lowest value and the number of tables where
-  it is below 0.97 and above 1 / 0.97; only tables where every seed has that n (a pool smaller than n has none).
+  it is below 0.97 and above 1 / 0.97; the mean over tables of the difference in accuracy and
+  the number of tables where it is above and below 0; only tables where every seed has that n (a pool smaller than n has none).
 """
 
 from __future__ import annotations
@@ -60,6 +61,18 @@ def ratio_summary(by_table: dict[str, dict[int, float]]) -> dict[int, dict[str, 
     return out
 
 
+def difference_summary(means: dict[str, dict[int, dict[str, float]]], baseline: str) -> dict[int, dict[str, Any]]:
+    """{n: {"mean": mean over tables of accuracy(OURS) − accuracy(`baseline`) (seed means), "above",
+    "below": tables where the difference is > 0 / < 0, "tables"}}."""
+    diffs: dict[int, list[float]] = defaultdict(list)
+    for by_n in means.values():
+        for n, m in by_n.items():
+            if OURS in m and baseline in m:
+                diffs[n].append(m[OURS] - m[baseline])
+    return {n: {"mean": statistics.mean(d), "above": sum(v > 0 for v in d), "below": sum(v < 0 for v in d), "tables": len(d)}
+            for n, d in sorted(diffs.items())}  # fmt: skip
+
+
 def markdown(runs: list[dict[str, Any]]) -> str:
     means = mean_accuracy(runs)
     models = list(dict.fromkeys(r["model"] for run in runs for r in run["results"]))
@@ -76,6 +89,11 @@ def markdown(runs: list[dict[str, Any]]) -> str:
             cells = [f"{s[n]['median']:.3f} (min {s[n]['min']:.2f} {s[n]['min_table']}; {s[n]['behind']} / {s[n]['ahead']} of {s[n]['tables']})"
                      if n in s else "–" for n in sizes]  # fmt: skip
             lines.append(f"| {b} | " + " | ".join(cells) + " |")
+        lines += ["", f"Mean over tables of accuracy({OURS}) − accuracy(baseline); tables where it is above / below 0:", "",
+                  "| baseline | " + " | ".join(f"{n} labels" for n in sizes) + " |", "|---|" + "---:|" * len(sizes)]  # fmt: skip
+        for b in baselines:
+            d = difference_summary(means, b)
+            lines.append(f"| {b} | " + " | ".join(f"{d[n]['mean']:+.4f} ({d[n]['above']} / {d[n]['below']})" if n in d else "–" for n in sizes) + " |")
         lines.append("")
     lines += ["Test accuracy, mean over seeds (" + ", ".join(models) + "), and ours ÷ lr:", "",
               "| table | classes | pool | " + " | ".join(f"{n} labels" for n in sizes) + " |", "|---|---:|---:|" + "---|" * len(sizes)]  # fmt: skip
@@ -102,7 +120,8 @@ def write_report(out: Path) -> dict[str, Any]:
     runs = load_runs(out)
     means = mean_accuracy(runs)
     baselines = sorted({r["model"] for run in runs for r in run["results"]} - {OURS})
-    summary = {"means": means, "ratios": {b: {"tables": ratios(means, b), "summary": ratio_summary(ratios(means, b))} for b in baselines}}
+    summary = {"means": means, "ratios": {b: {"tables": ratios(means, b), "summary": ratio_summary(ratios(means, b)),
+                                              "differences": difference_summary(means, b)} for b in baselines}}  # fmt: skip
     (out / "results.md").write_text(markdown(runs))
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary
