@@ -97,6 +97,19 @@ def test_lr_on_one_class_predicts_it_and_c_ties_go_to_one() -> None:
     assert baselines.choose_c(x, y, seed=0, grid=(0.1, 10.0, 100.0)) == 0.1  # equally far from 1 in log: the smaller
 
 
+def test_cv_choice_scores_held_out_folds_only() -> None:
+    baselines = _module("baselines")
+    x, y = np.arange(12.0).reshape(-1, 1), np.repeat([0, 1], 6)
+    calls = []
+
+    def fit_at(x_train, y_train, v):  # right on every held-out item only at v = 10; records what it trained on
+        calls.append((len(x_train), v))
+        return lambda x_test: y[x_test[:, 0].astype(int)] if v == 10.0 else 1 - y[x_test[:, 0].astype(int)]
+
+    assert baselines.cv_choice(x, y, 0, (0.1, 1.0, 10.0), fit_at, folds=3) == 10.0
+    assert calls == [(8, v) for v in (0.1, 1.0, 10.0) for _ in range(3)]  # 3 folds of 12: trained on 8, each value
+
+
 def test_report_ratios_are_of_the_seed_means(tmp_path: Path) -> None:
     report = _module("baselines_report")
 

@@ -122,16 +122,22 @@ def _fit_lr(x: np.ndarray, y: np.ndarray, c: float) -> Callable[[np.ndarray], np
     return model.predict
 
 
-def choose_c(x: np.ndarray, y: np.ndarray, seed: int, grid: Sequence[float] = C_GRID, folds: int = CV_FOLDS) -> float:
-    """The C of `grid` with the most correct held-out predictions over `folds`-fold cross-validation
-    on (x, y) alone (shuffled KFold, seeded; fewer folds when there are fewer items); ties go to
-    the C nearest 1 in log scale, then the smaller."""
+def cv_choice(x: np.ndarray, y: np.ndarray, seed: int, grid: Sequence[float], fit_at: Callable[[np.ndarray, np.ndarray, float], Callable[[np.ndarray], np.ndarray]],
+              folds: int = CV_FOLDS) -> float:  # fmt: skip
+    """The value v of `grid` whose fits `fit_at(x_train, y_train, v)` get the most held-out items right
+    over `folds`-fold cross-validation on (x, y) alone (shuffled KFold, seeded; fewer folds when
+    there are fewer items); ties go to the v nearest 1 in log scale, then the smaller."""
     from sklearn.model_selection import KFold
 
     splits = list(KFold(min(folds, len(y)), shuffle=True, random_state=seed).split(x))
-    correct = [sum(int((_fit_lr(x[tr], y[tr], c)(x[te]) == y[te]).sum()) for tr, te in splits) for c in grid]
+    correct = [sum(int((fit_at(x[tr], y[tr], v)(x[te]) == y[te]).sum()) for tr, te in splits) for v in grid]
     best = max(correct)
-    return min((c for c, k in zip(grid, correct) if k == best), key=lambda c: (abs(np.log10(c)), c))
+    return min((v for v, k in zip(grid, correct) if k == best), key=lambda v: (abs(np.log10(v)), v))
+
+
+def choose_c(x: np.ndarray, y: np.ndarray, seed: int, grid: Sequence[float] = C_GRID, folds: int = CV_FOLDS) -> float:
+    """LogisticRegression's C by `cv_choice` over `grid`."""
+    return cv_choice(x, y, seed, grid, _fit_lr, folds)
 
 
 def fit_lr(x: np.ndarray, y: np.ndarray, n_classes: int, seed: int) -> Callable[[np.ndarray], np.ndarray]:
