@@ -122,8 +122,11 @@ def _fit_lr(x: np.ndarray, y: np.ndarray, c: float) -> Callable[[np.ndarray], np
     return model.predict
 
 
-def cv_choice(x: np.ndarray, y: np.ndarray, seed: int, grid: Sequence[float], fit_at: Callable[[np.ndarray, np.ndarray, float], Callable[[np.ndarray], np.ndarray]],
-              folds: int = CV_FOLDS) -> float:  # fmt: skip
+#: fit_at(x [n, D], y [n], value) -> predict(x [m, D]) -> [m] classes: a model fitted at one value of a setting
+FitAt = Callable[[np.ndarray, np.ndarray, float], Callable[[np.ndarray], np.ndarray]]
+
+
+def cv_choice(x: np.ndarray, y: np.ndarray, seed: int, grid: Sequence[float], fit_at: FitAt, folds: int = CV_FOLDS) -> float:
     """The value v of `grid` whose fits `fit_at(x_train, y_train, v)` get the most held-out items right
     over `folds`-fold cross-validation on (x, y) alone (shuffled KFold, seeded; fewer folds when
     there are fewer items); ties go to the v nearest 1 in log scale, then the smaller."""
@@ -160,10 +163,10 @@ def fit_ours(x: np.ndarray, y: np.ndarray, n_classes: int, seed: int) -> Callabl
 
     model_fn = model_factory("mlp", x.shape[1:], n_classes)
     factory, _ = posterior_factory(default_posterior("classification"), model_fn, samples=None, epochs=None, device="cpu")
-    return network_predict(factory(seed=seed).fit(_tensor(x), _tensor(y)).predict_proba)
+    return network_predict(factory(seed=seed).fit(to_tensor(x), to_tensor(y)).predict_proba)
 
 
-def _tensor(a: np.ndarray) -> Any:
+def to_tensor(a: np.ndarray) -> Any:
     import torch
 
     return torch.from_numpy(np.ascontiguousarray(a))
@@ -176,7 +179,7 @@ def network_predict(predict_proba: Callable[[Any], Any], batch: int = 1024) -> C
 
     def predict(x: np.ndarray) -> np.ndarray:
         with torch.inference_mode():
-            parts = [predict_proba(_tensor(x[i : i + batch])).argmax(-1).cpu().numpy() for i in range(0, len(x), batch)]
+            parts = [predict_proba(to_tensor(x[i : i + batch])).argmax(-1).cpu().numpy() for i in range(0, len(x), batch)]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
     return predict

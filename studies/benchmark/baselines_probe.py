@@ -73,7 +73,7 @@ def variant_fit(dropout: float, prior_precision: float, min_steps: int, determin
         record = sized_training(len(x), batch_size=TrainConfig().batch_size, **rule)
         train = TrainConfig(epochs=int(record["epochs"]), weight_decay=float(record["weight_decay"]))
         with training_threads(mlp(int(np.prod(x.shape[1:])), n_classes, dropout=dropout)) as model_fn:
-            posterior = MCDropout(model_fn, seed=seed, train=train, device="cpu").fit(baselines._tensor(x), baselines._tensor(y))
+            posterior = MCDropout(model_fn, seed=seed, train=train, device="cpu").fit(baselines.to_tensor(x), baselines.to_tensor(y))
         return baselines.network_predict(posterior.predict_proba_deterministic if deterministic else posterior.predict_proba)
 
     return fit
