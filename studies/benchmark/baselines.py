@@ -258,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(1)
+    # scikit-learn's note on 10 labels of many classes ("could represent a regression problem")
+    warnings.filterwarnings("ignore", message="The number of unique classes")
     names = args.tables.split(",") if args.tables else json.loads((HERE / "config.json").read_text())["tables"]
     models = args.models.split(",")
     unknown = [m for m in models if m not in MODELS]
