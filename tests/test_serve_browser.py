@@ -6,7 +6,7 @@ placeholder in the number box unless `serve --show-model-guess`). Skipped, with 
 where chromium or chromedriver is not installed (`.ci/run` installs them).
 
 With ACTIVEBAYES_SCREENSHOTS=FOLDER the screenshots of each page type are written there (README.md's
-are made with ACTIVEBAYES_SCREENSHOTS=docs/screenshots); otherwise into the test's own folder.
+are made with ACTIVEBAYES_SCREENSHOTS=$PWD/docs/screenshots: an absolute path, as the tests run in folders of their own); otherwise into the test's own folder.
 """
 
 from __future__ import annotations
