@@ -29,7 +29,7 @@ def test_round_before_any_data(project):
         (["--model", "no_such_module_xyz:make"], ["cannot import", "no_such_module_xyz"]),
         (["--model", "json:no_such_factory"], ["no attribute", "no_such_factory"]),
         (["--model", "json"], ["pkg.mod:factory"]),
-        (["--model", "json:dumps"], ["--model", "failed"]),
+        (["--model", "json:dumps"], ["--model", "json:dumps", "without defaults"]),
         (["--model", "cnn"], ["--model"]),
         (["--posterior", "nope"], ["posterior", "nope"]),
         (["--posterior", "gp"], ["regression", "mc-dropout"]),
