@@ -224,7 +224,8 @@ def csv_pool(table: Any, options: Any, *, classes: Any, test_fraction: float, se
         marker = str(written_labels[at]).strip()
         formula = bool(marker) and bool(formula_errors([marker])[0])
         what = f"no label but the {'formula error' if formula else 'gap marker'} {shown(marker)}" if marker else "an empty label"
-        a_class = f"; if {shown(marker)} is a class (NA for North America), name it in `activebayes init --classes`" if marker and not formula else ""
+        example = " (NA for North America)" if marker.upper() == "NA" else ""  # the one marker that is often a real class
+        a_class = f"; if {shown(marker)} is a class{example}, name it in `activebayes init --classes`" if marker and not formula else ""
         raise CliError(f"{str(file)!r}: row {at} has {what} (line {table.lines[at]}){count}",
                        f"fill it in, drop the rows without one, or pass --labels-are-known if they are the ones still to label{a_class}")  # fmt: skip
     if labels is not None:  # without classes: no gap to become a class; a regression's: numbers throughout

@@ -287,7 +287,9 @@ def test_gap_markers_in_the_label_column_are_no_labels(db):
     write_csv(Path("l.csv"), ["key", "x", "label"], rows)
     before = db_dump(db)
     assert_mistake(run("pool", "add", "l.csv", "--na-values", "missing"), "row 1 has no label but the gap marker '?' (line 3) (8 rows in all)",
-                   "--labels-are-known", "if '?' is a class (NA for North America), name it in `activebayes init --classes`")  # fmt: skip
+                   "--labels-are-known", "if '?' is a class, name it in `activebayes init --classes`")  # fmt: skip
+    write_csv(Path("na.csv"), ["key", "x", "label"], [[f"n{i}", str(i), "NA" if i == 1 else "ab"[i % 2]] for i in range(6)])
+    assert_mistake(run("pool", "add", "na.csv"), "gap marker 'NA'", "if 'NA' is a class (NA for North America), name it")  # the example only where it fits
     assert db_dump(db) == before
     added = ok("--json", "pool", "add", "l.csv", "--labels-are-known", "--na-values", "missing")
     assert json.loads(added.stdout)["classes"] == ["a", "b"]
