@@ -203,9 +203,11 @@ def _warning_line(message: Any, category: Any, filename: str, lineno: int, file:
 def closest(name: str, choices: Iterable[str]) -> str | None:
     """The choice `name` was likely meant as, in any case ('irs' -> 'iris', 'CSV' -> 'csv'), or
     None where none is close."""
+    from activebayes.errors import closest_name
+
     names = {str(c).lower(): str(c) for c in choices}
-    close = difflib.get_close_matches(name.lower(), names, n=1, cutoff=0.6)
-    return names[close[0]] if close else None
+    close = closest_name(name.lower(), names)
+    return names[close] if close is not None else None
 
 
 def close_choice(message: str) -> str:

@@ -10,7 +10,6 @@ so a mistake leaves the database unchanged.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 import math
@@ -18,7 +17,7 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from activebayes.errors import ConfigError
+from activebayes.errors import ConfigError, closest_name
 from activebayes_cli._app import CliError
 from activebayes_cli._model_spec import AUTO_MODEL, model_factory, normalize_model_spec  # noqa: F401  (re-exported)
 
@@ -238,8 +237,8 @@ def check_posterior_name(name: str, task: str = "classification") -> None:
     choices = ", ".join(allowed)
     if name in POSTERIORS and task != "regression":
         raise CliError(f"--posterior: {name!r} is a regression posterior without a network", f"choose one of {choices}")
-    close = difflib.get_close_matches(name, allowed, n=1)
-    hint = f" (did you mean {close[0]}?)" if close else ""
+    close = closest_name(name, allowed)
+    hint = f" (did you mean {close}?)" if close else ""
     raise CliError(f"--posterior: unknown name {name!r}", f"choose one of {choices}{hint}")
 
 

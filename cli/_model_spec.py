@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from activebayes.errors import ConfigError
+from activebayes.errors import ConfigError, closest_name
 from activebayes_cli._app import CliError
 
 BUILTIN_MODELS = ("mlp", "cnn")
@@ -33,8 +33,8 @@ def _split_spec(spec: str) -> tuple[str, str]:
     """('pkg.module' or 'path/to/file.py', 'factory') of a --model spec."""
     target, _, attr = spec.rpartition(":")
     if not target or not attr:
-        close = difflib.get_close_matches(spec.lower(), [*BUILTIN_MODELS, AUTO_MODEL], n=1)
-        fix = f"did you mean --model {close[0]}?" if close else "pass e.g. --model mypkg.nets:make_net or --model ./nets.py:make_net"
+        close = closest_name(spec.lower(), [*BUILTIN_MODELS, AUTO_MODEL])
+        fix = f"did you mean --model {close}?" if close else "pass e.g. --model mypkg.nets:make_net or --model ./nets.py:make_net"
         raise CliError(f"--model: expected {MODEL_FORMS}, got {spec!r}", fix)
     return target, attr
 
