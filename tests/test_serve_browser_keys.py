@@ -1,5 +1,6 @@
 """The labelling page's keys and corrections in headless Chromium (see test_serve_browser.py): a
-number typed with its unit ("4.5 s") is text in the field, not the skip and undo keys; a wrong
+number typed with its unit ("4.5 s") is text in the field, not the skip and undo keys; a negative
+number by the ± button beside a phone's decimal keypad, or typed on the full keyboard; a wrong
 class given a few items back is changed from the list of answers; the keyboard's place is seen;
 every text and control has the contrast WCAG AA asks for."""
 
@@ -13,7 +14,7 @@ from test_serve_browser_use import pytestmark, saved  # noqa: F401
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 
-from serve_pages import _csv_project, table_project  # noqa: E402
+from serve_pages import _csv_project, regression_project, table_project  # noqa: E402
 
 
 def test_a_number_typed_with_its_unit_is_text_not_keys(sqlite_db, tmp_path, browser):
@@ -42,6 +43,35 @@ def test_a_number_typed_with_its_unit_is_text_not_keys(sqlite_db, tmp_path, brow
         press(driver, Keys.ENTER)
         saved(driver, keys[2], "7.25")
     assert web_answers(sqlite_db, "timing") == [(keys[0], "4.5", "ann"), (keys[2], "7.25", "ann")]
+
+
+def test_a_negative_number_by_the_sign_button_or_typed(sqlite_db, tmp_path, browser):
+    """A phone picks its keyboard by the field's inputmode, and an iPhone's decimal keypad has no
+    minus sign. While the project's labels are all positive the field asks for that keypad, with a
+    ± button beside it: "3.5" then ± is "-3.5" (the field keeps the focus), and is saved. From then
+    on the field asks for the full keyboard, where "-2.25" is typed."""
+    plots = regression_project(sqlite_db, tmp_path)
+    with served(sqlite_db, "yield", "ann", folder=tmp_path) as (_, urls):
+        driver = browser()
+        driver.get(urls["ann"])
+        wait_for_item(driver, plots[0])
+        field = driver.find_element(By.ID, "number")
+        assert field.get_attribute("inputmode") == "decimal"
+        press(driver, "3.5")
+        driver.find_element(By.ID, "sign").click()
+        assert (field.get_attribute("value"), driver.switch_to.active_element.get_attribute("id")) == ("-3.5", "number")
+        driver.find_element(By.ID, "sign").click()  # back to positive, then negative again
+        assert field.get_attribute("value") == "3.5"
+        driver.find_element(By.ID, "sign").click()
+        press(driver, Keys.ENTER)
+        saved(driver, plots[0], "-3.5")
+        wait_for_item(driver, plots[1])
+        field = driver.find_element(By.ID, "number")
+        assert field.get_attribute("inputmode") == "text" and not driver.find_elements(By.ID, "sign")
+        press(driver, "-2.25")
+        press(driver, Keys.ENTER)
+        saved(driver, plots[1], "-2.25")
+    assert web_answers(sqlite_db, "yield") == [(plots[0], "-3.5", "ann"), (plots[1], "-2.25", "ann")]
 
 
 def layout(driver, key: str, code: str) -> None:

@@ -1,6 +1,6 @@
 """What the labelling and status pages say, over HTTP (Starlette's TestClient): the question the
 card asks, a regression answer shown as the store keeps it (one written with the target's unit
-too), the status page's version (what the
+too), the number field's keyboard (a phone's decimal keypad has no minus sign), the status page's version (what the
 page asks every few seconds to follow the project), and its warning before a round that goes
 without second answers still to come; and that every file the pages name ships in the package.
 On SQLite and PostgreSQL."""
@@ -17,7 +17,7 @@ pytest.importorskip("httpx", reason="httpx (starlette's TestClient) is not insta
 
 from activebayes.store import PoolStore  # noqa: E402
 from activebayes.web import Grant  # noqa: E402
-from activebayes.web.question import Question, asked  # noqa: E402
+from activebayes.web.question import Question, asked, keypad, negative  # noqa: E402
 from serve_pages import _csv_project, regression_project  # noqa: E402
 from test_serve import Page, app_for, blobs  # noqa: E402,F401
 
@@ -85,6 +85,37 @@ def test_a_regression_answer_may_carry_the_target_s_unit(db_url, tmp_path, monke
     with PoolStore(db_url) as store:
         assert [(o["key"], o["value"]) for o in store.observations("sacks") if o["source"] == "web"] == [(plots[0], "12.5")]
         assert store.label_states("sacks", plots)[plots[1]]["label"] is None
+
+
+def test_the_keypad_is_decimal_until_a_label_is_negative():
+    assert keypad([]) == keypad(["2.5", "0", "-0.0", "1e3", "nan", "cat"]) == "decimal"
+    assert keypad(["2.5", " -1 "]) == keypad(["-1e-3"]) == "text"
+    assert [negative(v) for v in ("-3.5", "3.5", "-0.0", "nan", "-inf", "", None)] == [True, False, False, False, True, False, False]
+
+
+def test_a_project_with_negative_labels_asks_for_the_full_keyboard(db_url, tmp_path, monkeypatch):
+    """An iPhone's decimal keypad has no minus sign. Temperatures below zero (the test split's
+    labels, recorded at `pool add`): the field asks for the full keyboard, and "-3.5" is saved.
+    A project whose labels are all positive keeps the decimal keypad, with a ± button beside it,
+    until an answer on the page is negative."""
+    monkeypatch.chdir(tmp_path)
+    rows = [["id", "altitude_m", "celsius"]] + [[f"s{i:02d}", str(100 * i), f"-{i}.5"] for i in range(30)]
+    frozen = _csv_project(db_url, tmp_path, "frost", rows, ("--task", "regression"), ("--label-column", "celsius", "--test-fraction", "0.3"), k=2)
+    plots = regression_project(db_url, tmp_path)
+    ann, bob = Grant.new("ann", "frost"), Grant.new("bob", "yield")
+    with app_for(db_url, ann, bob) as client:
+        page = Page(client, ann)
+        card = page.next()["card"]
+        assert re.search(r'<input type="text" inputmode="text" id="number"', card) and 'id="sign"' not in card
+        assert page.answer(frozen[0], "-3.5")["value"] == "-3.5"
+        page = Page(client, bob)
+        card = page.next()["card"]
+        assert re.search(r'<input type="text" inputmode="decimal" id="number"', card) and '<button type="button" id="sign"' in card
+        assert page.answer(plots[0], "-0.25")["value"] == "-0.25"
+        card = page.next()["card"]
+        assert 'inputmode="text"' in card and 'id="sign"' not in card
+    with PoolStore(db_url) as store:
+        assert [(o["key"], o["value"]) for o in store.observations("frost") if o["source"] == "web"] == [(frozen[0], "-3.5")]
 
 
 def test_the_status_version_changes_when_the_page_would(blobs):

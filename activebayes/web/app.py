@@ -146,7 +146,7 @@ def create_app(config: ServeConfig) -> Any:
     def card_json(page: Labelling, card: Card, grant: Grant) -> dict[str, Any]:
         guess = card.query.prediction if card.query is not None and config.show_model_guess else None
         html = templates.get_template("_card.html").render(card=card, info=page.info, token=grant.token, project=page.project, guess=guess,
-                                                           rounds=worker.available, comma=page.writing == "decimal comma",
+                                                           rounds=worker.available, comma=page.writing == "decimal comma", keypad=page.keypad,
                                                            question=asked(page.info), answers=class_keys(page.info.classes or ()))  # fmt: skip
         return {"card": html, "round": card.round, "shown": card.name,
                 "unlabelled": card.unlabelled, "held": card.held, "open": card.open}  # fmt: skip

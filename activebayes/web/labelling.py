@@ -24,7 +24,9 @@ one stays, and this answer is refused (`--relabel` is for files). With several a
 each labeller's answer is their own: it is recorded unless the same labeller gave it already.
 A regression answer is read as the project writes its numbers, as at the prompt
 (`activebayes.data.number_style.answer_number`: `151,5` and `151.5` alike; `12.5 kg` where the
-pool wrote its target with that unit).
+pool wrote its target with that unit). The number field asks a phone for its decimal keypad
+until a label of the project (recorded before the server started, or saved on the page since) is
+negative, then for the full keyboard (`activebayes.web.question.keypad`).
 
 The page names an item by its key, except in an image pool: there keys are file paths, which
 often spell the class (`cat/01.png` of `pool add --labels-from-folders`, `dog.12.jpg`), so the
@@ -41,6 +43,7 @@ from typing import Any, NamedTuple
 from activebayes.data.number_style import AnswerError, answer_number, project_unit, project_writing
 from activebayes.errors import DataError, StoreError
 from activebayes.web.items import ItemView, is_image_pool, item_view, text_columns
+from activebayes.web.question import keypad, negative
 
 SOURCE = "web"
 
@@ -116,6 +119,8 @@ class Labelling:
         self._texts = text_columns(self.info.settings)
         self.writing = project_writing(self.info.settings)  # decimal commas where the pool had them
         self.unit = project_unit(self.info.settings)  # "kg" where the pool's target was written "70 kg"
+        regression = self.info.task == "regression"  # the number field's inputmode: "text" once a label is negative
+        self.keypad = keypad(o["value"] for o in store.observations(project)) if regression else None
         self.hides_keys = is_image_pool(data)  # file paths that may spell the class
         self.labellers: dict[str, _Labeller] = labellers if labellers is not None else {}  # each one's undo list and skips
         self._asked_round: tuple[int, dict[str, Any]] | None = None
@@ -248,6 +253,8 @@ class Labelling:
         observation = ids[0]  # None: a repeat, nothing written
         with self._lock:
             self.labellers.setdefault(labeller, _Labeller()).undo.append((number, name, observation))
+        if negative(stored):
+            self.keypad = "text"  # negative answers happen: the keyboard with a minus sign from now on
         if observation is None:
             current = self.store.label_states(self.project, [query.key])[query.key]["label"]
             return Outcome("repeat", name, current, f"{name}: {current!r} was already its label; recorded once")

@@ -9,10 +9,19 @@ and the find field name them all). A regression says "a number", with the target
 `pool add` read its cells as numbers followed by one unit ("70 kg": settings["features"]
 ["label_written"] "unit:kg"), "an amount" when they were amounts ("$1,200"), and the column
 it was read from when that column has a name of its own (not "label", "y", "target").
+
+    keypad(["2.5", "0"])    # "decimal"
+    keypad(["2.5", "-1"])   # "text"
+
+The number field's `inputmode`, which picks a phone's keyboard: "decimal" (digits and the decimal
+mark; an iPhone's has no minus sign, so the field has a ± button beside it) while none of the
+project's labels is negative, "text" (the full keyboard, whose number layer has the minus sign,
+the exponent's e and a unit's letters) once one is.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from activebayes.data.number_style import project_unit
@@ -48,3 +57,17 @@ def asked(info: Any) -> Question:
     if isinstance(column, str) and column.strip() and column.strip().lower() not in PLAIN_NAMES:
         what += f" (column {column.strip()})"
     return Question("What value does this item have?", what)
+
+
+def negative(label: Any) -> bool:
+    """Whether a stored label is a number below 0 ("-3.5"; "3.5", "nan" and "cat" are not)."""
+    try:
+        return float(str(label).strip()) < 0
+    except ValueError:
+        return False
+
+
+def keypad(labels: Iterable[Any]) -> str:
+    """The number field's inputmode for a project whose labels so far are `labels`: "text" when
+    one is negative, else "decimal" (see the module docstring)."""
+    return "text" if any(negative(label) for label in labels) else "decimal"

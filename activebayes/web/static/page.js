@@ -281,6 +281,7 @@
   document.addEventListener("click", (event) => {
     const button = event.target.closest("button");
     if (!button || button.disabled) return;
+    if (button.id === "sign") { flipSign(); return; }  // the ± beside the number field: each click changes the sign
     // the second click of a double click lands on the next item's button once the first one's
     // answer has come back: it must not answer (or skip, or undo) that item unseen
     if (event.detail > 1 && button.closest("#card")) return;
@@ -296,6 +297,20 @@
       roundRunning = true;
       nextRound();
     }
+  });
+
+  // The ± beside the number field (its decimal keypad on a phone has no minus sign): the number
+  // in the field changes its sign, and the field keeps the focus (and its keypad) to go on typing.
+  function flipSign() {
+    const input = $("#number");
+    const text = input.value.trim();
+    input.value = text.startsWith("-") ? text.slice(1) : `-${text.replace(/^\+/, "")}`;
+    input.focus();
+    input.setSelectionRange(input.value.length, input.value.length);
+  }
+
+  document.addEventListener("mousedown", (event) => {
+    if (event.target.closest("#sign")) event.preventDefault();  // the field is not left, so a phone's keypad stays open
   });
 
   document.addEventListener("submit", (event) => {
