@@ -69,7 +69,7 @@ def append_images(
     resize = manifest.image_size or image_size
     first = manifest.files[0] if manifest.files else "the project's images"
     images = decode_images(folder, new, resize, skip_unreadable=skip_unreadable, same_as=None if resize else (first, size),
-                           alpha_on_white=manifest.alpha_on_white)  # fmt: skip
+                           alpha_on_white=manifest.alpha_on_white, icc_to_srgb=manifest.icc_to_srgb)  # fmt: skip
     if channels == 1 and not is_grey(images.rgb):
         colour = next(rel for rel, img in zip(images.rels, images.rgb) if not is_grey(img[None]))
         raise DataError(

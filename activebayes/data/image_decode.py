@@ -14,7 +14,15 @@ What a person labelling sees of the file is what the model gets:
   rounded); floating-point pixels read on the 0..255 scale when their largest value is above 1
   and none is below 0 or above 255; pixels outside those ranges, or floats all within 0..1
   (a 0..1 scale cannot be told from a nearly black 0..255 image), are refused: no guess;
-* of an animated GIF or a multi-page TIFF, the first frame.
+* of an animated GIF or a multi-page TIFF, the first frame;
+* in sRGB, the colours a browser shows: a file with an embedded ICC colour profile (a camera's
+  Adobe RGB, a phone's Display P3, a CMYK JPEG's print profile, a scan's grey gamma) is
+  converted from it to sRGB by LittleCMS (Pillow's `ImageCms`, perceptual intent, as
+  `ImageCms.profileToProfile`), CMYK to RGB with it; an alpha channel is kept as it was, and a
+  grey image stays grey (the green channel of its sRGB). A profile LittleCMS cannot read, or one
+  of another colour space than the pixels' (an RGB profile in a grey file), is ignored, as
+  browsers ignore it. `icc_to_srgb=False` reads the pixels as they are stored, as pools
+  converted before did (and where Pillow was built without LittleCMS).
 
 Pillow's guard against decompression bombs stays (an image of more than 2 x 89,478,485 pixels is
 refused, named with its size); between the two limits Pillow's warning is not shown, as these are
@@ -23,8 +31,10 @@ the user's own files.
 
 from __future__ import annotations
 
+import io
 import warnings
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +43,7 @@ from activebayes.errors import DataError
 
 _WHOLE_INT = ("I", "I;16", "I;16B", "I;16L", "I;16N")
 _ALPHA_MODES = ("RGBA", "LA", "PA", "RGBa", "La")
+_PROFILED = ("RGB", "RGBA", "CMYK", "L", "LA", "P", "PA")  # the modes whose ICC profile is applied
 
 
 @dataclass(frozen=True)
@@ -47,7 +58,8 @@ class DecodedImage:
     frames: int = 1
 
 
-def decode_image(folder: Path, rel: str, size: tuple[int, int] | None, *, alpha_on_white: bool = True) -> DecodedImage:
+def decode_image(folder: Path, rel: str, size: tuple[int, int] | None, *, alpha_on_white: bool = True,
+                 icc_to_srgb: bool = True) -> DecodedImage:  # fmt: skip
     """Image `folder/rel` as read (module docstring), resized to `size` (H, W) when given
     (bilinear, aspect ratio not kept); DataError naming it when it cannot be read or its pixels'
     range is not one of those read."""
@@ -59,11 +71,13 @@ def decode_image(folder: Path, rel: str, size: tuple[int, int] | None, *, alpha_
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             with Image.open(path) as img:
                 img.load()
+                icc = img.info.get("icc_profile") if icc_to_srgb else None
                 frames = int(getattr(img, "n_frames", 1))
                 img = ImageOps.exif_transpose(img)  # upright, as viewers show it
                 original = (img.height, img.width)
                 deep = int(np.asarray(img).max()) if img.mode in _WHOLE_INT else None
                 img = _eight_bit(img, folder, rel)
+                img = _in_srgb(img, icc)
                 img = _on_white(img) if alpha_on_white else img.convert("RGB")
                 if size is not None and (img.height, img.width) != size:
                     img = img.resize((size[1], size[0]), Image.Resampling.BILINEAR)
@@ -107,6 +121,43 @@ def _eight_bit(img, folder: Path, rel: str):  # type: ignore[no-untyped-def]
                         f"nearly black 0-255 image; {save_as}")  # fmt: skip
     scaled = arr if img.mode == "F" else arr / 257.0
     return Image.fromarray(np.clip(np.round(scaled), 0, 255).astype(np.uint8), "L")
+
+
+def _in_srgb(img, icc: bytes | None):  # type: ignore[no-untyped-def]
+    """`img` converted from `icc`, the ICC profile its file holds, to sRGB (module docstring);
+    as it is without a profile, in a mode not listed in _PROFILED, or where the profile cannot be
+    used (`_to_srgb`)."""
+    if not icc or img.mode not in _PROFILED:
+        return img
+    if img.mode in ("P", "PA"):
+        img = img.convert("RGBA" if img.mode == "PA" or "transparency" in img.info else "RGB")
+    alpha = img.getchannel("A") if img.mode in ("RGBA", "LA") else None
+    colour = img.convert(img.mode[:-1]) if alpha is not None else img  # LittleCMS is given the colours alone
+    transform = _to_srgb(bytes(icc), colour.mode)
+    if transform is None:
+        return img
+    out = transform.apply(colour)
+    if colour.mode == "L":
+        out = out.getchannel("G")  # a grey's sRGB is neutral (R = G = B): the image stays grey, one channel
+    if alpha is not None:
+        out.putalpha(alpha)
+    return out
+
+
+@lru_cache(maxsize=16)
+def _to_srgb(icc: bytes, mode: str):  # type: ignore[no-untyped-def]
+    """LittleCMS's transform from ICC profile `icc` (the bytes of the file's profile; many files
+    share one, a camera's) of pixels in `mode` ("RGB", "CMYK" or "L") to sRGB RGB, perceptual
+    intent; None where Pillow has no LittleCMS, the profile cannot be read, or its colour space
+    is not `mode`'s."""
+    try:
+        from PIL import ImageCms
+    except ImportError:
+        return None
+    try:
+        return ImageCms.buildTransform(ImageCms.ImageCmsProfile(io.BytesIO(icc)), ImageCms.createProfile("sRGB"), mode, "RGB")
+    except (ImageCms.PyCMSError, OSError, ValueError, TypeError):
+        return None
 
 
 def _on_white(img):  # type: ignore[no-untyped-def]

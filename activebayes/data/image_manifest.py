@@ -16,6 +16,9 @@ place (`activebayes.data.images` converts a folder, `activebayes.data.image_appe
     alpha_on_white     []    True: transparent pixels were laid on white (`image_decode`); absent
                              in a folder converted when the alpha was dropped, whose appended
                              images are read that way too
+    icc_to_srgb        []    True: colours were converted to sRGB from each file's ICC profile
+                             (`image_decode`); absent in a folder converted before, whose
+                             appended images are read as stored too
 
 Keys. A pool whose labels are its sub-folders' names would show the answer in a key that is the
 path (`cat/01.png`): wherever a person labelling sees a key (the round file, the terminal prompt,
@@ -58,6 +61,7 @@ class Manifest:
     image_size: tuple[int, int] | None = None
     follows_links: bool = False
     alpha_on_white: bool = False
+    icc_to_srgb: bool = False
 
     @property
     def files(self) -> list[str]:
@@ -94,6 +98,7 @@ def read_manifest(path: str | Path, *, pixels: bool = False) -> tuple[Manifest, 
                 image_size=tuple(int(s) for s in archive["image_size"].tolist()) if "image_size" in names else None,  # type: ignore[arg-type]
                 follows_links="follows_links" in names and bool(archive["follows_links"]),
                 alpha_on_white="alpha_on_white" in names and bool(archive["alpha_on_white"]),
+                icc_to_srgb="icc_to_srgb" in names and bool(archive["icc_to_srgb"]),
             )  # fmt: skip
             x = archive["x"] if pixels else None
     except (OSError, ValueError) as exc:
@@ -121,6 +126,8 @@ def write_manifest(cache_dir: str | Path, stem: str, manifest: Manifest, x: np.n
         arrays["follows_links"] = np.asarray(True)
     if manifest.alpha_on_white:
         arrays["alpha_on_white"] = np.asarray(True)
+    if manifest.icc_to_srgb:
+        arrays["icc_to_srgb"] = np.asarray(True)
     if manifest.image_size is not None:
         arrays["image_size"] = np.asarray(manifest.image_size, dtype=np.int64)
     cache_dir = Path(cache_dir)

@@ -28,7 +28,8 @@ Images of different sizes are refused unless `image_size` is given (then every i
 aspect ratio not kept): silently stretching them to whichever file sorts first would hide a
 mistake. An image is turned upright as its EXIF orientation says (a phone's photo is stored
 sideways with a tag that every viewer, and the labelling page, applies), so the model sees what
-the person labelling sees; sizes are compared upright. Transparent pixels are laid on white,
+the person labelling sees; sizes are compared upright. Colours are converted to sRGB from the
+ICC profile a file embeds (a browser shows them so). Transparent pixels are laid on white,
 as the labelling page shows them; 16-bit greyscale is scaled to 8 bits; of an animated GIF or a
 multi-page TIFF the first frame is read (`activebayes.data.image_decode`).
 
@@ -242,10 +243,10 @@ class DecodedImages:
 
 def decode_images(
     folder: Path, rels: Sequence[str], image_size: tuple[int, int] | None, *, skip_unreadable: bool,
-    same_as: tuple[str, tuple[int, int]] | None = None, alpha_on_white: bool = True,
+    same_as: tuple[str, tuple[int, int]] | None = None, alpha_on_white: bool = True, icc_to_srgb: bool = True,
 ) -> DecodedImages:  # fmt: skip
     """Decode the images `rels` of `folder` (resized to `image_size` when given; each as
-    `image_decode.decode_image` reads it, `alpha_on_white` passed on). Without a size every
+    `image_decode.decode_image` reads it, `alpha_on_white` and `icc_to_srgb` passed on). Without a size every
     image must have the same (H, W) as the first, or as `same_as` (an image's path and its
     (H, W)) when given: DataError otherwise, naming both; and without `same_as` the first must
     have at most MAX_PIXELS_UNSIZED pixels. An unreadable image is refused, or with
@@ -259,7 +260,7 @@ def decode_images(
     stretched: list[tuple[str, tuple[int, int]]] = []
     for rel in rels:
         try:
-            one = decode_image(folder, rel, image_size, alpha_on_white=alpha_on_white)
+            one = decode_image(folder, rel, image_size, alpha_on_white=alpha_on_white, icc_to_srgb=icc_to_srgb)
             arr, original = one.pixels, one.original
         except DataError as exc:
             if not skip_unreadable:
@@ -358,7 +359,7 @@ def convert_folder(
         folder=folder, keys=hidden_keys(len(rels), seed=seed) if hide else list(rels), sha256=hashes,
         paths=list(rels) if hide else None, y=np.asarray(folder_labels(folder, rels, None), dtype=str) if labels_from_folders else None,
         left_out={rel: _sha256(folder / rel) for rel, _ in images.unreadable}, image_size=image_size, follows_links=True,
-        alpha_on_white=True,
+        alpha_on_white=True, icc_to_srgb=True,
     )  # fmt: skip
     out = write_manifest(cache_dir, stem, manifest, x)
     summary = {
