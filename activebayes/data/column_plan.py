@@ -13,6 +13,7 @@ import numpy as np
 
 from activebayes.data.clock_columns import read_times
 from activebayes.data.code_columns import codes_note, scale_levels, scale_note, written_as_codes
+from activebayes.data.csv_columns import EXCEL_TEXT_WAY, excel_shortened
 from activebayes.data.csv_table import CsvTable, shown
 from activebayes.data.features import is_number, natural_sorted
 from activebayes.data.frequent_levels import (IDENTIFIER_MIN_VALUES, MAX_LEVELS, MIN_LEVEL_ROWS, PROSE_WORDS, frequent_levels, identifier_note, level_limit,
@@ -114,6 +115,12 @@ def plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[s
             at = first_true(bad)
             raise DataError(f"{path!r} line {lines[at]}: a feature is infinite (column {name!r}: {shown(table.cell(at, name))}); give a finite number")
         values = numbers[present]
+        shortened = table.columns[name].shortened
+        if shortened is not None and name not in (options.features or ()):  # 1.23457E+15: an id Excel cut short
+            notes.append(f"{excel_shortened(name, shortened)}: left out of the features (name it in --features to use it as a number all "
+                         f"the same); {EXCEL_TEXT_WAY}")  # fmt: skip
+            left_out[name] = "long numbers as Excel shows them, their other digits lost"
+            return None
         if ROW_INDEX_NAME.match(name) and name not in (options.features or ()) and distinct_whole_numbers(values):
             notes.append(f"column {name!r} holds row numbers, as pandas (Unnamed: 0), R (X) and readr (...1) write an index read with a file "
                          "and saved again: left out (name it in --features to keep it)")  # fmt: skip

@@ -81,6 +81,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from activebayes.data.column_plan import ColumnPlan, NotAFeature, first_true, gap_values, plan_column  # noqa: F401 (ColumnPlan, first_true, gap_values re-exported)
+from activebayes.data.csv_columns import EXCEL_TEXT_WAY, excel_shortened
 from activebayes.data.csv_table import ROW_NAMES, CsvTable, not_a_column, shown
 from activebayes.data.key_columns import R_ROW_NAMES, identifier_key, key_column_of, no_key
 from activebayes.errors import DataError
@@ -160,6 +161,8 @@ def plan_table(table: CsvTable, options: TableOptions) -> TablePlan:
     left_out: dict[str, str] = {}
     # a guessed key named so (id, key, rownames) that repeats is a group's id, as in long tables of subjects measured
     # again; unnamed row names that repeat are refused at load (`loaders._csv_keys`) with their way out, as before
+    if key is not None and (shortened := table.columns[key].shortened) is not None:  # 1.23457E+15: ids Excel cut short
+        raise DataError(f"{str(table.path)!r}: the key {excel_shortened(key, shortened)}, so they cannot name the items; {EXCEL_TEXT_WAY}")
     guessed = key is not None and options.key_column is None and key not in (options.label_column, ROW_NAMES)
     if guessed and (repeated := no_key(table, key)):
         kept = key in (options.features or ())
