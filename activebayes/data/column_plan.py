@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from activebayes.data.clock_columns import read_times
+from activebayes.data.clock_columns import read_spelled_durations, read_times
 from activebayes.data.code_columns import codes_note, scale_levels, scale_note, written_as_codes
 from activebayes.data.csv_columns import EXCEL_TEXT_WAY, excel_shortened
 from activebayes.data.csv_table import CsvTable, shown
@@ -276,7 +276,7 @@ def _written_quantity(table: CsvTable, name: str, missing: np.ndarray, numeric: 
         written = {"dmy": ", day first", "mdy": ", month first"}.get(order, "")
         notes.append(f"column {name!r} holds dates ({example}{written}): read as days since 1970-01-01, with the {parts}")
         return ColumnPlan(name, "date", missing, numbers=np.where(missing, np.nan, days[codes]), clock=clock, written=None if order == "ymd" else order)
-    times = read_times(table, name, missing, numeric)  # 08:30, 7:15 PM: the time of day; 95:10: hours
+    times = read_times(table, name, missing, numeric) or read_spelled_durations(table, name, missing, numeric)  # 08:30, 95:10, 1h 30m
     if times is not None:
         notes.append(times.note)
         return ColumnPlan(name, times.kind, missing, numbers=times.values, written=times.written)
