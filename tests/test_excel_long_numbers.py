@@ -103,7 +103,7 @@ def db(cli_db):
 def test_pool_add_leaves_the_column_out_with_a_note(db):
     write_csv(Path("o.csv"), ["key", "order_id", "x", "label"], rows_with(IDS))
     added = json.loads(ok("--json", "pool", "add", "o.csv").stdout)
-    assert added["pool_items"] == 24
+    assert added["pool_items"] == 24 and added["features"] == [1]  # x alone
     assert any("'order_id' holds long numbers as Excel shows them" in n for n in added["notes"])
 
 

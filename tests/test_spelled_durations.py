@@ -68,14 +68,10 @@ def test_other_columns_read_as_before(tmp_path, column, kind, written):
     assert (p.columns[0].kind, p.columns[0].written) == (kind, written)
 
 
-@pytest.fixture
-def db(cli_db):
-    ok("init", "--name", "t")
-    return cli_db
-
-
-def test_pool_add_reads_spelled_durations(db):
+def test_pool_add_reads_spelled_durations(cli_db):
+    """On SQLite and PostgreSQL: the column is a feature, with its note."""
     write_csv(Path("d.csv"), ["key", "took", "x", "label"], rows_with(SPELLED))
+    ok("init", "--name", "t")
     added = json.loads(ok("--json", "pool", "add", "d.csv").stdout)
-    assert added["pool_items"] == 32
+    assert added["pool_items"] == 32 and added["features"] == [2]  # took, x
     assert any("'took' holds durations written with units" in n for n in added["notes"])
