@@ -206,7 +206,7 @@ class _Stream:
                 cr = np.flatnonzero(codes == 13)
                 if cr.size and (cr[-1] + 1 >= codes.size or (codes[np.minimum(cr + 1, codes.size - 1)] != 10).any()):
                     self._lone_cr = True
-                position, first, self.tail = position + len(block), False, (self.tail + text)[-3:]
+                position, first, self.tail = position + len(block), False, (self.tail + text[-3:])[-3:]
                 yield io.StringIO(text, newline="")
                 if not chunk:
                     return
