@@ -1,7 +1,7 @@
-"""One column of a csv table as a feature: whether it is numeric, a date, a time, text or categorical, how its
-values are written, and what of it is left out or refused (`plan_column`), by the rules
-`activebayes.data.tabular`'s docstring writes out. `ColumnPlan` is the decision, a column's parsed
-values [N] and levels; `plan_table` gathers one for each feature column.
+"""One column of a csv table as a feature (`plan_column`): its kind (numeric, date, time, text
+or categorical) and how its values are written, or why it is left out or refused, by the rules
+`activebayes.data.tabular`'s docstring writes out. `ColumnPlan` is the decision, with the
+column's parsed values [N] or its levels; `tabular.plan_table` gathers one for each feature column.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ AMBIGUOUS_DATES_CHECKED = 10_000  # levels looked at to tell a categorical colum
 class ColumnPlan:
     """One feature column: `kind` numeric | date | time | categorical | text; `missing` [N] bool;
     `numbers` [N] float64 (NaN where missing) for a numeric column (`written`: "units" for
-    amounts written as text, "decimal comma" for 3,5, "duration" for hours written 95:10 or
+    amounts written as text, "decimal comma" for 3,5, "duration" for hours written 95:10 or 1h 30m or
     named a duration, "stopwatch" for seconds written 1:23.4), a
     time column (the fraction of a day since midnight) or a date column (days since 1970-01-01;
     `clock`: some values have a time; `written`: "dmy" or "mdy" for 31/12/2024 or 12/31/2024,

@@ -1,6 +1,9 @@
 """A csv table's columns kept compact while it is read (`activebayes.data.csv_table`): a cell
 that parses as a finite number as a float64, any other as an int32 code into the column's
 distinct stripped texts, and a column read as text (keys, labels, prose) as its stripped cells.
+While it is read, a column's numbers are checked for what their spelling shows: codes written in
+digits (`number_code`: 02134, a 17-digit id) and long numbers as Excel shows them, their other
+digits lost (`excel_display`: 1.23457E+15).
 
     builder = ColumnBuilder(keep_text=False)
     builder.add(["3.5", "red", "", "7"])      # a chunk of one column's cells, chunk after chunk

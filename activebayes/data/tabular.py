@@ -30,7 +30,8 @@ number and the column left out, with a note. The label and key are never feature
   "7:15 PM"): (sin, cos) of the fraction of a day; a column with an hour over 23 ("95:10"), or
   named as durations (finish_time, lap; Time over values like "02:55:10", all under 6 hours),
   holds durations, numeric hours (`written` "duration"), and one with minutes and seconds with a
-  fraction ("1:23.4") a stopwatch's times, numeric seconds (`written` "stopwatch"):
+  fraction ("1:23.4") a stopwatch's times, numeric seconds (`written` "stopwatch"), and one of
+  durations written with units ("1h 30m", "45m", "90 min") numeric hours too:
   `activebayes.data.clock_columns`;
 - text to be read as prose when named in `text_columns` (`activebayes.data.text_features`);
 - otherwise categorical: one-hot encoded over its levels in natural order ("auto"), or refused
@@ -56,7 +57,9 @@ number and the column left out, with a note. The label and key are never feature
   or reset_index (index, level_0) name a saved index is left out with a note, unless `features`
   names it: row numbers, which order the rows. So, too, is a column of whole numbers written as codes: with a leading zero (a zip
   code, 02134) or beyond a float's exact whole numbers (a 17-digit account id), unless `features`
-  names it (`csv_columns.number_code`).
+  names it (`csv_columns.number_code`). A column of long numbers as Excel shows them, their other
+  digits lost ("1.23457E+15": `csv_columns.excel_display`), is left out with a note saying how to
+  save them whole, unless `features` names it; as the key it is refused, and never guessed as one.
 
 Gaps: `activebayes.data.table_gaps` (what is missing); `missing="impute"`: the median of a number
 column, the most frequent level of a categorical one, and a 0/1 indicator feature after every
