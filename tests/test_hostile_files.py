@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from activebayes.data.csv_table import read_csv_table
 from cli_checks import db_dump, run
 from hostile_files import TINY, cli_on, item_keys, labels_of, mistake, pool_rows, write_rows
 from hostile_files import pg_pooled, pg_project, pooled, project, sqlite_pooled, sqlite_project  # noqa: F401  (the fixtures)
@@ -30,7 +31,10 @@ from hostile_files import pg_pooled, pg_project, pooled, project, sqlite_pooled,
 ODD_KEYS = ["a,b", 'say "hi"', "café", "日本語", "semi;colon", "tab\there", " padded "]
 
 
-@pytest.mark.parametrize("form", ["bom", "semicolon", "tab", "crlf", "utf16-tab", "extra-columns", "odd-keys"])
+LONG_CELL = 300_000  # characters: over Python csv's default field limit (131,072), as a text column of whole documents holds
+
+
+@pytest.mark.parametrize("form", ["bom", "semicolon", "tab", "crlf", "utf16-tab", "extra-columns", "odd-keys", "long-text-cell"])
 def test_pool_add_reads_valid_csv_forms(project, form):
     rows = pool_rows()
     header, delimiter, encoding, newline, args = ["key", "f0", "f1", "label"], ",", "utf-8", "\n", []
@@ -47,6 +51,10 @@ def test_pool_add_reads_valid_csv_forms(project, form):
     elif form == "extra-columns":  # a numeric and a quoted text column besides the features
         header = ["note", "key", "f0", "f1", "weight", "label"]
         rows = [[f"seen, {'xy'[i % 2]}", r[0], r[1], r[2], str(2 * i + 1), r[3]] for i, r in enumerate(rows)]
+    elif form == "long-text-cell":  # a document of 300,000 characters, with commas, quotes and line breaks, in a text column
+        header, args = ["key", "f0", "f1", "doc", "label"], ["--text-column", "doc"]
+        document = ('the "report", page after page\n' * (LONG_CELL // 30 + 1))[:LONG_CELL]
+        rows = [[*r[:3], document if i == 4 else f"short note {i}", r[3]] for i, r in enumerate(rows)]
     else:  # keys that need quoting, or are not ASCII
         for i, key in enumerate(ODD_KEYS):
             rows[i][0] = key
@@ -57,6 +65,27 @@ def test_pool_add_reads_valid_csv_forms(project, form):
     assert item_keys(project) == {k.strip() for k in expected}
     if form == "extra-columns":
         assert '"note"' in result.stdout and "weight" not in result.stderr  # one-hot note, numeric weight
+
+
+def test_a_long_text_cell_is_read_whole(tmp_path):
+    document = ("x, \"y\"\n" * LONG_CELL)[:LONG_CELL]
+    path = write_rows(tmp_path / "docs.csv", ["key", "doc"], [["a", "short"], ["b", document]])
+    assert read_csv_table(path, text_columns=("doc",)).column("doc") == ["short", document.strip()]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'key,doc\na,"one\ntwo"\n',  # a quoted value over lines, closed at the end of the file
+        'key,doc\na,"one\ntwo"',  # ... without a last line break
+        'key,doc\r\na,"one\r\ntwo"\r\n',
+        'key,doc\na,"one\n"\n',  # a value that ends in a line break
+    ],
+)
+def test_a_quote_closed_at_the_end_of_the_file_is_no_mistake(tmp_path, text):
+    path = tmp_path / "docs.csv"
+    path.write_bytes(text.encode())
+    assert len(read_csv_table(path, text_columns=("doc",)).column("doc")) == 1
 
 
 def test_odd_keys_round_trip_through_label_from(project):
@@ -96,9 +125,10 @@ def _bad_pool(case: str) -> tuple[bytes, list[str], list[str]]:
         "mixed-delimiters": (("id;f0,f1;label\n" + "".join(rows)).encode(), key, ["line 1", "','", "';'"]),
         "unquoted-comma-in-key": (body((3, "a,b,0.1,0.2,b\n")), key, ["line 5", "expected 4 fields"]),
         "ten-mb-field": (body((1, "item-x," + "7" * 10_000_000 + ",0.2,a\n")), key, ["line 3"]),
-        "ten-mb-line-alone": (b"x" * 10_000_000, [], ["line 1"]),
+        "ten-mb-line-alone": (b"x" * 10_000_000, [], ["a header but no rows"]),  # one column's name, 10 MB long
         "ten-mb-header": (("h," * 5_000_000 + "\n").encode(), [], ["line 1"]),
         "nul-byte": (body((1, "item-x,0\x00.1,0.2,a\n")), key, ["line 3", "NUL"]),
+        "unclosed-quote": (body((2, 'item-x,"0.1,0.2,a\n')), key, ["line 4", "never closed", "lines 4 to 9"]),  # the rest of the file, one value
         "undefined-byte": (header.encode() + "café,0.1,0.2,a\n".encode("latin-1").replace(b"\xe9", b"\x81"), key,
                            ["neither UTF-8 nor Windows-1252", "byte 0x81", "line 2"]),
         "mixed-encodings": (header.encode() + "café,0.1,0.2,a\n".encode() + "thé,0.1,0.2,b\n".encode("cp1252"), key,
@@ -122,7 +152,7 @@ def _bad_pool(case: str) -> tuple[bytes, list[str], list[str]]:
 
 BAD_POOL = [
     "no-header", "no-header-key-column", "duplicate-key", "empty-key", "duplicate-column", "mixed-delimiters",
-    "unquoted-comma-in-key", "ten-mb-field", "ten-mb-line-alone", "ten-mb-header", "nul-byte", "undefined-byte", "mixed-encodings",
+    "unquoted-comma-in-key", "ten-mb-field", "ten-mb-line-alone", "ten-mb-header", "nul-byte", "unclosed-quote", "undefined-byte", "mixed-encodings",
     "label-float", "label-wrong-case", "label-empty", "nan", "NaN", "inf", "minus-inf", "overflow",
     "decimal-comma", "only-header", "empty-file", "blank-lines",
 ]  # fmt: skip

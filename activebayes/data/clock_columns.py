@@ -23,11 +23,20 @@ five past two; two kinds of evidence make them durations all the same:
   day's events, which a column of clock times all before 6 am rarely is (a pizzeria's order
   times, 11:38:36, stay clock times). Read as hours, as an hour over 23 makes them (DURATION),
   with a note saying how to keep them clock times (a name with a clock's word: clock_time).
+
+Durations written with units (`spelled_hours`): 1h 30m, 2h, 45m, 1h 30m 15s, 90 min, 2 hours 5
+minutes, 1d 4h: days, hours, minutes and seconds, each at most once and in that order (d, day;
+h, hr, hour; m, min, minute; s, sec, second, any case, plurals too), read as hours as an hour
+over 23 makes them (DURATION), when every value present is one and none a plain number
+(`read_spelled_durations`); a column of one unit alone (90 min, 45 min) is a number with a unit
+as before (`parsed_columns.common_unit`), read before these.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import math
+import re
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -46,6 +55,13 @@ CLOCK_WORDS = ("clock", "start", "starting", "end", "ending", "departure", "depa
                "pickup", "dropoff", "capture", "onset", "stamp", "timestamp")  # fmt: skip
 TIME_WORDS = ("time", "times")
 NIGHT_HOURS = 6  # a column named time alone whose values all stay under this many hours (and have seconds) holds durations
+_AMOUNT = r"\d+(?:\.\d+)?"
+_SPELLED = re.compile(  # 1h 30m, 2 hours 5 minutes, 1d 4h, 90 min, 1h 30m 15s: hours HOUR_PARTS of each part
+    rf"(?:(?P<d>{_AMOUNT})\s*(?:days?|d)[\s,]*)?(?:(?P<h>{_AMOUNT})\s*(?:hours?|hrs?|h)[\s,]*)?"
+    rf"(?:(?P<m>{_AMOUNT})\s*(?:minutes?|mins?|m)[\s,]*)?(?:(?P<s>{_AMOUNT})\s*(?:seconds?|secs?|s))?",
+    re.IGNORECASE,
+)
+HOUR_PARTS = {"d": 24.0, "h": 1.0, "m": 1 / 60, "s": 1 / 3600}
 
 
 class TimeColumn(NamedTuple):
@@ -63,7 +79,41 @@ def time_values(texts: list[str], writing: str) -> np.ndarray:
     STOPWATCH: seconds) reads it, NaN where it is not one (`time_writing`'s readings)."""
     if writing == STOPWATCH:
         return stopwatch_seconds(texts)
-    return clock_seconds(texts) / DAY_SECONDS if writing == "clock" else duration_hours(texts)
+    if writing == "clock":
+        return clock_seconds(texts) / DAY_SECONDS
+    hours = duration_hours(texts)  # 95:10, else written with units: 1h 30m
+    return np.where(np.isfinite(hours), hours, spelled_hours(texts))
+
+
+def _spelled_hour(text: str) -> float:
+    m = _SPELLED.fullmatch(text.strip().rstrip(",").strip())
+    if m is None or not any(m.groupdict().values()):
+        return math.nan
+    return sum(float(v) * HOUR_PARTS[k] for k, v in m.groupdict().items() if v is not None)
+
+
+def spelled_hours(texts: Sequence[str]) -> np.ndarray:
+    """[T] float64 hours of durations written with units (module docstring: 1h 30m is 1.5, 45m
+    0.75, 1h 30m 15s 1.504166..., 90 min 1.5, 1d 4h 28); NaN where a text is none."""
+    return np.asarray([_spelled_hour(t) for t in texts], dtype=np.float64)
+
+
+def read_spelled_durations(table: CsvTable, name: str, missing: np.ndarray, numeric: np.ndarray) -> TimeColumn | None:
+    """Column `name` of `table` as hours (kind "numeric", written DURATION) when every value
+    present is a duration written with units (`spelled_hours`) and none of them (`numeric`, [N]
+    bool) a plain number; else None."""
+    codes, texts = table.text_codes(name)
+    present = ~missing
+    if not present.any() or (numeric & present).any() or not texts:
+        return None
+    used = np.unique(codes[present]).tolist()
+    hours = np.full(len(texts), np.nan)
+    hours[used] = spelled_hours([texts[k] for k in used])
+    if not np.isfinite(hours[used]).all():
+        return None
+    example = ", ".join(shown(texts[k]) for k in used[:3])
+    note = f"column {name!r} holds durations written with units ({example}): read as a number of hours"
+    return TimeColumn("numeric", np.where(missing, np.nan, np.append(hours, np.nan)[codes]), DURATION, note)
 
 
 def names_a_duration(name: str, texts: list[str]) -> bool:

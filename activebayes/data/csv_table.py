@@ -26,7 +26,7 @@ import gc
 import io
 import itertools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,10 @@ _SHOWN_MAX = 60  # characters of a cell quoted in a message
 _DATA_LIKE = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+(\.\d*)?[eE][+-]?\d+)$")
 CHUNK_ROWS = 8_192  # records decoded at a time
 _SURVEY_HEADER_ROWS = 2  # records below the header that may be a survey export's further header rows
+# the longest cell read: 2**31 - 1 characters, the most a C long holds on every platform (Python's csv default, 131,072,
+# refuses a text column holding whole documents); a file's one cell can be no longer than the file itself
+FIELD_SIZE_LIMIT = 2**31 - 1
+csv.field_size_limit(max(csv.field_size_limit(), FIELD_SIZE_LIMIT))
 
 
 def shown(value: Any) -> str:
@@ -105,21 +109,37 @@ def _record_error(path: Path, line: int, exc: csv.Error) -> DataError:
 
 def csv_rows(text: str, path: Path, delimiter: str) -> Iterator[tuple[int, list[str]]]:
     """(line number where the record starts, fields) of every record; a record that is not valid
-    CSV (a NUL byte, a field over the csv module's size limit, ...) is a DataError naming the line."""
-    return _numbered(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), path)
+    CSV (a NUL byte, a field over FIELD_SIZE_LIMIT, a quote never closed, ...) is a DataError naming the line."""
+    return _numbered(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), path, lambda: text[-3:])
 
 
-def _numbered(reader: Any, path: Path) -> Iterator[tuple[int, list[str]]]:
-    """(line where the record starts, fields) of each record a csv.reader gives (see `csv_rows`)."""
+def _numbered(reader: Any, path: Path, tail: Callable[[], str]) -> Iterator[tuple[int, list[str]]]:
+    """(line where the record starts, fields) of each record a csv.reader gives (see `csv_rows`);
+    `tail()` the text's last characters once it is read. A last record whose last field runs over
+    lines to the end of a text that does not end in a quote opened a quote never closed (the csv
+    module reads the rest of the file into that one value): DataError naming the line it opened on."""
+    held: tuple[int, list[str]] | None = None  # a record whose last field holds a line break: the last one, perhaps
     while True:
         line = reader.line_num + 1
         try:
             row = next(reader)
         except StopIteration:
+            if held is not None and not tail().rstrip().endswith('"'):
+                rest = f"lines {held[0]} to {line - 1}" if line - 1 > held[0] else f"line {held[0]}"
+                raise DataError(f"{str(path)!r} line {held[0]}: a quoted value opens on this line and is never closed, so the rest of the "
+                                f"file ({rest}) reads as one value; close the quote (a quote inside a quoted value is written twice, \"\")")  # fmt: skip
+            if held is not None:
+                yield held
             return
         except csv.Error as exc:
             raise _record_error(path, line, exc) from None
-        yield line, row
+        if held is not None:
+            yield held
+            held = None
+        if row and ("\n" in row[-1] or "\r" in row[-1]):
+            held = line, row
+        else:
+            yield line, row
 
 
 _BLOCK_BYTES = 1 << 23  # bytes decoded at a time (cut after the block's last newline)
@@ -143,6 +163,7 @@ class _Stream:
         self.fallback: Fallback | None = None
         self._starts: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
         self._lone_cr = utf16
+        self.tail = ""  # the last characters of the text read so far (`_numbered`)
 
     @property
     def line_starts(self) -> np.ndarray | None:
@@ -150,7 +171,9 @@ class _Stream:
 
     def lines(self) -> Iterator[str]:
         if self.encoding == "utf-16":
-            return iter(io.StringIO(csv_text(self.path), newline=""))
+            text = csv_text(self.path)
+            self.tail = text[-3:]
+            return iter(io.StringIO(text, newline=""))
         return itertools.chain.from_iterable(self._blocks())
 
     def _blocks(self) -> Iterator[io.StringIO]:
@@ -183,7 +206,7 @@ class _Stream:
                 cr = np.flatnonzero(codes == 13)
                 if cr.size and (cr[-1] + 1 >= codes.size or (codes[np.minimum(cr + 1, codes.size - 1)] != 10).any()):
                     self._lone_cr = True
-                position, first = position + len(block), False
+                position, first, self.tail = position + len(block), False, (self.tail + text[-3:])[-3:]
                 yield io.StringIO(text, newline="")
                 if not chunk:
                     return
@@ -193,7 +216,8 @@ def _records(path: Path, delimiter: str | None = None) -> Iterator[tuple[int, li
     """(line, fields) of every record of a csv file, the header and blank records included (and
     Excel's `sep=` line left out)."""
     stream = _Stream(path)
-    return _without_sep_line(_numbered(csv.reader(stream.lines(), delimiter=delimiter or _head_delimiter(stream, path)), path))
+    reader = csv.reader(stream.lines(), delimiter=delimiter or _head_delimiter(stream, path))
+    return _without_sep_line(_numbered(reader, path, lambda: stream.tail))
 
 
 _SEP_LINE = re.compile(r"sep=([,;\t])\r?\n?")  # Excel's first line naming the separator, e.g. `sep=;`
@@ -390,7 +414,7 @@ def _read(path: Path, text_columns: Sequence[str]) -> CsvTable:
     chunk_lines: list[int] = []
     lines: list[np.ndarray] = []
     last_line, last_row = 0, []
-    for line_no, row in _without_sep_line(_numbered(csv.reader(stream.lines(), delimiter=delimiter), path)):
+    for line_no, row in _without_sep_line(_numbered(csv.reader(stream.lines(), delimiter=delimiter), path, lambda: stream.tail)):
         if _is_blank(row):
             continue
         if header is None:

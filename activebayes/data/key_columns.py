@@ -157,8 +157,8 @@ def identifier_key(table: CsvTable, names: Sequence[str], na_values: Sequence[st
     identifier (`names_an_identifier`) whose N cells are all present (no gap, `na_values` counted
     as gaps) and distinct, and either all whole numbers or all text; else None."""
     for name in names:
-        if not names_an_identifier(name) or column_missing(table, name, na_values).any():
-            continue
+        if not names_an_identifier(name) or table.columns[name].shortened is not None or column_missing(table, name, na_values).any():
+            continue  # an id Excel cut short (1.23457E+15) keys nothing: left out of the features
         numbers = table.numbers(name)
         finite = np.isfinite(numbers)
         whole = finite.all() and bool(np.all(numbers == np.round(numbers)))

@@ -30,7 +30,7 @@ only when true; a spec without it is read as before) `z = (log1p(v) − mean) / 
 scale those of log1p over the pool rows, a gap read as the pool median v before the log and a
 value below 0 refused (`skewed_columns`), named `name (log)`; v parsed from text as
 `written` says ("units": an amount such as $1,578.50; "decimal comma": 3,5; "unit:kg": 70 kg;
-"duration": hours written 95:10; "stopwatch": seconds written 1:23.4, `activebayes.data.clock_columns`); a date's F = 5 (7
+"duration": hours written 95:10 or 1h 30m; "stopwatch": seconds written 1:23.4, `activebayes.data.clock_columns`); a date's F = 5 (7
 with `clock`) calendar features (of an ISO date, or one written as `written` says: "dmy"
 31/12/2024, "mdy" 12/31/2024), each standardised, named `name (days)`, `name (season sin)`,
 ...; a clock time's 2, (sin, cos) of 2π·(seconds since midnight / 86400), each standardised,
