@@ -31,6 +31,7 @@ from activebayes_cli._context import shown_url, state
 from activebayes_cli._design_project import DEFAULT_PROJECT, session_posterior
 from activebayes_cli._memory_span import trial_line
 from activebayes_cli._options import CommandDb
+from activebayes_cli._output import unwrapped_when_piped
 
 design_app = command_group(help="Bayesian experimental design: choose the most informative trial next.", no_args_is_help=True)
 
@@ -149,7 +150,7 @@ def memory_span(
            f"--simulate-span: expected a span between 0 and 40 digits, got {simulate_span}", "pass e.g. --simulate-span 6.5")  # fmt: skip
     _check(plot is None or (plot.suffix.lower() == ".png" and plot.parent.exists()),
            f"--plot: expected a .png path in an existing folder, got {str(plot)!r}", "pass e.g. --plot span.png")  # fmt: skip
-    console = Console(stderr=json_output, highlight=False)
+    console = unwrapped_when_piped(Console(stderr=json_output, highlight=False))
     if participant is not None:
         participant = participant.strip()
         _check(participant != "", "--participant: expected an id, got an empty one", "pass e.g. --participant p1")
