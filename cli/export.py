@@ -8,6 +8,10 @@ database is a one-line mistake and nothing, not even the schema, is written.
 as Label Studio tasks (see `activebayes.data.label_studio`) and the matching labelling config;
 `activebayes label --from` reads Label Studio's JSON export back, and `activebayes export`'s own
 csv and JSON too.
+
+An existing file is never replaced without --force (`_parse.new_file`): the output file, the
+--config file, a non-empty images folder; each is refused in one line before anything is
+written. Stdout (`-`) is never refused.
 """
 
 from __future__ import annotations
