@@ -11,6 +11,7 @@ None (the global --db). `given(ctx, name)` tells an option the user gave from it
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Annotated, Any, Optional
 
 import typer
@@ -42,7 +43,16 @@ CommandDb = Annotated[
     Optional[str], typer.Option("--db", callback=database_url, help="Database URL or SQLite file for this command (default: the global --db).")
 ]
 Device = Annotated[str, typer.Option("--device", help="auto (CUDA when present), cpu or cuda.")]
-Engine = Annotated[str, typer.Option("--engine", help="local (this machine) or ray (a Ray cluster; pip install 'activebayes[ray]').")]
+
+
+class EngineName(str, Enum):
+    """The engines of --engine: a choice, so that a misspelt one gets the closest (`_app.close_choice`)."""
+
+    local = "local"
+    ray = "ray"
+
+
+Engine = Annotated[EngineName, typer.Option("--engine", help="local (this machine) or ray (a Ray cluster; pip install 'activebayes[ray]').")]
 Address = Annotated[Optional[str], typer.Option("--address", help="With --engine ray: auto or ray://host:port of a running cluster (default: a local Ray).")]
 
 def show_model_guess(where: str) -> Any:
@@ -65,4 +75,4 @@ def given(ctx: Any, name: str) -> bool:
     return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
 
 
-__all__ = ["Address", "CommandDb", "DbUrl", "database_url", "Device", "Engine", "Json", "ProjectName", "Quiet", "show_model_guess", "given"]
+__all__ = ["Address", "CommandDb", "DbUrl", "database_url", "Device", "Engine", "EngineName", "Json", "ProjectName", "Quiet", "show_model_guess", "given"]

@@ -7,14 +7,15 @@ to stderr. With `--quiet`, notes and progress bars are left out (results and err
 Both consoles print text as it is: rich's markup is off, so a cell, a column name or a class
 holding square brackets ('[draft]', 'B[/x]') is shown as written, never read as a style. The
 few styled lines ask for markup themselves (`print(..., markup=True)`, their data `escape`d).
+Piped or redirected, neither wraps its lines (`unwrapped_when_piped`): a script reads each whole.
 """
 
 from __future__ import annotations
 
-import re
-
 import json
 import math
+import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -47,6 +48,16 @@ class TrimmedLines:
         return getattr(self._stream, name)
 
 
+def unwrapped_when_piped(console: Console) -> Console:
+    """`console`, set to never wrap its text where it writes to no terminal (a pipe, a file, a
+    test's runner) and no $COLUMNS asks for a width: rich would break a long note or message at
+    80 columns there, splitting the line a script greps for. On a terminal it wraps at the
+    terminal's width as before; tables still fit rich's width either way."""
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.soft_wrap = True
+    return console
+
+
 @dataclass
 class Output:
     """Where a command's results, notes and progress go, given --json and --quiet."""
@@ -60,13 +71,13 @@ class Output:
     def console(self) -> Console:
         """stdout, for human-readable results (tables). Created lazily so tests capture it."""
         if self._stdout is None:
-            self._stdout = Console(file=TrimmedLines(sys.stdout), highlight=False, soft_wrap=False, markup=False)
+            self._stdout = unwrapped_when_piped(Console(file=TrimmedLines(sys.stdout), highlight=False, markup=False))
         return self._stdout
 
     @property
     def err(self) -> Console:
         if self._stderr is None:
-            self._stderr = Console(file=TrimmedLines(sys.stderr), highlight=False, markup=False)
+            self._stderr = unwrapped_when_piped(Console(file=TrimmedLines(sys.stderr), highlight=False, markup=False))
         return self._stderr
 
     def note(self, message: str) -> None:

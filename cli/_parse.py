@@ -50,6 +50,17 @@ def writable_target(path: Path, option: str, suffixes: tuple[str, ...]) -> str:
     return suffix.lstrip(".")
 
 
+def new_file(path: Path, what: str, instead: str, force: bool) -> None:
+    """Refuse, before anything is written, to replace the existing file `path` (`what`: "the
+    export file") unless `force` (--force): a command never silently destroys a file, which may
+    hold people's labels. `instead` names another target ("file name", "--config FILE"). A
+    folder at `path` is refused with or without --force."""
+    if path.is_dir():
+        raise CliError(f"{what} {path} is a folder", f"give a file name, or choose another {instead}")
+    if path.exists() and not force:
+        raise CliError(f"{what} {path} already exists", f"move it away, choose another {instead}, or pass --force to overwrite it")
+
+
 def fraction(value: float, option: str) -> float:
     if not 0.0 <= value < 1.0:
         raise CliError(f"{option}: expected a fraction in [0, 1), got {value}", f"pass e.g. {option} 0.2")

@@ -31,6 +31,8 @@ from activebayes_cli._context import shown_url, state
 from activebayes_cli._design_project import DEFAULT_PROJECT, session_posterior
 from activebayes_cli._memory_span import trial_line
 from activebayes_cli._options import CommandDb
+from activebayes_cli._output import unwrapped_when_piped
+from activebayes_cli._parse import new_file
 
 design_app = command_group(help="Bayesian experimental design: choose the most informative trial next.", no_args_is_help=True)
 
@@ -131,7 +133,8 @@ def memory_span(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated participant (trial n's answer is drawn from seed, participant and n) and of the digits shown to a person (trial n's list from seed, participant and n; no digit twice before all ten are shown).")] = 0,
     target_sd: Annotated[Optional[float], typer.Option("--target-sd", help="Stop once the posterior sd of the span is at most this.")] = None,
     db: CommandDb = None,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write a PNG of the posterior and the designs.")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write a PNG of the posterior and the designs (an existing file only with --force).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --plot file.")] = False,
 ) -> None:
     """Estimate a memory span: each trial shows the list length with the largest expected information gain.
 
@@ -149,7 +152,10 @@ def memory_span(
            f"--simulate-span: expected a span between 0 and 40 digits, got {simulate_span}", "pass e.g. --simulate-span 6.5")  # fmt: skip
     _check(plot is None or (plot.suffix.lower() == ".png" and plot.parent.exists()),
            f"--plot: expected a .png path in an existing folder, got {str(plot)!r}", "pass e.g. --plot span.png")  # fmt: skip
-    console = Console(stderr=json_output, highlight=False)
+    _check(plot is not None or not force, "--force: only applies with --plot (it overwrites an existing plot)", "add --plot FILE or leave --force out")
+    if plot is not None:
+        new_file(plot, "the plot", "--plot FILE", force)
+    console = unwrapped_when_piped(Console(stderr=json_output, highlight=False))
     if participant is not None:
         participant = participant.strip()
         _check(participant != "", "--participant: expected an id, got an empty one", "pass e.g. --participant p1")

@@ -8,6 +8,10 @@ database is a one-line mistake and nothing, not even the schema, is written.
 as Label Studio tasks (see `activebayes.data.label_studio`) and the matching labelling config;
 `activebayes label --from` reads Label Studio's JSON export back, and `activebayes export`'s own
 csv and JSON too.
+
+An existing file is never replaced without --force (`_parse.new_file`): the output file, the
+--config file, a non-empty images folder; each is refused in one line before anything is
+written. Stdout (`-`) is never refused.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import state
 from activebayes_cli._design_project import refuse_design
 from activebayes_cli._options import show_model_guess
-from activebayes_cli._parse import writable_target
+from activebayes_cli._parse import new_file, writable_target
 
 app = command_group()
 ShowModelGuess = show_model_guess("in each Label Studio task, as a pre-annotation that Label Studio shows already chosen (with --format label-studio)")
@@ -77,6 +81,8 @@ def export(
                      "under LOCAL_FILES_DOCUMENT_ROOT). Without it tasks name the files' paths, which a browser cannot load."),
     ] = None,
     show_model_guess: ShowModelGuess = False,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file (and with --format label-studio an existing "
+                                                        "--config file and images folder); without it they are refused. - is never refused.")] = False,
 ) -> None:
     """Write the labelled items (CSV or JSON), or a round's queries as Label Studio tasks (see EXPORT_HELP)."""
     if file is not None and out is not None:
@@ -88,7 +94,7 @@ def export(
     if to_stdout and fmt_option is ExportFormat.label_studio:
         raise CliError("export -: Label Studio tasks go to a file (their images sit beside it)", "name a .json file")
     if fmt_option is ExportFormat.label_studio:
-        _export_label_studio(ctx, file, round_number, config, image_url, pre_annotate=show_model_guess)
+        _export_label_studio(ctx, file, round_number, config, image_url, pre_annotate=show_model_guess, force=force)
         return
     for flag, given in (("--round", round_number is not None), ("--config", config is not None), ("--image-url", image_url is not None),
                         ("--show-model-guess", show_model_guess)):  # fmt: skip
@@ -100,6 +106,8 @@ def export(
     if to_stdout and st.out.json:
         raise CliError("export -: the labels themselves go to stdout", "leave --json out (or pass --format json)")
     fmt = (fmt_option.value if fmt_option is not None else "csv") if to_stdout else writable_target(file, "FILE", (".csv", ".json"))
+    if not to_stdout:
+        new_file(file, "the export file", "file name", force)
     store = st.store()
     name = st.project_name()
     if store.project(name).task == "design":  # its trials, one row each (not one "label" per list length)
@@ -174,7 +182,7 @@ def export(
 
 
 def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | None, config: Path | None, image_url: str | None, *,
-                         pre_annotate: bool = False) -> None:  # fmt: skip
+                         pre_annotate: bool = False, force: bool = False) -> None:  # fmt: skip
     """`export --format label-studio`: the round's queries as Label Studio tasks (JSON), and the
     labelling config (written to --config, else shown); the round's predictions as pre-annotations
     only with `pre_annotate` (--show-model-guess). An image-folder pool's tasks name copies of
@@ -182,7 +190,8 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
     folders; where the keys are those paths, the tasks carry opaque ids instead of the keys, and
     the copies are named after them (`_task_ids`). An image array's tasks get PNGs there (as the
     round file does); with `image_url` each image is that prefix and its path relative to that
-    folder (URL-quoted); a table's rows are `name: value` lines of text."""
+    folder (URL-quoted); a table's rows are `name: value` lines of text. An existing tasks file,
+    --config file or non-empty images folder is refused (before anything is written) unless `force`."""
     import numpy as np
 
     from activebayes.data.label_studio import labelling_config, tasks_from_queries
@@ -198,6 +207,9 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
     if image_url is not None and not image_url.endswith(("/", "=")):
         raise CliError(f"--image-url {image_url!r}: expected a prefix ending in / or = (each image's path is added to it)",
                        "e.g. --image-url http://localhost:8081/ or --image-url '/data/local-files/?d=shapes/'")  # fmt: skip
+    new_file(file, "the Label Studio tasks file", "file name", force)
+    if config is not None:
+        new_file(config, "the labelling config", "--config FILE", force)
     store = st.store()
     name = st.project_name()
     info = store.project(name)
@@ -220,6 +232,8 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
     shape = image_shape(info, data)
     ids = query_ids(info, number, queries)  # keys that are paths, which may name the class: opaque ids instead
     folder = images_folder(file)
+    if (getattr(data, "folder", None) is not None or shape is not None) and not force and folder.is_dir() and any(folder.iterdir()):
+        raise CliError(f"the images folder {folder} of tasks file {file} already exists", "move it away, choose another file name, or pass --force")
     if getattr(data, "folder", None) is not None:  # `pool add FOLDER`: copies, as an original's path may name its class
         images = {q.key: image_address(copy_original(data, q.key, q.rank, folder, ids[q.key] if ids else None), folder, image_url) for q in queries}
     elif shape is not None:  # an image array (IDX, .npy/.npz): one PNG per query next to the tasks

@@ -70,7 +70,7 @@ from activebayes_cli._app import INTERRUPTED, CliError, command_group
 from activebayes_cli._context import check_device, state
 from activebayes_cli._design_project import refuse_design
 from activebayes_cli._model import DEFAULT_COVER_CLASSES
-from activebayes_cli._options import Address, Device, Engine, show_model_guess
+from activebayes_cli._options import Address, Device, Engine, EngineName, show_model_guess
 from activebayes_cli._options import given as option_given
 from activebayes_cli._output import early_round_note, round_csv_name
 from activebayes_cli._round_options import RoundOptions, differences, recorded_options
@@ -139,7 +139,7 @@ def round_(
              "e.g. mfvi: predictive=analytic; mc-dropout: masks=independent; snapshot-ensemble: warm_start=true; "
              "laplace: prior_precision=100 --option hessian=diag.",
     )] = None,  # fmt: skip
-    engine: Engine = "local",
+    engine: Engine = EngineName.local,
     address: Address = None,
     target: Annotated[Optional[Path], typer.Option("--target", help="epig / power-epig: target inputs (.csv/.npz/.npy with the pool's columns, or a .txt of item keys, one per line); default: 1000 pool items.", show_default=False)] = None,
     likelihood: Annotated[Optional[str], typer.Option("--likelihood", help="Regression with a network posterior: gaussian (one output, one noise level; the default) or heteroscedastic (two outputs: the noise varies with x).", show_default=False)] = None,
@@ -183,7 +183,7 @@ def round_(
     check_device(device)
     from activebayes.distributed import check_engine_store
 
-    check_engine_store(engine, address, st.db)  # a cluster cannot share a SQLite file: before anything is written
+    check_engine_store(engine.value, address, st.db)  # a cluster cannot share a SQLite file: before anything is written
     if acquisition is not None:
         check_acquisition_name(acquisition)  # an unknown name is refused before the database is opened
     model_spec = normalize_model_spec(model)
@@ -331,7 +331,7 @@ def round_(
         factory, options.acquisition, store, name, answerer, batch_size=options.k, seed=seed,
         device=device, n_samples=options.predict_samples, who="truth" if answerer is not None else None,
         posterior_name=options.posterior, posterior_settings=settings, hook=hook, progress=on_scored, data=data,
-        engine=engine, address=address, target_x=target_x, first=(first.value if first is not None else default_first()),
+        engine=engine.value, address=address, target_x=target_x, first=(first.value if first is not None else default_first()),
         cover_classes=cover,
         auto_arms=auto_arms(info.task, options.options),
         debias=debias or bool(resuming and (latest.acquisition_settings or {}).get("debias")),

@@ -22,7 +22,7 @@ import typer
 
 from activebayes_cli._app import command_group
 from activebayes_cli._context import check_device, state
-from activebayes_cli._options import Address, Device, Engine
+from activebayes_cli._options import Address, Device, Engine, EngineName
 from activebayes_cli._output import curves_table
 from activebayes_cli._threads import one_intra_op_thread
 
@@ -36,7 +36,7 @@ def run(
     out: Annotated[Optional[Path], typer.Option("--out", help="Output folder (default: <config stem>-results beside the config); an existing one is resumed.")] = None,
     device: Device = "auto",
     jobs: Annotated[int, typer.Option("--jobs", min=1, metavar="<int>", help="Worker processes running the (acquisition, repeat) runs side by side (spawned; they share one GPU); 1 runs them in this process.")] = 1,
-    engine: Engine = "local",
+    engine: Engine = EngineName.local,
     address: Address = None,
 ) -> None:
     """Run (or resume) a simulated study; writes results.json and learning-curve.png."""
@@ -50,16 +50,16 @@ def run(
     config = StudyConfig.from_toml(config_file)  # every config mistake fails here, before any write
     check_device(device)  # a bad --device fails in one line before anything is written
     folder = out if out is not None else config_file.resolve().parent / f"{config_file.stem}-results"
-    check_engine_store(engine, address, f"sqlite:///{folder / 'study.db'}")  # before anything is written
+    check_engine_store(engine.value, address, f"sqlite:///{folder / 'study.db'}")  # before anything is written
     started = time.perf_counter()
     try:
         with one_intra_op_thread(), st.out.progress(f"study {config.name}", total=None) as advance:
             report = lambda done, total, text: advance(done, total, text)  # noqa: E731
-            if jobs == 1 and engine == "local":
+            if jobs == 1 and engine is EngineName.local:
                 keep_freed_memory()  # this process runs the rounds, then exits (activebayes._memory)
                 result = run_study(config, folder, device=device, progress=report)
             else:
-                result = run_study_jobs(config, folder, jobs=jobs, device=device, progress=report, engine=engine, address=address)
+                result = run_study_jobs(config, folder, jobs=jobs, device=device, progress=report, engine=engine.value, address=address)
     except ConfigError as exc:
         if str(exc).startswith("out_dir:"):  # the library names its argument; here it is --out
             raise ConfigError(str(exc).replace("out_dir", "--out")) from None

@@ -167,6 +167,22 @@ def test_export_unknown_suffix_and_missing_folder(project):
     assert not Path("labels.xlsx").exists()
 
 
+def test_export_never_overwrites_a_file_without_force(pooled):
+    """An existing file (people's labels, say) is refused in one line with exit code 2 and kept as
+    it was, unless --force; a folder is refused always; - (stdout) never is."""
+    mine = "key,label\nmine,a\n"
+    Path("labels.csv").write_text(mine)
+    before = dump(pooled)
+    assert_mistake(run("export", "labels.csv"), "the export file labels.csv already exists", "move it away", "pass --force to overwrite it")
+    assert_mistake(run("export", "--out", "labels.csv", "--format", "csv"), "labels.csv already exists")
+    assert Path("labels.csv").read_text() == mine and dump(pooled) == before
+    Path("labels.json").mkdir()
+    assert_mistake(run("export", "labels.json", "--force"), "labels.json is a folder")
+    assert run("export", "labels.csv", "--force").exit_code == 0
+    assert Path("labels.csv").read_text().startswith("key,row,split,label") and dump(pooled) == before
+    assert run("export", "-", "--force").stdout.startswith("key,row,split,label")
+
+
 # ---- pool add ------------------------------------------------------------------------------------
 @pytest.fixture
 def pooled(project):
@@ -264,7 +280,7 @@ def test_demo_ends_with_the_way_to_ones_own_data(env, monkeypatch):
 
     monkeypatch.setattr(demo, "_active_learning", study)
     lines = run("demo", "--fast", "--out", "demo-out").stdout.strip().splitlines()
-    assert " ".join(lines[-2:]).startswith("Next, on your own table: activebayes init --name NAME, then activebayes pool add "), lines
+    assert lines[-1].startswith("Next, on your own table: activebayes init --name NAME, then activebayes pool add "), lines  # one line: piped, unwrapped
     typed = run("--db", "mine.db", "demo", "--fast", "--out", "demo-out").stdout
     assert "activebayes --db sqlite:///mine.db init --name NAME" in " ".join(typed.split())
 

@@ -386,6 +386,28 @@ def test_next_hints_with_one_project(blobs, monkeypatch):
     assert json.loads(run("--json", "status").stdout)["next"] == "run `activebayes round` to choose the next items to label"
 
 
+def test_piped_output_keeps_each_line_whole(blobs, monkeypatch):
+    """Output to no terminal (a pipe, a file, the test's runner) is not wrapped at 80 columns, on
+    stdout and stderr alike, so that a script finds each line whole; an explicit $COLUMNS still
+    sets the width, and a terminal's console wraps as before."""
+    from rich.console import Console
+
+    from activebayes_cli._output import unwrapped_when_piped
+
+    write_pool_csv(Path("pool.csv"))
+    typed = f"--db {shlex.quote(blobs)}"
+    hint = f"Next: activebayes {typed} round (you label what it asks), or activebayes {typed} round --oracle truth"
+    added = run("--db", blobs, "pool", "add", "pool.csv", "--key-column", "id").stdout
+    assert len(hint) > 80 and any(hint in line for line in added.splitlines()), added
+    name = "labels-of-the-spring-survey-" + "x" * 60
+    assert run("--db", blobs, "init", "--name", name, "--classes", "a,b").exit_code == 0
+    exported = run("--db", blobs, "--project", name, "export", "-")
+    assert f"Wrote 0 labelled items of {name} to stdout" in exported.stderr.splitlines(), exported.stderr
+    narrow = run("--db", blobs, "--project", name, "export", "-", columns=60)
+    assert max(len(line) for line in narrow.stderr.splitlines()) <= 60, narrow.stderr
+    assert not unwrapped_when_piped(Console(force_terminal=True)).soft_wrap
+
+
 def test_db_takes_a_sqlite_files_path(env):
     """`--db labels.db` (a name ending in .db, .sqlite or .sqlite3) is the SQLite file's URL."""
     result = run("--db", "labels.db", "init", "--name", "p")

@@ -98,6 +98,8 @@ def test_a_value_outside_the_choices_is_named_plainly(here):
         (["round", "--acquisition", "bladd"], "--acquisition: unknown name 'bladd'"),
         (["round", "--acquisition", "BatchBald"], "(did you mean batch-bald?)"),
         (["round", "--model", "mpl"], "did you mean --model mlp?"),
+        (["round", "--engine", "rey"], "'rey' is not one of 'local', 'ray' (did you mean 'ray'?)"),
+        (["study", "run", "study.toml", "--engine", "RAY"], "(did you mean 'ray'?)"),
     ],
 )
 def test_a_misspelt_name_gets_the_closest_one(here, args, meant):
@@ -221,8 +223,8 @@ def test_a_misspelt_project_gets_the_closest_one(here):
 def test_a_library_error_without_a_fix_points_at_its_commands_help(here):
     """A refusal that says no fix of its own ends with the --help of the command run, not a
     placeholder `activebayes COMMAND --help` to fill in."""
-    result = run("round", "--engine", "rey")
-    assert_mistake(result, "engine: expected 'local' or 'ray', got 'rey'", "see `activebayes round --help`")
+    result = run("round", "--address", "auto")
+    assert_mistake(result, "address: a Ray address ('auto') needs engine='ray'", "see `activebayes round --help`")
     assert "COMMAND" not in result.stderr and not Path("activebayes.db").exists()
 
 

@@ -87,10 +87,18 @@ def test_trial_lines_fit_an_80_column_terminal():
 
 
 def test_plot_and_demo(tmp_path):
+    from cli_checks import assert_mistake
+
     path = tmp_path / "span.png"
     result = runner.invoke(app, ["design", "memory-span", "--simulate-span", "5", "--trials", "6", "--plot", str(path)])
     assert result.exit_code == 0, result.output
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    mine = path.read_bytes()
+    again = ["design", "memory-span", "--simulate-span", "5", "--trials", "2", "--plot", str(path)]
+    assert_mistake(runner.invoke(app, again), "the plot", "already exists", "pass --force to overwrite it")
+    assert path.read_bytes() == mine
+    assert runner.invoke(app, [*again, "--force"]).exit_code == 0
+    assert_mistake(runner.invoke(app, again[:-2] + ["--force"]), "--force: only applies with --plot")
     console = Console(record=True, width=120)
     trace = memory_span_demo(console, seed=1, trials=5)
     assert len(trace.trials) == 5 and "span estimate" in console.export_text()

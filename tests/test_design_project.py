@@ -97,6 +97,8 @@ def test_export_writes_every_trial(span_db, tmp_path):
     piped = ok("export", "-")
     assert list(csv.DictReader(io.StringIO(piped.stdout))) == rows and "17 trials of 2 participants" in piped.stderr
     ok("export", "trials.json")
+    assert_mistake(run("export", "trials.csv"), "the export file trials.csv already exists", "--force")
+    assert list(csv.DictReader((tmp_path / "trials.csv").open(encoding="utf-8"))) == rows
     document = json.loads((tmp_path / "trials.json").read_text(encoding="utf-8"))
     assert document["task"] == "design" and len(document["trials"]) == 17
     assert document["trials"][-1] == {**document["trials"][-1], "participant": "p2", "trial": 4}

@@ -104,8 +104,8 @@ def test_round_trip_through_label_studio(waiting):
     assert hidden["round"] == 2 and hidden["predictions"] == 0  # the model's guesses stay out unless asked for
     assert not any("predictions" in t for t in json.loads(Path("round2.json").read_text()))
     assert "the model's guesses stay hidden unless --show-model-guess" in " ".join(
-        ok("export", "--format", "label-studio", "--out", "round2.json").stdout.split())
-    second = json.loads(ok("--json", "export", "--format", "label-studio", "--out", "round2.json", "--show-model-guess").stdout)
+        ok("export", "--format", "label-studio", "--out", "round2.json", "--force").stdout.split())
+    second = json.loads(ok("--json", "export", "--format", "label-studio", "--out", "round2.json", "--show-model-guess", "--force").stdout)
     assert second["round"] == 2 and second["predictions"] == 3
     # round 2 was fitted: with --show-model-guess each task carries the round's prediction for its item as a pre-annotation
     with PoolStore(db) as store:
@@ -144,6 +144,19 @@ def test_mistakes_change_nothing(waiting):
     assert db_dump(db) == before
 
 
+def test_an_existing_tasks_file_or_config_is_kept_without_force(waiting):
+    db, tasks, _ = waiting
+    written = {name: Path(name).read_text() for name in ("tasks.json", "ls.xml")}
+    before = db_dump(db)
+    assert_mistake(run("export", "--format", "label-studio", "--out", "tasks.json"),
+                   "the Label Studio tasks file tasks.json already exists", "pass --force to overwrite it")  # fmt: skip
+    assert_mistake(run("export", "--format", "label-studio", "--out", "new.json", "--config", "ls.xml"),
+                   "the labelling config ls.xml already exists", "choose another --config FILE")  # fmt: skip
+    assert {name: Path(name).read_text() for name in written} == written and not Path("new.json").exists()
+    ok("export", "--format", "label-studio", "--out", "tasks.json", "--config", "ls.xml", "--force")
+    assert json.loads(Path("tasks.json").read_text()) == tasks and db_dump(db) == before
+
+
 def test_image_folder_tasks_carry_image_paths(cli_db, tmp_path):
     folder = write_images(tmp_path / "imgs", n=4)
     ok("init", "--name", "shapes")
@@ -158,7 +171,7 @@ def test_image_folder_tasks_carry_image_paths(cli_db, tmp_path):
         assert data["activebayes_key"].startswith("img-") and "text" not in data
         assert Path(data["image"]).parent == Path("tasks-images").resolve() and data["activebayes_key"] in Path(data["image"]).name
         assert Path(data["image"]).read_bytes() in originals
-    printed = ok("export", "--format", "label-studio", "--out", "tasks.json").stdout
+    printed = ok("export", "--format", "label-studio", "--out", "tasks.json", "--force").stdout
     assert '<Image name="image" value="$image"/>' in printed and '<Choice value="crosses"/>' in printed
     assert "--image-url" in " ".join(printed.split())  # bare paths: the way to reach the files is named
     served = ok("export", "--format", "label-studio", "--out", "served.json", "--image-url", "/data/local-files/?d=imgs/").stdout
@@ -184,7 +197,11 @@ def test_image_array_tasks_get_pngs(cli_db):
     assert [Path(t["data"]["image"]) for t in tasks] == [Path("tasks-images/001-5.png").resolve(), Path("tasks-images/002-2.png").resolve()]
     assert all(Path(t["data"]["image"]).is_file() for t in tasks)
     assert '<Choice value="1"/>' in Path("c.xml").read_text()
-    ok("export", "--format", "label-studio", "--out", "tasks.json", "--image-url", "http://localhost:8081/")
+    Path("fresh-images").mkdir()
+    (Path("fresh-images") / "mine.png").write_bytes(b"mine")
+    assert_mistake(run("export", "--format", "label-studio", "--out", "fresh.json"), "the images folder fresh-images", "pass --force")
+    assert not Path("fresh.json").exists() and [p.name for p in Path("fresh-images").iterdir()] == ["mine.png"]
+    ok("export", "--format", "label-studio", "--out", "tasks.json", "--image-url", "http://localhost:8081/", "--force")
     assert [t["data"]["image"] for t in json.loads(Path("tasks.json").read_text())] == [
         "http://localhost:8081/001-5.png", "http://localhost:8081/002-2.png"]  # within tasks-images/, which is served
     # Label Studio's CSV export, one row per annotation: `id` numbers its tasks (1, 2), which are item keys here too;

@@ -93,7 +93,7 @@ def test_tasks_name_neither_the_paths_nor_the_classes(cli_db, tmp_path):
         image = Path(data["image"])
         assert image.parent == Path("tasks-images").resolve() and image.name == f"{rank + 1:03d}-{data['activebayes_query']}.png"
         assert same_picture(image, tmp_path / "images" / key)  # a copy of that query's own picture
-    printed = " ".join(ok("export", "--format", "label-studio", "--out", "tasks.json").stdout.split())
+    printed = " ".join(ok("export", "--format", "label-studio", "--out", "tasks.json", "--force").stdout.split())
     assert "carry an opaque activebayes_query" in printed and "serve tasks-images and pass --image-url" in printed
     # served: the prefix and the copy's name, not the path in the pool's folder
     ok("export", "--format", "label-studio", "--out", "served.json", "--image-url", "http://localhost:8081/")

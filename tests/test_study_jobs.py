@@ -260,7 +260,7 @@ def test_reach_table_of_the_committed_gal_run():
     ("options", "words"),
     [
         (["--engine", "ray", "--address", "auto"], ["SQLite", "cannot share", "postgresql://"]),
-        (["--engine", "mpi"], ["engine", "'local' or 'ray'"]),
+        (["--engine", "mpi"], ["--engine", "'mpi' is not one of 'local', 'ray'"]),
         (["--address", "auto"], ["address", "needs engine='ray'"]),
     ],
 )
