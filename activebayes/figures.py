@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from activebayes.atomic_files import atomic_write
 from activebayes.errors import DataError
 
 
@@ -24,5 +25,6 @@ def save_png(figure, path: str | Path) -> Path:
     if path.suffix.lower() != ".png":
         raise DataError(f"path: expected a file name ending in .png, got {str(path)!r}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, format="png")
+    with atomic_write(path, "wb") as fh:  # whole or not at all: a failure leaves the old file
+        figure.savefig(fh, format="png")
     return path

@@ -11,12 +11,13 @@ Arms with the same seed share the split and the rounds' seeds, so the comparison
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from activebayes.atomic_files import atomic_write, write_json_atomic
 
 TASK = "classification"
 TEST_FRACTION = 0.3
@@ -147,10 +148,10 @@ def plot_curves(curves: dict[str, list[dict[str, float]]], path: Path, title: st
     axes.grid(True, alpha=0.3)
     axes.legend()
     axes.set_title(title)
-    figure.savefig(path, format="png")
+    with atomic_write(path, "wb") as fh:
+        figure.savefig(fh, format="png")
     return path
 
 
 def write_results(path: Path, document: dict[str, Any]) -> Path:
-    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    return path
+    return write_json_atomic(path, document)

@@ -126,20 +126,21 @@ def export_trials(st: CliState, store: Any, name: str, file: Path, fmt: str, to_
     import csv
     import json
 
+    from activebayes.atomic_files import write_json_atomic
     from activebayes_cli._round_file import write_csv_like_pool
     from activebayes_cli.export import _to_stdout
 
     columns, records = trial_records(store, name)
     rows = [["" if r.get(c) is None else (f"{r[c]:g}" if c in ("digits", "rate") else r[c]) for c in columns] for r in records]
-    document = json.dumps({"project": name, "task": "design", "trials": records}, indent=2) + "\n"
+    document = {"project": name, "task": "design", "trials": records}
     if to_stdout and fmt == "csv":
         _to_stdout(lambda out: csv.writer(out, lineterminator="\n").writerows([columns, *rows]))
     elif to_stdout:
-        _to_stdout(lambda out: out.write(document))
+        _to_stdout(lambda out: out.write(json.dumps(document, indent=2) + "\n"))
     elif fmt == "csv":
         write_csv_like_pool(file, columns, rows, None, None)
     else:
-        file.write_text(document, encoding="utf-8")
+        write_json_atomic(file, document)
     participants = len({r["participant"] for r in records})
     what = f"{len(records)} trial{'s' if len(records) != 1 else ''} of {participants} participant{'s' if participants != 1 else ''} of {name}"
     if to_stdout:

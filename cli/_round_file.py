@@ -6,13 +6,13 @@ from __future__ import annotations
 import csv
 import gzip
 import math
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from activebayes.atomic_files import atomic_write
 from activebayes_cli._app import CliError
 from activebayes_cli._output import safe_name
 
@@ -125,7 +125,8 @@ def write_png(path: Path, pixels: np.ndarray) -> None:
         img = (img - lo) / (hi - lo) if hi > lo else np.zeros_like(img)
     factor = max(1, math.ceil(IMAGE_MIN_SIDE / max(img.shape[:2])))
     img = img.repeat(factor, axis=0).repeat(factor, axis=1)
-    imsave(path, img, cmap="gray", vmin=0.0, vmax=1.0, format="png")
+    with atomic_write(path, "wb") as fh:
+        imsave(fh, img, cmap="gray", vmin=0.0, vmax=1.0, format="png")
 
 
 def copy_original(data: Any, key: str, rank: int, folder: Path, name: str | None = None) -> Path:
@@ -196,17 +197,15 @@ def write_csv_like_pool(path: Path, header: list[str], rows: list[list[Any]], en
     for a pool that was no csv): with `;` between the cells when it had them (as spreadsheets in
     most of Europe save "CSV", which a comma file opens there as one column), and with a UTF-8
     byte-order mark when a spreadsheet saved it (Windows-1252, or its own mark), so that Excel
-    opens it as its user's own file and shows its accents. Written whole to a partial file, then
-    renamed: a kill leaves no torn file."""
+    opens it as its user's own file and shows its accents. Written whole or not at all
+    (`atomic_write`): a failure or a kill leaves no torn file."""
     from activebayes.data.csv_encoding import WINDOWS_1252  # imported on use: the CLI starts without the data stack
 
     excel = encoding in (WINDOWS_1252, "utf-8-sig")
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    with partial.open("w", newline="", encoding="utf-8-sig" if excel else "utf-8") as fh:
+    with atomic_write(path, newline="", encoding="utf-8-sig" if excel else "utf-8") as fh:
         writer = csv.writer(fh, delimiter=";" if delimiter == ";" else ",")
         writer.writerow(header)
         writer.writerows(rows)
-    os.replace(partial, path)
 
 
 def check_round_file(path: Path, info: Any, data: Any, force: bool) -> None:

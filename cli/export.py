@@ -9,7 +9,8 @@ as Label Studio tasks (see `activebayes.data.label_studio`) and the matching lab
 `activebayes label --from` reads Label Studio's JSON export back, and `activebayes export`'s own
 csv and JSON too.
 
-An existing file is never replaced without --force (`_parse.new_file`): the output file, the
+Every file is written whole or not at all (`activebayes.atomic_files`): a failure or a kill
+midway leaves the old file as it was. An existing file is never replaced without --force (`_parse.new_file`): the output file, the
 --config file, a non-empty images folder; each is refused in one line before anything is
 written. Stdout (`-`) is never refused.
 """
@@ -26,6 +27,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.console import Console
 
+from activebayes.atomic_files import write_json_atomic, write_text_atomic
 from activebayes_cli._app import CliError, command_group
 from activebayes_cli._context import state
 from activebayes_cli._design_project import refuse_design
@@ -170,7 +172,7 @@ def export(
     elif to_stdout:
         _to_stdout(lambda out: out.write(json.dumps({"project": name, "items": records}, indent=2) + "\n"))
     else:
-        file.write_text(json.dumps({"project": name, "items": records}, indent=2) + "\n", encoding="utf-8")
+        write_json_atomic(file, {"project": name, "items": records})
     if to_stdout:  # stdout holds the labels alone
         if not st.out.quiet:
             st.out.err.print(f"Wrote {len(records)} labelled items of {name} to stdout")
@@ -256,9 +258,9 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
                                pre_annotate=pre_annotate, ids=ids)  # fmt: skip
     classes = info.classes if info.task == "classification" else None
     xml = labelling_config(classes, kind="image" if images is not None else "text")
-    file.write_text(json.dumps(tasks, indent=2) + "\n", encoding="utf-8")
+    write_json_atomic(file, tasks)
     if config is not None:
-        config.write_text(xml, encoding="utf-8")
+        write_text_atomic(config, xml)
     open_queries = sum(q.value is None for q in queries)
     summary = {
         "project": name, "round": number, "file": str(file), "tasks": len(tasks), "open": open_queries,

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from activebayes.atomic_files import atomic_write
+
 _JPEG = (".jpg", ".jpeg")
 _PNG_MODES = ("1", "L", "LA", "I", "I;16", "P", "RGB", "RGBA")
 _JPEG_MODES = ("L", "RGB", "CMYK")
@@ -56,5 +58,6 @@ def write_bare_copy(source: Path, stem: Path) -> Path:
         options.update(quality=95, subsampling=0)
     elif transparency is not None:
         options["transparency"] = transparency
-    bare.save(target, format="JPEG" if jpeg else "PNG", **options)
+    with atomic_write(target, "wb") as fh:  # whole or not at all: a failure leaves the old file
+        bare.save(fh, format="JPEG" if jpeg else "PNG", **options)
     return target

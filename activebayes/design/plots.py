@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from activebayes.atomic_files import atomic_write
 from activebayes.design.session import SessionTrace
 
 
@@ -50,6 +51,9 @@ def plot_session(trace: SessionTrace, path: str | Path, *, true_span: float | No
     right.set_title(f"strategy: {trace.strategy}", fontsize=9)
     right.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:
+        with atomic_write(path, "wb") as fh:  # whole or not at all: a failure leaves the old file
+            fig.savefig(fh, dpi=110, format="png")
+    finally:
+        plt.close(fig)
     return path
