@@ -2,7 +2,7 @@
 that parses as a finite number as a float64, any other as an int32 code into the column's
 distinct stripped texts, and a column read as text (keys, labels, prose) as its stripped cells.
 While it is read, a column's numbers are checked for what their spelling shows: codes written in
-digits (`number_code`: 02134, a 17-digit id) and long numbers as Excel shows them, their other
+digits (`number_code`: 02134, a 17-digit id; not 6.02214E+23, a quantity) and long numbers as Excel shows them, their other
 digits lost (`excel_display`: 1.23457E+15).
 
     builder = ColumnBuilder(keep_text=False)
@@ -21,6 +21,7 @@ import numpy as np
 
 
 FLOAT_EXACT = 2.0**53  # whole numbers from here on are not all exact as float64: 9007199254740993 reads ...992
+DIGIT_STRING = re.compile(r"[+-]?\d+")  # a whole number written as digits alone: no point, no power of ten
 # a number of 12 digits or more as Excel's General format shows it, and saves it to CSV: 6 significant digits at most and a
 # power of ten of 11 or more, 123456789012345 as 1.23457E+14 (an account or order id so saved has lost its other digits)
 EXCEL_DISPLAY = re.compile(r"\d(?:\.(\d{1,5}))?E\+(?:1[1-9]|[2-9]\d|\d{3})")
@@ -51,15 +52,19 @@ def excel_display(cells: Sequence[str]) -> tuple[int, int] | None:
 
 def number_code(cells: Sequence[str], values: np.ndarray) -> str | None:
     """The first of a chunk's `cells` that is a code written in digits rather than a quantity,
-    when its finite `values` [n] are all whole numbers: a leading zero ("02134", a zip code) or
-    a number beyond a float's exact whole numbers (a 17-digit account id); else None."""
+    when its finite `values` [n] are all whole numbers: a string of digits (DIGIT_STRING) with a
+    leading zero ("02134", a zip code) or beyond a float's exact whole numbers (a 17-digit account
+    id); else None. A number written with a decimal point or a power of ten (6.02214E+23, 1e20,
+    12.0) is a quantity, however large."""
     finite = np.flatnonzero(np.isfinite(values))
     if not finite.size or not np.all(values[finite] == np.floor(values[finite])):
         return None
-    big = finite[np.abs(values[finite]) >= FLOAT_EXACT]
-    if big.size:
-        return cells[int(big[0])].strip()
-    return next((c.strip() for c in cells if c[:1] == "0" and c[1:2].isdigit()), None)
+    big = finite[np.abs(values[finite]) >= FLOAT_EXACT].tolist()
+    written = (cells[i].strip() for i in big)
+    code = next((c for c in written if DIGIT_STRING.fullmatch(c)), None)
+    if code is not None:
+        return code
+    return next((c.strip() for c in cells if c[:1] == "0" and c[1:2].isdigit() and DIGIT_STRING.fullmatch(c.strip())), None)
 
 
 def finite_or_nan(cell: str) -> float:

@@ -56,7 +56,8 @@ number and the column left out, with a note. The label and key are never feature
   down the file (`key_columns.numeric_identifier`); but it never keys the items unasked. A column of distinct whole numbers named as pandas (Unnamed: 0), R (X), readr (...1)
   or reset_index (index, level_0) name a saved index is left out with a note, unless `features`
   names it: row numbers, which order the rows. So, too, is a column of whole numbers written as codes: with a leading zero (a zip
-  code, 02134) or beyond a float's exact whole numbers (a 17-digit account id), unless `features`
+  code, 02134) or beyond a float's exact whole numbers written as digits alone (a 17-digit account
+  id; 6.02214E+23 and 1e20 are quantities), unless `features`
   names it (`csv_columns.number_code`). A column of long numbers as Excel shows them, their other
   digits lost ("1.23457E+15": `csv_columns.excel_display`), is left out with a note saying how to
   save them whole, unless `features` names it; as the key it is refused, and never guessed as one.
