@@ -41,12 +41,12 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary_file(tmp_path
     assert sorted(os.listdir(tmp_path)) == ["out.json"]  # no file where none was, no temporary file
 
 
-def test_a_whole_write_replaces_the_file():
-    path = Path("out.json")
+def test_a_whole_write_replaces_the_file(tmp_path):
+    path = tmp_path / "out.json"
     assert write_json_atomic(path, {"a": [1, 2]}) == path
     assert path.read_text(encoding="utf-8") == json.dumps({"a": [1, 2]}, indent=2) + "\n"
     write_text_atomic(path, "<View/>")
-    assert path.read_text(encoding="utf-8") == "<View/>" and _partials(Path.cwd()) == []
+    assert path.read_text(encoding="utf-8") == "<View/>" and _partials(tmp_path) == []
     with pytest.raises(ValueError, match="mode"), atomic_write(path, "a"):
         pass
 

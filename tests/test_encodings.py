@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from activebayes.data import csv_table
+from activebayes.data import csv_records
 from activebayes.data.csv_encoding import WINDOWS_1252, csv_text
 from activebayes.data.csv_table import read_csv_table
 from activebayes.data.tabular import TableOptions, plan_table
@@ -60,7 +60,7 @@ def test_a_windows_1252_sheet_reads_as_its_utf8_copy(tmp_path):
 def test_the_switch_after_ascii_blocks_names_its_line_and_keeps_the_offsets(tmp_path, monkeypatch):
     """Streamed in blocks of 64 bytes: 30 ASCII lines, then a Windows-1252 cell on line 32 (the note
     quotes up to 20 characters on each side of it, within its line)."""
-    monkeypatch.setattr(csv_table, "_BLOCK_BYTES", 64)
+    monkeypatch.setattr(csv_records, "_BLOCK_BYTES", 64)
     lines = ["key,x,town,label"] + [f"r{i},{i / 10},Graz,{'ab'[i % 2]}" for i in range(30)] + ["r30,3.0,Zürich,a", "r31,3.1,Köln,b"]
     table = read_csv_table(write_lines(tmp_path / "t.csv", lines), text_columns=("key",))
     assert table.encoding == WINDOWS_1252 and (table.fallback.line, table.fallback.example) == (32, "r30,3.0,Zürich,a")
@@ -80,7 +80,7 @@ def test_the_switch_after_ascii_blocks_names_its_line_and_keeps_the_offsets(tmp_
 )
 @pytest.mark.parametrize("block_bytes", [1 << 23, 8])
 def test_what_is_neither_is_one_line_naming_the_byte(tmp_path, monkeypatch, raw, message, block_bytes):
-    monkeypatch.setattr(csv_table, "_BLOCK_BYTES", block_bytes)
+    monkeypatch.setattr(csv_records, "_BLOCK_BYTES", block_bytes)
     path = tmp_path / "t.csv"
     path.write_bytes(raw)
     with pytest.raises(DataError, match=message + r"; save it as 'CSV UTF-8'"):

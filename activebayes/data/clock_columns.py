@@ -1,10 +1,10 @@
 """A csv column of times without a date: clock times read as the time of day, durations as hours,
 a stopwatch's times as seconds.
 
-A column is read so when every value present is a time as `activebayes.data.parsed_columns`
+A column is read so when every value present is a time as `activebayes.data.written_dates`
 writes the rule (`time_writing`): clock times (08:30, 14:05:10, 7:15 PM, 23:59) become the time
 of day, a fraction of a day f = seconds since midnight / 86400 in [0, 1), whose features are
-(sin, cos) of 2π·f (`parsed_columns.clock_features`, kind "time"); a column with an hour over 23
+(sin, cos) of 2π·f (`written_dates.clock_features`, kind "time"); a column with an hour over 23
 (95:10, 36:00:00) holds durations, read as hours, a plain number (kind "numeric", written
 "duration"). Gaps are what `table_gaps` says they are, handled as any column's; a column where
 half or more of the values present are times and some other value is not one (a typo, an
@@ -15,7 +15,7 @@ five past two; two kinds of evidence make them durations all the same:
 
 - a stopwatch's writing: minutes and seconds with a fraction (1:23.4, a lap time), which no
   clock writes: the column is read as seconds, two-part values as M:SS[.f] and three-part ones
-  as H:MM:SS[.f] (`parsed_columns.stopwatch_seconds`; kind "numeric", written STOPWATCH);
+  as H:MM:SS[.f] (`written_dates.stopwatch_seconds`; kind "numeric", written STOPWATCH);
 - the name (`names_a_duration`, its words as `key_columns.name_words` splits them): a word of
   DURATION_WORDS (duration, elapsed, finish, lap, split, pace, race ...) and none of CLOCK_WORDS
   (start, end, departure, arrival, clock, day ...); or the name time alone (Time, times) over

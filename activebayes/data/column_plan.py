@@ -221,7 +221,7 @@ def plan_column(table: CsvTable, name: str, options: TableOptions, notes: list[s
 
 def _written_quantity(table: CsvTable, name: str, missing: np.ndarray, numeric: np.ndarray, notes: list[str]) -> ColumnPlan | None:
     """Column `name` as amounts written with units, as dates, or as times (`clock_columns`), when every value present
-    parses as one (`activebayes.data.parsed_columns`); DataError naming the first value that does
+    parses as one (`activebayes.data.parsed_columns`, `activebayes.data.written_dates`); DataError naming the first value that does
     not when at least half do (a typo, or a gap marker); else None."""
     codes, texts = table.text_codes(name)
     present = ~missing

@@ -1,8 +1,7 @@
-"""Reading a csv file into compact columns: its encoding (UTF-8, UTF-16 with a BOM, or
-Windows-1252 where the bytes are not UTF-8: `activebayes.data.csv_encoding`), its separator
-(`,`, `;` or tab, read from the header), its header (row names named ROW_NAMES:
-`named_header`), and every record's cells (`activebayes.data.csv_columns`), each with the line
-and byte offset it starts on. Every problem is a DataError naming the file and the line. What
+"""Reading a csv file into compact columns: its records (decoded, split at the separator read
+from the header, each with the line and byte offset it starts on: `activebayes.data.csv_records`),
+its header (row names named ROW_NAMES: `named_header`), and every record's cells
+(`activebayes.data.csv_columns`). Every problem is a DataError naming the file and the line. What
 the cells mean (numbers, categories, text, gaps) is `activebayes.data.tabular`'s job.
 
     table = read_csv_table(Path("pool.csv"), text_columns=("id", "label"))
@@ -21,12 +20,9 @@ every cell as text. A number's own spelling ("3.50") is read back from the file 
 
 from __future__ import annotations
 
-import csv
 import gc
-import io
-import itertools
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,19 +30,26 @@ from typing import Any
 import numpy as np
 
 from activebayes.data.csv_columns import ColumnBuilder, CsvColumn, finite_or_nan  # noqa: F401 (finite_or_nan re-exported)
-from activebayes.data.csv_encoding import UTF16_BOMS, WINDOWS_1252, Fallback, check_no_nul, csv_text, decode_text, windows_1252
+from activebayes.data.csv_encoding import Fallback, csv_text  # noqa: F401 (csv_text re-exported)
+from activebayes.data.csv_records import (  # noqa: F401 (re-exported: the records were read here)
+    CSV_DELIMITERS,
+    CsvStream,
+    csv_delimiter,
+    csv_rows,
+    delimiter_name,
+    file_records,
+    head_delimiter,
+    is_blank,
+    read_records,
+    stream_records,
+)
 from activebayes.data.stray_rows import check_not_header, check_not_summary, check_not_survey_header, comment_fix
 from activebayes.errors import DataError
 
-CSV_DELIMITERS = (",", ";", "\t")
 _SHOWN_MAX = 60  # characters of a cell quoted in a message
 _DATA_LIKE = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+(\.\d*)?[eE][+-]?\d+)$")
 CHUNK_ROWS = 8_192  # records decoded at a time
 _SURVEY_HEADER_ROWS = 2  # records below the header that may be a survey export's further header rows
-# the longest cell read: 2**31 - 1 characters, the most a C long holds on every platform (Python's csv default, 131,072,
-# refuses a text column holding whole documents); a file's one cell can be no longer than the file itself
-FIELD_SIZE_LIMIT = 2**31 - 1
-csv.field_size_limit(max(csv.field_size_limit(), FIELD_SIZE_LIMIT))
 
 
 def shown(value: Any) -> str:
@@ -69,193 +72,12 @@ def not_a_column(where: str, what: str, name: str, header: Sequence[str]) -> Dat
     return DataError(f"{where}: {what} {name!r} is not a column; {meant}the columns are {listed}")
 
 
-def delimiter_name(d: str) -> str:
-    return "tab" if d == "\t" else repr(d)
-
-
-def csv_delimiter(text: str, path: Path) -> str:
-    """The field separator of a csv text, read from its first non-blank line: the one of `,`,
-    `;` and tab that splits it (`,` when none does). A first line that splits at more than one
-    is ambiguous: DataError naming the file and line."""
-    lines = text.splitlines()
-    number, first = next(((i + 1, line) for i, line in enumerate(lines) if line.strip()), (1, ""))
-    splitting = []
-    for d in CSV_DELIMITERS:
-        if d not in first:
-            continue
-        try:
-            fields = next(csv.reader([first], delimiter=d), [])
-        except csv.Error:
-            continue
-        if len(fields) > 1:
-            splitting.append(d)
-    if len(splitting) > 1:
-        names = " and ".join(delimiter_name(d) for d in splitting)
-        raise DataError(
-            f"{str(path)!r} line {number}: the header splits at both {names}, so the field separator is ambiguous; "
-            "save the file with one separator (quote names that hold another)"
-        )
-    return splitting[0] if splitting else ","
-
-
-def _record_error(path: Path, line: int, exc: csv.Error) -> DataError:
-    reason = str(exc)
-    if "field larger than field limit" in reason:
-        reason = f"a field is longer than {csv.field_size_limit()} characters"
-    elif "NUL" in reason:
-        reason = "it holds a NUL byte"
-    return DataError(f"{str(path)!r} line {line}: not a valid CSV record ({reason}); fix that line")
-
-
-def csv_rows(text: str, path: Path, delimiter: str) -> Iterator[tuple[int, list[str]]]:
-    """(line number where the record starts, fields) of every record; a record that is not valid
-    CSV (a NUL byte, a field over FIELD_SIZE_LIMIT, a quote never closed, ...) is a DataError naming the line."""
-    return _numbered(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), path, lambda: text[-3:])
-
-
-def _numbered(reader: Any, path: Path, tail: Callable[[], str]) -> Iterator[tuple[int, list[str]]]:
-    """(line where the record starts, fields) of each record a csv.reader gives (see `csv_rows`);
-    `tail()` the text's last characters once it is read. A last record whose last field runs over
-    lines to the end of a text that does not end in a quote opened a quote never closed (the csv
-    module reads the rest of the file into that one value): DataError naming the line it opened on."""
-    held: tuple[int, list[str]] | None = None  # a record whose last field holds a line break: the last one, perhaps
-    while True:
-        line = reader.line_num + 1
-        try:
-            row = next(reader)
-        except StopIteration:
-            if held is not None and not tail().rstrip().endswith('"'):
-                rest = f"lines {held[0]} to {line - 1}" if line - 1 > held[0] else f"line {held[0]}"
-                raise DataError(f"{str(path)!r} line {held[0]}: a quoted value opens on this line and is never closed, so the rest of the "
-                                f"file ({rest}) reads as one value; close the quote (a quote inside a quoted value is written twice, \"\")")  # fmt: skip
-            if held is not None:
-                yield held
-            return
-        except csv.Error as exc:
-            raise _record_error(path, line, exc) from None
-        if held is not None:
-            yield held
-            held = None
-        if row and ("\n" in row[-1] or "\r" in row[-1]):
-            held = line, row
-        else:
-            yield line, row
-
-
-_BLOCK_BYTES = 1 << 23  # bytes decoded at a time (cut after the block's last newline)
-
-
-class _Stream:
-    """A csv file's text, decoded block by block: UTF-8 (a BOM dropped) streamed in blocks cut
-    after a newline (so no character is split), or UTF-16 (a BOM) decoded whole. A file whose
-    bytes stop being UTF-8 after ASCII alone is read as Windows-1252 from there on (`encoding`,
-    and `fallback` says where; `decode_text`), also in a later pass from the start. `lines()` are
-    the lines as `io.StringIO(newline="")` splits them, as csv.reader wants them; after they have
-    been read, `line_starts` holds the byte offset where each line starts (None for a file whose
-    lines csv counts differently from its b"\\n": UTF-16, or a lone carriage return)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        with path.open("rb") as fh:
-            head = fh.read(3)
-        utf16 = head.startswith(UTF16_BOMS)
-        self.encoding = "utf-16" if utf16 else "utf-8-sig" if head == b"\xef\xbb\xbf" else "utf-8"  # utf-8-sig: Excel's "CSV UTF-8"
-        self.fallback: Fallback | None = None
-        self._starts: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
-        self._lone_cr = utf16
-        self.tail = ""  # the last characters of the text read so far (`_numbered`)
-
-    @property
-    def line_starts(self) -> np.ndarray | None:
-        return None if self._lone_cr else np.concatenate(self._starts)
-
-    def lines(self) -> Iterator[str]:
-        if self.encoding == "utf-16":
-            text = csv_text(self.path)
-            self.tail = text[-3:]
-            return iter(io.StringIO(text, newline=""))
-        return itertools.chain.from_iterable(self._blocks())
-
-    def _blocks(self) -> Iterator[io.StringIO]:
-        self._starts, self._lone_cr = [np.zeros(1, dtype=np.int64)], False  # a pass from the start
-        with self.path.open("rb") as fh:
-            position, rest, first, newlines, ascii_so_far = 0, b"", True, 0, True
-            while True:
-                chunk = fh.read(_BLOCK_BYTES)
-                data = rest + chunk
-                cut = data.rfind(b"\n") + 1 if chunk else len(data)
-                if chunk and cut == 0:  # no newline yet
-                    rest = data
-                    continue
-                block, rest = data[:cut], data[cut:]
-                if not block:
-                    return
-                if self.encoding == WINDOWS_1252:
-                    text = windows_1252(block, self.path, "data file", offset=position, line=newlines + 1)
-                else:
-                    text, fallback = decode_text(block, self.path, "data file", head=first, ascii_before=ascii_so_far,
-                                                 offset=position, line=newlines + 1)  # fmt: skip
-                    if fallback is not None:
-                        self.encoding, self.fallback = WINDOWS_1252, fallback
-                    ascii_so_far = ascii_so_far and block.isascii()
-                check_no_nul(text, self.path, newlines + 1)
-                codes = np.frombuffer(block, dtype=np.uint8)
-                ends = np.flatnonzero(codes == 10)
-                self._starts.append(ends + (position + 1))
-                newlines += int(ends.size)
-                cr = np.flatnonzero(codes == 13)
-                if cr.size and (cr[-1] + 1 >= codes.size or (codes[np.minimum(cr + 1, codes.size - 1)] != 10).any()):
-                    self._lone_cr = True
-                position, first, self.tail = position + len(block), False, (self.tail + text[-3:])[-3:]
-                yield io.StringIO(text, newline="")
-                if not chunk:
-                    return
-
-
-def _records(path: Path, delimiter: str | None = None) -> Iterator[tuple[int, list[str]]]:
-    """(line, fields) of every record of a csv file, the header and blank records included (and
-    Excel's `sep=` line left out)."""
-    stream = _Stream(path)
-    reader = csv.reader(stream.lines(), delimiter=delimiter or _head_delimiter(stream, path))
-    return _without_sep_line(_numbered(reader, path, lambda: stream.tail))
-
-
-_SEP_LINE = re.compile(r"sep=([,;\t])\r?\n?")  # Excel's first line naming the separator, e.g. `sep=;`
-
-
-def _head_delimiter(stream: _Stream, path: Path) -> str:
-    """The separator that Excel's `sep=` line names when the file's first non-blank line is one,
-    else `csv_delimiter` of the file's text up to that line (only that much read)."""
-    head = []
-    for line in stream.lines():
-        head.append(line)
-        if line.strip():
-            break
-    named = _SEP_LINE.fullmatch(head[-1]) if head else None
-    return named.group(1) if named else csv_delimiter("".join(head), path)
-
-
-def _without_sep_line(records: Iterator[tuple[int, list[str]]]) -> Iterator[tuple[int, list[str]]]:
-    """`records` less a first non-blank one that is Excel's `sep=` line (split at the separator it
-    names: ["sep=", ""]), which Excel reads to split the file and never shows."""
-    looking = True
-    for line, row in records:
-        if looking and not _is_blank(row):
-            looking = False
-            if row == ["sep=", ""]:
-                continue
-        yield line, row
-
-
-def _is_blank(row: list[str]) -> bool:
-    return not row or not (row[0].strip() or "".join(row).strip())
-
 
 def csv_header(path: Path, what: str = "data file", *, name_row_names: bool = True) -> list[str]:
     """The column names on the first non-blank line of a csv file (decoded and split as
     `read_csv_table` does, row names named by `named_header` unless `name_row_names` is False);
     only the head of a UTF-8 file is read."""
-    written = next(([h.strip() for h in row] for _, row in _records(path) if not _is_blank(row)), [])
+    written = next(([h.strip() for h in row] for _, row in file_records(path) if not is_blank(row)), [])
     return named_header(written) if name_row_names else written
 
 
@@ -349,30 +171,6 @@ class CsvTable:
         return read_records(self.path, self.offsets, rows, delimiter=self.delimiter, encoding=self.encoding)
 
 
-def read_records(path: Path, offsets: np.ndarray | None, rows: Sequence[int] | None, *, delimiter: str,
-                 encoding: str = "utf-8") -> list[list[str]]:  # fmt: skip
-    """The stripped cells of records `rows` (0-based, blank records and the header not counted;
-    every record when None) of a csv file: by seeking to each record's byte offset when `offsets`
-    are known (decoding with the file's `encoding`, as `read_csv_table` found it), else by reading
-    the file through."""
-    if offsets is not None and rows is not None:
-        out = []
-        with path.open("rb") as fh:
-            for r in rows:
-                fh.seek(int(offsets[int(r)]))
-                record = next(csv.reader((raw.decode(encoding, errors="replace") for raw in fh), delimiter=delimiter))
-                out.append([f.strip() for f in record])
-        return out
-    wanted = None if rows is None else {int(r) for r in rows}
-    found: dict[int, list[str]] = {}
-    records = (row for _, row in _records(path, delimiter) if not _is_blank(row))
-    next(records, None)  # the header
-    for index, row in enumerate(records):
-        if wanted is None or index in wanted:
-            found[index] = [f.strip() for f in row]
-    return list(found.values()) if rows is None else [found[int(r)] for r in rows]
-
-
 def _check_header(path: Path, header: list[str], header_line: int) -> None:
     where_header = f"{str(path)!r} line {header_line}"
     seen: set[str] = set()
@@ -404,8 +202,8 @@ def read_csv_table(path: Path, *, text_columns: Sequence[str] = ()) -> CsvTable:
 
 
 def _read(path: Path, text_columns: Sequence[str]) -> CsvTable:
-    stream = _Stream(path)
-    delimiter = _head_delimiter(stream, path)
+    stream = CsvStream(path)
+    delimiter = head_delimiter(stream, path)
     header: list[str] | None = None
     written: list[str] = []  # the header as written (`header` names row names)
     header_line = 1
@@ -414,8 +212,8 @@ def _read(path: Path, text_columns: Sequence[str]) -> CsvTable:
     chunk_lines: list[int] = []
     lines: list[np.ndarray] = []
     last_line, last_row = 0, []
-    for line_no, row in _without_sep_line(_numbered(csv.reader(stream.lines(), delimiter=delimiter), path, lambda: stream.tail)):
-        if _is_blank(row):
+    for line_no, row in stream_records(stream, delimiter):
+        if is_blank(row):
             continue
         if header is None:
             written, header, header_line = [h.strip() for h in row], named_header([h.strip() for h in row]), line_no

@@ -3,7 +3,7 @@
 people's 1 March 2024, Mar 1, 2024 or 1st Mar. 2024, with an optional time (14:30[:05], 2:30 PM)
 after them. The month is English, its full name or first three letters (Sept too), in any case;
 the name settles which number is the day, so no order is guessed. A year has four digits, or
-two in the day-first form (Excel's 1-Mar-24), read as `parsed_columns.full_year` reads them.
+two in the day-first form (Excel's 1-Mar-24), read as `written_dates.full_year` reads them.
 
     month_name_date("1-Mar-24")          # MonthDate(year=2024, month=3, day=1, ...)
     month_name_date("March 1, 2024")     # the same date

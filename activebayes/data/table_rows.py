@@ -1,6 +1,6 @@
 """A csv table's rows as a person should see them: the feature columns' cells as written in the
 file (a missing value shown empty), read from the file only for the rows asked for, by each
-row's byte offset (`activebayes.data.csv_table.read_records`). What a round file, the labelling
+row's byte offset (`activebayes.data.csv_records.read_records`). What a round file, the labelling
 prompt and an export show of a table's items; a million-row pool holds no cell in memory.
 
     raw = RawCells(path, offsets, ",", positions=[1, 2], n_rows=len(offsets))
@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from activebayes.data.csv_table import read_records
+from activebayes.data.csv_records import read_records
 from activebayes.data.table_gaps import missing_mask
 
 

@@ -5,8 +5,8 @@ The pipeline is scikit-learn's `ColumnTransformer` (one transformer per column, 
 `SimpleImputer` then `StandardScaler` (numbers; a heavy-tailed column of counts or amounts,
 `"log": true`, has `FunctionTransformer(np.log1p)` between them:
 `activebayes.data.skewed_columns`); `SimpleImputer`, the calendar features
-(`activebayes.data.parsed_columns.calendar_features` in a `FunctionTransformer`) then
-`StandardScaler` (dates); `SimpleImputer`, `parsed_columns.clock_features` then `StandardScaler`
+(`activebayes.data.written_dates.calendar_features` in a `FunctionTransformer`) then
+`StandardScaler` (dates); `SimpleImputer`, `written_dates.clock_features` then `StandardScaler`
 (clock times); `SimpleImputer` then `OneHotEncoder` (categories); `MissingIndicator`
 (gaps); `TfidfVectorizer` then `TruncatedSVD` (text). Its learnt statistics are recorded as JSON
 (the spec, below) and applied by `apply_table_spec`, pure numpy, equal to the fitted pipeline's

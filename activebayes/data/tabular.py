@@ -25,7 +25,7 @@ number and the column left out, with a note. The label and key are never feature
   2:30 PM": `date_order` settles which from a day over 12; a column where none is stays text,
   categories with a note, or refused with the way to write them as ISO dates), or with the
   month's name ("1-Mar-24", "Mar 1, 2024": `activebayes.data.month_dates`): days since 1970-01-01, and the season, weekday (and time of day) on the circle
-  (`parsed_columns.calendar_features`; `ColumnPlan.clock` when there are times);
+  (`written_dates.calendar_features`; `ColumnPlan.clock` when there are times);
 - a time of day ("time") when every value present is a clock time without a date ("08:30",
   "7:15 PM"): (sin, cos) of the fraction of a day; a column with an hour over 23 ("95:10"), or
   named as durations (finish_time, lap; Time over values like "02:55:10", all under 6 hours),
