@@ -376,7 +376,9 @@ def main(argv: list[str] | None = None) -> int:
     text = reach_table(json.loads(Path(args[1]).read_text(encoding="utf-8")))
     print(text, end="")
     if len(args) == 3:
-        Path(args[2]).write_text(text, encoding="utf-8")
+        from activebayes.atomic_files import write_text_atomic
+
+        write_text_atomic(args[2], text)
     return 0
 
 

@@ -8,7 +8,6 @@ same bytes for the same seed), timings.json (the seconds) and the learning-curve
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from activebayes.atomic_files import atomic_write, write_json_atomic
 from activebayes.errors import DataError
 from activebayes.stopping import THRESHOLD, WINDOW, first_stop
 from activebayes.store import RoundStatus
@@ -168,7 +168,8 @@ def plot_study(config: StudyConfig, curves: Mapping[str, list[dict[str, float]]]
     axes.legend()
     axes.set_title(f"{config.name}: {config.posterior}, mean ± sd of {config.repeats} repeat(s)")
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path)
+    with atomic_write(path, "wb") as fh:
+        figure.savefig(fh, format="png")
     return path
 
 
@@ -214,6 +215,6 @@ def collect_results(config: StudyConfig, out_dir: str | Path, *, rounds_run: int
         document["paper"] = {"source": "Gal, Islam & Ghahramani 2017, Table 1 (labels to reach 10% / 5% error)",
                              "labels_to_reach": {a: {"0.90": n90, "0.95": n95} for a, (n90, n95) in GAL2017_TABLE1.items()}}  # fmt: skip
     results = out_dir / "results.json"
-    results.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    (out_dir / TIMINGS_FILE).write_text(json.dumps({"milestones": timings, "rounds": seconds}, indent=2) + "\n", encoding="utf-8")
+    write_json_atomic(results, document)  # each file whole or not at all
+    write_json_atomic(out_dir / TIMINGS_FILE, {"milestones": timings, "rounds": seconds})
     return StudyResult(config, out_dir, db, results, plot, runs, curves, rounds_run, time.perf_counter() - started)
