@@ -318,6 +318,8 @@ class ActiveBayesGroup(TyperGroup):
         try:
             with warnings.catch_warnings():  # a library's warning reaches a person as one plain line
                 warnings.showwarning = _warning_line
+                for developers_only in (DeprecationWarning, PendingDeprecationWarning):  # a library's word to its callers' code
+                    warnings.filterwarnings("ignore", category=developers_only)
                 rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except TyperException as exc:  # the option parser's errors (Typer's public base class)
             if type(exc).__name__ == "NoArgsIsHelpError":  # as Typer tells it, without importing it

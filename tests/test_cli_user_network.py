@@ -12,6 +12,8 @@ import pytest
 from cli_checks import assert_mistake, db_dump, ok, run
 
 NETS = """
+import warnings
+
 from torch import nn
 
 def good():
@@ -63,6 +65,10 @@ def as_dict():
 def as_hf():
     return Returns(HFOutput)
 
+def warns_then_tuple():  # a library's deprecation (say torch.jit.script's) is no line of the refusal
+    warnings.warn("`some.call` is deprecated. Please switch to `other.call`.", DeprecationWarning)
+    return as_tuple()
+
 def one_logit():
     return nn.Sequential(nn.Flatten(), nn.Linear(64, 8), nn.Dropout(0.2), nn.Linear(8, 1), nn.Flatten(0))
 
@@ -109,6 +115,7 @@ def images(cli_db, tmp_path):
         ("goood", ["has no attribute 'goood' (did you mean good?)"]),
         ("needs_args", ["takes n_classes without defaults", "calling it with no arguments", "give it a default"]),
         ("as_tuple", ["forward returns a tuple of 2, not a tensor", "return only the logits [N, 2]"]),
+        ("warns_then_tuple", ["forward returns a tuple of 2, not a tensor"]),
         ("as_dict", ["forward returns a dict holding ['logits']", "return self.net(x)['logits']"]),
         ("as_hf", ["forward returns a HFOutput holding .logits", "return the logits alone"]),
         ("one_logit", ["got (2,): one value per item", "nn.Linear(..., 2)"]),
