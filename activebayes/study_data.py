@@ -85,14 +85,15 @@ def _atomic_savez(path: Path, **arrays: np.ndarray) -> None:
 
 def prepare_data(config: StudyConfig, out_dir: Path) -> StudyData:
     """Write (once) the study's data file under `out_dir` and draw each repeat's split."""
-    from activebayes.data import digits_arrays, write_digits
+    from activebayes.data import write_digits
 
     splits = []
     if config.dataset == "digits":
         path = out_dir / "digits.npz"
         if not path.exists():
             write_digits(path)
-        _, y = digits_arrays()
+        with np.load(path) as saved:  # the labels as written: no scikit-learn import in each worker
+            y = saved["y"]
         keys = [f"digit-{i:04d}" for i in range(len(y))]
         shape: tuple[int, ...] = (64,)
         n_test = round(config.test_fraction * len(y))

@@ -35,7 +35,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     return done
 
 
-def test_run_end_to_end_on_iris_and_resume(tmp_path: Path) -> None:
+def test_run_end_to_end_on_iris_and_resume(tmp_path: Path, capsys) -> None:
     config = tmp_path / "config.json"
     config.write_text(json.dumps({
         "k": 10, "max_labels": 30, "test_fraction": 0.3, "max_rows": 3000, "seeds": [0], "tables": ["iris"],
@@ -74,18 +74,23 @@ def test_run_end_to_end_on_iris_and_resume(tmp_path: Path) -> None:
     assert "| table | rows | random (mean over the curve) | bald |" in md
     assert (out / "curves.png").stat().st_size > 0
 
-    # a rerun skips the finished runs and leaves their files alone
+    # a rerun skips the finished runs and leaves their files alone; the reruns call run.py's main
+    # in this process (the first run above is the script as a user starts it)
+    def rerun(*more: str) -> str:
+        capsys.readouterr()
+        assert _module("run").main([*args, *more]) == 0
+        return capsys.readouterr().out
+
     stamps = {arm: path.stat().st_mtime_ns for arm, path in runs.items()}
-    again = _run(*args, "--jobs", "2")
-    assert "0 run(s) to do, 2 already finished" in again.stdout
+    assert "0 run(s) to do, 2 already finished" in rerun("--jobs", "2")
     assert {arm: path.stat().st_mtime_ns for arm, path in runs.items()} == stamps
     # the first invocation ran both runs and says so; a report of runs made earlier claims no invocation
     assert "Last invocation of run.py: 2 run(s)" in md
     assert "Last invocation" not in (out / "results.md").read_text()
     # an arm the registry does not know is skipped with a note, not an error
-    unknown = _run(*args, "--arms", "random,no-such-acquisition")
-    assert "arm 'no-such-acquisition' skipped" in unknown.stdout
-    assert "0 run(s) to do, 1 already finished" in unknown.stdout
+    unknown = rerun("--arms", "random,no-such-acquisition")
+    assert "arm 'no-such-acquisition' skipped" in unknown
+    assert "0 run(s) to do, 1 already finished" in unknown
 
 
 def test_invocation_line_only_for_runs_this_invocation_finished() -> None:
