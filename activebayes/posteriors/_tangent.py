@@ -26,7 +26,7 @@ classifier (Rasmussen & Williams 2006, §3.4, with a full N·C × N·C kernel):
                the convention of the deep-learning Laplace evidence (laplace-torch's and online
                marglik's gradient in δ treats the GGN as fixed too). Differentiating W(û(δ)) as
                well moves the maximum to a far smaller δ on separable data (on 200 MNIST labels
-               7.1 against 97.9, README_EXPERIMENTS), the wide prior that makes the Laplace
+               about 7 against 97.9, README_EXPERIMENTS), the wide prior that makes the Laplace
                predictive under-confident.
 
 The posterior that predicts is then N(θ*, (Jᵀ W(û) J + δ I)⁻¹): the exact GGN in `_gram`'s dual
