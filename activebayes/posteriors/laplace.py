@@ -60,7 +60,9 @@ linearised network (`_glm`), f(x) ~ N(f(x; θ*), J(x) Σ J(x)ᵀ): `predict_prob
 formula above on its diagonal (laplace-torch's `la(x, pred_type="glm", link_approx="probit")`),
 `predict` S linearised function samples f(x; θ*) + J(x)(θ_s − θ*) with θ_s drawn once per S from
 `seed` (shared by every candidate, so jointly consistent across a pool and batching-invariant).
-The evidence is `_kfac.log_marginal_likelihood` (per-tensor δ, and σ for regression).
+The evidence is `_kfac.log_marginal_likelihood` (per-tensor δ, and σ for regression);
+prior_precision="tangent" (hessian="full", classification) takes one δ from the evidence of the
+tangent linear model J(x)w at its own mode instead, and the GGN there (`_tangent`).
 likelihood="heteroscedastic" (two outputs, the natural parameters; either subset, KFAC or diag;
 the linearised predictive of the mean and the variance): `_hetero_laplace`.
 
@@ -98,6 +100,7 @@ from activebayes.posteriors._kfac import log_marginal_likelihood as network_log_
 from activebayes.posteriors._moment_propagation import PREDICTIVES, AnalyticPredictive, probit_softmax
 from activebayes.posteriors._network import (LIKELIHOODS, REGRESSION_LIKELIHOODS, ModelFn, NetworkArgs, NetworkPosterior, check_choice,
                                              check_positive_number, inputs_for)  # fmt: skip
+from activebayes.posteriors._tangent import TangentFit, fit_tangent
 from activebayes.predictive import GaussianPredictive, Predictive
 from activebayes.training import TrainConfig, as_tensor, train
 
@@ -158,7 +161,9 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
             was trained with `train.marglik`, else one δ found post hoc); "online": learn them by
             online marginal-likelihood training (`train.marglik`, or when that is None
             MarglikConfig() with this hessian and at most MAX_MARGLIK_FITS Laplace fits; not with
-            `model`; with hessian="full" the learnt weight and bias precisions must agree).
+            `model`; with hessian="full" the learnt weight and bias precisions must agree);
+            "tangent" (subset="all", hessian="full", classification): one δ from the evidence of
+            the tangent linear model at its own mode (`_tangent`; Antorán et al. 2022).
         predictive: "sampled" (weight samples) or "analytic" (`predict` samples the logits'
             diagonal Gaussian; module docstring); "analytic" requires link="probit".
         n_samples: default S of weight samples for `predict`.
@@ -197,8 +202,11 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
         if isinstance(prior_precision, (list, tuple)) and subset == "all" and prior_precision:
             for value in prior_precision:
                 check_positive_number("prior_precision", value)
-        elif prior_precision not in ("marglik", "online"):
+        elif prior_precision not in ("marglik", "online", "tangent"):
             check_positive_number("prior_precision", prior_precision)
+        if prior_precision == "tangent" and (subset, hessian) != ("all", "full"):
+            raise ConfigError(f"prior_precision: 'tangent' is the whole network's exact GGN; use subset='all' and hessian='full', "
+                              f"got subset={subset!r}, hessian={hessian!r}")
         if prior_precision == "online" and self.model is not None:
             raise ConfigError("prior_precision: 'online' learns the precisions while training, and model= is trained already; "
                               "use 'marglik' or a number")
@@ -215,6 +223,7 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
         self.log_likelihood_: Tensor | None = None
         self.layer_: nn.Linear | None = None
         self.marglik_: MarglikFit | None = None
+        self._tangent: TangentFit | None = None
 
     # ------------------------------------------------------------------ fitting
     def _fit_network(self, x: Tensor, y: Tensor) -> None:
@@ -303,7 +312,12 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
             raise ConfigError(f"{self._network_argument}: for regression expected one output per item, got {n_out}")
         if self.likelihood_ == "categorical" and (y.min() < 0 or y.max() >= n_out):
             raise ShapeError(f"y: expected labels in [0, {n_out - 1}], got range [{int(y.min())}, {int(y.max())}]")
-        curvature = fit_network_curvature(net, x, y, self.hessian.value, self.likelihood_)
+        self._tangent = None
+        if self.prior_precision == "tangent":
+            if self.likelihood_ != "categorical":
+                raise ConfigError(f"prior_precision: 'tangent' is for classification, got likelihood={self.likelihood_!r}")
+            self._tangent = fit_tangent(net, x, y)
+        curvature = self._tangent.curvature if self._tangent else fit_network_curvature(net, x, y, self.hessian.value, self.likelihood_)
         for p in net.parameters():
             p.requires_grad_(False)
         factor = 1.0
@@ -312,7 +326,9 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
             self.noise_ = self.marglik_.sigma_noise**2 if self.marglik_ is not None else fit_noise_variance(residuals, y)  # type: ignore[operator]
             factor = 1.0 / self.noise_
         deltas = self._learnt([p for layer in layers for p in layer.parameters(recurse=False)])
-        if deltas is None and self.prior_precision == "marglik":
+        if self._tangent is not None:
+            deltas = prior_precisions(self._tangent.delta, len(curvature.blocks), device=x.device)
+        elif deltas is None and self.prior_precision == "marglik":
             norm2 = float(sum(m.square().sum() for m in curvature.mean))
             deltas = prior_precisions(maximise_scalar_evidence(curvature.eigenvalues(factor), norm2), len(curvature.blocks), device=x.device)
         elif deltas is None:
@@ -359,6 +375,8 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
         σ = `sigma_noise` (default sqrt(noise_)); differentiable in both when they are tensors."""
         self._check_fitted()
         delta = self.prior_precision_ if prior_precision is None else prior_precision
+        if self._tangent is not None:  # the tangent model's own evidence, one δ
+            return self._tangent.evidence if prior_precision is None else self._tangent.evidence_at(prior_precision)
         if self.layer_ is None:  # subset="all", or a heteroscedastic posterior
             sigma = sigma_noise if sigma_noise is not None else None if self.noise_ is None else math.sqrt(self.noise_)
             return network_log_marginal_likelihood(self.posterior_.curvature, delta, sigma)  # type: ignore[union-attr, arg-type]
