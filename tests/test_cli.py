@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -279,8 +280,10 @@ def test_demo_ends_with_the_way_to_ones_own_data(env, monkeypatch):
                 "results": "r.json", "arms": {}, "default_vs_random": {}, "settings": {"seeds": [0]}}  # fmt: skip
 
     monkeypatch.setattr(demo, "_active_learning", study)
+    monkeypatch.delenv("COLUMNS", raising=False)  # a width asked for would wrap it (`_output.unwrapped_when_piped`)
     lines = run("demo", "--fast", "--out", "demo-out").stdout.strip().splitlines()
-    assert lines[-1].startswith("Next, on your own table: activebayes init --name NAME, then activebayes pool add "), lines  # one line: piped, unwrapped
+    assert lines[-1].startswith("Next, on your own table: activebayes init --name NAME, then activebayes pool add "), (
+        {k: v for k, v in os.environ.items() if k in ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE", "TERM")}, lines)  # one line: piped, unwrapped
     typed = run("--db", "mine.db", "demo", "--fast", "--out", "demo-out").stdout
     assert "activebayes --db sqlite:///mine.db init --name NAME" in " ".join(typed.split())
 

@@ -25,7 +25,7 @@ def test_registry_names_resolve_to_posteriors():
 # own layer and those below it.
 LAYERS = {
     1: ("errors", "predictive", "metrics", "_device", "_memory", "distributed", "estimates", "estimate_intervals", "per_item_losses", "active_testing_proposal", "stopping", "round_estimates", "likelihoods",
-        "target_units", "same_rows", "row_weights"),
+        "target_units", "same_rows", "row_weights", "atomic_files"),
     2: ("acquisition", "active_testing"),
     3: ("nets", "_optimizers", "training", "gaussian_likelihood", "posteriors", "debias", "marglik", "model_selection"),
     4: ("scoring",),
