@@ -83,6 +83,7 @@ import torch
 
 from activebayes._device import resolve_device
 from activebayes._evaluation import RoundEvaluation
+from activebayes._project_data import ProjectData
 from activebayes._selection import PoolSelection
 from activebayes.errors import ConfigError, StoreError
 from activebayes.oracles.base import checked_answers
@@ -107,7 +108,7 @@ def round_seed(seed: int, number: int) -> int:
     return int(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, int(number)]).generate_state(1)[0] & 0x7FFFFFFF)
 
 
-class ActiveLearningLoop(PoolSelection, RoundEvaluation):
+class ActiveLearningLoop(PoolSelection, RoundEvaluation, ProjectData):
     """Binds a posterior factory, an acquisition, a store project and an oracle.
 
     Args:
@@ -234,27 +235,6 @@ class ActiveLearningLoop(PoolSelection, RoundEvaluation):
     def _stage(self, name: str) -> None:
         if self.hook is not None:
             self.hook(str(name))  # a RoundStatus as its value
-
-    def _pool_data(self) -> Any:
-        """The project's Dataset, loaded on first use."""
-        if self._data is None:
-            from activebayes.data import load_project_data
-
-            self._data = load_project_data(self.store, self.project)
-        return self._data
-
-    def _features(self, rows: np.ndarray) -> torch.Tensor:
-        """The data's `rows` as a float32 tensor [n, ...] (a copy; a mapped cache read from its file:
-        `activebayes.data.mapped_rows`)."""
-        from activebayes.data.mapped_rows import take_rows
-
-        return torch.from_numpy(take_rows(self._pool_data().x, rows)).float()
-
-    def _targets(self, values: list[str]) -> torch.Tensor:
-        if self._info.task == "classification":
-            index = {c: i for i, c in enumerate(self._info.classes or [])}
-            return torch.tensor([index[v] for v in values], dtype=torch.long)
-        return torch.tensor([float(v) for v in values], dtype=torch.float32)
 
     _unfitted: tuple[int, Any] | None = None  # (round seed, the posterior step() built for that round)
 

@@ -31,7 +31,7 @@ LAYERS = {
     4: ("scoring",),
     5: ("store", "data"),
     6: ("oracles",),
-    7: ("loop", "round_result", "_selection", "_evaluation", "study", "study_config", "study_data", "study_results", "study_jobs", "batched_runs", "design", "report", "score_histograms", "figures", "_round_signals", "web"),
+    7: ("loop", "round_result", "_selection", "_evaluation", "_project_data", "study", "study_config", "study_data", "study_results", "study_jobs", "batched_runs", "design", "report", "score_histograms", "figures", "_round_signals", "web"),
 }
 
 

@@ -46,8 +46,9 @@ from activebayes.posteriors._curvature import maximise_scalar_evidence
 from activebayes.posteriors._glm import NetworkGaussian
 from activebayes.posteriors._kfac import as_outputs, curvature_layers, fit_curvature, network_log_likelihood, prior_precisions
 from activebayes.posteriors._network import inputs_for
+from activebayes.posteriors._network_laplace import network_inputs, sampled_outputs
 from activebayes.predictive import GaussianPredictive
-from activebayes.training import as_tensor, train
+from activebayes.training import train
 
 
 def linearised_moments(mean: Tensor, cov: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -126,8 +127,7 @@ def heteroscedastic_mean_var(laplace: Any, x: Tensor, *, observation_noise: bool
     """(E[y | x, D] [N], Var [N]) of the linearised predictive in the targets' units (module
     docstring): the epistemic Var[μ], plus the aleatoric E[σ²] with `observation_noise`."""
     laplace._check_fitted()
-    param = next(laplace.model_.parameters())
-    f, cov = laplace.posterior_.functional_variance(as_tensor("x", x, param.dtype).to(param.device))
+    f, cov = laplace.posterior_.functional_variance(network_inputs(laplace, x))
     mu, spread, noise = linearised_moments(f, cov)
     scale = laplace.target_scale_
     var = scale**2 * (spread + noise if observation_noise else spread)
@@ -137,11 +137,7 @@ def heteroscedastic_mean_var(laplace: Any, x: Tensor, *, observation_noise: bool
 def heteroscedastic_predict(laplace: Any, x: Tensor, n_samples: int | None = None) -> GaussianPredictive:
     """S linearised function samples f_s(x) [S, N, 2] as each sample's (μ_s, σ²_s) [S, N] in the
     targets' units (`NetworkPosterior._predictive`)."""
-    laplace._check_fitted()
-    param = next(laplace.model_.parameters())
-    xs = as_tensor("x", x, param.dtype).to(param.device)
-    outputs = laplace.posterior_.sample_outputs(xs, laplace.network_deviations(n_samples))
-    return laplace._predictive(outputs)
+    return laplace._predictive(sampled_outputs(laplace, x, n_samples))
 
 
 __all__ = ["check_options", "covered_layers", "fit_heteroscedastic", "heteroscedastic_mean_var", "heteroscedastic_predict", "linearised_moments"]

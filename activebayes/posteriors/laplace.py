@@ -63,6 +63,7 @@ formula above on its diagonal (laplace-torch's `la(x, pred_type="glm", link_appr
 The evidence is `_kfac.log_marginal_likelihood` (per-tensor δ, and σ for regression);
 prior_precision="tangent" (hessian="full", classification) takes one δ from the evidence of the
 tangent linear model J(x)w at its own mode instead, and the GGN there (`_tangent`).
+The fit, the moments and the deviation samples of this posterior: `_network_laplace`.
 likelihood="heteroscedastic" (two outputs, the natural parameters; either subset, KFAC or diag;
 the linearised predictive of the mean and the variance): `_hetero_laplace`.
 
@@ -83,26 +84,19 @@ import torch
 from torch import Tensor, nn
 
 from activebayes.errors import ConfigError, ShapeError, classification_only, regression_only
-from activebayes.gaussian_likelihood import fit_noise_variance, gaussian_nll, network_outputs, regression_output
+from activebayes.gaussian_likelihood import fit_noise_variance, gaussian_nll, regression_output
 from activebayes.likelihoods import HETEROSCEDASTIC
 from activebayes.marglik import MarglikConfig, MarglikFit, train_marglik
-from activebayes.posteriors._curvature import (
-    LastLayerGaussian,
-    log_marginal_likelihood,
-    maximise_scalar_evidence,
-    optimise_prior_precision,
-)
-from activebayes.posteriors._glm import standard_noise
-from activebayes.posteriors._gram import fit_network_curvature, network_gaussian
+from activebayes.posteriors._curvature import LastLayerGaussian, log_marginal_likelihood, optimise_prior_precision
 from activebayes.posteriors._hetero_laplace import fit_heteroscedastic, heteroscedastic_mean_var, heteroscedastic_predict
-from activebayes.posteriors._kfac import as_outputs, curvature_layers, network_log_likelihood, prior_precisions
 from activebayes.posteriors._kfac import log_marginal_likelihood as network_log_marginal_likelihood
 from activebayes.posteriors._moment_propagation import PREDICTIVES, AnalyticPredictive, probit_softmax
 from activebayes.posteriors._network import (LIKELIHOODS, REGRESSION_LIKELIHOODS, ModelFn, NetworkArgs, NetworkPosterior, check_choice,
                                              check_positive_number, inputs_for)  # fmt: skip
-from activebayes.posteriors._tangent import TangentFit, fit_tangent
+from activebayes.posteriors._network_laplace import fit_whole_network, network_deviations, network_moments, sampled_outputs
+from activebayes.posteriors._tangent import TangentFit
 from activebayes.predictive import GaussianPredictive, Predictive
-from activebayes.training import TrainConfig, as_tensor, train
+from activebayes.training import TrainConfig, train
 
 _BATCH = 4096  # rows per forward pass when extracting features
 MAX_MARGLIK_FITS = 10  # prior_precision="online": at most this many Laplace fits (each K = 10 hyper-steps) per training run
@@ -247,7 +241,7 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
         self._trainable = [id(p) for p in net.parameters() if p.requires_grad]
         self._samples: dict[int, tuple[Tensor, Tensor]] = {}
         if self.subset == "all":
-            self._fit_all(net, x.to(dev), y.to(dev))
+            fit_whole_network(self, net, x.to(dev), y.to(dev))
             return
         for p in net.parameters():
             p.requires_grad_(False)
@@ -303,40 +297,6 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
         else:
             self.prior_precision_ = float(self.prior_precision)
 
-    def _fit_all(self, net: nn.Module, x: Tensor, y: Tensor) -> None:
-        """The whole-network posterior (module docstring) around the trained network."""
-        layers = curvature_layers(net)
-        with torch.no_grad():
-            n_out = as_outputs(net(x[:1])).shape[1]
-        if self.likelihood_ == "gaussian" and n_out != 1:
-            raise ConfigError(f"{self._network_argument}: for regression expected one output per item, got {n_out}")
-        if self.likelihood_ == "categorical" and (y.min() < 0 or y.max() >= n_out):
-            raise ShapeError(f"y: expected labels in [0, {n_out - 1}], got range [{int(y.min())}, {int(y.max())}]")
-        self._tangent = None
-        if self.prior_precision == "tangent":
-            if self.likelihood_ != "categorical":
-                raise ConfigError(f"prior_precision: 'tangent' is for classification, got likelihood={self.likelihood_!r}")
-            self._tangent = fit_tangent(net, x, y)
-        curvature = self._tangent.curvature if self._tangent else fit_network_curvature(net, x, y, self.hessian.value, self.likelihood_)
-        for p in net.parameters():
-            p.requires_grad_(False)
-        factor = 1.0
-        if self.likelihood_ == "gaussian":
-            residuals = network_outputs(net, x) - y
-            self.noise_ = self.marglik_.sigma_noise**2 if self.marglik_ is not None else fit_noise_variance(residuals, y)  # type: ignore[operator]
-            factor = 1.0 / self.noise_
-        deltas = self._learnt([p for layer in layers for p in layer.parameters(recurse=False)])
-        if self._tangent is not None:
-            deltas = prior_precisions(self._tangent.delta, len(curvature.blocks), device=x.device)
-        elif deltas is None and self.prior_precision == "marglik":
-            norm2 = float(sum(m.square().sum() for m in curvature.mean))
-            deltas = prior_precisions(maximise_scalar_evidence(curvature.eigenvalues(factor), norm2), len(curvature.blocks), device=x.device)
-        elif deltas is None:
-            deltas = prior_precisions(self.prior_precision, len(curvature.blocks), device=x.device)
-        self.posterior_ = network_gaussian(net, layers, curvature, deltas, factor)
-        self.model_, self.layer_, self.prior_precision_ = net, None, deltas
-        self.log_likelihood_ = network_log_likelihood(curvature, None if self.noise_ is None else math.sqrt(self.noise_))
-
     def _fit_regression(self, net: nn.Module, layer: nn.Linear, phi: Tensor, outputs: Tensor, y: Tensor) -> None:
         """The Gaussian-likelihood last-layer posterior (module docstring) around the MAP network."""
         if layer.out_features != 1:
@@ -390,17 +350,10 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
         dev = next(self.model_.parameters()).device  # type: ignore[union-attr]
         return features_and_logits(self.model_, self.layer_, x.to(dev))  # type: ignore[arg-type]
 
-    def _network_moments(self, x: Tensor, *, diagonal: bool) -> tuple[Tensor, Tensor]:
-        """subset="all": (f_map [N, C], f_var [N, C, C] or [N, C]) of the linearised network."""
-        self._check_fitted()
-        param = next(self.model_.parameters())  # type: ignore[union-attr]
-        f, var = self.posterior_.functional_variance(as_tensor("x", x, param.dtype).to(param.device), diagonal=diagonal)  # type: ignore[union-attr]
-        return f, var.to(f.dtype)
-
     def functional_variance(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """(f_map [N, C], f_var [N, C, C]) of the linearised predictive."""
         if self.layer_ is None:
-            return self._network_moments(x, diagonal=False)
+            return network_moments(self, x, diagonal=False)
         phi, logits = self._features(x)
         f_var = self.posterior_.functional_variance(phi, self.prior_precision_)  # type: ignore[union-attr, arg-type]
         return logits, f_var.to(logits.dtype)
@@ -408,7 +361,7 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
     def output_moments(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """(f_map, diag f_var), each [N, C] (regression [N, 1] or [N]): the logits' Gaussian marginals."""
         if self.layer_ is None:
-            return self._network_moments(x, diagonal=True)
+            return network_moments(self, x, diagonal=True)
         phi, logits = self._features(x)
         var = self.posterior_.functional_variance(phi, self.prior_precision_, diagonal=True)  # type: ignore[union-attr, arg-type]
         return logits, var.to(logits.dtype).reshape(logits.shape)
@@ -443,15 +396,8 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
 
     def network_deviations(self, n_samples: int | None = None) -> list[Tensor]:
         """subset="all": S draws θ_s − θ* ~ N(0, Σ), one tensor [S, *θ_l.shape] per parameter tensor;
-        z [S, P] from torch.Generator().manual_seed(seed_) on the CPU (`_glm.standard_noise`)."""
-        self._check_fitted()
-        s = self._sample_count(n_samples)
-        if s not in self._samples:
-            post = self.posterior_
-            noise = standard_noise(s, post.noise_size, self.seed_).to(post.deltas.device)  # type: ignore[union-attr]
-            dtype = next(self.model_.parameters()).dtype  # type: ignore[union-attr]
-            self._samples = {s: [d.to(dtype) for d in post.deviations(noise)]}  # type: ignore[union-attr, dict-item]
-        return self._samples[s]  # type: ignore[return-value]
+        z [S, P] from torch.Generator().manual_seed(seed_) on the CPU (`_network_laplace`)."""
+        return network_deviations(self, n_samples)
 
     def predict(self, x: Tensor, n_samples: int | None = None) -> Predictive | GaussianPredictive:
         """Predictive [S, N, C] from S weight samples shared by all x: softmax(W_s φ(x) + b_s) for the
@@ -467,9 +413,7 @@ class Laplace(AnalyticPredictive, NetworkPosterior):
         if self.likelihood_ == HETEROSCEDASTIC:
             return heteroscedastic_predict(self, x, n_samples)
         if self.subset == "all":
-            param = next(self.model_.parameters())  # type: ignore[union-attr]
-            xs = as_tensor("x", x, param.dtype).to(param.device)
-            logits = self.posterior_.sample_outputs(xs, self.network_deviations(n_samples))  # type: ignore[union-attr]
+            logits = sampled_outputs(self, x, n_samples)
         else:
             weight, bias = self.weight_samples(n_samples)
             phi, _ = self._features(x)
