@@ -132,6 +132,20 @@ class GramCurvature(NetworkCurvature):
                              self.n_data, self.n_outputs, self.likelihood, tuple(move(f) for f in self.features))  # fmt: skip
 
 
+def jacobian_rows(model: nn.Module, layers: list[nn.Module], x: Tensor, vectors_of, k: int) -> tuple[Tensor, tuple[Features, ...]]:
+    """(outputs f [N, C], per tensor the rows v_kᵀ J_n of `tensor_features` for all N items) from
+    `_kfac.backpropagate` in chunks of `item_chunk` items; `vectors_of(f)` gives the K = `k` vectors."""
+    chunk = item_chunk(model, layers, x, k)
+    outputs, parts = [], []
+    for start in range(0, x.shape[0], chunk):
+        f, stats = backpropagate(model, layers, x[start : start + chunk], vectors_of)
+        outputs.append(f)
+        parts.append(tensor_features(layers, stats))
+    features = tuple((torch.cat([p[i][0] for p in parts], 1), None if parts[0][i][1] is None else torch.cat([p[i][1] for p in parts]))  # type: ignore[misc]
+                     for i in range(len(parts[0])))  # fmt: skip
+    return torch.cat(outputs), features
+
+
 @torch.no_grad()
 def fit_gram(model: nn.Module, x: Tensor, y: Tensor, likelihood: str) -> GramCurvature:
     """The exact GGN of `model` (eval mode, as it is) on x [N, ...], y [N] in dual form (module docstring)."""
@@ -141,15 +155,8 @@ def fit_gram(model: nn.Module, x: Tensor, y: Tensor, likelihood: str) -> GramCur
     if x.shape[0] * k > MAX_GRAM_ROWS:
         raise ConfigError(f"hessian: 'full' with subset='all' works with N·K x N·K matrices, and N·K = {x.shape[0] * k} is above "
                           f"{MAX_GRAM_ROWS}; use hessian='kron'")
-    chunk = item_chunk(model, layers, x, k)
-    parts: list[list[Features]] = []
-    loss = torch.zeros((), dtype=torch.float64, device=x.device)
-    for start in range(0, x.shape[0], chunk):
-        f, stats = backpropagate(model, layers, x[start : start + chunk], lambda out: hessian_square_root(likelihood, out))
-        loss = loss + _nll_sum(likelihood, f, y[start : start + chunk])
-        parts.append(tensor_features(layers, stats))
-    features = tuple((torch.cat([p[i][0] for p in parts], 1), None if parts[0][i][1] is None else torch.cat([p[i][1] for p in parts]))  # type: ignore[misc]
-                     for i in range(len(parts[0])))  # fmt: skip
+    f, features = jacobian_rows(model, layers, x, lambda out: hessian_square_root(likelihood, out), k)
+    loss = _nll_sum(likelihood, f, y)
     blocks = tuple(cross(f, f) for f in features)
     mean = tuple(p.detach().reshape(-1).to(torch.float64) for p in parameter_tensors(layers))
     return GramCurvature("full", blocks, mean, loss, x.shape[0], probe.shape[1], likelihood, features)
@@ -218,4 +225,4 @@ def network_gaussian(model: nn.Module, layers: list[nn.Module], curvature: Netwo
     return kind(model, layers, curvature, deltas, factor)
 
 
-__all__ = ["MAX_GRAM_ROWS", "GramCurvature", "GramGaussian", "fit_gram", "fit_network_curvature", "network_gaussian"]
+__all__ = ["MAX_GRAM_ROWS", "GramCurvature", "GramGaussian", "fit_gram", "fit_network_curvature", "jacobian_rows", "network_gaussian"]

@@ -45,8 +45,8 @@ from torch import Tensor, nn
 
 from activebayes.errors import ConfigError
 from activebayes.posteriors._glm import _unit_vectors
-from activebayes.posteriors._gram import MAX_GRAM_ROWS, Features, GramCurvature, cross, tensor_features
-from activebayes.posteriors._kfac import _nll_sum, backpropagate, curvature_layers, item_chunk, parameter_tensors
+from activebayes.posteriors._gram import MAX_GRAM_ROWS, GramCurvature, cross, jacobian_rows
+from activebayes.posteriors._kfac import _nll_sum, curvature_layers, parameter_tensors
 
 MAX_FIXED_POINT_STEPS = 200
 
@@ -160,22 +160,14 @@ def fit_tangent(model: nn.Module, x: Tensor, y: Tensor) -> TangentFit:
     if x.shape[0] * c > MAX_GRAM_ROWS:
         raise ConfigError(f"prior_precision: 'tangent' works with N·C x N·C matrices, and N·C = {x.shape[0] * c} is above "
                           f"{MAX_GRAM_ROWS}; use 'marglik' with hessian='kron'")  # fmt: skip
-    chunk = item_chunk(model, layers, x, c)
-    parts: list[list[Features]] = []
-    logits = []
-    for start in range(0, x.shape[0], chunk):
-        f, stats = backpropagate(model, layers, x[start : start + chunk], _unit_vectors)
-        logits.append(f)
-        parts.append(tensor_features(layers, stats))
-    jacobians = [(torch.cat([p[i][0] for p in parts], 1), None if parts[0][i][1] is None else torch.cat([p[i][1] for p in parts]))
-                 for i in range(len(parts[0]))]  # type: ignore[misc]  # fmt: skip
+    logits, jacobians = jacobian_rows(model, layers, x, _unit_vectors, c)
     gram = sum(cross(j, j) for j in jacobians)
     delta, mode = tangent_precision(gram, y, c)  # type: ignore[arg-type]
     # U = W½(û) J: each item's C Jacobian rows mixed by its Hessian root at the tangent mode
     weighted = tuple((torch.einsum("mkc,cm...->km...", mode.root, g), rows) for g, rows in jacobians)
     blocks = tuple(cross(f, f) for f in weighted)
     mean = tuple(p.detach().reshape(-1).to(torch.float64) for p in parameter_tensors(layers))
-    loss = _nll_sum("categorical", torch.cat(logits), y)
+    loss = _nll_sum("categorical", logits, y)
     curvature = GramCurvature("full", blocks, mean, loss, x.shape[0], c, "categorical", weighted)
     return TangentFit(curvature, delta, mode.evidence, gram, y)  # type: ignore[arg-type]
 
