@@ -19,12 +19,13 @@ def agg_figure(width: float = 6.4, height: float = 4.2):
     return figure
 
 
-def save_png(figure, path: str | Path) -> Path:
-    """Write `figure` to `path` (a .png name, else DataError; its folder made); returns the path."""
+def save_png(figure, path: str | Path, **savefig: object) -> Path:
+    """Write `figure` to `path` (a .png name, else DataError; its folder made), whole or not at all
+    (`atomic_write`); `savefig`: matplotlib's other options (dpi); returns the path."""
     path = Path(path)
     if path.suffix.lower() != ".png":
         raise DataError(f"path: expected a file name ending in .png, got {str(path)!r}")
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(path, "wb") as fh:  # whole or not at all: a failure leaves the old file
-        figure.savefig(fh, format="png")
+        figure.savefig(fh, format="png", **savefig)
     return path

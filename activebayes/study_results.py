@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from activebayes.atomic_files import atomic_write, write_json_atomic
+from activebayes.atomic_files import write_json_atomic
 from activebayes.errors import DataError
+from activebayes.figures import save_png
 from activebayes.stopping import THRESHOLD, WINDOW, first_stop
 from activebayes.store import RoundStatus
 from activebayes.study_config import StudyConfig
@@ -167,10 +168,7 @@ def plot_study(config: StudyConfig, curves: Mapping[str, list[dict[str, float]]]
     axes.grid(True, alpha=0.3)
     axes.legend()
     axes.set_title(f"{config.name}: {config.posterior}, mean ± sd of {config.repeats} repeat(s)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_write(path, "wb") as fh:
-        figure.savefig(fh, format="png")
-    return path
+    return save_png(figure, path)
 
 
 def collect_results(config: StudyConfig, out_dir: str | Path, *, rounds_run: int = 0,

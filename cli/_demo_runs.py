@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from activebayes.atomic_files import atomic_write, write_json_atomic
+from activebayes.atomic_files import write_json_atomic
+from activebayes.figures import save_png
 
 TASK = "classification"
 TEST_FRACTION = 0.3
@@ -148,9 +149,7 @@ def plot_curves(curves: dict[str, list[dict[str, float]]], path: Path, title: st
     axes.grid(True, alpha=0.3)
     axes.legend()
     axes.set_title(title)
-    with atomic_write(path, "wb") as fh:
-        figure.savefig(fh, format="png")
-    return path
+    return save_png(figure, path)
 
 
 def write_results(path: Path, document: dict[str, Any]) -> Path:

@@ -219,6 +219,12 @@ def check_round_file(path: Path, info: Any, data: Any, force: bool) -> None:
             f"the round file {path} already exists (answers may have been filled in)",
             "label from it first, move it away, choose another file with --csv PATH, or pass --force to overwrite it",
         )
-    folder = images_folder(path)
-    if image_shape(info, data) is not None and folder.exists() and any(folder.iterdir()):
-        raise CliError(f"the image folder {folder} of round file {path} already exists", "move it away, choose another --csv PATH, or pass --force")
+    if image_shape(info, data) is not None:
+        refuse_filled_folder(images_folder(path), "image folder", f"round file {path}", "choose another --csv PATH")
+
+
+def refuse_filled_folder(folder: Path, kind: str, owner: str, instead: str) -> None:
+    """Refuse (before anything is written) to write image files into `folder`, the `kind` of the
+    file `owner`, where it already holds some; `instead` is the other way out (--force skips this)."""
+    if folder.is_dir() and any(folder.iterdir()):
+        raise CliError(f"the {kind} {folder} of {owner} already exists", f"move it away, {instead}, or pass --force")

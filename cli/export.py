@@ -199,7 +199,7 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
     from activebayes.data.label_studio import labelling_config, tasks_from_queries
     from activebayes.data import load_project_data
     from activebayes_cli._output import safe_name
-    from activebayes_cli._round_file import copy_original, feature_columns, image_shape, images_folder, write_png
+    from activebayes_cli._round_file import copy_original, feature_columns, image_shape, images_folder, refuse_filled_folder, write_png
     from activebayes_cli._task_ids import query_ids
 
     st = state(ctx)
@@ -234,8 +234,8 @@ def _export_label_studio(ctx: typer.Context, file: Path, round_number: int | Non
     shape = image_shape(info, data)
     ids = query_ids(info, number, queries)  # keys that are paths, which may name the class: opaque ids instead
     folder = images_folder(file)
-    if (getattr(data, "folder", None) is not None or shape is not None) and not force and folder.is_dir() and any(folder.iterdir()):
-        raise CliError(f"the images folder {folder} of tasks file {file} already exists", "move it away, choose another file name, or pass --force")
+    if (getattr(data, "folder", None) is not None or shape is not None) and not force:
+        refuse_filled_folder(folder, "images folder", f"tasks file {file}", "choose another file name")
     if getattr(data, "folder", None) is not None:  # `pool add FOLDER`: copies, as an original's path may name its class
         images = {q.key: image_address(copy_original(data, q.key, q.rank, folder, ids[q.key] if ids else None), folder, image_url) for q in queries}
     elif shape is not None:  # an image array (IDX, .npy/.npz): one PNG per query next to the tasks

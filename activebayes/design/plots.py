@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from activebayes.atomic_files import atomic_write
 from activebayes.design.session import SessionTrace
+from activebayes.figures import save_png
 
 
 def plot_session(trace: SessionTrace, path: str | Path, *, true_span: float | None = None) -> Path:
@@ -52,8 +52,6 @@ def plot_session(trace: SessionTrace, path: str | Path, *, true_span: float | No
     right.legend(fontsize=8)
     fig.tight_layout()
     try:
-        with atomic_write(path, "wb") as fh:  # whole or not at all: a failure leaves the old file
-            fig.savefig(fh, dpi=110, format="png")
+        return save_png(fig, path, dpi=110)
     finally:
         plt.close(fig)
-    return path
