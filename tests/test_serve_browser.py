@@ -31,6 +31,7 @@ pytest.importorskip("selenium", reason="selenium is not installed")
 pytest.importorskip("uvicorn", reason="the serve extra is not installed")
 
 from selenium import webdriver  # noqa: E402
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -70,7 +71,10 @@ def sqlite_db(tmp_path, monkeypatch):
 
 
 def wait(driver, condition, what: str):
-    return WebDriverWait(driver, WAIT_S, poll_frequency=0.05).until(lambda d: condition(d), message=what)
+    """Poll `condition` until it holds; an element found by it that the page replaced before it was
+    read (a live part redrawn) is found again at the next poll, not a failure."""
+    return WebDriverWait(driver, WAIT_S, poll_frequency=0.05, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)
+                         ).until(lambda d: condition(d), message=what)  # fmt: skip
 
 
 def shown_key(driver) -> str | None:
